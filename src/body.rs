@@ -1,0 +1,134 @@
+//! `Body`: the one body type lingo's handlers return and send upstream.
+//!
+//! A boxed body keeps the service's types simple while each transformation (idle timeout,
+//! access-log accounting, ...) stays its own small `pin_project!` wrapper.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty, Full};
+use pin_project_lite::pin_project;
+
+/// Errors carried through bodies.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A boxed body of `Bytes` frames.
+pub struct Body(UnsyncBoxBody<Bytes, BoxError>);
+
+// === impl Body ===
+
+impl Body {
+    pub fn new<B>(body: B) -> Self
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        Body(body.map_err(Into::into).boxed_unsync())
+    }
+
+    pub fn empty() -> Self {
+        Body::new(Empty::<Bytes>::new())
+    }
+
+    pub fn full(bytes: impl Into<Bytes>) -> Self {
+        Body::new(Full::new(bytes.into()))
+    }
+
+    /// A body made of several pieces sent one after another, with an exact size hint (so
+    /// hyper sends a `Content-Length`). Used to splice rewritten values into an answer
+    /// without copying the rest of it.
+    pub fn pieces(pieces: Vec<Bytes>) -> Self {
+        Body::new(Pieces(pieces.into()))
+    }
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Body::empty()
+    }
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Pin::new(&mut self.0).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.0.size_hint()
+    }
+}
+
+/// See [`Body::pieces`].
+struct Pieces(VecDeque<Bytes>);
+
+impl http_body::Body for Pieces {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.0.iter().map(|b| b.len() as u64).sum())
+    }
+}
+
+pin_project! {
+    /// `head`, then everything `inner` sends: hands on a body whose start was already read.
+    pub struct Prepend<B> {
+        head: Option<Bytes>,
+        #[pin]
+        inner: B,
+    }
+}
+
+impl<B> Prepend<B> {
+    pub fn new(head: Bytes, inner: B) -> Self {
+        Prepend {
+            head: Some(head),
+            inner,
+        }
+    }
+}
+
+impl<B: http_body::Body<Data = Bytes>> http_body::Body for Prepend<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let this = self.project();
+        match this.head.take() {
+            Some(head) => Poll::Ready(Some(Ok(Frame::data(head)))),
+            None => this.inner.poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.head.is_none() && self.inner.is_end_stream()
+    }
+}

@@ -1,0 +1,143 @@
+//! `routes:` -> [`Route`]s: matchers, target upstream, client dialect, and what a route
+//! that translates will do today.
+
+use super::compile::Ctx;
+use super::raw::{self, At};
+use super::upstream::{self, Declared};
+use crate::dialect::Dialect;
+use crate::table::{Limits, PathMatch, Route};
+
+/// What a route whose clients speak `client` and whose upstream speaks `upstream` does
+/// today: `None` when it works (same dialect, or a translator exists), otherwise why not.
+///
+/// The one place to change when a translator lands; `compile` turns the text into a warning
+/// and `lingo check` prints it next to the route.
+pub fn translator_status(client: Dialect, upstream: Dialect) -> Option<&'static str> {
+    use Dialect::{Chat, Native, WebData};
+    match (client, upstream) {
+        (Chat, Chat) | (Native, Native) | (WebData, WebData) => None,
+        (Chat, Native) => Some("no translator from chat-completions to native yet; answers 501"),
+        (Native, Chat) => Some("no translator from native to chat-completions yet; answers 501"),
+        (WebData, _) | (_, WebData) => Some(
+            "web-data and the model dialects cannot be translated into each other; answers 501",
+        ),
+    }
+}
+
+pub(super) fn compile(
+    cx: &mut Ctx<'_>,
+    raw: Vec<At<raw::Route>>,
+    upstreams: &[Declared],
+    limits: Limits,
+) -> Vec<Route> {
+    if raw.is_empty() {
+        cx.warnings
+            .push("no routes: every request is answered 404".into());
+    }
+    // Few routes: a list is simpler than a map and keeps `PathMatch` free of a `Hash` bound.
+    let mut seen: Vec<(PathMatch, usize)> = Vec::new();
+    let mut out = Vec::new();
+    for at in raw {
+        let (line, place) = (at.line, at.place());
+        let r = at.value;
+        let Some((matcher, label)) = matcher(cx, &place, r.path, r.prefix) else {
+            continue;
+        };
+        match seen.iter().find(|(m, _)| *m == matcher) {
+            Some((_, first)) => cx.error(
+                &place,
+                format!("route {matcher} is defined twice: lines {first} and {line}"),
+            ),
+            None => seen.push((matcher.clone(), line)),
+        }
+        let what = format!("route {label}");
+        let max_body = r
+            .max_body
+            .map(|s| cx.size(&s, &format!("{what}: max_body")));
+        let index = upstream::find(cx, upstreams, &r.to, &what);
+        let client = r.speaks.as_ref().map(|s| cx.dialect(s, &what));
+        let Some(index) = index else { continue };
+        let Some(upstream_speaks) = upstreams[index].speaks else {
+            continue;
+        };
+        let Some(speaks) = client.unwrap_or(Some(upstream_speaks)) else {
+            continue;
+        };
+        if r.allow_model_management {
+            let name = &upstreams[index].name;
+            let why = match (upstream_speaks, speaks) {
+                (Dialect::Native, Dialect::Native) => None,
+                (Dialect::Native, _) => Some(format!("this route translates {speaks} to native")),
+                _ => Some(format!(
+                    "this route goes to {upstream_speaks} upstream `{name}`"
+                )),
+            };
+            if let Some(why) = why {
+                let message = format!(
+                    "{what}: allow_model_management only means something on a native pass-through route; {why}"
+                );
+                cx.error(&place, message);
+            }
+        }
+        if let Some(status) = translator_status(speaks, upstream_speaks) {
+            cx.warnings.push(format!("{what} (line {line}): {status}"));
+        }
+        let Some(max_body) = max_body.unwrap_or(Some(limits.max_body)) else {
+            continue;
+        };
+        out.push(Route {
+            matcher,
+            speaks,
+            upstream: index,
+            allow_model_management: r.allow_model_management,
+            max_body,
+            line,
+        });
+    }
+    out
+}
+
+/// The route's matcher and its label in messages (the path as written).
+fn matcher(
+    cx: &mut Ctx<'_>,
+    place: &At<()>,
+    path: Option<At<String>>,
+    prefix: Option<At<String>>,
+) -> Option<(PathMatch, String)> {
+    let (at, exact) = match (path, prefix) {
+        (Some(path), None) => (path, true),
+        (None, Some(prefix)) => (prefix, false),
+        (Some(_), Some(_)) => {
+            cx.error(
+                place,
+                "a route has `path:` (exact) or `prefix:` (whole segments), not both",
+            );
+            return None;
+        }
+        (None, None) => {
+            cx.error(
+                place,
+                "a route needs `path:` (exact) or `prefix:` (whole segments)",
+            );
+            return None;
+        }
+    };
+    let text = &at.value;
+    if !text.starts_with('/') {
+        cx.error(&at, format!("route path `{text}` must start with `/`"));
+        return None;
+    }
+    if text.contains(['?', '#']) {
+        cx.error(
+            &at,
+            format!("route path `{text}` must not have a query or fragment"),
+        );
+        return None;
+    }
+    let matcher = if exact {
+        PathMatch::Exact(text.clone())
+    } else {
+        PathMatch::Prefix(text.trim_end_matches('/').to_owned())
+    };
+    Some((matcher, at.value))
+}

@@ -1,0 +1,124 @@
+//! The one-screen report `lingo check` prints for a table that loads.
+//!
+//! It shows what the table *means* after defaults and resolution (timeouts filled in, the
+//! dialect each route really speaks, which routes translate) so a reader can confirm intent
+//! without running the proxy. Secrets appear only as where they come from, never as values.
+
+use std::fmt::Write;
+
+use super::routes::translator_status;
+use super::units::{format_duration, format_size};
+use crate::table::{RouteTable, Target};
+
+/// Renders the report; one section per part of the table, routes in file order.
+pub fn summary(table: &RouteTable) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; `let _` keeps the sections readable.
+    let _ = writeln!(out, "{}: OK", table.source.display());
+
+    let _ = writeln!(out, "\nlisten");
+    let width = table
+        .listeners
+        .iter()
+        .map(|l| l.addr.to_string().len())
+        .max()
+        .unwrap_or(0);
+    for l in &table.listeners {
+        let scheme = if l.tls.is_some() {
+            "https (tls)"
+        } else {
+            "http"
+        };
+        let public = l
+            .public_url
+            .as_ref()
+            .map(|u| format!("  public_url {u}"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  {:<width$}  {scheme}{public}", l.addr.to_string());
+    }
+
+    let names: Vec<&str> = table.clients.iter().map(|c| c.name.as_str()).collect();
+    match names.len() {
+        0 => out.push_str("\nclients: none (open proxy: anyone who reaches lingo may call it)\n"),
+        n => {
+            let _ = writeln!(out, "\nclients: {n} ({})", names.join(", "));
+        }
+    }
+
+    let _ = writeln!(out, "\nupstreams");
+    let width = table
+        .upstreams
+        .iter()
+        .map(|u| u.name.len())
+        .max()
+        .unwrap_or(0);
+    for u in &table.upstreams {
+        let target = match &u.target {
+            Target::Url(url) => url.to_string(),
+            Target::Mock(_) => "mock (built in)".to_owned(),
+        };
+        let t = &u.timeouts;
+        let _ = writeln!(out, "  {:<width$}  {target}  speaks {}", u.name, u.speaks);
+        let _ = writeln!(
+            out,
+            "    timeouts: connect {}, first_byte {}, idle {}",
+            format_duration(t.connect),
+            format_duration(t.first_byte),
+            format_duration(t.idle)
+        );
+        if let Some(auth) = &u.auth {
+            let _ = writeln!(out, "    auth: {} (key from {})", auth.header, auth.source);
+        }
+    }
+
+    if !table.models.is_empty() {
+        let _ = writeln!(out, "\nmodels");
+        let mut aliases: Vec<_> = table.models.iter().collect();
+        aliases.sort_by_key(|(alias, _)| alias.as_str());
+        for (alias, m) in aliases {
+            let upstream = &table.upstream(m.upstream).name;
+            let _ = writeln!(out, "  {alias} -> {upstream} as {}", m.model);
+        }
+    }
+
+    let _ = writeln!(out, "\nroutes");
+    let width = table
+        .routes
+        .iter()
+        .map(|r| r.matcher.to_string().len())
+        .max()
+        .unwrap_or(0);
+    for r in &table.routes {
+        let upstream = table.upstream(r.upstream);
+        let mode = match translator_status(r.speaks, upstream.speaks) {
+            _ if !r.translates(upstream) => "pass-through",
+            None => "translate",
+            Some(_) => "translate (not yet: answers 501)",
+        };
+        let mut extras = String::new();
+        if r.max_body != table.limits.max_body {
+            let _ = write!(extras, "  max_body {}", format_size(r.max_body));
+        }
+        if r.allow_model_management {
+            extras.push_str("  model management allowed");
+        }
+        let matcher = r.matcher.to_string();
+        let (speaks, name, their) = (r.speaks, &upstream.name, upstream.speaks);
+        let _ = writeln!(
+            out,
+            "  {matcher:<width$}  {speaks} -> {name} ({their})  {mode}{extras}"
+        );
+    }
+
+    let limits = &table.limits;
+    let (max_body, drain) = (format_size(limits.max_body), format_duration(limits.drain));
+    let _ = writeln!(out, "\nlimits: max_body {max_body}, drain {drain}");
+
+    if !table.warnings.is_empty() {
+        let _ = writeln!(out, "\nwarnings");
+        for w in &table.warnings {
+            let _ = writeln!(out, "  {w}");
+        }
+    }
+    out
+}

@@ -1,0 +1,753 @@
+//! Every rule of the route table, with each error message and its place.
+
+use std::path::{Path, PathBuf};
+
+use hyper::header::HeaderValue;
+
+use super::secret::SecretSource;
+use super::*;
+use crate::dialect::Dialect;
+use crate::table::{PathMatch, Target};
+
+const ENV_SECRET: &str = "sk-env-secret";
+
+/// The environment every test sees: `SET` holds a key, `EMPTY` is set but empty.
+fn env(name: &str) -> Option<String> {
+    match name {
+        "SET" => Some(ENV_SECRET.to_owned()),
+        "EMPTY" => Some(String::new()),
+        _ => None,
+    }
+}
+
+fn load(text: &str) -> Result<RouteTable, ConfigErrors> {
+    load_str_with_env(text, Path::new("proxy.yaml"), &env)
+}
+
+fn ok(text: &str) -> RouteTable {
+    load(text).unwrap_or_else(|e| panic!("expected the table to load:\n{e}"))
+}
+
+fn errors(text: &str) -> Vec<String> {
+    match load(text) {
+        Ok(_) => vec![],
+        Err(e) => e.0.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// Runs `(table, every expected error)` cases.
+fn check_errors(cases: &[(&str, &[&str])]) {
+    for (text, expected) in cases {
+        assert_eq!(errors(text), *expected, "for:\n{text}");
+    }
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls")
+}
+
+const LISTEN: &str = "listen:\n  - addr: 127.0.0.1:8080\n";
+
+/// A table of two upstreams (lines 1-5) for route and model cases to extend.
+const BASE: &str = "\
+listen:
+  - addr: 127.0.0.1:8080
+upstreams:
+  models: { url: http://127.0.0.1:11434, speaks: native }
+  webdata: { url: https://api.firecrawl.dev, speaks: web-data }
+";
+
+fn with_base(rest: &str) -> String {
+    format!("{BASE}{rest}")
+}
+
+#[test]
+fn shape_errors_have_line_and_column() {
+    let route_with = |extra: &str| {
+        with_base(&format!(
+            "routes:\n  - {{ prefix: /api, to: models, {extra} }}\n"
+        ))
+    };
+    let unknown_route_key = route_with("speak: native");
+    let bad_bool = route_with("allow_model_management: maybe");
+    let mock_key =
+        format!("{LISTEN}upstreams:\n  m: {{ mock: {{ tokens: 3, speed: 2 }}, speaks: native }}\n");
+    let bad_u32 =
+        format!("{LISTEN}upstreams:\n  m: {{ mock: {{ tokens: -3 }}, speaks: native }}\n");
+    let timeout_key = format!(
+        "{LISTEN}upstreams:\n  m: {{ mock: {{}}, speaks: native, timeouts: {{ conect: 1s }} }}\n"
+    );
+    let missing_to = with_base("routes:\n  - prefix: /api\n");
+    check_errors(&[
+        (
+            "listn:\n  - addr: 127.0.0.1:8080\n",
+            &[
+                "proxy.yaml:1:1: unknown field `listn`, expected one of listen, clients, upstreams, models, routes, limits",
+            ],
+        ),
+        (
+            &unknown_route_key,
+            &[
+                "proxy.yaml:7:33: unknown field `speak`, expected one of path, prefix, speaks, to, allow_model_management, max_body",
+            ],
+        ),
+        (&bad_bool, &["proxy.yaml:7:57: invalid boolean"]),
+        (
+            &mock_key,
+            &[
+                "proxy.yaml:4:27: unknown field `speed`, expected one of tokens, token_delay, first_token_delay, embedding_size",
+            ],
+        ),
+        (&bad_u32, &["proxy.yaml:4:24: invalid u32"]),
+        (
+            &timeout_key,
+            &["proxy.yaml:4:46: unknown field `conect`, expected one of connect, first_byte, idle"],
+        ),
+        (&missing_to, &["proxy.yaml:7:5: missing field `to`"]),
+        ("listen: [\n", &["proxy.yaml:1:9: unclosed bracket '['"]),
+        (
+            "# only a comment\n\n",
+            &["proxy.yaml: the file is empty; it needs at least `listen:` and `routes:`"],
+        ),
+    ]);
+}
+
+#[test]
+fn duplicate_keys_are_errors() {
+    let upstream = format!("{BASE}  models: {{ url: http://127.0.0.1:11435, speaks: native }}\n");
+    check_errors(&[
+        (
+            "listen: []\nroutes: []\nroutes: []\n",
+            &["proxy.yaml:3:1: duplicate mapping key `routes` is not allowed here"],
+        ),
+        (
+            &upstream,
+            &["proxy.yaml:6:3: duplicate mapping key `models` is not allowed here"],
+        ),
+        (
+            "listen:\n  - { addr: 127.0.0.1:8080, addr: 127.0.0.1:8081 }\n",
+            &["proxy.yaml:2:29: duplicate mapping key `addr` is not allowed here"],
+        ),
+    ]);
+}
+
+#[test]
+fn listener_rules() {
+    let many = "\
+listen:
+  - addr: localhost:8080
+  - addr: 127.0.0.1:8080
+  - addr: 127.0.0.1:8080
+  - addr: 127.0.0.1:9090
+    public_url: ftp://x
+  - addr: 127.0.0.1:9091
+    public_url: https://x/?q=1
+  - addr: 127.0.0.1:9092
+    public_url: https://proxy.example.com
+  - addr: 127.0.0.1:9093
+    tls: { cert: nope.pem, key: nope.key }
+";
+    check_errors(&[
+        (
+            "routes: []\n",
+            &["proxy.yaml: no listeners: add `listen: [{ addr: 127.0.0.1:8080 }]`"],
+        ),
+        (
+            "listen: []\n",
+            &["proxy.yaml:1:9: no listeners: add `listen: [{ addr: 127.0.0.1:8080 }]`"],
+        ),
+        (
+            many,
+            &[
+                "proxy.yaml:2:11: listen address `localhost:8080` is not IP:PORT (for example 127.0.0.1:8080)",
+                "proxy.yaml:4:11: listen address 127.0.0.1:8080 is already used on line 3",
+                "proxy.yaml:6:17: listen 127.0.0.1:9090: public_url `ftp://x` must start with http:// or https://",
+                "proxy.yaml:8:17: listen 127.0.0.1:9091: public_url `https://x/?q=1` must not have a query or fragment",
+                "proxy.yaml:12:10: listen 127.0.0.1:9093: cannot read TLS certificate file `nope.pem`: No such file or directory (os error 2)",
+            ],
+        ),
+    ]);
+    let table =
+        ok("listen:\n  - { addr: \"[::1]:8443\", public_url: https://proxy.example.com/ }\n");
+    let listener = &table.listeners[0];
+    assert_eq!(listener.addr, "[::1]:8443".parse().unwrap());
+    assert_eq!(
+        listener.public_url.as_ref().unwrap(),
+        "https://proxy.example.com/"
+    );
+    assert!(listener.tls.is_none());
+}
+
+#[test]
+fn tls_listeners() {
+    // Relative paths resolve against the table's directory, not the working directory.
+    let source = fixtures().join("proxy.yaml");
+    let text =
+        "listen:\n  - addr: 127.0.0.1:8443\n    tls: { cert: localhost.pem, key: localhost.key }\n";
+    let table = load_str_with_env(text, &source, &env).unwrap();
+    let tls = table.listeners[0].tls.as_ref().unwrap();
+    assert_eq!(tls.alpn_protocols, [b"h2".to_vec(), b"http/1.1".to_vec()]);
+
+    let dir = fixtures();
+    let case = |cert: &str, key: &str| {
+        let text =
+            format!("listen:\n  - addr: 127.0.0.1:8443\n    tls: {{ cert: {cert}, key: {key} }}\n");
+        let errors = load_str_with_env(&text, &source, &env).unwrap_err();
+        assert_eq!(errors.0.len(), 1);
+        (
+            errors.0[0].line,
+            errors.0[0].column,
+            errors.0[0].message.clone(),
+        )
+    };
+    let cases = [
+        (
+            "localhost.pem",
+            "other.key",
+            "the key does not belong to the certificate".to_owned(),
+        ),
+        (
+            "localhost.key",
+            "localhost.key",
+            format!(
+                "no PEM certificate found in `{}`",
+                dir.join("localhost.key").display()
+            ),
+        ),
+        (
+            "localhost.pem",
+            "localhost.pem",
+            format!(
+                "no PEM private key found in `{}`",
+                dir.join("localhost.pem").display()
+            ),
+        ),
+        (
+            "README.md",
+            "localhost.key",
+            format!(
+                "no PEM certificate found in `{}`",
+                dir.join("README.md").display()
+            ),
+        ),
+        (
+            "localhost.pem",
+            "missing.key",
+            format!(
+                "cannot read TLS private key file `{}`",
+                dir.join("missing.key").display()
+            ),
+        ),
+    ];
+    for (cert, key, expected) in cases {
+        let (line, column, message) = case(cert, key);
+        assert_eq!((line, column), (3, 10), "{cert} {key}");
+        assert!(message.starts_with("listen 127.0.0.1:8443: "), "{message}");
+        assert!(message.contains(&expected), "{message}");
+    }
+}
+
+#[test]
+fn secret_rules() {
+    let text = format!(
+        "{LISTEN}clients:
+  - {{ name: a, key: {{ env: UNSET }} }}
+  - {{ name: b, key: {{ env: EMPTY }} }}
+  - {{ name: c, key: {{ env: SET }} }}
+  - {{ name: c, key: {{ env: SET }} }}
+  - {{ name: d, key: {{ env: SET, value: x }} }}
+  - {{ name: e, key: {{}} }}
+  - {{ name: f, key: {{ file: no/such/file }} }}
+  - {{ name: g, key: {{ value: \"\" }} }}
+  - {{ name: \"\", key: {{ value: zz }} }}
+"
+    );
+    let one_of = r#"a secret is exactly one of { env: VAR }, { file: PATH } or { value: "..." }"#;
+    check_errors(&[(
+        &text,
+        &[
+            "proxy.yaml:4:21: client `a` key: environment variable `UNSET` is not set",
+            "proxy.yaml:5:21: client `b` key: environment variable `EMPTY` is empty",
+            "proxy.yaml:7:13: client name `c` is already used on line 6",
+            "proxy.yaml:7:21: client `c` has the same key as client `c` (line 6); each client needs its own key",
+            &format!("proxy.yaml:8:21: client `d` key: {one_of}"),
+            &format!("proxy.yaml:9:21: client `e` key: {one_of}"),
+            "proxy.yaml:10:21: client `f` key: cannot read secret file `no/such/file`: No such file or directory (os error 2)",
+            "proxy.yaml:11:21: client `g` key: the inline secret is empty",
+            "proxy.yaml:12:13: a client needs a non-empty `name:`",
+        ],
+    )]);
+}
+
+#[test]
+fn file_secrets_are_trimmed_and_relative_to_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("dev.key"), "sk-from-file \n\n").unwrap();
+    std::fs::write(dir.path().join("blank.key"), "\n").unwrap();
+    let source = dir.path().join("proxy.yaml");
+    let text = format!(
+        "{LISTEN}clients:\n  - {{ name: dev, key: {{ file: dev.key }} }}\n  - {{ name: ops, key: {{ env: SET }} }}\n"
+    );
+    let table = load_str_with_env(&text, &source, &env).unwrap();
+    let names: Vec<_> = table.clients.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["dev", "ops"]);
+    assert_eq!(table.clients[0].key.expose(), "sk-from-file");
+    assert_eq!(
+        table.clients[0].source,
+        SecretSource::File(dir.path().join("dev.key"))
+    );
+    assert_eq!(table.clients[1].source, SecretSource::Env("SET".into()));
+
+    let text = format!("{LISTEN}clients:\n  - {{ name: dev, key: {{ file: blank.key }} }}\n");
+    let errors = load_str_with_env(&text, &source, &env).unwrap_err();
+    let expected = format!(
+        "client `dev` key: secret file `{}` is empty",
+        dir.path().join("blank.key").display()
+    );
+    assert_eq!(errors.0[0].message, expected);
+}
+
+#[test]
+fn upstream_rules() {
+    let text = format!(
+        r#"{LISTEN}upstreams:
+  a: {{ url: http://x, mock: {{}}, speaks: native }}
+  b: {{ speaks: native }}
+  c: {{ url: ftp://x, speaks: native }}
+  d: {{ url: "http://x/?q", speaks: native }}
+  e: {{ url: "http://x/#f", speaks: native }}
+  f: {{ url: "http://user:pw@x/", speaks: native }}
+  g: {{ url: "http://", speaks: native }}
+  h: {{ url: x:80, speaks: native }}
+  i: {{ url: http://x, speaks: klingon }}
+  j: {{ url: http://x, speaks: native, timeouts: {{ connect: 0s, first_byte: soon, idle: 5 }} }}
+  k: {{ url: http://x, speaks: native, auth: {{ bearer: {{ value: k }}, value: {{ value: k }} }} }}
+  l: {{ url: http://x, speaks: native, auth: {{ header: "bad header", bearer: {{ value: k }} }} }}
+  m: {{ url: http://x, speaks: native, auth: {{ value: {{ value: "a\nsecretline" }} }} }}
+  n: {{ mock: {{ token_delay: fast }}, speaks: native }}
+"#
+    );
+    let one_of = "needs exactly one of `bearer:` (sent as \"Bearer <key>\") or `value:` (the whole header value)";
+    let duration = "is not a duration; write a whole number and a unit: 250ms, 5s, 2m or 1h";
+    check_errors(&[(
+        &text,
+        &[
+            "proxy.yaml:4:29: upstream `a` has both `url:` and `mock:`; keep one",
+            "proxy.yaml:5:3: upstream `b` needs `url:` or `mock:`",
+            "proxy.yaml:6:13: upstream `c`: url `ftp://x` must start with http:// or https://",
+            "proxy.yaml:7:13: upstream `d`: url `http://x/?q` must not have a query or fragment",
+            "proxy.yaml:8:13: upstream `e`: url `http://x/#f` must not have a query or fragment",
+            "proxy.yaml:9:13: upstream `f`: url must not carry credentials; use `auth:` instead",
+            "proxy.yaml:10:13: upstream `g`: url `http://` is not a URL (for example http://127.0.0.1:11434)",
+            "proxy.yaml:11:13: upstream `h`: url `x:80` must start with http:// or https://",
+            "proxy.yaml:12:31: upstream `i`: unknown dialect `klingon`; speaks is one of chat-completions, native, web-data",
+            "proxy.yaml:13:60: upstream `j` timeouts.connect must be more than 0",
+            &format!("proxy.yaml:13:76: upstream `j` timeouts.first_byte: `soon` {duration}"),
+            &format!("proxy.yaml:13:88: upstream `j` timeouts.idle: `5` {duration}"),
+            &format!("proxy.yaml:14:45: upstream `k` auth {one_of}"),
+            "proxy.yaml:15:55: upstream `l` auth: `bad header` is not a valid header name",
+            "proxy.yaml:16:54: upstream `m` auth: the key from inline value has characters a header cannot carry",
+            &format!("proxy.yaml:17:29: upstream `n` mock.token_delay: `fast` {duration}"),
+        ],
+    )]);
+}
+
+#[test]
+fn upstreams_compile() {
+    let table = ok(&format!(
+        r#"{LISTEN}upstreams:
+  plain: {{ url: http://127.0.0.1:11434, speaks: native }}
+  based: {{ url: "https://api.example.com/base/", speaks: chat-completions, timeouts: {{ connect: 250ms, idle: 2m }} }}
+  fake: {{ mock: {{ tokens: 16, token_delay: 20ms, first_token_delay: 0s, embedding_size: 8 }}, speaks: native }}
+  bare: {{ mock: {{}}, speaks: web-data }}
+  bearer: {{ url: http://x, speaks: web-data, auth: {{ bearer: {{ env: SET }} }} }}
+  raw: {{ url: http://x, speaks: web-data, auth: {{ header: X-Api-Key, value: {{ value: "Token abc" }} }} }}
+"#
+    ));
+    let names: Vec<_> = table.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["plain", "based", "fake", "bare", "bearer", "raw"],
+        "file order"
+    );
+
+    let url = |i: usize| match &table.upstreams[i].target {
+        Target::Url(url) => url.to_string(),
+        Target::Mock(_) => panic!("not a url"),
+    };
+    assert_eq!(url(0), "http://127.0.0.1:11434/");
+    assert_eq!(
+        url(1),
+        "https://api.example.com/base",
+        "trailing slash dropped"
+    );
+    assert_eq!(table.upstreams[1].speaks, Dialect::Chat);
+
+    let timeouts = table.upstreams[1].timeouts;
+    assert_eq!(timeouts.connect, std::time::Duration::from_millis(250));
+    assert_eq!(timeouts.first_byte, crate::table::DEFAULT_FIRST_BYTE);
+    assert_eq!(timeouts.idle, std::time::Duration::from_secs(120));
+    let defaults = table.upstreams[0].timeouts;
+    assert_eq!(
+        (defaults.connect, defaults.first_byte, defaults.idle),
+        (
+            crate::table::DEFAULT_CONNECT,
+            crate::table::DEFAULT_FIRST_BYTE,
+            crate::table::DEFAULT_IDLE
+        )
+    );
+
+    let Target::Mock(mock) = &table.upstreams[2].target else {
+        panic!("not a mock")
+    };
+    assert_eq!((mock.tokens, mock.embedding_size), (Some(16), Some(8)));
+    assert_eq!(mock.token_delay, Some(std::time::Duration::from_millis(20)));
+    assert_eq!(mock.first_token_delay, Some(std::time::Duration::ZERO));
+    let Target::Mock(bare) = &table.upstreams[3].target else {
+        panic!("not a mock")
+    };
+    assert_eq!((bare.tokens, bare.token_delay), (None, None));
+
+    let bearer = table.upstreams[4].auth.as_ref().unwrap();
+    assert_eq!(bearer.header, hyper::header::AUTHORIZATION);
+    assert_eq!(
+        bearer.value,
+        HeaderValue::from_str(&format!("Bearer {ENV_SECRET}")).unwrap()
+    );
+    assert!(bearer.value.is_sensitive());
+    assert_eq!(bearer.key.expose(), ENV_SECRET);
+    assert_eq!(bearer.source, SecretSource::Env("SET".into()));
+
+    let raw = table.upstreams[5].auth.as_ref().unwrap();
+    assert_eq!(raw.header.as_str(), "x-api-key");
+    assert_eq!(raw.value, "Token abc");
+    assert!(raw.value.is_sensitive());
+    assert_eq!(raw.key.expose(), "abc");
+    assert_eq!(raw.source, SecretSource::Inline);
+}
+
+#[test]
+fn model_and_route_rules() {
+    let text = with_base(
+        r#"models:
+  good: { upstream: models, model: "llama3.2:3b" }
+  bad: { upstream: nope, model: x }
+  empty: { upstream: models, model: "" }
+routes:
+  - { path: /v1/chat/completions, speaks: chat-completions, to: models }
+  - { path: /a, prefix: /a, to: models }
+  - { to: models }
+  - { prefix: v1, to: models }
+  - { prefix: /x, to: nope }
+  - { prefix: /api, to: models }
+  - { prefix: /api/, to: models }
+  - { prefix: /w, to: webdata, allow_model_management: true }
+  - { prefix: /t, speaks: chat-completions, to: models, allow_model_management: true }
+  - { prefix: /n, to: models, allow_model_management: true }
+  - { prefix: /s, speaks: pirate, to: models }
+  - { prefix: /q?x, to: models }
+  - { prefix: /m, to: models, max_body: 0 }
+  - { prefix: /m2, to: models, max_body: lots }
+limits: { max_body: 1.5MB, drain: forever }
+"#,
+    );
+    let mm = "allow_model_management only means something on a native pass-through route";
+    let size = "is not a size; write a number of bytes, or a whole number and a unit: 512KB, 10MB, 10MiB, 1GiB";
+    check_errors(&[(
+        &text,
+        &[
+            "proxy.yaml:8:20: model alias `bad` goes to undefined upstream `nope`; defined: models, webdata",
+            "proxy.yaml:9:3: model alias `empty` needs a non-empty `model:`",
+            "proxy.yaml:12:5: a route has `path:` (exact) or `prefix:` (whole segments), not both",
+            "proxy.yaml:13:5: a route needs `path:` (exact) or `prefix:` (whole segments)",
+            "proxy.yaml:14:15: route path `v1` must start with `/`",
+            "proxy.yaml:15:23: route /x goes to undefined upstream `nope`; defined: models, webdata",
+            "proxy.yaml:17:5: route prefix /api is defined twice: lines 16 and 17",
+            &format!(
+                "proxy.yaml:18:5: route /w: {mm}; this route goes to web-data upstream `webdata`"
+            ),
+            &format!(
+                "proxy.yaml:19:5: route /t: {mm}; this route translates chat-completions to native"
+            ),
+            "proxy.yaml:21:27: route /s: unknown dialect `pirate`; speaks is one of chat-completions, native, web-data",
+            "proxy.yaml:22:15: route path `/q?x` must not have a query or fragment",
+            "proxy.yaml:23:41: route /m: max_body must be more than 0",
+            &format!("proxy.yaml:24:42: route /m2: max_body: `lots` {size}"),
+            &format!("proxy.yaml:25:21: limits.max_body: `1.5MB` {size}"),
+            "proxy.yaml:25:35: limits.drain: `forever` is not a duration; write a whole number and a unit: 250ms, 5s, 2m or 1h",
+        ],
+    )]);
+    let no_upstreams = format!("{LISTEN}routes:\n  - {{ prefix: /, to: models }}\n");
+    check_errors(&[(
+        &no_upstreams,
+        &["proxy.yaml:4:22: route / goes to undefined upstream `models`; defined: none"],
+    )]);
+}
+
+#[test]
+fn routes_compile() {
+    let table = ok(&with_base(
+        "models:
+  gpt-4o-mini: { upstream: models, model: \"llama3.2:3b\" }
+routes:
+  - { path: /v1/chat/completions, speaks: chat-completions, to: models }
+  - { prefix: /, to: webdata }
+  - { prefix: /api/, to: models, allow_model_management: true, max_body: 1KiB }
+  - { path: /exact/, speaks: native, to: models }
+limits: { max_body: 512KB, drain: 0s }
+",
+    ));
+    let alias = &table.models["gpt-4o-mini"];
+    assert_eq!((alias.upstream, alias.model.as_str()), (0, "llama3.2:3b"));
+
+    let routes = &table.routes;
+    let matchers: Vec<_> = routes.iter().map(|r| r.matcher.clone()).collect();
+    assert_eq!(
+        matchers,
+        [
+            PathMatch::Exact("/v1/chat/completions".into()),
+            PathMatch::Prefix(String::new()),
+            PathMatch::Prefix("/api".into()),
+            PathMatch::Exact("/exact/".into()),
+        ]
+    );
+    let lines: Vec<_> = routes.iter().map(|r| r.line).collect();
+    assert_eq!(lines, [9, 10, 11, 12]);
+    let speaks: Vec<_> = routes.iter().map(|r| r.speaks).collect();
+    assert_eq!(
+        speaks,
+        [
+            Dialect::Chat,
+            Dialect::WebData,
+            Dialect::Native,
+            Dialect::Native
+        ]
+    );
+    let upstreams: Vec<_> = routes.iter().map(|r| r.upstream).collect();
+    assert_eq!(upstreams, [0, 1, 0, 0]);
+    let bodies: Vec<_> = routes.iter().map(|r| r.max_body).collect();
+    assert_eq!(bodies, [512_000, 512_000, 1024, 512_000]);
+    assert!(routes[2].allow_model_management && !routes[0].allow_model_management);
+    assert_eq!(table.limits.drain, std::time::Duration::ZERO);
+    assert_eq!(
+        table.warnings,
+        [
+            "route /v1/chat/completions (line 9): no translator from chat-completions to native yet; answers 501"
+        ]
+    );
+
+    let defaults = ok(&with_base("routes: []\n"));
+    assert_eq!(defaults.limits.max_body, crate::table::DEFAULT_MAX_BODY);
+    assert_eq!(defaults.limits.drain, crate::table::DEFAULT_DRAIN);
+    assert_eq!(
+        defaults.warnings,
+        ["no routes: every request is answered 404"]
+    );
+}
+
+#[test]
+fn translator_status_covers_every_pair() {
+    for client in Dialect::ALL {
+        for upstream in Dialect::ALL {
+            let status = translator_status(client, upstream);
+            assert_eq!(
+                status.is_none(),
+                client == upstream,
+                "{client} -> {upstream}"
+            );
+            assert!(status.is_none_or(|s| s.ends_with("answers 501")));
+        }
+    }
+}
+
+#[test]
+fn every_error_is_reported_at_once() {
+    let text = "\
+listen:
+  - addr: nowhere
+upstreams:
+  a: { url: ftp://a, speaks: native }
+routes:
+  - { prefix: /a, to: a }
+  - { prefix: /b, to: b }
+";
+    let lines: Vec<_> = load(text).unwrap_err().0.iter().map(|e| e.line).collect();
+    assert_eq!(
+        lines,
+        [2, 4, 7],
+        "a broken upstream is still defined for its routes"
+    );
+}
+
+fn contract_text() -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/spec/route-table.yaml"
+    );
+    std::fs::read_to_string(path).expect("the contract at ../shared/spec/route-table.yaml")
+}
+
+#[test]
+fn contract_file_loads_and_means_what_it_says() {
+    let env = |name: &str| match name {
+        "LINGO_DEV_KEY" => Some("sk-dev-contract".to_owned()),
+        "FIRECRAWL_API_KEY" => Some("fc-contract".to_owned()),
+        _ => None,
+    };
+    let table = load_str_with_env(&contract_text(), Path::new("route-table.yaml"), &env).unwrap();
+    assert_eq!(table.listeners.len(), 1);
+    assert_eq!(table.listeners[0].addr, "127.0.0.1:8080".parse().unwrap());
+    assert_eq!(table.clients[0].name, "dev");
+    assert_eq!(table.clients[0].key.expose(), "sk-dev-contract");
+
+    let models = &table.upstreams[0];
+    assert_eq!(
+        (models.name.as_str(), models.speaks),
+        ("models", Dialect::Native)
+    );
+    assert_eq!(
+        models.timeouts.first_byte,
+        std::time::Duration::from_secs(120)
+    );
+    let webdata = &table.upstreams[1];
+    assert_eq!(
+        (webdata.name.as_str(), webdata.speaks),
+        ("webdata", Dialect::WebData)
+    );
+    let auth = webdata.auth.as_ref().unwrap();
+    assert_eq!(auth.value, "Bearer fc-contract");
+    assert_eq!(auth.key.expose(), "fc-contract");
+    assert_eq!(table.models["gpt-4o-mini"].model, "llama3.2:3b");
+
+    let cases = [
+        (
+            "/v1/chat/completions",
+            "path /v1/chat/completions",
+            Dialect::Chat,
+            "models",
+        ),
+        ("/v1/scrape", "prefix /v1", Dialect::WebData, "webdata"),
+        (
+            "/v1/models/llama3.2:3b",
+            "prefix /v1/models",
+            Dialect::Chat,
+            "models",
+        ),
+        ("/api/tags", "prefix /api", Dialect::Native, "models"),
+        ("/v2/crawl/x", "prefix /v2", Dialect::WebData, "webdata"),
+    ];
+    for (path, matcher, speaks, upstream) in cases {
+        let route = table.find(path).unwrap();
+        assert_eq!(route.matcher.to_string(), matcher, "{path}");
+        assert_eq!(route.speaks, speaks, "{path}");
+        assert_eq!(table.upstream(route.upstream).name, upstream, "{path}");
+    }
+    assert!(table.find("/elsewhere").is_none());
+    assert_eq!(table.warnings.len(), 4, "{:?}", table.warnings);
+
+    // Without its environment, the contract names both missing variables.
+    let errors =
+        load_str_with_env(&contract_text(), Path::new("route-table.yaml"), &|_| None).unwrap_err();
+    let text = errors.to_string();
+    assert_eq!(errors.0.len(), 2, "{text}");
+    assert!(
+        text.contains("`LINGO_DEV_KEY` is not set")
+            && text.contains("`FIRECRAWL_API_KEY` is not set")
+    );
+}
+
+#[test]
+fn shipped_proxy_yaml_loads_without_environment() {
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/proxy.yaml"));
+    let text = std::fs::read_to_string(path).unwrap();
+    let table = load_str_with_env(&text, path, &|_| None).unwrap();
+    let routes: Vec<_> = table.routes.iter().map(|r| r.matcher.to_string()).collect();
+    let contract = load_str_with_env(&contract_text(), path, &|_| Some("k".into())).unwrap();
+    let expected: Vec<_> = contract
+        .routes
+        .iter()
+        .map(|r| r.matcher.to_string())
+        .collect();
+    assert_eq!(routes, expected, "the shipped routes are the contract's");
+    assert!(table.clients.is_empty());
+}
+
+#[test]
+fn secrets_never_appear_in_messages_summary_or_debug() {
+    let text = format!(
+        "{LISTEN}clients:
+  - {{ name: a, key: {{ value: sk-inline-secret }} }}
+  - {{ name: b, key: {{ value: sk-inline-secret }} }}
+upstreams:
+  w: {{ url: http://x, speaks: web-data, auth: {{ bearer: {{ env: SET }} }} }}
+  v: {{ url: http://x, speaks: web-data, auth: {{ value: {{ value: \"sk-bad\\u0001secret\" }} }} }}
+"
+    );
+    let errors = load(&text).unwrap_err().to_string();
+    assert_eq!(errors.lines().count(), 2, "{errors}");
+    for secret in ["sk-inline-secret", "sk-bad", ENV_SECRET] {
+        assert!(!errors.contains(secret), "{errors}");
+    }
+
+    let table = ok(&format!(
+        "{LISTEN}clients:\n  - {{ name: a, key: {{ value: sk-inline-secret }} }}
+upstreams:\n  w: {{ url: http://x, speaks: web-data, auth: {{ bearer: {{ env: SET }} }} }}\n"
+    ));
+    let shown = format!("{}\n{table:?}", summary(&table));
+    for secret in ["sk-inline-secret", ENV_SECRET] {
+        assert!(!shown.contains(secret), "{shown}");
+    }
+}
+
+#[test]
+fn summary_shows_what_the_table_means() {
+    let env = |name: &str| match name {
+        "LINGO_DEV_KEY" | "FIRECRAWL_API_KEY" => Some(format!("value-of-{name}")),
+        _ => None,
+    };
+    let table = load_str_with_env(&contract_text(), Path::new("route-table.yaml"), &env).unwrap();
+    let text = summary(&table);
+    let expected = [
+        "route-table.yaml: OK",
+        "  127.0.0.1:8080  http",
+        "clients: 1 (dev)",
+        "  models   http://127.0.0.1:11434/  speaks native",
+        "    timeouts: connect 2s, first_byte 120s, idle 60s",
+        "  webdata  https://api.firecrawl.dev/  speaks web-data",
+        "    auth: authorization (key from env FIRECRAWL_API_KEY)",
+        "  gpt-4o-mini -> models as llama3.2:3b",
+        "  path /v1/chat/completions  chat-completions -> models (native)  translate (not yet: answers 501)",
+        "  prefix /api                native -> models (native)  pass-through",
+        "  prefix /v2                 web-data -> webdata (web-data)  pass-through",
+        "limits: max_body 10MiB, drain 30s",
+        "  route /v1/models (line 49): no translator from chat-completions to native yet; answers 501",
+    ];
+    for line in expected {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in:\n{text}"
+        );
+    }
+    assert!(!text.contains("value-of-"), "{text}");
+
+    let open = ok(&with_base(
+        "routes:\n  - { prefix: /api, to: models, max_body: 1MiB, allow_model_management: true }\n",
+    ));
+    let text = summary(&open);
+    assert!(text.contains("clients: none (open proxy"), "{text}");
+    assert!(
+        text.contains("pass-through  max_body 1MiB  model management allowed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn load_reports_an_unreadable_file() {
+    let errors = super::load(Path::new("/nonexistent/proxy.yaml")).unwrap_err();
+    assert_eq!(errors.0.len(), 1);
+    let message = errors.to_string();
+    assert!(
+        message.starts_with("/nonexistent/proxy.yaml: cannot read the file: "),
+        "{message}"
+    );
+}

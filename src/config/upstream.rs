@@ -1,0 +1,208 @@
+//! One `upstreams:` entry -> [`Upstream`]: target (url or mock), dialect, timeouts, auth.
+
+use std::sync::Arc;
+
+use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
+
+use super::compile::{Ctx, http_url, optional};
+use super::raw::{self, At};
+use super::secret::Secret;
+use crate::dialect::Dialect;
+use crate::table::{
+    Auth, DEFAULT_CONNECT, DEFAULT_FIRST_BYTE, DEFAULT_IDLE, MockSpec, Target, Timeouts, Upstream,
+};
+
+/// An upstream as routes see it: its name and dialect are known even when the rest of its
+/// entry is wrong, so routes to it are still checked without a cascade of "undefined" errors.
+pub(super) struct Declared {
+    pub name: String,
+    pub speaks: Option<Dialect>,
+    /// `None` when the entry has an error (already recorded).
+    pub built: Option<Arc<Upstream>>,
+}
+
+pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>) -> Declared {
+    let label = format!("upstream `{}`", name.value);
+    if name.value.is_empty() {
+        cx.error(&name, "an upstream needs a non-empty name");
+    }
+    let raw = raw.value;
+    let speaks = cx.dialect(&raw.speaks, &label);
+    let target = match (raw.url, raw.mock) {
+        (Some(url), None) => http_url(&url.value)
+            .map_err(|e| cx.error(&url, format!("{label}: url {e}")))
+            .ok()
+            .map(Target::Url),
+        (None, Some(mock)) => mock_spec(cx, mock.value, &label).map(Target::Mock),
+        (Some(_), Some(mock)) => {
+            cx.error(
+                &mock,
+                format!("{label} has both `url:` and `mock:`; keep one"),
+            );
+            None
+        }
+        (None, None) => {
+            cx.error(&name, format!("{label} needs `url:` or `mock:`"));
+            None
+        }
+    };
+    let timeouts = timeouts(cx, raw.timeouts, &label);
+    let auth = optional(raw.auth, |a| auth(cx, a, &label));
+    let built = match (speaks, target, timeouts, auth) {
+        (Some(speaks), Some(target), Some(timeouts), Some(auth)) => Some(Arc::new(Upstream {
+            name: name.value.clone(),
+            target,
+            speaks,
+            timeouts,
+            auth,
+        })),
+        _ => None,
+    };
+    Declared {
+        name: name.value,
+        speaks,
+        built,
+    }
+}
+
+/// The index of the upstream `name` refers to; records an error listing the defined ones
+/// when there is none. `what` starts the message (`route /v1`).
+pub(super) fn find(
+    cx: &mut Ctx<'_>,
+    upstreams: &[Declared],
+    name: &At<String>,
+    what: &str,
+) -> Option<usize> {
+    let index = upstreams.iter().position(|u| u.name == name.value);
+    if index.is_none() {
+        let names: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
+        let defined = if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        };
+        let message = format!(
+            "{what} goes to undefined upstream `{}`; defined: {defined}",
+            name.value
+        );
+        cx.error(name, message);
+    }
+    index
+}
+
+fn timeouts(cx: &mut Ctx<'_>, raw: Option<raw::Timeouts>, label: &str) -> Option<Timeouts> {
+    let raw = raw.unwrap_or_default();
+    let mut one = |at: Option<At<String>>, key: &str, default| match at {
+        None => Some(default),
+        Some(at) => cx.duration(&at, &format!("{label} timeouts.{key}"), false),
+    };
+    let connect = one(raw.connect, "connect", DEFAULT_CONNECT);
+    let first_byte = one(raw.first_byte, "first_byte", DEFAULT_FIRST_BYTE);
+    let idle = one(raw.idle, "idle", DEFAULT_IDLE);
+    Some(Timeouts {
+        connect: connect?,
+        first_byte: first_byte?,
+        idle: idle?,
+    })
+}
+
+fn mock_spec(cx: &mut Ctx<'_>, raw: raw::Mock, label: &str) -> Option<MockSpec> {
+    // A zero delay is meaningful for the mock: answer as fast as possible.
+    let token_delay = optional(raw.token_delay, |d| {
+        cx.duration(&d, &format!("{label} mock.token_delay"), true)
+    });
+    let first_token_delay = optional(raw.first_token_delay, |d| {
+        cx.duration(&d, &format!("{label} mock.first_token_delay"), true)
+    });
+    Some(MockSpec {
+        tokens: raw.tokens,
+        token_delay: token_delay?,
+        first_token_delay: first_token_delay?,
+        embedding_size: raw.embedding_size,
+    })
+}
+
+fn auth(cx: &mut Ctx<'_>, at: At<raw::Auth>, label: &str) -> Option<Auth> {
+    let what = format!("{label} auth");
+    let place = at.place();
+    let raw::Auth {
+        header,
+        bearer,
+        value,
+    } = at.value;
+    let header = optional(header, |h| {
+        let name = HeaderName::from_bytes(h.value.as_bytes());
+        name.map_err(|_| {
+            cx.error(
+                &h,
+                format!("{what}: `{}` is not a valid header name", h.value),
+            )
+        })
+        .ok()
+    });
+    let (secret_at, is_bearer) = match (bearer, value) {
+        (Some(bearer), None) => (bearer, true),
+        (None, Some(value)) => (value, false),
+        _ => {
+            let message = format!(
+                "{what} needs exactly one of `bearer:` (sent as \"Bearer <key>\") or `value:` (the whole header value)"
+            );
+            cx.error(&place, message);
+            return None;
+        }
+    };
+    let (secret, source) = cx.secret(&secret_at, &what)?;
+    let header = header?.unwrap_or(AUTHORIZATION);
+    let (text, key) = if is_bearer {
+        (format!("Bearer {}", secret.expose()), secret)
+    } else {
+        (
+            secret.expose().to_owned(),
+            Secret::new(bare_key(secret.expose())),
+        )
+    };
+    let Ok(mut value) = HeaderValue::from_str(&text) else {
+        cx.error(
+            &secret_at,
+            format!("{what}: the key from {source} has characters a header cannot carry"),
+        );
+        return None;
+    };
+    // Keeps the value out of hyper's Debug output and out of HPACK's dynamic table.
+    value.set_sensitive(true);
+    Some(Auth {
+        header,
+        value,
+        key,
+        source,
+    })
+}
+
+/// The bare key in a whole header value: `Bearer abc` and `Token abc` give `abc`; a value
+/// without a scheme word is the key itself.
+fn bare_key(value: &str) -> &str {
+    match value.split_once(' ') {
+        Some((scheme, rest)) if !scheme.is_empty() && !rest.trim().is_empty() => rest.trim(),
+        _ => value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bare_key;
+
+    #[test]
+    fn bare_key_drops_one_scheme_word() {
+        let cases = [
+            ("Bearer abc", "abc"),
+            ("Token abc", "abc"),
+            ("abc", "abc"),
+            ("Bearer  abc ", "abc"),
+            ("Bearer ", "Bearer "),
+            (" abc", " abc"),
+        ];
+        for (value, key) in cases {
+            assert_eq!(bare_key(value), key, "{value:?}");
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! `ProxyError`: every failure lingo answers for itself, with its status.
+//!
+//! One enum, one exhaustive status mapping (no `_ =>`), and no dialect knowledge: rendering
+//! into the caller's JSON shape is [`crate::dialect::render`]'s job. Messages never contain a
+//! key: variants carry names and durations, not header values.
+
+use std::time::Duration;
+
+use hyper::StatusCode;
+
+use crate::dialect::Dialect;
+
+/// Which limit fired on the way to an upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutKind {
+    Connect,
+    FirstByte,
+    Idle,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("no route for {method} {path}")]
+    NoRoute { method: String, path: String },
+
+    #[error("the request path is not acceptable: {0}")]
+    BadPath(&'static str),
+
+    #[error("missing client key: send it as `Authorization: Bearer <key>`")]
+    MissingKey,
+
+    #[error("invalid client key")]
+    InvalidKey,
+
+    #[error("{path} is a model-management call; this route does not allow it")]
+    ModelManagement { path: String },
+
+    #[error("request body is larger than this route's limit of {limit} bytes")]
+    BodyTooLarge { limit: u64 },
+
+    #[error("this route translates {client} to {upstream}, which lingo cannot do yet")]
+    NoTranslator { client: Dialect, upstream: Dialect },
+
+    #[error("upstream `{upstream}` is unreachable: {reason}")]
+    Unreachable { upstream: String, reason: String },
+
+    #[error("upstream `{upstream}` did not answer: {} timeout of {} fired", kind.as_str(), humanize(*limit))]
+    Timeout {
+        upstream: String,
+        kind: TimeoutKind,
+        limit: Duration,
+    },
+
+    #[error("lingo is shutting down")]
+    ShuttingDown,
+}
+
+// === impl ProxyError ===
+
+impl ProxyError {
+    /// The HTTP status this error is answered with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ProxyError::NoRoute { .. } => StatusCode::NOT_FOUND,
+            ProxyError::BadPath(_) => StatusCode::BAD_REQUEST,
+            ProxyError::MissingKey | ProxyError::InvalidKey => StatusCode::UNAUTHORIZED,
+            ProxyError::ModelManagement { .. } => StatusCode::FORBIDDEN,
+            ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ProxyError::NoTranslator { .. } => StatusCode::NOT_IMPLEMENTED,
+            ProxyError::Unreachable { .. } => StatusCode::BAD_GATEWAY,
+            ProxyError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// A stable machine-readable code (chat-completions `code`; web-data `code` upper-cased).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProxyError::NoRoute { .. } => "unknown_url",
+            ProxyError::BadPath(_) => "invalid_path",
+            ProxyError::MissingKey => "missing_api_key",
+            ProxyError::InvalidKey => "invalid_api_key",
+            ProxyError::ModelManagement { .. } => "model_management_forbidden",
+            ProxyError::BodyTooLarge { .. } => "request_too_large",
+            ProxyError::NoTranslator { .. } => "not_implemented",
+            ProxyError::Unreachable { .. } => "upstream_unreachable",
+            ProxyError::Timeout { .. } => "upstream_timeout",
+            ProxyError::ShuttingDown => "shutting_down",
+        }
+    }
+
+    /// The request parameter at fault, when there is one (chat-completions `param`).
+    pub fn param(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Seconds for a `Retry-After` header, for errors a client should retry later.
+    pub fn retry_after(&self) -> Option<u32> {
+        match self {
+            ProxyError::ShuttingDown => Some(1),
+            _ => None,
+        }
+    }
+}
+
+impl TimeoutKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            TimeoutKind::Connect => "connect",
+            TimeoutKind::FirstByte => "first-byte",
+            TimeoutKind::Idle => "idle",
+        }
+    }
+}
+
+/// `2s`, `250ms`, `2m`: the same spelling `proxy.yaml` uses.
+pub fn humanize(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(60_000) && ms > 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms.is_multiple_of(1000) && ms > 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}

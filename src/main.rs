@@ -1,0 +1,58 @@
+//! The `lingo` binary: parse the command line, run it, map the outcome to an exit code.
+
+use std::process::ExitCode;
+
+use lingo::cli::{self, Command};
+use lingo::mock::knobs::Knobs;
+use lingo::table::MockSpec;
+use lingo::{config, server, telemetry};
+
+fn main() -> ExitCode {
+    let command = match cli::parse() {
+        Ok(command) => command,
+        Err(e) => {
+            eprintln!("error: {e}\n\n{}", cli::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    match command {
+        Command::Help => println!("{}", cli::USAGE),
+        Command::Version => println!("lingo {}", env!("CARGO_PKG_VERSION")),
+        Command::Check { path } => match config::load(&path) {
+            Ok(table) => print!("{}", config::summary(&table)),
+            Err(errors) => {
+                for e in &errors.0 {
+                    eprintln!("error: {e}");
+                }
+                return ExitCode::FAILURE;
+            }
+        },
+        Command::Serve { config } => {
+            telemetry::init();
+            if let Err(e) = runtime().block_on(server::serve(&config)) {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        Command::Mock { listen, knobs } => {
+            telemetry::init();
+            let mut defaults = Knobs::from_spec(&MockSpec::default());
+            if let Err(e) = defaults.apply(&knobs) {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+            if let Err(e) = runtime().block_on(lingo::mock::serve(listen, defaults)) {
+                eprintln!("error: cannot serve the mock on {listen}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the tokio runtime starts")
+}

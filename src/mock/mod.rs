@@ -1,0 +1,184 @@
+//! The built-in deterministic backend: native and web-data dialects, with knobs.
+//!
+//! It runs two ways: inside lingo, as an upstream with `mock:` in the table (so the shipped
+//! `proxy.yaml` answers on a machine with no model server), and on its own as
+//! `lingo mock --listen ADDR` (a load-test backend in its own process). Both call
+//! [`handle`]. Knobs (see [`knobs`]) come from the table or flags, and per request from an
+//! `X-Mock` header or a `model@knob=value` model name.
+
+pub mod knobs;
+mod native;
+mod stream;
+mod webdata;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Limited};
+use hyper::header::{CONTENT_TYPE, HOST, HeaderValue};
+use hyper::{Method, Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use crate::body::Body;
+use knobs::Knobs;
+
+/// Largest request body the mock reads.
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// What the mock does with a request.
+pub enum Answer {
+    Response(Response<Body>),
+    /// Drop the connection without an answer (`cut_after` on a non-streamed request).
+    Cut,
+}
+
+// === impl Answer ===
+
+impl Answer {
+    fn ok(content_type: &'static str, body: Body) -> Answer {
+        let mut response = Response::new(body);
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+        Answer::Response(response)
+    }
+
+    fn cut() -> Answer {
+        Answer::Cut
+    }
+}
+
+fn json_answer(status: u16, value: &Value) -> Answer {
+    let mut answer = Answer::ok(
+        "application/json; charset=utf-8",
+        Body::full(value.to_string()),
+    );
+    if let Answer::Response(r) = &mut answer {
+        *r.status_mut() =
+            hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    }
+    answer
+}
+
+/// An error in the native (`{"error"}`) or web-data (`{"success":false,"error"}`) shape.
+fn error_answer(status: u16, message: &str, webdata: bool) -> Answer {
+    let body = if webdata {
+        json!({"success": false, "error": message})
+    } else {
+        json!({"error": message})
+    };
+    json_answer(status, &body)
+}
+
+/// Serves one request with `defaults` overridden by the request's own knobs.
+pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return error_answer(413, "request body too large for the mock", false),
+    };
+    let webdata = !parts.uri.path().starts_with("/api/");
+    let request: Value = if bytes.is_empty() {
+        Value::Null
+    } else {
+        match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => return error_answer(400, &e.to_string(), webdata),
+        }
+    };
+    let mut knobs = defaults.clone();
+    let header = parts.headers.get("x-mock").and_then(|v| v.to_str().ok());
+    let (model, model_knobs) = knobs::split_model(request["model"].as_str().unwrap_or(""));
+    for spec in [header, model_knobs].into_iter().flatten() {
+        if let Err(e) = knobs.apply(spec) {
+            return error_answer(400, &e, webdata);
+        }
+    }
+    if !knobs.first_token_delay.is_zero() {
+        tokio::time::sleep(knobs.first_token_delay).await;
+    }
+    if let Some(status) = knobs.status {
+        return error_answer(status, &format!("mock failure: status {status}"), webdata);
+    }
+    let host = parts
+        .headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    route(
+        &parts.method,
+        parts.uri.path(),
+        parts.uri.query().unwrap_or(""),
+        &request,
+        &knobs,
+        model,
+        host,
+    )
+}
+
+fn route(
+    method: &Method,
+    path: &str,
+    query: &str,
+    request: &Value,
+    knobs: &Knobs,
+    model: &str,
+    host: &str,
+) -> Answer {
+    match (method, path) {
+        (&Method::POST, "/api/chat") => native::chat(request, knobs, model),
+        (&Method::POST, "/api/generate") => native::generate(request, knobs, model),
+        (&Method::POST, "/api/embed") => native::embed(request, knobs, model),
+        (&Method::POST, "/api/embeddings") => native::embeddings(request, knobs, model),
+        (&Method::GET, "/api/tags") => native::tags(),
+        (&Method::POST, "/api/show") => native::show(request),
+        (&Method::GET, "/api/version") => json_answer(200, &json!({"version": "0.0.0-lingo-mock"})),
+        (&Method::GET, "/api/ps") => json_answer(200, &json!({"models": []})),
+        (_, p) if p.starts_with("/api/") => error_answer(404, "404 page not found", false),
+        _ => webdata::handle(method, path, query, request, host),
+    }
+}
+
+/// `lingo mock --listen ADDR`: serves the mock on its own until the process ends.
+pub async fn serve(addr: SocketAddr, defaults: Knobs) -> std::io::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    tracing::info!("mock backend listening on {}", listener.local_addr()?);
+    serve_on(listener, defaults).await
+}
+
+/// Serves the mock on a bound listener (tests bind port 0 first).
+pub async fn serve_on(listener: TcpListener, defaults: Knobs) -> std::io::Result<()> {
+    let defaults = Arc::new(defaults);
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(pair) => pair,
+            Err(err) => {
+                tracing::warn!("accept failed: {err}");
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let defaults = Arc::clone(&defaults);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                let defaults = Arc::clone(&defaults);
+                async move {
+                    match handle(&defaults, req.map(Body::new)).await {
+                        Answer::Response(r) => Ok::<_, MockCut>(r),
+                        Answer::Cut => Err(MockCut),
+                    }
+                }
+            });
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// The service error that makes hyper drop a connection without answering.
+#[derive(Debug, thiserror::Error)]
+#[error("mock backend cut the connection (cut_after)")]
+pub struct MockCut;

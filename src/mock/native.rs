@@ -1,0 +1,343 @@
+//! The mock's native dialect: `/api/chat`, `/api/generate`, `/api/embed(dings)`,
+//! `/api/tags`, `/api/show`, framed as the real server frames them.
+//!
+//! Answers are deterministic: the same request and knobs give the same bytes, except that
+//! no timestamps vary either (a fixed `created_at`), so load tests compare like with like.
+
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+
+use super::knobs::Knobs;
+use super::stream::{Drip, Ending, Script};
+use super::{Answer, error_answer, json_answer};
+use crate::body::Body;
+
+/// Fixed timestamp of every event.
+const CREATED_AT: &str = "2026-01-01T00:00:00Z";
+/// The words mock answers are made of.
+const WORDS: [&str; 12] = [
+    "Lingo", "is", "a", "mock", "answer", "streamed", "one", "token", "at", "a", "time", "here",
+];
+
+/// Chat or generate: the two streaming endpoints differ only in where the text goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Chat,
+    Generate,
+}
+
+/// What to say, worked out from the request before the first byte.
+struct Reply {
+    kind: Kind,
+    model: String,
+    pieces: Vec<String>,
+    tool_calls: Option<Value>,
+    done_reason: &'static str,
+    prompt_tokens: u64,
+}
+
+pub fn chat(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+    stream_or_whole(Kind::Chat, request, knobs, model)
+}
+
+pub fn generate(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+    stream_or_whole(Kind::Generate, request, knobs, model)
+}
+
+fn stream_or_whole(kind: Kind, request: &Value, knobs: &Knobs, model: &str) -> Answer {
+    if model.is_empty() {
+        return error_answer(400, "model is required", false);
+    }
+    if model.starts_with("missing") {
+        return error_answer(404, &format!("model '{model}' not found"), false);
+    }
+    let reply = Reply::new(kind, request, knobs, model);
+    let stream = request
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let ending = match (knobs.error_after, knobs.cut_after) {
+        (Some(n), _) => Ending::ErrorAfter(n),
+        (None, Some(n)) => Ending::CutAfter(n),
+        (None, None) => Ending::Done,
+    };
+    if stream {
+        let body = Body::new(Drip::new(reply, knobs.token_delay, ending));
+        return Answer::ok("application/x-ndjson", body);
+    }
+    match ending {
+        Ending::Done => json_answer(200, &reply.whole()),
+        Ending::ErrorAfter(n) => error_answer(500, &format!("mock error after {n} tokens"), false),
+        Ending::CutAfter(_) => Answer::cut(),
+    }
+}
+
+// === impl Reply ===
+
+impl Reply {
+    fn new(kind: Kind, request: &Value, knobs: &Knobs, model: &str) -> Self {
+        let format = request.get("format").filter(|f| !f.is_null());
+        let tools = request
+            .get("tools")
+            .and_then(Value::as_array)
+            .filter(|t| !t.is_empty());
+        let limit = request
+            .pointer("/options/num_predict")
+            .and_then(Value::as_i64)
+            .filter(|n| *n >= 0)
+            .map(|n| n as usize);
+        let (mut pieces, tool_calls) = match (tools, format) {
+            (Some(tools), _) if kind == Kind::Chat => (Vec::new(), Some(tool_call(&tools[0]))),
+            (_, Some(format)) => (json_pieces(format), None),
+            _ => (word_pieces(knobs.tokens), None),
+        };
+        let mut done_reason = "stop";
+        if let Some(limit) = limit.filter(|l| *l < pieces.len()) {
+            pieces.truncate(limit);
+            done_reason = "length";
+        }
+        Reply {
+            kind,
+            model: model.to_owned(),
+            pieces,
+            tool_calls,
+            done_reason,
+            prompt_tokens: prompt_tokens(request),
+        }
+    }
+
+    fn event(&self, text: &str, done: bool) -> Map<String, Value> {
+        let mut event = Map::new();
+        event.insert("model".into(), self.model.clone().into());
+        event.insert("created_at".into(), CREATED_AT.into());
+        match self.kind {
+            Kind::Chat => {
+                let mut message = json!({"role": "assistant", "content": text});
+                if done && let Some(calls) = &self.tool_calls {
+                    message["tool_calls"] = calls.clone();
+                }
+                event.insert("message".into(), message);
+            }
+            Kind::Generate => {
+                event.insert("response".into(), text.into());
+            }
+        }
+        event.insert("done".into(), done.into());
+        if done {
+            let eval = self
+                .pieces
+                .len()
+                .max(usize::from(self.tool_calls.is_some()));
+            event.insert("done_reason".into(), self.done_reason.into());
+            event.insert("total_duration".into(), 1_000_000.into());
+            event.insert("load_duration".into(), 1000.into());
+            event.insert("prompt_eval_count".into(), self.prompt_tokens.into());
+            event.insert("eval_count".into(), eval.into());
+            if self.kind == Kind::Generate {
+                event.insert("context".into(), json!([1, 2, 3]));
+            }
+        }
+        event
+    }
+
+    /// The non-streamed answer: the closing event with all the text.
+    fn whole(&self) -> Value {
+        Value::Object(self.event(&self.pieces.concat(), true))
+    }
+}
+
+impl Script for Reply {
+    fn token(&mut self, i: u32) -> Bytes {
+        let text = self.pieces.get(i as usize).map_or("", String::as_str);
+        line(self.event(text, false))
+    }
+
+    fn done(&mut self) -> Bytes {
+        line(self.event("", true))
+    }
+
+    fn len(&self) -> u32 {
+        u32::try_from(self.pieces.len()).unwrap_or(u32::MAX)
+    }
+}
+
+fn line(event: Map<String, Value>) -> Bytes {
+    let mut bytes = serde_json::to_vec(&event).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+fn word_pieces(tokens: u32) -> Vec<String> {
+    (0..tokens as usize)
+        .map(|i| {
+            let word = WORDS[i % WORDS.len()];
+            if i == 0 {
+                word.to_owned()
+            } else {
+                format!(" {word}")
+            }
+        })
+        .collect()
+}
+
+/// JSON content for a `format` request, in pieces of a few characters.
+fn json_pieces(format: &Value) -> Vec<String> {
+    let value = match format {
+        Value::Object(schema) => sample(&Value::Object(schema.clone())),
+        _ => json!({"answer": "mock"}),
+    };
+    let text = value.to_string();
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(4).map(|c| c.iter().collect()).collect()
+}
+
+/// A value that fits a JSON schema's `type`s (objects get every property).
+fn sample(schema: &Value) -> Value {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") | None if schema.get("properties").is_some() => {
+            let props = schema["properties"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            Value::Object(props.iter().map(|(k, s)| (k.clone(), sample(s))).collect())
+        }
+        Some("string") => "mock".into(),
+        Some("integer" | "number") => 0.into(),
+        Some("boolean") => true.into(),
+        Some("array") => json!([]),
+        Some("null") => Value::Null,
+        _ => json!({}),
+    }
+}
+
+/// One call of the first tool, with every required argument filled in.
+fn tool_call(tool: &Value) -> Value {
+    let function = &tool["function"];
+    let name = function["name"].as_str().unwrap_or("tool");
+    let arguments = match function.get("parameters") {
+        Some(params) => {
+            let full = sample(params);
+            let required: Vec<&str> = params["required"]
+                .as_array()
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match full {
+                Value::Object(map) => Value::Object(
+                    map.into_iter()
+                        .filter(|(k, _)| required.contains(&k.as_str()))
+                        .collect(),
+                ),
+                other => other,
+            }
+        }
+        None => json!({}),
+    };
+    json!([{"id": "call_mock0000", "function": {"index": 0, "name": name, "arguments": arguments}}])
+}
+
+/// Whitespace-separated words in the prompt: a stand-in for a tokenizer.
+fn prompt_tokens(request: &Value) -> u64 {
+    let count = |v: &Value| {
+        v.as_str()
+            .map_or(0, |s| s.split_whitespace().count() as u64)
+    };
+    let messages = request["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().map(|m| count(&m["content"])).sum());
+    messages + count(&request["prompt"]) + count(&request["system"])
+}
+
+/// `/api/embed`: one L2-normalised vector per input.
+pub fn embed(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+    if model.starts_with("missing") {
+        return error_answer(404, &format!("model '{model}' not found"), false);
+    }
+    let inputs: Vec<&str> = match &request["input"] {
+        Value::String(s) if s.is_empty() => Vec::new(),
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            items.iter().filter_map(Value::as_str).collect()
+        }
+        _ => return error_answer(400, "invalid input type", false),
+    };
+    let size = match request["dimensions"].as_u64() {
+        Some(d) if d > 0 && d < u64::from(knobs.embedding_size) => d as usize,
+        _ => knobs.embedding_size as usize,
+    };
+    let embeddings: Vec<Vec<f32>> = inputs.iter().map(|t| vector(t, size, true)).collect();
+    let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
+    json_answer(
+        200,
+        &json!({"model": model, "embeddings": embeddings, "prompt_eval_count": tokens}),
+    )
+}
+
+/// `/api/embeddings` (legacy): one unnormalised vector for `prompt`.
+pub fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+    let prompt = request["prompt"].as_str().unwrap_or("");
+    let embedding = if prompt.is_empty() {
+        Vec::new()
+    } else {
+        vector(prompt, knobs.embedding_size as usize, false)
+    };
+    let _ = model;
+    json_answer(200, &json!({"embedding": embedding}))
+}
+
+/// A deterministic vector for `text` (FNV-1a seeded xorshift).
+fn vector(text: &str, size: usize, normalise: bool) -> Vec<f32> {
+    let mut state = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut v: Vec<f32> = (0..size)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 2001) as f32 / 1000.0 - 1.0
+        })
+        .collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if normalise && norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+/// `/api/tags`: the models the mock pretends to have.
+pub fn tags() -> Answer {
+    let model = |name: &str, family: &str| {
+        json!({"name": name, "model": name, "modified_at": CREATED_AT, "size": 0,
+               "digest": "0000000000000000000000000000000000000000000000000000000000000000",
+               "details": {"format": "gguf", "family": family, "families": [family],
+                           "parameter_size": "0B", "quantization_level": "none"}})
+    };
+    json_answer(
+        200,
+        &json!({"models": [model("mock:latest", "mock"), model("mock-embed:latest", "bert")]}),
+    )
+}
+
+/// `/api/show`: details of any model, except names starting with `missing`.
+pub fn show(request: &Value) -> Answer {
+    let name = request["model"]
+        .as_str()
+        .or(request["name"].as_str())
+        .unwrap_or("");
+    if name.is_empty() {
+        return error_answer(400, "model is required", false);
+    }
+    if name.starts_with("missing") {
+        return error_answer(404, &format!("model '{name}' not found"), false);
+    }
+    json_answer(
+        200,
+        &json!({
+            "modelfile": "", "parameters": "", "template": "{{ .Prompt }}",
+            "details": {"format": "gguf", "family": "mock", "parameter_size": "0B", "quantization_level": "none"},
+            "model_info": {"general.architecture": "mock"},
+            "capabilities": ["completion", "tools", "embedding"],
+            "modified_at": CREATED_AT
+        }),
+    )
+}

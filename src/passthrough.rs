@@ -1,0 +1,140 @@
+//! Pass-through: the request goes up and the answer comes back unchanged, streamed both ways.
+//!
+//! Only headers change (see `upstream::headers`). The request body is streamed up under the
+//! route's size limit; the answer is streamed down under the upstream's idle limit, frame by
+//! frame as hyper reads it. The one exception is a web-data JSON answer, whose API links are
+//! re-based onto lingo's address (`rewrite`): that answer is read whole, once.
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderValue};
+use hyper::{Request, Response};
+
+use crate::body::{Body, BoxError, Prepend};
+use crate::dialect::Dialect;
+use crate::error::ProxyError;
+use crate::rewrite;
+use crate::service::Call;
+use crate::table::{Target, Upstream};
+use crate::timeout::Idle;
+use crate::upstream::{self, headers};
+
+/// Largest web-data answer lingo reads whole to re-base its links; the API's own status pages
+/// stop at 10 MiB. A larger answer is streamed on unchanged (and logged).
+const REWRITE_CAP: usize = 32 * 1024 * 1024;
+
+/// Forwards `req` to the call's upstream and streams the answer back.
+pub async fn forward(
+    call: &Call<'_>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ProxyError> {
+    let (mut parts, body) = req.into_parts();
+    parts.uri = upstream::target_uri(call.upstream, &call.path_and_query);
+    let client_host = parts.headers.get(HOST).cloned();
+    headers::to_upstream(&mut parts.headers, &forwarding(call, client_host, false));
+    let rewrites = call.upstream.speaks == Dialect::WebData;
+    if rewrites {
+        // Links can only be re-based in an answer lingo can read.
+        parts
+            .headers
+            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+    }
+    let body = Body::new(Limited::new(
+        body,
+        usize::try_from(call.route.max_body).unwrap_or(usize::MAX),
+    ));
+    let request = Request::from_parts(parts, body);
+
+    let response = call
+        .client
+        .send(call.upstream, request, call.route.max_body)
+        .await?;
+    let (mut parts, body) = response.into_parts();
+    headers::to_client(&mut parts.headers, &call.request_id, false);
+    let body = Idle::new(body, call.upstream.timeouts.idle);
+    if rewrites && is_json(&parts.headers) {
+        let base_path = match &call.upstream.target {
+            Target::Url(uri) => uri.path().trim_end_matches('/'),
+            Target::Mock(_) => "",
+        };
+        let body = rebase_answer(
+            call.upstream,
+            &mut parts.headers,
+            Box::pin(body),
+            &call.public_base,
+            base_path,
+        )
+        .await?;
+        return Ok(Response::from_parts(parts, body));
+    }
+    Ok(Response::from_parts(parts, Body::new(body)))
+}
+
+/// The header facts for this call.
+pub fn forwarding<'a>(
+    call: &'a Call<'_>,
+    client_host: Option<HeaderValue>,
+    upgrade: bool,
+) -> headers::Forwarding<'a> {
+    let host = match &call.upstream.target {
+        Target::Url(uri) => uri
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok()),
+        Target::Mock(_) => None,
+    };
+    headers::Forwarding {
+        host: host.unwrap_or_else(|| HeaderValue::from_static("lingo-mock")),
+        client_ip: HeaderValue::from_str(&call.conn.peer.ip().to_string())
+            .expect("an IP is a valid header"),
+        proto: if call.conn.tls { "https" } else { "http" },
+        client_host,
+        request_id: call.request_id.clone(),
+        auth: call.upstream.auth.as_ref(),
+        upgrade,
+    }
+}
+
+fn is_json(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
+}
+
+/// Reads a JSON answer (up to [`REWRITE_CAP`]) and re-bases its links. An answer over the
+/// cap is passed on as read so far plus the rest, unchanged.
+async fn rebase_answer<B>(
+    upstream: &Upstream,
+    headers: &mut hyper::HeaderMap,
+    mut body: B,
+    public_base: &str,
+    base_path: &str,
+) -> Result<Body, ProxyError>
+where
+    B: http_body::Body<Data = Bytes, Error = BoxError> + Send + Unpin + 'static,
+{
+    let mut buf = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| upstream::classify_body_error(upstream, e.as_ref()))?;
+        if let Ok(data) = frame.into_data() {
+            buf.extend_from_slice(&data);
+        }
+        if buf.len() > REWRITE_CAP {
+            tracing::warn!("web-data answer over {REWRITE_CAP} bytes: links not re-based");
+            return Ok(Body::new(Prepend::new(buf.freeze(), body)));
+        }
+    }
+    let whole = buf.freeze();
+    match rewrite::rebase_links(&whole, public_base, base_path) {
+        Some(pieces) => {
+            headers.remove(CONTENT_LENGTH);
+            Ok(Body::pieces(pieces))
+        }
+        None => Ok(Body::full(whole)),
+    }
+}

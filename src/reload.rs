@@ -1,0 +1,221 @@
+//! Hot reload: the one place that swaps the live route table.
+//!
+//! A reload reads the *configured* path again (so an editor's write-to-temp-and-rename and a
+//! Kubernetes ConfigMap's `..data` symlink swap both land), compiles a whole new
+//! [`Snapshot`] beside the old one, and only then stores it: a bad file is refused with its
+//! reasons logged and the old table keeps serving. Requests hold the `Arc<Snapshot>` they
+//! started with, so they finish on their own table.
+//!
+//! Triggers: a change in the config file's directory (debounced, unchanged content skipped)
+//! and SIGHUP (always re-reads, since `file:` secrets elsewhere may have changed).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use crate::config::{self, ConfigErrors};
+use crate::table::RouteTable;
+use crate::upstream::UpstreamClient;
+
+/// Quiet time after the last file event before reloading: editors write in several steps.
+const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// Everything derived from one version of the file, swapped as one.
+pub struct Snapshot {
+    pub table: RouteTable,
+    /// Parallel to `table.upstreams`.
+    pub clients: Vec<UpstreamClient>,
+    /// 1 for the table lingo started with, +1 per successful reload.
+    pub generation: u64,
+}
+
+/// The live table and how to replace it.
+pub struct Reloader {
+    path: PathBuf,
+    current: ArcSwap<Snapshot>,
+    generation: AtomicU64,
+    /// The text of the last file loaded (good or bad), to skip events that change nothing.
+    last_text: Mutex<Option<String>>,
+}
+
+/// The installed reload triggers: file events and SIGHUP, as one channel.
+pub struct Triggers {
+    /// Dropping the watcher stops file events.
+    _watcher: Option<notify::RecommendedWatcher>,
+    rx: mpsc::UnboundedReceiver<&'static str>,
+}
+
+/// Why a reload did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error("{0}")]
+    Invalid(#[from] ConfigErrors),
+    #[error("unchanged")]
+    Unchanged,
+}
+
+// === impl Snapshot ===
+
+impl Snapshot {
+    pub fn new(table: RouteTable, generation: u64) -> Self {
+        let clients = table
+            .upstreams
+            .iter()
+            .map(|u| UpstreamClient::new(u))
+            .collect();
+        Snapshot {
+            table,
+            clients,
+            generation,
+        }
+    }
+}
+
+// === impl Reloader ===
+
+impl Reloader {
+    /// Loads the file for the first time.
+    pub fn load(path: &Path) -> Result<Self, ConfigErrors> {
+        let table = config::load(path)?;
+        Ok(Reloader {
+            path: path.to_owned(),
+            current: ArcSwap::from_pointee(Snapshot::new(table, 1)),
+            generation: AtomicU64::new(1),
+            last_text: Mutex::new(std::fs::read_to_string(path).ok()),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The table a request runs on, start to finish.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Re-reads the file and swaps the table; with `force`, even when the text is unchanged.
+    pub fn reload(&self, force: bool) -> Result<u64, ReloadError> {
+        let text = std::fs::read_to_string(&self.path).ok();
+        {
+            let mut last = self.last_text.lock().unwrap_or_else(|e| e.into_inner());
+            if !force && text.is_some() && *last == text {
+                return Err(ReloadError::Unchanged);
+            }
+            last.clone_from(&text);
+        }
+        let table = config::load(&self.path)?;
+        let old = self.snapshot();
+        if old
+            .table
+            .listeners
+            .iter()
+            .map(|l| l.addr)
+            .ne(table.listeners.iter().map(|l| l.addr))
+        {
+            tracing::warn!(
+                "listen addresses changed in {}; they take effect on restart",
+                self.path.display()
+            );
+        }
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        for warning in &table.warnings {
+            tracing::warn!("{warning}");
+        }
+        self.current
+            .store(Arc::new(Snapshot::new(table, generation)));
+        Ok(generation)
+    }
+
+    /// Reloads and logs the outcome; what SIGHUP and file events call.
+    pub fn reload_and_log(&self, force: bool, why: &str) {
+        match self.reload(force) {
+            Ok(generation) => tracing::info!(generation, "route table reloaded ({why})"),
+            Err(ReloadError::Unchanged) => tracing::debug!("{why}: file unchanged"),
+            Err(ReloadError::Invalid(errors)) => tracing::error!(
+                "route table refused ({why}); still serving generation {}:\n{errors}",
+                self.snapshot().generation
+            ),
+        }
+    }
+
+    /// Installs the file watcher and the SIGHUP handler. Done before serving starts, so that
+    /// no change made after startup can be missed. Must be called inside the runtime.
+    pub fn triggers(&self) -> Triggers {
+        let (tx, rx) = mpsc::unbounded_channel::<&'static str>();
+        let watcher = match self.start_watcher(tx.clone()) {
+            Ok(w) => Some(w),
+            Err(err) => {
+                tracing::warn!(
+                    "not watching {} for changes ({err}); SIGHUP still reloads",
+                    self.path.display()
+                );
+                None
+            }
+        };
+        spawn_sighup(tx);
+        Triggers {
+            _watcher: watcher,
+            rx,
+        }
+    }
+
+    /// Reloads on every trigger until the task is dropped.
+    pub async fn watch(self: Arc<Self>, triggers: Triggers) {
+        let Triggers { _watcher, mut rx } = triggers;
+        while let Some(why) = rx.recv().await {
+            let force = why == "SIGHUP";
+            if !force {
+                // Debounce: wait until the directory has been quiet for a moment.
+                while let Ok(Some(_)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {}
+            }
+            self.reload_and_log(force, why);
+        }
+    }
+
+    /// Watches the file's directory, not the file: a rename over the file or a symlink swap
+    /// replaces the inode a file watch would be attached to.
+    fn start_watcher(
+        &self,
+        tx: mpsc::UnboundedSender<&'static str>,
+    ) -> notify::Result<notify::RecommendedWatcher> {
+        let dir = match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                if event.is_ok_and(|e| !e.kind.is_access()) {
+                    let _ = tx.send("file changed");
+                }
+            })?;
+        watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+        Ok(watcher)
+    }
+}
+
+#[cfg(unix)]
+fn spawn_sighup(tx: mpsc::UnboundedSender<&'static str>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::hangup()) {
+        Ok(mut hup) => {
+            tokio::spawn(async move {
+                while hup.recv().await.is_some() {
+                    if tx.send("SIGHUP").is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Err(err) => tracing::warn!("cannot listen for SIGHUP: {err}"),
+    }
+}
+
+#[cfg(not(unix))]
+fn spawn_sighup(_tx: mpsc::UnboundedSender<&'static str>) {}

@@ -1,0 +1,243 @@
+//! The hyper service: one request's life cycle.
+//!
+//! Snapshot the table once; normalise the path; route; check the client key; refuse what the
+//! route forbids; then hand the request to pass-through (or, for a translating route, to its
+//! translator). Every error lingo answers itself is rendered in the route's dialect, and
+//! every request gets one access-log line when its answer ends.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+
+use crate::body::Body;
+use crate::dialect::{self, Dialect};
+use crate::error::ProxyError;
+use crate::reload::{Reloader, Snapshot};
+use crate::table::{Route, RouteTable, Upstream};
+use crate::telemetry::{AccessLog, Logged};
+use crate::upstream::UpstreamClient;
+use crate::upstream::headers::{self, X_REQUEST_ID};
+use crate::{auth, ids, passthrough, path, websocket};
+
+/// What lingo knows about the connection a request came on.
+#[derive(Debug, Clone)]
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    /// Index of the listener in the table's `listen` list.
+    pub listener: usize,
+    pub tls: bool,
+}
+
+/// Everything a handler needs about the request, decided before forwarding.
+pub struct Call<'a> {
+    pub snapshot: &'a Snapshot,
+    pub route: &'a Route,
+    pub upstream: &'a Upstream,
+    pub client: &'a UpstreamClient,
+    pub conn: &'a ConnInfo,
+    /// The normalised path plus the original query.
+    pub path_and_query: String,
+    pub request_id: HeaderValue,
+    /// `scheme://authority` clients use to reach lingo, for rewriting upstream links.
+    pub public_base: String,
+}
+
+/// Serves one request; never fails (errors are answers).
+pub async fn handle(
+    reloader: Arc<Reloader>,
+    conn: Arc<ConnInfo>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let snapshot = reloader.snapshot();
+    let request_id = request_id(&req);
+    let mut log = AccessLog::new(
+        req.method().as_str(),
+        req.uri().path(),
+        request_id.to_str().unwrap_or("-"),
+    );
+    let mut response = match dispatch(&snapshot, &conn, req, request_id.clone(), &mut log).await {
+        Ok(response) => response,
+        Err((err, dialect)) => {
+            log.error = Some(err.to_string());
+            dialect::render(&err, dialect)
+        }
+    };
+    response.headers_mut().insert(X_REQUEST_ID, request_id);
+    log.status = response.status().as_u16();
+    Ok(response.map(|body| Body::new(Logged::new(body, log))))
+}
+
+async fn dispatch(
+    snapshot: &Snapshot,
+    conn: &ConnInfo,
+    req: Request<Incoming>,
+    request_id: HeaderValue,
+    log: &mut AccessLog,
+) -> Result<Response<Body>, (ProxyError, Dialect)> {
+    let table = &snapshot.table;
+    let raw_path = req.uri().path();
+    if raw_path == "/healthz" && matches!(*req.method(), Method::GET | Method::HEAD) {
+        return Ok(healthz(snapshot));
+    }
+    let path = path::normalize(raw_path)
+        .map_err(|why| (ProxyError::BadPath(why), dialect::guess(raw_path)))?;
+    let route = table.find(&path).ok_or_else(|| {
+        let err = ProxyError::NoRoute {
+            method: req.method().to_string(),
+            path: path.to_string(),
+        };
+        (err, dialect::guess(&path))
+    })?;
+    let dialect = route.speaks;
+    let upstream = table.upstream(route.upstream);
+    log.route = Some(route.matcher.to_string());
+    log.upstream = Some(upstream.name.clone());
+
+    let upgrade = headers::is_websocket_upgrade(req.headers());
+    let client = auth::check(&table.clients, req.headers(), upgrade).map_err(|e| (e, dialect))?;
+    log.client = client.map(str::to_owned);
+    check_route(route, upstream, &path, &req).map_err(|e| (e, dialect))?;
+
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.into_owned(),
+    };
+    let call = Call {
+        snapshot,
+        route,
+        upstream,
+        client: &snapshot.clients[route.upstream],
+        conn,
+        path_and_query,
+        request_id,
+        public_base: public_base(table, conn, &req),
+    };
+    let result = if upgrade {
+        websocket::proxy(&call, req).await
+    } else {
+        passthrough::forward(&call, req).await
+    };
+    result.map_err(|e| (e, dialect))
+}
+
+/// What the route itself refuses, before anything is sent upstream.
+fn check_route(
+    route: &Route,
+    upstream: &Upstream,
+    path: &str,
+    req: &Request<Incoming>,
+) -> Result<(), ProxyError> {
+    if route.translates(upstream) {
+        return Err(ProxyError::NoTranslator {
+            client: route.speaks,
+            upstream: upstream.speaks,
+        });
+    }
+    if upstream.speaks == Dialect::Native
+        && !route.allow_model_management
+        && is_model_management(path)
+    {
+        return Err(ProxyError::ModelManagement {
+            path: path.to_owned(),
+        });
+    }
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > route.max_body) {
+        return Err(ProxyError::BodyTooLarge {
+            limit: route.max_body,
+        });
+    }
+    Ok(())
+}
+
+/// The native endpoints that change what the server holds (pull, push, create, copy,
+/// delete, blobs). Compared without case and trailing slash, as a lenient upstream router
+/// might match them.
+pub fn is_model_management(path: &str) -> bool {
+    const BLOCKED: [&str; 5] = [
+        "/api/pull",
+        "/api/push",
+        "/api/create",
+        "/api/copy",
+        "/api/delete",
+    ];
+    let path = path.trim_end_matches('/').to_ascii_lowercase();
+    BLOCKED.contains(&path.as_str()) || path == "/api/blobs" || path.starts_with("/api/blobs/")
+}
+
+/// The request id: the client's `X-Request-Id` when it sent a sane one, else a new one.
+fn request_id(req: &Request<Incoming>) -> HeaderValue {
+    req.headers()
+        .get(X_REQUEST_ID)
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.to_str().is_ok())
+        .cloned()
+        .unwrap_or_else(|| {
+            HeaderValue::from_str(&ids::random_hex()).expect("hex is a valid header")
+        })
+}
+
+/// `scheme://authority` of lingo as this client addressed it.
+fn public_base(table: &RouteTable, conn: &ConnInfo, req: &Request<Incoming>) -> String {
+    if let Some(url) = table
+        .listeners
+        .get(conn.listener)
+        .and_then(|l| l.public_url.as_ref())
+    {
+        return url.to_string().trim_end_matches('/').to_owned();
+    }
+    let scheme = if conn.tls { "https" } else { "http" };
+    let host = req
+        .headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()))
+        .unwrap_or_else(|| {
+            table
+                .listeners
+                .get(conn.listener)
+                .map_or_else(String::new, |l| l.addr.to_string())
+        });
+    format!("{scheme}://{host}")
+}
+
+fn healthz(snapshot: &Snapshot) -> Response<Body> {
+    let body = format!(
+        "{{\"status\":\"ok\",\"generation\":{}}}",
+        snapshot.generation
+    );
+    let mut response = Response::new(Body::full(body));
+    *response.status_mut() = StatusCode::OK;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn model_management_paths() {
+        for (path, blocked) in [
+            ("/api/pull", true),
+            ("/api/pull/", true),
+            ("/API/Delete", true),
+            ("/api/blobs/sha256:abc", true),
+            ("/api/blobs", true),
+            ("/api/chat", false),
+            ("/api/pulling", false),
+            ("/api/blobsx", false),
+            ("/api/tags", false),
+        ] {
+            assert_eq!(super::is_model_management(path), blocked, "{path}");
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The compiled route table: immutable, validated, and what the hot-reload `ArcSwap` holds.
+//!
+//! Nothing here is parsed at request time: `config::compile` resolves every name, secret,
+//! duration and URL once, so a request only looks things up.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::Uri;
+use hyper::header::{HeaderName, HeaderValue};
+
+use crate::config::secret::{Secret, SecretSource};
+use crate::dialect::Dialect;
+
+/// Default request body limit: the web-data API itself refuses JSON bodies over 10 MB.
+pub const DEFAULT_MAX_BODY: u64 = 10 * 1024 * 1024;
+/// Default time a graceful shutdown waits for requests in flight.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(30);
+/// Default upstream timeouts.
+pub const DEFAULT_CONNECT: Duration = Duration::from_secs(5);
+pub const DEFAULT_FIRST_BYTE: Duration = Duration::from_secs(300);
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
+
+/// A validated route table.
+#[derive(Debug)]
+pub struct RouteTable {
+    /// The file this table was loaded from (for logs and `lingo check`).
+    pub source: PathBuf,
+    pub listeners: Vec<Listener>,
+    /// Client keys; empty means an open proxy.
+    pub clients: Vec<ClientKey>,
+    /// Upstreams by name, in file order.
+    pub upstreams: Vec<Arc<Upstream>>,
+    /// Client-facing model name -> where it goes.
+    pub models: HashMap<String, ModelAlias>,
+    /// Routes in file order; see [`RouteTable::find`] for precedence.
+    pub routes: Vec<Route>,
+    pub limits: Limits,
+    /// Non-fatal findings (`lingo check` prints them; reload logs them).
+    pub warnings: Vec<String>,
+}
+
+/// One socket lingo accepts connections on.
+#[derive(Debug)]
+pub struct Listener {
+    pub addr: SocketAddr,
+    /// rustls server config (certificate and key already read and checked), ALPN h2 + http/1.1.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The address clients use to reach lingo (`https://proxy.example.com`), for rewriting
+    /// absolute URLs in upstream answers. When absent it is built from the listener's scheme
+    /// and the client's `Host` header.
+    pub public_url: Option<Uri>,
+}
+
+/// A named client key.
+#[derive(Debug)]
+pub struct ClientKey {
+    pub name: String,
+    pub key: Secret,
+    /// Where the key came from, for `lingo check` (never the key itself).
+    pub source: SecretSource,
+}
+
+/// Something lingo forwards to.
+#[derive(Debug)]
+pub struct Upstream {
+    pub name: String,
+    pub target: Target,
+    pub speaks: Dialect,
+    pub timeouts: Timeouts,
+    pub auth: Option<Auth>,
+}
+
+/// Where an upstream is.
+#[derive(Debug)]
+pub enum Target {
+    /// `url:` — scheme `http` or `https`, authority, and an optional base path (no query).
+    Url(Uri),
+    /// `mock:` — the built-in deterministic backend, run inside lingo.
+    Mock(MockSpec),
+}
+
+/// Knobs of the built-in mock backend (`mock:` in an upstream).
+#[derive(Debug, Clone, Default)]
+pub struct MockSpec {
+    pub tokens: Option<u32>,
+    pub token_delay: Option<Duration>,
+    pub first_token_delay: Option<Duration>,
+    pub embedding_size: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP (and TLS) connect.
+    pub connect: Duration,
+    /// From sending the request to the response head.
+    pub first_byte: Duration,
+    /// Longest silence between two body chunks of the response.
+    pub idle: Duration,
+}
+
+/// The credential lingo injects on every request to an upstream.
+#[derive(Debug)]
+pub struct Auth {
+    /// Header to set (default `Authorization`).
+    pub header: HeaderName,
+    /// The full header value (`Bearer <secret>` for `bearer:`), marked sensitive.
+    pub value: HeaderValue,
+    /// The bare key (without a `Bearer ` scheme word), for `Sec-WebSocket-Protocol`.
+    pub key: Secret,
+    /// Where the key came from, for `lingo check` (never the key itself).
+    pub source: SecretSource,
+}
+
+/// A client-facing model name.
+#[derive(Debug, Clone)]
+pub struct ModelAlias {
+    /// Index into [`RouteTable::upstreams`].
+    pub upstream: usize,
+    /// The model name the upstream knows.
+    pub model: String,
+}
+
+/// How a route matches a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathMatch {
+    /// `path:` — the whole path, exactly.
+    Exact(String),
+    /// `prefix:` — whole leading segments; stored without a trailing `/` (`/` itself is "").
+    Prefix(String),
+}
+
+#[derive(Debug)]
+pub struct Route {
+    pub matcher: PathMatch,
+    /// The client's dialect on this route (the upstream's when `speaks:` was left out).
+    pub speaks: Dialect,
+    /// Index into [`RouteTable::upstreams`].
+    pub upstream: usize,
+    /// Native pass-through only: let `/api/pull`, `/api/delete`, ... through.
+    pub allow_model_management: bool,
+    /// Request body limit for this route.
+    pub max_body: u64,
+    /// Line in the file, for logs and `check`.
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Default request body limit (`limits.max_body`).
+    pub max_body: u64,
+    /// How long a graceful shutdown waits for requests in flight (`limits.drain`).
+    pub drain: Duration,
+}
+
+// === impl RouteTable ===
+
+impl RouteTable {
+    pub fn upstream(&self, index: usize) -> &Arc<Upstream> {
+        &self.upstreams[index]
+    }
+
+    /// The route for a (normalised) request path: an exact match beats any prefix, a longer
+    /// prefix beats a shorter one, and on a tie the first in the file wins.
+    pub fn find(&self, path: &str) -> Option<&Route> {
+        crate::router::find(&self.routes, path)
+    }
+}
+
+// === impl Route ===
+
+impl Route {
+    /// True when the client's dialect differs from the upstream's, so a translator is needed.
+    pub fn translates(&self, upstream: &Upstream) -> bool {
+        self.speaks != upstream.speaks
+    }
+}
+
+impl std::fmt::Display for PathMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathMatch::Exact(p) => write!(f, "path {p}"),
+            PathMatch::Prefix(p) if p.is_empty() => f.write_str("prefix /"),
+            PathMatch::Prefix(p) => write!(f, "prefix {p}"),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Talking to upstreams: one pooled client per upstream, built with the table.
+//!
+//! http and https upstreams share one connector type (hyper-rustls over hyper-util's
+//! `HttpConnector`, ring provider, bundled web PKI roots). A second, HTTP/1.1-only connector
+//! serves WebSocket upgrades, which cannot ride on HTTP/2.
+
+pub mod headers;
+
+use std::error::Error as StdError;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use hyper::{Request, Response, Uri};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+use crate::body::Body;
+use crate::error::{ProxyError, TimeoutKind};
+use crate::mock::{self, knobs::Knobs};
+use crate::table::{Target, Upstream};
+use crate::timeout::IdleTimeout;
+
+pub type Connector = HttpsConnector<HttpConnector>;
+
+/// How long an idle pooled connection is kept.
+const POOL_IDLE: Duration = Duration::from_secs(90);
+
+/// The live side of an [`Upstream`]: its connection pool, or the in-process mock.
+pub enum UpstreamClient {
+    Http {
+        client: Box<Client<Connector, Body>>,
+        /// HTTP/1.1 only, for WebSocket upgrades.
+        ws_connector: Connector,
+    },
+    Mock(Knobs),
+}
+
+// === impl UpstreamClient ===
+
+impl UpstreamClient {
+    pub fn new(upstream: &Upstream) -> Self {
+        if let Target::Mock(spec) = &upstream.target {
+            return UpstreamClient::Mock(Knobs::from_spec(spec));
+        }
+        let connect = upstream.timeouts.connect;
+        let pooled = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls_config())
+            .https_or_http()
+            .enable_all_versions()
+            .wrap_connector(http_connector(connect));
+        let ws_connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls_config())
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http_connector(connect));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(POOL_IDLE)
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .build(pooled);
+        UpstreamClient::Http {
+            client: Box::new(client),
+            ws_connector,
+        }
+    }
+
+    /// Sends a request and waits for the answer's head, within the first-byte limit.
+    pub async fn send(
+        &self,
+        upstream: &Upstream,
+        req: Request<Body>,
+        body_limit: u64,
+    ) -> Result<Response<Body>, ProxyError> {
+        let client = match self {
+            UpstreamClient::Http { client, .. } => client,
+            UpstreamClient::Mock(knobs) => return send_to_mock(upstream, knobs, req).await,
+        };
+        let limit = upstream.timeouts.first_byte;
+        match tokio::time::timeout(limit, client.request(req)).await {
+            Ok(Ok(response)) => Ok(response.map(Body::new)),
+            Ok(Err(err)) => Err(classify(upstream, &err, body_limit)),
+            Err(_) => Err(ProxyError::Timeout {
+                upstream: upstream.name.clone(),
+                kind: TimeoutKind::FirstByte,
+                limit,
+            }),
+        }
+    }
+}
+
+/// The in-process mock, under the same first-byte limit as a real upstream.
+async fn send_to_mock(
+    upstream: &Upstream,
+    knobs: &Knobs,
+    req: Request<Body>,
+) -> Result<Response<Body>, ProxyError> {
+    let limit = upstream.timeouts.first_byte;
+    match tokio::time::timeout(limit, mock::handle(knobs, req)).await {
+        Ok(mock::Answer::Response(response)) => Ok(response),
+        Ok(mock::Answer::Cut) => Err(ProxyError::Unreachable {
+            upstream: upstream.name.clone(),
+            reason: mock::MockCut.to_string(),
+        }),
+        Err(_) => Err(ProxyError::Timeout {
+            upstream: upstream.name.clone(),
+            kind: TimeoutKind::FirstByte,
+            limit,
+        }),
+    }
+}
+
+/// The URI of `path_and_query` on an upstream: its scheme and authority, its base path
+/// (if any) prepended.
+pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
+    let base = match &upstream.target {
+        Target::Url(base) => base,
+        // The in-process mock is reached without a socket; the authority only fills `Host`.
+        Target::Mock(_) => {
+            return format!("http://lingo-mock{path_and_query}")
+                .parse()
+                .unwrap_or_default();
+        }
+    };
+    let base_path = base.path().trim_end_matches('/');
+    let mut parts = base.clone().into_parts();
+    parts.path_and_query = format!("{base_path}{path_and_query}").parse().ok();
+    Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
+}
+
+/// Maps a client error to the error the caller sees. A body that went over its limit while
+/// being streamed up is the caller's fault (413), a connect timeout is a timeout (504), any
+/// other failure before an answer means the upstream could not be used (502).
+pub fn classify(
+    upstream: &Upstream,
+    err: &(dyn StdError + 'static),
+    body_limit: u64,
+) -> ProxyError {
+    let mut source = Some(err);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return ProxyError::BodyTooLarge { limit: body_limit };
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::TimedOut
+        {
+            return ProxyError::Timeout {
+                upstream: upstream.name.clone(),
+                kind: TimeoutKind::Connect,
+                limit: upstream.timeouts.connect,
+            };
+        }
+        source = e.source();
+    }
+    ProxyError::Unreachable {
+        upstream: upstream.name.clone(),
+        reason: reason(err),
+    }
+}
+
+/// Maps a failure while reading an answer's body (before lingo sent anything of it).
+pub fn classify_body_error(upstream: &Upstream, err: &(dyn StdError + 'static)) -> ProxyError {
+    match err.downcast_ref::<IdleTimeout>() {
+        Some(idle) => ProxyError::Timeout {
+            upstream: upstream.name.clone(),
+            kind: TimeoutKind::Idle,
+            limit: idle.0,
+        },
+        None => ProxyError::Unreachable {
+            upstream: upstream.name.clone(),
+            reason: reason(err),
+        },
+    }
+}
+
+/// The innermost cause's text: "Connection refused (os error 111)" says more than
+/// "client error (Connect)".
+fn reason(err: &(dyn StdError + 'static)) -> String {
+    let mut last = err;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    last.to_string()
+}
+
+fn http_connector(connect: Duration) -> HttpConnector {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(connect));
+    http
+}
+
+/// The rustls client config every upstream starts from (bundled web PKI roots, ring). ALPN
+/// is left empty: the connector builder sets it from the enabled HTTP versions.
+fn tls_config() -> rustls::ClientConfig {
+    static BASE: OnceLock<rustls::ClientConfig> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("ring supports the default protocol versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth()
+    })
+    .clone()
+}

@@ -1,0 +1,174 @@
+//! WebSocket upgrades (the web-data API's crawl watchers), tunnelled through lingo.
+//!
+//! The upgrade request gets the same header treatment as any request, plus one rule for the
+//! web-data JS SDK, which sends its key as the WebSocket subprotocol: when the upstream has a
+//! key, the offered subprotocol is replaced by that key going up, and the 101 answer names the
+//! client's own offer coming down, so the client's handshake succeeds and the upstream key
+//! never reaches it. After the 101, bytes are copied both ways until either side closes.
+
+use std::future::poll_fn;
+
+use hyper::body::Incoming;
+use hyper::header::{HOST, HeaderValue, SEC_WEBSOCKET_PROTOCOL};
+use hyper::{HeaderMap, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tower_service::Service;
+
+use crate::auth;
+use crate::body::Body;
+use crate::error::{ProxyError, TimeoutKind};
+use crate::passthrough::forwarding;
+use crate::service::Call;
+use crate::table::Auth;
+use crate::timeout::Idle;
+use crate::upstream::{self, UpstreamClient, headers};
+
+/// Tunnels a WebSocket upgrade to the call's upstream.
+pub async fn proxy(
+    call: &Call<'_>,
+    mut req: Request<Incoming>,
+) -> Result<Response<Body>, ProxyError> {
+    let upstream = call.upstream;
+    let client_upgrade = hyper::upgrade::on(&mut req);
+    let (mut parts, _) = req.into_parts();
+    let offer = parts.headers.get(SEC_WEBSOCKET_PROTOCOL).cloned();
+    let client_host = parts.headers.get(HOST).cloned();
+    headers::to_upstream(&mut parts.headers, &forwarding(call, client_host, true));
+    let keys: Vec<&str> = call
+        .snapshot
+        .table
+        .clients
+        .iter()
+        .map(|c| c.key.expose())
+        .collect();
+    let altered = swap_offer(&mut parts.headers, upstream.auth.as_ref(), &keys);
+
+    let uri = upstream::target_uri(upstream, &call.path_and_query);
+    let mut connector = match call.client {
+        UpstreamClient::Http { ws_connector, .. } => ws_connector.clone(),
+        UpstreamClient::Mock(_) => {
+            return Err(ProxyError::Unreachable {
+                upstream: upstream.name.clone(),
+                reason: "the mock backend does not serve WebSockets".into(),
+            });
+        }
+    };
+    let connect = async {
+        poll_fn(|cx| connector.poll_ready(cx)).await?;
+        connector.call(uri).await
+    };
+    let limit = upstream.timeouts.connect;
+    let stream = match tokio::time::timeout(limit, connect).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(err)) => return Err(upstream::classify(upstream, err.as_ref(), 0)),
+        Err(_) => return Err(timeout(upstream, TimeoutKind::Connect, limit)),
+    };
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(stream)
+        .await
+        .map_err(|e| upstream::classify(upstream, &e, 0))?;
+    tokio::spawn(conn.with_upgrades());
+
+    parts.uri = call
+        .path_and_query
+        .parse()
+        .map_err(|_| ProxyError::BadPath("unparsable"))?;
+    let limit = upstream.timeouts.first_byte;
+    let mut response = match tokio::time::timeout(
+        limit,
+        sender.send_request(Request::from_parts(parts, Body::empty())),
+    )
+    .await
+    {
+        Ok(Ok(response)) => response,
+        Ok(Err(err)) => return Err(upstream::classify(upstream, &err, 0)),
+        Err(_) => return Err(timeout(upstream, TimeoutKind::FirstByte, limit)),
+    };
+    let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+    headers::to_client(response.headers_mut(), &call.request_id, switching);
+    if let Some(auth) = &upstream.auth {
+        scrub(response.headers_mut(), auth, offer.as_ref(), altered);
+    }
+    if !switching {
+        let idle = upstream.timeouts.idle;
+        return Ok(response.map(|b| Body::new(Idle::new(b, idle))));
+    }
+    let upstream_upgrade = hyper::upgrade::on(&mut response);
+    tokio::spawn(async move {
+        match tokio::try_join!(client_upgrade, upstream_upgrade) {
+            Ok((client, upstream)) => {
+                let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
+                if let Err(err) = tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+                    tracing::debug!("websocket tunnel closed: {err}");
+                }
+            }
+            Err(err) => tracing::warn!("websocket upgrade failed: {err}"),
+        }
+    });
+    let (parts, _) = response.into_parts();
+    Ok(Response::from_parts(parts, Body::empty()))
+}
+
+/// Replaces the client's subprotocol offer going up: with the upstream's key when it has one
+/// (the web-data API reads its key there), or without lingo's client keys when it has none.
+/// Returns whether the offer was changed.
+fn swap_offer(headers: &mut HeaderMap, auth: Option<&Auth>, client_keys: &[&str]) -> bool {
+    if !headers.contains_key(SEC_WEBSOCKET_PROTOCOL) {
+        return false;
+    }
+    if let Some(auth) = auth {
+        let mut key = HeaderValue::from_str(auth.key.expose())
+            .unwrap_or_else(|_| HeaderValue::from_static(""));
+        key.set_sensitive(true);
+        headers.insert(SEC_WEBSOCKET_PROTOCOL, key);
+        return true;
+    }
+    let offered: Vec<String> = auth::subprotocols(headers).map(str::to_owned).collect();
+    let kept: Vec<&str> = offered
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !client_keys.contains(p))
+        .collect();
+    if kept.len() == offered.len() {
+        return false;
+    }
+    headers.remove(SEC_WEBSOCKET_PROTOCOL);
+    if let Ok(value) = HeaderValue::from_str(&kept.join(", "))
+        && !kept.is_empty()
+    {
+        headers.insert(SEC_WEBSOCKET_PROTOCOL, value);
+    }
+    true
+}
+
+/// Keeps the upstream's key out of the answer: any header carrying it is dropped, and when
+/// lingo changed the offer, the answer names the client's first offered subprotocol.
+fn scrub(headers: &mut HeaderMap, auth: &Auth, offer: Option<&HeaderValue>, altered: bool) {
+    let key = auth.key.expose().as_bytes();
+    let leaking: Vec<_> = headers
+        .iter()
+        .filter(|(_, v)| v.as_bytes().windows(key.len().max(1)).any(|w| w == key))
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in leaking {
+        headers.remove(name);
+    }
+    let first = offer
+        .and_then(|o| o.to_str().ok())
+        .and_then(|o| o.split(',').next())
+        .and_then(|p| HeaderValue::from_str(p.trim()).ok());
+    if altered && let Some(first) = first {
+        headers.insert(SEC_WEBSOCKET_PROTOCOL, first);
+    }
+}
+
+fn timeout(
+    upstream: &crate::table::Upstream,
+    kind: TimeoutKind,
+    limit: std::time::Duration,
+) -> ProxyError {
+    ProxyError::Timeout {
+        upstream: upstream.name.clone(),
+        kind,
+        limit,
+    }
+}

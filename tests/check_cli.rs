@@ -1,0 +1,195 @@
+//! `lingo check FILE` as a user runs it: the built binary, real files, exit codes and output.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Set only in the children that need it, so a failing test shows it leaked rather than
+/// the test machine happening to have it.
+const KEY_VAR: &str = "LINGO_TEST_CHECK_CLI_KEY";
+const KEY_VALUE: &str = "sk-check-cli-never-printed";
+const UNSET_VAR: &str = "LINGO_TEST_UNSET_VAR_CHECK_CLI";
+
+struct Output {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn lingo(args: &[&str], configure: impl FnOnce(&mut Command)) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lingo"));
+    command
+        .args(args)
+        .env_remove(UNSET_VAR)
+        .env(KEY_VAR, KEY_VALUE);
+    configure(&mut command);
+    let out = command.output().expect("run lingo");
+    Output {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Writes `text` to a fresh file and runs `lingo check` on it.
+fn check(text: &str) -> (Output, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.yaml");
+    std::fs::write(&path, text).unwrap();
+    let path = path.display().to_string();
+    (lingo(&["check", &path], |_| {}), path)
+}
+
+const VALID: &str = "\
+listen:
+  - addr: 127.0.0.1:8080
+clients:
+  - { name: dev, key: { env: LINGO_TEST_CHECK_CLI_KEY } }
+upstreams:
+  ollama: { url: http://127.0.0.1:11434, speaks: native }
+  scraper:
+    url: https://scrape.example.com
+    speaks: web-data
+    auth: { bearer: { env: LINGO_TEST_CHECK_CLI_KEY } }
+routes:
+  - { path: /v1/chat/completions, speaks: chat-completions, to: ollama }
+  - { prefix: /api, to: ollama }
+  - { prefix: /v1, to: scraper }
+";
+
+#[test]
+fn valid_file_prints_a_summary_and_exits_0() {
+    let (out, path) = check(VALID);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    for expected in [
+        format!("{path}: OK"),
+        "ollama".into(),
+        "scraper".into(),
+        "path /v1/chat/completions".into(),
+        "prefix /api".into(),
+        format!("key from env {KEY_VAR}"),
+        "clients: 1 (dev)".into(),
+    ] {
+        assert!(
+            out.stdout.contains(&expected),
+            "missing {expected:?} in:\n{}",
+            out.stdout
+        );
+    }
+    assert!(!out.stdout.contains(KEY_VALUE) && !out.stderr.contains(KEY_VALUE));
+}
+
+#[test]
+fn errors_exit_1_with_file_line_column_and_reason() {
+    let cases = [
+        (
+            VALID.replace("speaks: native", "speaks: native, retries: 3"),
+            "6:58: unknown field `retries`",
+        ),
+        (
+            VALID.replace("http://127.0.0.1:11434", "ftp://127.0.0.1:11434"),
+            "6:18: upstream `ollama`: url `ftp://127.0.0.1:11434` must start with http:// or https://",
+        ),
+        (
+            VALID.replace("to: scraper", "to: scrapper"),
+            "14:24: route /v1 goes to undefined upstream `scrapper`; defined: ollama, scraper",
+        ),
+        (
+            format!("{VALID}  - {{ prefix: /api/, to: ollama }}\n"),
+            "15:5: route prefix /api is defined twice: lines 13 and 15",
+        ),
+        (
+            VALID.replace(
+                "bearer: { env: LINGO_TEST_CHECK_CLI_KEY }",
+                &format!("bearer: {{ env: {UNSET_VAR} }}"),
+            ),
+            &format!(
+                "10:21: upstream `scraper` auth: environment variable `{UNSET_VAR}` is not set"
+            ),
+        ),
+    ];
+    for (text, reason) in cases {
+        let (out, path) = check(&text);
+        assert_eq!(out.code, Some(1), "{reason}\n{}", out.stdout);
+        let expected = format!("error: {path}:{reason}");
+        assert!(
+            out.stderr.contains(&expected),
+            "missing {expected:?} in:\n{}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+        assert!(!out.stderr.contains(KEY_VALUE), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn every_error_is_printed_one_per_line() {
+    let text = VALID
+        .replace("to: scraper", "to: nobody")
+        .replace("127.0.0.1:8080", "localhost:8080");
+    let (out, path) = check(&text);
+    assert_eq!(out.code, Some(1));
+    let lines: Vec<_> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", out.stderr);
+    assert!(lines[0].starts_with(&format!("error: {path}:2:11: listen address")));
+    assert!(lines[1].starts_with(&format!("error: {path}:14:24: route /v1 goes to undefined")));
+}
+
+#[test]
+fn duplicate_clients_keys_are_not_echoed() {
+    let text = VALID.replace(
+        "clients:\n",
+        &format!("clients:\n  - {{ name: twin, key: {{ env: {KEY_VAR} }} }}\n"),
+    );
+    let (out, _) = check(&text);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("has the same key as client `twin`"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains(KEY_VALUE) && !out.stdout.contains(KEY_VALUE));
+}
+
+#[test]
+fn unreadable_file_is_an_error() {
+    let out = lingo(&["check", "/nonexistent/lingo/proxy.yaml"], |_| {});
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr
+            .starts_with("error: /nonexistent/lingo/proxy.yaml: cannot read the file"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn shipped_proxy_yaml_passes_with_no_environment() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("proxy.yaml");
+    let out = lingo(&["check", &path.display().to_string()], |c| {
+        c.env_clear();
+    });
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("clients: none (open proxy"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn command_line_errors_exit_2_with_usage() {
+    let out = lingo(&["--bogus"], |_| {});
+    assert_eq!(out.code, Some(2));
+    assert!(
+        out.stderr.starts_with("error: unknown option `--bogus`"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("usage:"), "{}", out.stderr);
+
+    let out = lingo(&["--version"], |_| {});
+    assert_eq!(
+        (out.code, out.stdout.trim()),
+        (Some(0), concat!("lingo ", env!("CARGO_PKG_VERSION")))
+    );
+}

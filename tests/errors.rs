@@ -1,0 +1,201 @@
+//! Every error lingo answers itself, in the route's dialect, with the right status.
+
+mod support;
+
+use std::time::Duration;
+
+use hyper::Method;
+use serde_json::{Value, json};
+use support::*;
+
+/// The error a dialect renders, reduced to (status, message-ish) for comparison.
+fn assert_shape(answer: &Answer, dialect: &str, status: u16, needle: &str) {
+    assert_eq!(answer.status, status, "{dialect}: {}", answer.body);
+    assert_eq!(answer.headers["content-type"], "application/json");
+    let body = answer.json();
+    let message = match dialect {
+        "chat" => {
+            let error = &body["error"];
+            for field in ["message", "type", "param", "code"] {
+                assert!(
+                    error.get(field).is_some(),
+                    "chat error lacks {field}: {body}"
+                );
+            }
+            error["message"].as_str().unwrap().to_owned()
+        }
+        "native" => {
+            assert_eq!(
+                body.as_object().unwrap().len(),
+                1,
+                "native error is just {{error}}: {body}"
+            );
+            body["error"].as_str().unwrap().to_owned()
+        }
+        "web-data" => {
+            assert_eq!(body["success"], false, "{body}");
+            body["error"].as_str().unwrap().to_owned()
+        }
+        _ => unreachable!(),
+    };
+    assert!(
+        message.contains(needle),
+        "{dialect}: {message:?} should mention {needle:?}"
+    );
+}
+
+fn routes_to(url: &str, extra_upstream: &str) -> String {
+    table(&format!(
+        "limits: {{ max_body: 1KiB }}\n\
+         upstreams:\n  \
+           models:\n    url: {url}\n    speaks: native\n{extra_upstream}  \
+           webdata:\n    url: {url}\n    speaks: web-data\n{extra_upstream}  \
+           openai:\n    url: {url}\n    speaks: chat-completions\n{extra_upstream}\
+         routes:\n  \
+           - {{ path: /v1/chat/completions, speaks: chat-completions, to: openai }}\n  \
+           - {{ prefix: /api, to: models }}\n  \
+           - {{ prefix: /v1, to: webdata }}\n"
+    ))
+}
+
+const PATHS: [(&str, &str); 3] = [
+    ("chat", "/v1/chat/completions"),
+    ("native", "/api/chat"),
+    ("web-data", "/v1/scrape"),
+];
+
+#[tokio::test]
+async fn no_route_is_404_in_the_dialect_the_path_implies() {
+    let backend = Backend::json(200, "{}").await;
+    let yaml = table(&format!(
+        "upstreams:\n  m:\n    url: {}\n    speaks: native\nroutes:\n  - {{ path: /only, to: m }}\n",
+        backend.url()
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    for (dialect, path) in [
+        ("chat", "/v1/embeddings"),
+        ("native", "/api/tags"),
+        ("web-data", "/v2/crawl"),
+        ("chat", "/elsewhere"),
+    ] {
+        let answer = get(&lingo.url(path)).await;
+        assert_shape(&answer, dialect, 404, "no route for GET");
+    }
+    let chat = get(&lingo.url("/v1/models")).await.json();
+    assert_eq!(chat["error"]["type"], "not_found_error");
+    assert_eq!(chat["error"]["code"], "unknown_url");
+}
+
+#[tokio::test]
+async fn unreachable_upstream_is_502() {
+    let dead = format!("http://{}", closed_port().await);
+    let lingo = Lingo::start(&routes_to(&dead, "")).await;
+    for (dialect, path) in PATHS {
+        let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
+        assert_shape(&answer, dialect, 502, "unreachable");
+    }
+}
+
+#[tokio::test]
+async fn slow_upstream_is_504_naming_the_limit() {
+    let backend = Backend::start(|_| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        json_response(200, "{}")
+    })
+    .await;
+    let timeouts = "    timeouts: { first_byte: 300ms }\n";
+    let lingo = Lingo::start(&routes_to(&backend.url(), timeouts)).await;
+    for (dialect, path) in PATHS {
+        let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
+        assert_shape(&answer, dialect, 504, "first-byte timeout of 300ms");
+    }
+}
+
+#[tokio::test]
+async fn body_over_the_limit_is_413_declared_or_streamed() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&routes_to(&backend.url(), "")).await;
+    let big = "y".repeat(2048);
+    for (dialect, path) in PATHS {
+        let answer = send(request(Method::POST, &lingo.url(path), &[], &big)).await;
+        assert_shape(&answer, dialect, 413, "1024 bytes");
+    }
+    // Without Content-Length (chunked), the limit is enforced while streaming up.
+    let (mut tx, body) =
+        http_body_util::channel::Channel::<bytes::Bytes, std::convert::Infallible>::new(4);
+    tokio::spawn(async move {
+        for _ in 0..8 {
+            if tx
+                .send_data(bytes::Bytes::from(vec![b'z'; 512]))
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let req = hyper::Request::post(lingo.url("/api/chat"))
+        .body(body)
+        .unwrap();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http();
+    let response = client.request(req).await.unwrap();
+    assert_eq!(response.status(), 413);
+}
+
+#[tokio::test]
+async fn translating_route_without_translator_is_501() {
+    let backend = Backend::json(200, "{}").await;
+    let yaml = table(&format!(
+        "upstreams:\n  models:\n    url: {}\n    speaks: native\n\
+         routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n",
+        backend.url()
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let answer = send(request(
+        Method::POST,
+        &lingo.url("/v1/chat/completions"),
+        &[],
+        "{}",
+    ))
+    .await;
+    assert_shape(&answer, "chat", 501, "chat-completions to native");
+    assert!(backend.requests().is_empty());
+}
+
+#[tokio::test]
+async fn refused_paths_are_400() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&routes_to(&backend.url(), "")).await;
+    for path in ["/api/../v1/x", "/v1%2fscrape", "/api//tags"] {
+        let answer = get(&lingo.url(path)).await;
+        assert_eq!(answer.status, 400, "{path}");
+    }
+    assert!(backend.requests().is_empty());
+}
+
+#[tokio::test]
+async fn upstream_errors_pass_through_unchanged() {
+    let backend = Backend::json(429, r#"{"success":false,"error":"Rate limit exceeded"}"#).await;
+    let lingo = Lingo::start(&routes_to(&backend.url(), "")).await;
+    let answer = send(request(Method::POST, &lingo.url("/v1/scrape"), &[], "{}")).await;
+    assert_eq!(answer.status, 429);
+    assert_eq!(
+        answer.json(),
+        json!({"success": false, "error": "Rate limit exceeded"})
+    );
+}
+
+#[tokio::test]
+async fn healthz_answers_without_a_key() {
+    let backend = Backend::json(200, "{}").await;
+    let yaml = routes_to(&backend.url(), "").replacen(
+        "upstreams:",
+        "clients:\n  - { name: a, key: { value: k } }\nupstreams:",
+        1,
+    );
+    let lingo = Lingo::start(&yaml).await;
+    let answer = get(&lingo.url("/healthz")).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.json()["status"], Value::from("ok"));
+}

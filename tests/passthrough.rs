@@ -1,0 +1,372 @@
+//! Pass-through over real sockets: streaming both ways, header rules, key injection.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::channel::Channel;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, Response};
+use lingo::body::Body;
+use support::*;
+use tokio::sync::mpsc;
+
+fn native_table(backend: &Backend, extra: &str) -> String {
+    table(&format!(
+        "upstreams:\n  models:\n    url: {}\n    speaks: native\n{extra}routes:\n  - {{ prefix: /api, to: models }}\n",
+        backend.url()
+    ))
+}
+
+/// The first NDJSON line reaches the client before the backend has sent the second.
+#[tokio::test]
+async fn streams_each_line_as_the_upstream_sends_it() {
+    let (lines_tx, lines_rx) = mpsc::unbounded_channel::<Bytes>();
+    let lines_rx = Arc::new(tokio::sync::Mutex::new(lines_rx));
+    let backend = Backend::start(move |_| {
+        let lines_rx = Arc::clone(&lines_rx);
+        async move {
+            let (mut tx, body) = Channel::<Bytes, lingo::body::BoxError>::new(1);
+            tokio::spawn(async move {
+                let mut rx = lines_rx.lock().await;
+                while let Some(line) = rx.recv().await {
+                    if tx.send_data(line).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            Response::builder()
+                .header("content-type", "application/x-ndjson")
+                .body(Body::new(body))
+                .unwrap()
+        }
+    })
+    .await;
+    let lingo = Lingo::start(&native_table(&backend, "")).await;
+
+    let req = request(
+        Method::POST,
+        &lingo.url("/api/chat"),
+        &[],
+        r#"{"model":"m"}"#,
+    );
+    let response = client().request(req).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+
+    lines_tx.send(Bytes::from_static(b"{\"n\":1}\n")).unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), body.frame())
+        .await
+        .expect("the first line must arrive while the upstream is still streaming")
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.into_data().unwrap(), "{\"n\":1}\n");
+
+    lines_tx
+        .send(Bytes::from_static(b"{\"n\":2,\"done\":true}\n"))
+        .unwrap();
+    drop(lines_tx);
+    let rest = body.collect().await.unwrap().to_bytes();
+    assert_eq!(rest, "{\"n\":2,\"done\":true}\n");
+}
+
+/// A large upload reaches the upstream intact (it is streamed, not refused or cut).
+#[tokio::test]
+async fn uploads_stream_through_intact() {
+    let backend = Backend::start(|seen| async move {
+        json_response(200, &format!("{{\"received\":{}}}", seen.body.len()))
+    })
+    .await;
+    let lingo = Lingo::start(&native_table(&backend, "")).await;
+    let big = "x".repeat(3 * 1024 * 1024);
+    let answer = send(request(
+        Method::POST,
+        &lingo.url("/api/blobsafe"),
+        &[],
+        &big,
+    ))
+    .await;
+    assert_eq!(answer.json()["received"], big.len());
+    assert_eq!(backend.last().body.len(), big.len());
+}
+
+/// Method, path and query arrive unchanged; hop-by-hop headers do not; `Host` is the
+/// upstream's; `X-Forwarded-*` and `X-Request-Id` are set.
+#[tokio::test]
+async fn forwards_request_line_and_sets_forwarding_headers() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&native_table(&backend, "")).await;
+    for method in [
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+    ] {
+        let req = request(
+            method.clone(),
+            &lingo.url("/api/show?verbose=true&x=%20y"),
+            &[
+                ("connection", "x-hop"),
+                ("x-hop", "secret-hop"),
+                ("x-forwarded-for", "6.6.6.6"),
+                ("x-custom", "kept"),
+            ],
+            "{}",
+        );
+        let answer = send(req).await;
+        assert_eq!(answer.status, 200, "{method}");
+        let seen = backend.last();
+        assert_eq!(seen.method, method);
+        assert_eq!(seen.uri, "/api/show?verbose=true&x=%20y");
+        assert_eq!(seen.headers["host"], backend.addr.to_string());
+        assert_eq!(seen.headers["x-forwarded-for"], "127.0.0.1");
+        assert_eq!(seen.headers["x-forwarded-proto"], "http");
+        assert_eq!(seen.headers["x-forwarded-host"], lingo.addr.to_string());
+        assert_eq!(seen.headers["x-custom"], "kept");
+        assert!(!seen.headers.contains_key("x-hop"));
+        let rid = seen.headers["x-request-id"].to_str().unwrap().to_owned();
+        assert_eq!(rid.len(), 32, "a request id is generated");
+        assert_eq!(
+            answer.headers["x-request-id"],
+            rid.as_str(),
+            "and returned to the client"
+        );
+    }
+    let req = request(
+        Method::GET,
+        &lingo.url("/api/tags"),
+        &[("x-request-id", "abc-123")],
+        "",
+    );
+    let answer = send(req).await;
+    assert_eq!(backend.last().headers["x-request-id"], "abc-123");
+    assert_eq!(answer.headers["x-request-id"], "abc-123");
+}
+
+/// The client's key is replaced by the upstream's; the upstream never sees the client's.
+#[tokio::test]
+async fn injects_the_upstream_key_and_drops_the_clients() {
+    let backend = Backend::json(200, "{}").await;
+    let yaml = table(&format!(
+        "clients:\n  - {{ name: app, key: {{ value: client-secret-1 }} }}\n\
+         upstreams:\n  webdata:\n    url: {}\n    speaks: web-data\n    auth: {{ bearer: {{ value: fc-upstream-secret }} }}\n\
+         routes:\n  - {{ prefix: /v1, to: webdata }}\n",
+        backend.url()
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let req = request(
+        Method::POST,
+        &lingo.url("/v1/scrape"),
+        &[("authorization", "Bearer client-secret-1")],
+        r#"{"url":"https://example.com"}"#,
+    );
+    let answer = send(req).await;
+    assert_eq!(answer.status, 200);
+    let seen = backend.last();
+    let auth: Vec<_> = seen.headers.get_all("authorization").iter().collect();
+    assert_eq!(auth, ["Bearer fc-upstream-secret"]);
+    assert!(!format!("{:?}", seen.headers).contains("client-secret-1"));
+    assert_eq!(seen.body, r#"{"url":"https://example.com"}"#);
+}
+
+/// With no key configured for the upstream, the client's `Authorization` is removed.
+#[tokio::test]
+async fn removes_the_clients_key_when_the_upstream_has_none() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&native_table(&backend, "")).await;
+    let req = request(
+        Method::GET,
+        &lingo.url("/api/tags"),
+        &[("authorization", "Bearer sk-client")],
+        "",
+    );
+    send(req).await;
+    assert!(!backend.last().headers.contains_key("authorization"));
+}
+
+/// A custom auth header (`header: X-Api-Key`, raw `value:`) is injected as written.
+#[tokio::test]
+async fn injects_a_custom_auth_header() {
+    let backend = Backend::json(200, "{}").await;
+    let extra = "    auth: { header: X-Api-Key, value: { value: raw-key } }\n";
+    let lingo = Lingo::start(&native_table(&backend, extra)).await;
+    let req = request(
+        Method::GET,
+        &lingo.url("/api/tags"),
+        &[("x-api-key", "client-guess"), ("authorization", "Bearer c")],
+        "",
+    );
+    send(req).await;
+    let seen = backend.last();
+    assert_eq!(seen.headers["x-api-key"], "raw-key");
+    assert!(!seen.headers.contains_key("authorization"));
+}
+
+/// A client key is required when keys are configured: missing and wrong keys get 401 in the
+/// route's dialect, and the upstream never sees those requests.
+#[tokio::test]
+async fn client_key_is_required_when_configured() {
+    let backend = Backend::json(200, r#"{"models":[]}"#).await;
+    let extra_clients = "clients:\n  - { name: app, key: { value: k-123 } }\n";
+    let yaml = table(&format!(
+        "{extra_clients}upstreams:\n  models:\n    url: {}\n    speaks: native\nroutes:\n  - {{ prefix: /api, to: models }}\n",
+        backend.url()
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let missing = get(&lingo.url("/api/tags")).await;
+    assert_eq!(missing.status, 401);
+    assert!(
+        missing.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("missing client key")
+    );
+    let wrong = send(request(
+        Method::GET,
+        &lingo.url("/api/tags"),
+        &[("authorization", "Bearer k-124")],
+        "",
+    ))
+    .await;
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.json()["error"], "invalid client key");
+    assert!(backend.requests().is_empty());
+    let ok = send(request(
+        Method::GET,
+        &lingo.url("/api/tags"),
+        &[("authorization", "Bearer k-123")],
+        "",
+    ))
+    .await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.body, r#"{"models":[]}"#);
+}
+
+/// Model-management calls are refused on a native pass-through route unless it opts in,
+/// however the path is spelled.
+#[tokio::test]
+async fn model_management_needs_an_opt_in() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&native_table(&backend, "")).await;
+    for path in [
+        "/api/pull",
+        "/api/delete",
+        "/api/blobs/sha256:0",
+        "/api/%70ull",
+        "/api/create/",
+        "/api/tags/../pull",
+    ] {
+        let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
+        assert!(
+            matches!(answer.status.as_u16(), 400 | 403),
+            "{path}: {}",
+            answer.status
+        );
+        assert!(
+            answer.json()["error"].is_string(),
+            "{path}: native error shape"
+        );
+    }
+    assert!(
+        backend.requests().is_empty(),
+        "no model-management call reached the upstream"
+    );
+
+    let yaml = table(&format!(
+        "upstreams:\n  models:\n    url: {}\n    speaks: native\nroutes:\n  - {{ prefix: /api, to: models, allow_model_management: true }}\n",
+        backend.url()
+    ));
+    let open = Lingo::start(&yaml).await;
+    let answer = send(request(
+        Method::POST,
+        &open.url("/api/pull"),
+        &[],
+        r#"{"model":"x"}"#,
+    ))
+    .await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(backend.last().uri, "/api/pull");
+}
+
+/// Web-data answers have their API links re-based onto lingo's address; nested scraped
+/// URLs are left alone.
+#[tokio::test]
+async fn web_data_links_point_back_at_lingo() {
+    let upstream_host = Arc::new(Mutex::new(String::new()));
+    let host = Arc::clone(&upstream_host);
+    let backend = Backend::start(move |seen| {
+        let host = seen.headers["host"].to_str().unwrap().to_owned();
+        *Arc::clone(&upstream_host).lock().unwrap() = host.clone();
+        async move {
+            let body = if seen.method == Method::POST {
+                format!(r#"{{"success":true,"id":"abc","url":"https://{host}/v1/crawl/abc"}}"#)
+            } else {
+                format!(
+                    r#"{{"success":true,"status":"scraping","next":"https://{host}/v2/crawl/abc?skip=1","data":[{{"url":"https://{host}/page"}}]}}"#
+                )
+            };
+            json_response(200, &body)
+        }
+    })
+    .await;
+    let yaml = table(&format!(
+        "upstreams:\n  webdata:\n    url: {}\n    speaks: web-data\nroutes:\n  - {{ prefix: /v1, to: webdata }}\n  - {{ prefix: /v2, to: webdata }}\n",
+        backend.url()
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let started = send(request(
+        Method::POST,
+        &lingo.url("/v1/crawl"),
+        &[],
+        r#"{"url":"https://example.com"}"#,
+    ))
+    .await;
+    assert_eq!(
+        started.json()["url"],
+        format!("http://{}/v1/crawl/abc", lingo.addr)
+    );
+    assert_eq!(
+        started.headers["content-length"],
+        started.body.len().to_string().as_str(),
+        "the length is the rewritten body's"
+    );
+    let status = get(&lingo.url("/v2/crawl/abc")).await;
+    let json = status.json();
+    assert_eq!(
+        json["next"],
+        format!("http://{}/v2/crawl/abc?skip=1", lingo.addr)
+    );
+    let upstream = host.lock().unwrap().clone();
+    assert_eq!(
+        json["data"][0]["url"],
+        format!("https://{upstream}/page"),
+        "nested urls untouched"
+    );
+    assert!(!started.body.contains(&upstream));
+    assert_eq!(backend.last().headers["accept-encoding"], "identity");
+}
+
+/// A bodyless request with a query and an answer without content type pass unchanged.
+#[tokio::test]
+async fn non_json_answers_pass_unchanged() {
+    let backend = Backend::start(|_| async {
+        Response::builder()
+            .status(404)
+            .header("content-type", "text/html")
+            .body(Body::full("Cannot GET /v1/xyz"))
+            .unwrap()
+    })
+    .await;
+    let yaml = table(&format!(
+        "upstreams:\n  webdata:\n    url: {}\n    speaks: web-data\nroutes:\n  - {{ prefix: /v1, to: webdata }}\n",
+        backend.url()
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let answer = get(&lingo.url("/v1/xyz")).await;
+    assert_eq!(answer.status, 404);
+    assert_eq!(answer.body, "Cannot GET /v1/xyz");
+    let _unused: Option<Request<Full<Bytes>>> = None;
+}

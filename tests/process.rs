@@ -1,0 +1,271 @@
+//! The `lingo` binary as operators run it: SIGHUP reloads, SIGTERM drains, and no key ever
+//! appears in its log output or in an error body.
+
+#![cfg(unix)]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use http_body_util::channel::Channel;
+use hyper::{Method, Response};
+use lingo::body::{Body, BoxError};
+use support::*;
+use tokio::sync::mpsc;
+
+/// A `lingo` child process and everything it wrote to stderr.
+struct Proc {
+    child: Child,
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proc {
+    fn start(config: &Path) -> Proc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lingo"))
+            .arg("--config")
+            .arg(config)
+            .env("RUST_LOG", "debug")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let lines = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.split("listening on ").nth(1) {
+                    let _ = addr_tx.send(addr.trim().parse::<SocketAddr>().unwrap());
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let addr = addr_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("lingo did not start: {:?}", log.lock().unwrap()));
+        Proc { child, addr, log }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn with_key(url: &str, key: &str) -> Answer {
+    send(request(
+        Method::GET,
+        url,
+        &[("authorization", &format!("Bearer {key}"))],
+        "",
+    ))
+    .await
+}
+
+#[tokio::test]
+async fn sighup_rereads_the_table_and_its_secret_files() {
+    let backend = Backend::json(200, "{}").await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("keys")).unwrap();
+    std::fs::write(dir.path().join("keys/app.key"), "first-key\n").unwrap();
+    let config = dir.path().join("proxy.yaml");
+    std::fs::write(
+        &config,
+        table(&format!(
+            "clients:\n  - {{ name: app, key: {{ file: keys/app.key }} }}\n\
+             upstreams:\n  models:\n    url: {}\n    speaks: native\nroutes:\n  - {{ prefix: /api, to: models }}\n",
+            backend.url()
+        )),
+    )
+    .unwrap();
+    let lingo = Proc::start(&config);
+    assert_eq!(
+        with_key(&lingo.url("/api/tags"), "first-key").await.status,
+        200
+    );
+
+    std::fs::write(dir.path().join("keys/app.key"), "second-key\n").unwrap();
+    assert_eq!(
+        with_key(&lingo.url("/api/tags"), "second-key").await.status,
+        401,
+        "not before SIGHUP"
+    );
+    lingo.signal("HUP");
+    let mut status = 0;
+    for _ in 0..100 {
+        status = with_key(&lingo.url("/api/tags"), "second-key")
+            .await
+            .status
+            .as_u16();
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        status,
+        200,
+        "SIGHUP re-read the key file: {}",
+        lingo.log_text()
+    );
+    assert_eq!(
+        with_key(&lingo.url("/api/tags"), "first-key").await.status,
+        401
+    );
+}
+
+#[tokio::test]
+async fn sigterm_refuses_new_connections_and_drains_streams() {
+    let (lines_tx, lines_rx) = mpsc::unbounded_channel::<Bytes>();
+    let lines_rx = Arc::new(tokio::sync::Mutex::new(lines_rx));
+    let backend = Backend::start(move |_| {
+        let lines_rx = Arc::clone(&lines_rx);
+        async move {
+            let (mut tx, body) = Channel::<Bytes, BoxError>::new(1);
+            tokio::spawn(async move {
+                let mut rx = lines_rx.lock().await;
+                while let Some(line) = rx.recv().await {
+                    if tx.send_data(line).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            Response::builder().body(Body::new(body)).unwrap()
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proxy.yaml");
+    let yaml = table(&format!(
+        "limits: {{ drain: 60s }}\nupstreams:\n  models:\n    url: {}\n    speaks: native\nroutes:\n  - {{ prefix: /api, to: models }}\n",
+        backend.url()
+    ));
+    std::fs::write(&config, yaml).unwrap();
+    let mut lingo = Proc::start(&config);
+
+    let req = request(Method::POST, &lingo.url("/api/chat"), &[], "{}");
+    let mut body = client().request(req).await.unwrap().into_body();
+    lines_tx.send(Bytes::from_static(b"one\n")).unwrap();
+    assert_eq!(
+        body.frame().await.unwrap().unwrap().into_data().unwrap(),
+        "one\n"
+    );
+
+    lingo.signal("TERM");
+    let mut refused = false;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(lingo.addr).await.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(refused, "new connections are refused after SIGTERM");
+
+    lines_tx.send(Bytes::from_static(b"two\n")).unwrap();
+    drop(lines_tx);
+    let rest = body
+        .collect()
+        .await
+        .expect("the stream in flight finished")
+        .to_bytes();
+    assert_eq!(rest, "two\n");
+    let status = tokio::task::spawn_blocking(move || lingo.child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "exit status {status:?}");
+}
+
+#[tokio::test]
+async fn keys_never_reach_logs_or_error_bodies() {
+    const CLIENT_KEY: &str = "client-key-5f0c1e";
+    const UPSTREAM_KEY: &str = "fc-upstream-key-9a7b3d";
+    let backend = Backend::json(200, r#"{"success":true}"#).await;
+    let slow = Backend::start(|_| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        json_response(200, "{}")
+    })
+    .await;
+    let dead = closed_port().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proxy.yaml");
+    let auth = format!("    auth: {{ bearer: {{ value: {UPSTREAM_KEY} }} }}\n");
+    let yaml = table(&format!(
+        "clients:\n  - {{ name: app, key: {{ value: {CLIENT_KEY} }} }}\nlimits: {{ max_body: 64 }}\n\
+         upstreams:\n  ok:\n    url: {}\n    speaks: web-data\n{auth}  \
+         slow:\n    url: {}\n    speaks: web-data\n    timeouts: {{ first_byte: 200ms }}\n{auth}  \
+         dead:\n    url: http://{dead}\n    speaks: web-data\n{auth}\
+         routes:\n  - {{ prefix: /v1, to: ok }}\n  - {{ prefix: /v2/slow, to: slow }}\n  - {{ prefix: /v2/dead, to: dead }}\n",
+        backend.url(),
+        slow.url()
+    ));
+    std::fs::write(&config, yaml).unwrap();
+    let lingo = Proc::start(&config);
+    let good = [("authorization", &*format!("Bearer {CLIENT_KEY}"))];
+    let mut bodies = Vec::new();
+    for (path, headers, body) in [
+        ("/v1/scrape", &good[..], "{}"),
+        ("/v2/slow/x", &good[..], "{}"),
+        ("/v2/dead/x", &good[..], "{}"),
+        ("/v1/scrape", &good[..], &*"x".repeat(100)),
+        ("/v1/scrape", &[][..], "{}"),
+        ("/v1/scrape", &[("authorization", "Bearer wrong")][..], "{}"),
+        ("/nowhere", &good[..], "{}"),
+    ] {
+        bodies.push(
+            send(request(Method::POST, &lingo.url(path), headers, body))
+                .await
+                .body,
+        );
+    }
+    // Give the access-log lines of the last answers time to be written.
+    for _ in 0..50 {
+        if lingo.log_text().matches("lingo::access").count() >= 7 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = lingo.log_text();
+    assert!(
+        log.matches("lingo::access").count() >= 7,
+        "one access line per request:\n{log}"
+    );
+    for key in [CLIENT_KEY, UPSTREAM_KEY] {
+        assert!(!log.contains(key), "{key} leaked into the log:\n{log}");
+        for body in &bodies {
+            assert!(!body.contains(key), "{key} leaked into an answer: {body}");
+        }
+    }
+    assert!(
+        log.contains("client=app"),
+        "the access log names the client:\n{log}"
+    );
+}

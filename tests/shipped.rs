@@ -1,0 +1,54 @@
+//! The shipped `proxy.yaml` answers on a machine with no other server: its upstreams are
+//! the built-in mock.
+
+mod support;
+
+use hyper::Method;
+use serde_json::Value;
+use support::*;
+
+async fn shipped() -> Lingo {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/proxy.yaml")).unwrap();
+    let text = text.replacen("127.0.0.1:8080", "127.0.0.1:0", 1);
+    assert!(
+        text.contains("127.0.0.1:0"),
+        "the shipped file listens on 127.0.0.1:8080"
+    );
+    Lingo::start(&text).await
+}
+
+#[tokio::test]
+async fn shipped_table_streams_a_native_chat_from_the_mock() {
+    let lingo = shipped().await;
+    let body =
+        r#"{"model":"llama3.2:3b@token_delay=0ms","messages":[{"role":"user","content":"hi"}]}"#;
+    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], body)).await;
+    assert_eq!(answer.status, 200);
+    let events: Vec<Value> = answer
+        .body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 17);
+    assert_eq!(events.last().unwrap()["done"], true);
+}
+
+#[tokio::test]
+async fn shipped_table_serves_web_data_from_the_mock() {
+    let lingo = shipped().await;
+    let body = r#"{"url":"https://example.com"}"#;
+    let scraped = send(request(Method::POST, &lingo.url("/v1/scrape"), &[], body))
+        .await
+        .json();
+    assert_eq!(scraped["success"], true);
+    let crawl = send(request(Method::POST, &lingo.url("/v2/crawl"), &[], body))
+        .await
+        .json();
+    let url = crawl["url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("http://{}/v2/crawl/", lingo.addr)),
+        "{url}"
+    );
+    let status = get(url).await.json();
+    assert_eq!(status["status"], "completed");
+}

@@ -1,0 +1,234 @@
+//! Test harness: lingo and fake upstreams on ephemeral loopback ports, and a small client.
+//!
+//! Everything talks over real sockets. `Lingo::start` runs the real server in-process from a
+//! route table written to a temporary directory; `Backend::start` runs a scripted upstream
+//! that records what it received.
+
+#![allow(dead_code)]
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{HeaderMap, Method, Request, Response, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use lingo::body::Body;
+use lingo::reload::Reloader;
+use lingo::server::Server;
+
+/// A running in-process lingo.
+pub struct Lingo {
+    pub addr: SocketAddr,
+    pub reloader: Arc<Reloader>,
+    pub dir: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Lingo {
+    /// Starts lingo on `yaml` (which should listen on `127.0.0.1:0`).
+    pub async fn start(yaml: &str) -> Lingo {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("proxy.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let server = Server::bind(&path)
+            .await
+            .unwrap_or_else(|e| panic!("lingo failed to start:\n{e}"));
+        let addr = server.local_addrs()[0];
+        let reloader = server.reloader();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async move {
+            let _ = stopped.await;
+        }));
+        Lingo {
+            addr,
+            reloader,
+            dir,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("proxy.yaml")
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Stops accepting, drains, and waits for the server to return.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// What a fake upstream saw.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: Method,
+    pub uri: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// A fake upstream running a handler per request, recording each request.
+pub struct Backend {
+    pub addr: SocketAddr,
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+type Handler = Arc<
+    dyn Fn(Seen) -> std::pin::Pin<Box<dyn Future<Output = Response<Body>> + Send>> + Send + Sync,
+>;
+
+impl Backend {
+    /// Starts a backend whose handler gets the whole request (body read) and answers.
+    pub async fn start<F, Fut>(handler: F) -> Backend
+    where
+        F: Fn(Seen) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Response<Body>> + Send + 'static,
+    {
+        let handler: Handler = Arc::new(move |seen| Box::pin(handler(seen)));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = Arc::clone(&seen);
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let handler = Arc::clone(&handler);
+                let record = Arc::clone(&record);
+                tokio::spawn(async move {
+                    let service = service_fn(move |req: Request<Incoming>| {
+                        let handler = Arc::clone(&handler);
+                        let record = Arc::clone(&record);
+                        async move {
+                            let (parts, body) = req.into_parts();
+                            let body = body
+                                .collect()
+                                .await
+                                .map(|c| c.to_bytes())
+                                .unwrap_or_default();
+                            let seen = Seen {
+                                method: parts.method,
+                                uri: parts.uri.to_string(),
+                                headers: parts.headers,
+                                body,
+                            };
+                            record.lock().unwrap().push(seen.clone());
+                            Ok::<_, Infallible>(handler(seen).await)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .with_upgrades()
+                        .await;
+                });
+            }
+        });
+        Backend { addr, seen }
+    }
+
+    /// A backend answering every request with `status` and a JSON `body`.
+    pub async fn json(status: u16, body: &'static str) -> Backend {
+        Backend::start(move |_| async move { json_response(status, body) }).await
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    pub fn last(&self) -> Seen {
+        self.requests().pop().expect("the backend saw no request")
+    }
+}
+
+pub fn json_response(status: u16, body: &str) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::full(Bytes::copy_from_slice(body.as_bytes())))
+        .unwrap()
+}
+
+/// An address nothing listens on (bound, then released).
+pub async fn closed_port() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap()
+}
+
+/// A plain-HTTP client for tests.
+pub fn client() -> Client<HttpConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// A finished answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// Sends a request and reads the whole answer.
+pub async fn send(req: Request<Full<Bytes>>) -> Answer {
+    let response = client().request(req).await.expect("request failed");
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.expect("body failed").to_bytes();
+    Answer {
+        status: parts.status,
+        headers: parts.headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+pub async fn get(url: &str) -> Answer {
+    send(request(Method::GET, url, &[], "")).await
+}
+
+pub fn request(
+    method: Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Request<Full<Bytes>> {
+    let mut builder = Request::builder().method(method).uri(url);
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    builder
+        .body(Full::new(Bytes::copy_from_slice(body.as_bytes())))
+        .unwrap()
+}
+
+/// A route table listening on an ephemeral port, with `rest` appended.
+pub fn table(rest: &str) -> String {
+    format!("listen:\n  - addr: 127.0.0.1:0\n{rest}")
+}
