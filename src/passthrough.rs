@@ -8,8 +8,8 @@
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderValue};
-use hyper::{Request, Response};
+use hyper::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use hyper::{Request, Response, Version};
 
 use crate::body::{Body, BoxError, Prepend};
 use crate::dialect::Dialect;
@@ -31,8 +31,9 @@ pub async fn forward(
 ) -> Result<Response<Body>, ProxyError> {
     let (mut parts, body) = req.into_parts();
     parts.uri = upstream::target_uri(call.upstream, &call.path_and_query);
-    let client_host = parts.headers.get(HOST).cloned();
-    headers::to_upstream(&mut parts.headers, &forwarding(call, client_host, false));
+    // The client's HTTP version is its hop's business; the pool picks the upstream's.
+    parts.version = Version::HTTP_11;
+    headers::to_upstream(&mut parts.headers, &forwarding(call, false));
     let rewrites = call.upstream.speaks == Dialect::WebData;
     if rewrites {
         // Links can only be re-based in an answer lingo can read.
@@ -72,11 +73,7 @@ pub async fn forward(
 }
 
 /// The header facts for this call.
-pub fn forwarding<'a>(
-    call: &'a Call<'_>,
-    client_host: Option<HeaderValue>,
-    upgrade: bool,
-) -> headers::Forwarding<'a> {
+pub fn forwarding<'a>(call: &'a Call<'_>, upgrade: bool) -> headers::Forwarding<'a> {
     let host = match &call.upstream.target {
         Target::Url(uri) => uri
             .authority()
@@ -88,7 +85,7 @@ pub fn forwarding<'a>(
         client_ip: HeaderValue::from_str(&call.conn.peer.ip().to_string())
             .expect("an IP is a valid header"),
         proto: if call.conn.tls { "https" } else { "http" },
-        client_host,
+        client_host: call.client_host.clone(),
         request_id: call.request_id.clone(),
         auth: call.upstream.auth.as_ref(),
         upgrade,

@@ -42,6 +42,8 @@ pub struct Call<'a> {
     /// The normalised path plus the original query.
     pub path_and_query: String,
     pub request_id: HeaderValue,
+    /// The `Host` the client addressed (the `:authority` on HTTP/2).
+    pub client_host: Option<HeaderValue>,
     /// `scheme://authority` clients use to reach lingo, for rewriting upstream links.
     pub public_base: String,
 }
@@ -106,6 +108,11 @@ async fn dispatch(
         Some(q) => format!("{path}?{q}"),
         None => path.into_owned(),
     };
+    let client_host = req.headers().get(HOST).cloned().or_else(|| {
+        let authority = req.uri().authority()?;
+        HeaderValue::from_str(authority.as_str()).ok()
+    });
+    let public_base = public_base(table, conn, client_host.as_ref());
     let call = Call {
         snapshot,
         route,
@@ -114,7 +121,8 @@ async fn dispatch(
         conn,
         path_and_query,
         request_id,
-        public_base: public_base(table, conn, &req),
+        client_host,
+        public_base,
     };
     let result = if upgrade {
         websocket::proxy(&call, req).await
@@ -185,28 +193,19 @@ fn request_id(req: &Request<Incoming>) -> HeaderValue {
 }
 
 /// `scheme://authority` of lingo as this client addressed it.
-fn public_base(table: &RouteTable, conn: &ConnInfo, req: &Request<Incoming>) -> String {
-    if let Some(url) = table
-        .listeners
-        .get(conn.listener)
-        .and_then(|l| l.public_url.as_ref())
-    {
+fn public_base(table: &RouteTable, conn: &ConnInfo, client_host: Option<&HeaderValue>) -> String {
+    let listener = table.listeners.get(conn.listener);
+    if let Some(url) = listener.and_then(|l| l.public_url.as_ref()) {
         return url.to_string().trim_end_matches('/').to_owned();
     }
     let scheme = if conn.tls { "https" } else { "http" };
-    let host = req
-        .headers()
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| req.uri().authority().map(|a| a.to_string()))
-        .unwrap_or_else(|| {
-            table
-                .listeners
-                .get(conn.listener)
-                .map_or_else(String::new, |l| l.addr.to_string())
-        });
-    format!("{scheme}://{host}")
+    match client_host.and_then(|h| h.to_str().ok()) {
+        Some(host) => format!("{scheme}://{host}"),
+        None => format!(
+            "{scheme}://{}",
+            listener.map_or_else(String::new, |l| l.addr.to_string())
+        ),
+    }
 }
 
 fn healthz(snapshot: &Snapshot) -> Response<Body> {

@@ -9,7 +9,7 @@
 use std::future::poll_fn;
 
 use hyper::body::Incoming;
-use hyper::header::{HOST, HeaderValue, SEC_WEBSOCKET_PROTOCOL};
+use hyper::header::{HeaderValue, SEC_WEBSOCKET_PROTOCOL};
 use hyper::{HeaderMap, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tower_service::Service;
@@ -32,8 +32,8 @@ pub async fn proxy(
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
     let offer = parts.headers.get(SEC_WEBSOCKET_PROTOCOL).cloned();
-    let client_host = parts.headers.get(HOST).cloned();
-    headers::to_upstream(&mut parts.headers, &forwarding(call, client_host, true));
+    parts.version = hyper::Version::HTTP_11;
+    headers::to_upstream(&mut parts.headers, &forwarding(call, true));
     let keys: Vec<&str> = call
         .snapshot
         .table
