@@ -45,6 +45,7 @@ mod tests {
             upstream: 0,
             allow_model_management: false,
             max_body: 1,
+            options: Default::default(),
             line,
         }
     }

@@ -19,6 +19,9 @@ use crate::dialect::Dialect;
 pub const DEFAULT_MAX_BODY: u64 = 10 * 1024 * 1024;
 /// Default time a graceful shutdown waits for requests in flight.
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(30);
+/// Default cap on one upstream NDJSON line: far above any token event, small enough that a
+/// runaway upstream cannot grow lingo's buffer without bound.
+pub const DEFAULT_MAX_LINE: u64 = 1024 * 1024;
 /// Default upstream timeouts.
 pub const DEFAULT_CONNECT: Duration = Duration::from_secs(5);
 pub const DEFAULT_FIRST_BYTE: Duration = Duration::from_secs(300);
@@ -144,6 +147,8 @@ pub struct Route {
     pub allow_model_management: bool,
     /// Request body limit for this route.
     pub max_body: u64,
+    /// Native `options` this route sends unless the client sets them (translating routes).
+    pub options: serde_json::Map<String, serde_json::Value>,
     /// Line in the file, for logs and `check`.
     pub line: usize,
 }
@@ -154,6 +159,8 @@ pub struct Limits {
     pub max_body: u64,
     /// How long a graceful shutdown waits for requests in flight (`limits.drain`).
     pub drain: Duration,
+    /// Longest NDJSON line accepted from an upstream while translating (`limits.max_line`).
+    pub max_line: u64,
 }
 
 // === impl RouteTable ===

@@ -18,7 +18,8 @@ use super::secret::{Secret, SecretSource};
 use super::{routes, tls, units, upstream};
 use crate::dialect::Dialect;
 use crate::table::{
-    ClientKey, DEFAULT_DRAIN, DEFAULT_MAX_BODY, Limits, Listener, ModelAlias, RouteTable,
+    ClientKey, DEFAULT_DRAIN, DEFAULT_MAX_BODY, DEFAULT_MAX_LINE, Limits, Listener, ModelAlias,
+    RouteTable,
 };
 
 /// Looks up an environment variable; injectable so tests need not touch the process
@@ -91,6 +92,10 @@ fn limits(cx: &mut Ctx<'_>, raw: Option<raw::Limits>) -> Limits {
             .drain
             .and_then(|d| cx.duration(&d, "limits.drain", true))
             .unwrap_or(DEFAULT_DRAIN),
+        max_line: raw
+            .max_line
+            .and_then(|s| cx.size(&s, "limits.max_line"))
+            .unwrap_or(DEFAULT_MAX_LINE),
     }
 }
 

@@ -129,6 +129,8 @@ pub struct Route {
     #[serde(default)]
     pub allow_model_management: bool,
     pub max_body: Option<At<String>>,
+    /// Default native `options` for a translating route (e.g. `num_ctx`).
+    pub options: Option<At<serde_json::Map<String, serde_json::Value>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -136,6 +138,7 @@ pub struct Route {
 pub struct Limits {
     pub max_body: Option<At<String>>,
     pub drain: Option<At<String>>,
+    pub max_line: Option<At<String>>,
 }
 
 /// Parses the text of a route table. serde stops at the first shape error, so this reports

@@ -79,6 +79,15 @@ pub(super) fn compile(
                 cx.error(&place, message);
             }
         }
+        let translates_to_native = speaks != upstream_speaks && upstream_speaks == Dialect::Native;
+        if let Some(options) = &r.options
+            && !translates_to_native
+        {
+            let message = format!(
+                "{what}: options (default native options) only mean something on a route that translates to a native upstream"
+            );
+            cx.error(&options.place(), message);
+        }
         if let Some(status) = translator_status(speaks, upstream_speaks) {
             cx.warnings.push(format!("{what} (line {line}): {status}"));
         }
@@ -91,6 +100,7 @@ pub(super) fn compile(
             upstream: index,
             allow_model_management: r.allow_model_management,
             max_body,
+            options: r.options.map(|o| o.value).unwrap_or_default(),
             line,
         });
     }

@@ -88,7 +88,7 @@ fn shape_errors_have_line_and_column() {
         (
             &unknown_route_key,
             &[
-                "proxy.yaml:7:33: unknown field `speak`, expected one of path, prefix, speaks, to, allow_model_management, max_body",
+                "proxy.yaml:7:33: unknown field `speak`, expected one of path, prefix, speaks, to, allow_model_management, max_body, options",
             ],
         ),
         (&bad_bool, &["proxy.yaml:7:57: invalid boolean"]),
@@ -749,5 +749,26 @@ fn load_reports_an_unreadable_file() {
     assert!(
         message.starts_with("/nonexistent/proxy.yaml: cannot read the file: "),
         "{message}"
+    );
+}
+
+#[test]
+fn route_options_and_line_cap() {
+    let table = ok(&with_base(
+        "limits: { max_line: 64KiB }\nroutes:\n  - { path: /v1/chat/completions, speaks: chat-completions, to: models, options: { num_ctx: 8192 } }\n",
+    ));
+    assert_eq!(table.limits.max_line, 64 * 1024);
+    assert_eq!(table.routes[0].options["num_ctx"], 8192);
+    assert_eq!(
+        ok(&with_base("routes: []\n")).limits.max_line,
+        crate::table::DEFAULT_MAX_LINE
+    );
+    let errs = errors(&with_base(
+        "routes:\n  - { prefix: /api, to: models, options: { num_ctx: 1 } }\n",
+    ));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].starts_with("proxy.yaml:7:"), "{errs:?}");
+    assert!(
+        errs[0].contains("only mean something on a route that translates to a native upstream")
     );
 }
