@@ -72,11 +72,12 @@ pub fn render(err: &ProxyError, dialect: Dialect) -> Response<Body> {
             "code": err.code(),
         }}),
         Dialect::Native => json!({ "error": message }),
-        Dialect::WebData => json!({
-            "success": false,
-            "error": message,
-            "code": err.code().to_ascii_uppercase(),
-        }),
+        Dialect::WebData => match err.code() {
+            Some(code) => {
+                json!({"success": false, "error": message, "code": code.to_ascii_uppercase()})
+            }
+            None => json!({"success": false, "error": message}),
+        },
     };
     let mut response = Response::new(Body::full(Bytes::from(value.to_string())));
     *response.status_mut() = status;
@@ -147,5 +148,156 @@ mod tests {
             assert_eq!(Dialect::parse(d.as_str()), Some(d));
         }
         assert_eq!(Dialect::parse("openai"), None);
+    }
+
+    fn body_of(response: Response<Body>) -> (u16, serde_json::Value) {
+        use http_body_util::BodyExt;
+        let status = response.status().as_u16();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let bytes = rt
+            .block_on(response.into_body().collect())
+            .unwrap()
+            .to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    /// Each variant: its status, and its exact body in each dialect.
+    #[test]
+    fn every_error_renders_in_every_dialect() {
+        use crate::error::TimeoutKind;
+        use std::time::Duration;
+        let cases: Vec<(ProxyError, u16, &str, &str, Option<&str>)> = vec![
+            (
+                ProxyError::NoRoute {
+                    method: "GET".into(),
+                    path: "/x".into(),
+                },
+                404,
+                "no route for GET /x",
+                "not_found_error",
+                Some("unknown_url"),
+            ),
+            (
+                ProxyError::BadPath("dot segments (. and ..) are not allowed"),
+                400,
+                "the request path is not acceptable: dot segments (. and ..) are not allowed",
+                "invalid_request_error",
+                Some("invalid_path"),
+            ),
+            (
+                ProxyError::MissingKey,
+                401,
+                "missing client key: send it as `Authorization: Bearer <key>`",
+                "authentication_error",
+                Some("missing_api_key"),
+            ),
+            (
+                ProxyError::InvalidKey,
+                401,
+                "invalid client key",
+                "authentication_error",
+                Some("invalid_api_key"),
+            ),
+            (
+                ProxyError::ModelManagement {
+                    path: "/api/pull".into(),
+                },
+                403,
+                "/api/pull is a model-management call; this route does not allow it",
+                "permission_error",
+                Some("model_management_forbidden"),
+            ),
+            (
+                ProxyError::BodyTooLarge { limit: 10 },
+                413,
+                "request body is larger than this route's limit of 10 bytes",
+                "invalid_request_error",
+                Some("request_too_large"),
+            ),
+            (
+                ProxyError::NoTranslator {
+                    client: Dialect::Chat,
+                    upstream: Dialect::Native,
+                },
+                501,
+                "this route translates chat-completions to native, which lingo cannot do yet",
+                "api_error",
+                Some("not_implemented"),
+            ),
+            (
+                ProxyError::Unreachable {
+                    upstream: "m".into(),
+                    reason: "Connection refused".into(),
+                },
+                502,
+                "upstream `m` is unreachable: Connection refused",
+                "api_error",
+                Some("upstream_unreachable"),
+            ),
+            (
+                ProxyError::Timeout {
+                    upstream: "m".into(),
+                    kind: TimeoutKind::FirstByte,
+                    limit: Duration::from_millis(1500),
+                },
+                504,
+                "upstream `m` did not answer: first-byte timeout of 1500ms fired",
+                "api_error",
+                Some("upstream_timeout"),
+            ),
+            (
+                ProxyError::Invalid {
+                    message: "temperature must be between 0 and 2".into(),
+                    param: Some("temperature".into()),
+                },
+                400,
+                "temperature must be between 0 and 2",
+                "invalid_request_error",
+                None,
+            ),
+            (
+                ProxyError::Upstream {
+                    status: StatusCode::NOT_FOUND,
+                    message: "model 'x' not found".into(),
+                    code: Some("model_not_found"),
+                    retry_after: None,
+                },
+                404,
+                "model 'x' not found",
+                "not_found_error",
+                Some("model_not_found"),
+            ),
+        ];
+        for (err, status, message, kind, code) in cases {
+            let param = err.param().map(str::to_owned);
+            let (got_status, chat) = body_of(render(&err, Dialect::Chat));
+            assert_eq!(got_status, status, "{err:?}");
+            assert_eq!(
+                chat,
+                json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
+            );
+            assert_eq!(
+                body_of(render(&err, Dialect::Native)),
+                (status, json!({"error": message}))
+            );
+            let mut web = json!({"success": false, "error": message});
+            if let Some(code) = code {
+                web["code"] = code.to_ascii_uppercase().into();
+            }
+            assert_eq!(body_of(render(&err, Dialect::WebData)), (status, web));
+        }
+    }
+
+    #[test]
+    fn upstream_retry_after_is_kept() {
+        let err = ProxyError::Upstream {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            message: "slow down".into(),
+            code: None,
+            retry_after: Some(7),
+        };
+        assert_eq!(render(&err, Dialect::Chat).headers()["retry-after"], "7");
     }
 }

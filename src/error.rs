@@ -51,8 +51,21 @@ pub enum ProxyError {
         limit: Duration,
     },
 
-    #[error("lingo is shutting down")]
-    ShuttingDown,
+    /// The client's request cannot be translated (chat-completions `param` names the field).
+    #[error("{message}")]
+    Invalid {
+        message: String,
+        param: Option<String>,
+    },
+
+    /// An error answer of an upstream, re-told in the client's dialect.
+    #[error("{message}")]
+    Upstream {
+        status: StatusCode,
+        message: String,
+        code: Option<&'static str>,
+        retry_after: Option<u32>,
+    },
 }
 
 // === impl ProxyError ===
@@ -69,13 +82,14 @@ impl ProxyError {
             ProxyError::NoTranslator { .. } => StatusCode::NOT_IMPLEMENTED,
             ProxyError::Unreachable { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            ProxyError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            ProxyError::Invalid { .. } => StatusCode::BAD_REQUEST,
+            ProxyError::Upstream { status, .. } => *status,
         }
     }
 
     /// A stable machine-readable code (chat-completions `code`; web-data `code` upper-cased).
-    pub fn code(&self) -> &'static str {
-        match self {
+    pub fn code(&self) -> Option<&'static str> {
+        Some(match self {
             ProxyError::NoRoute { .. } => "unknown_url",
             ProxyError::BadPath(_) => "invalid_path",
             ProxyError::MissingKey => "missing_api_key",
@@ -85,19 +99,23 @@ impl ProxyError {
             ProxyError::NoTranslator { .. } => "not_implemented",
             ProxyError::Unreachable { .. } => "upstream_unreachable",
             ProxyError::Timeout { .. } => "upstream_timeout",
-            ProxyError::ShuttingDown => "shutting_down",
-        }
+            ProxyError::Invalid { .. } => return None,
+            ProxyError::Upstream { code, .. } => return *code,
+        })
     }
 
     /// The request parameter at fault, when there is one (chat-completions `param`).
-    pub fn param(&self) -> Option<&'static str> {
-        None
+    pub fn param(&self) -> Option<&str> {
+        match self {
+            ProxyError::Invalid { param, .. } => param.as_deref(),
+            _ => None,
+        }
     }
 
-    /// Seconds for a `Retry-After` header, for errors a client should retry later.
+    /// Seconds for a `Retry-After` header (an upstream's, passed on).
     pub fn retry_after(&self) -> Option<u32> {
         match self {
-            ProxyError::ShuttingDown => Some(1),
+            ProxyError::Upstream { retry_after, .. } => *retry_after,
             _ => None,
         }
     }
