@@ -74,14 +74,8 @@ pub async fn forward(
 
 /// The header facts for this call.
 pub fn forwarding<'a>(call: &'a Call<'_>, upgrade: bool) -> headers::Forwarding<'a> {
-    let host = match &call.upstream.target {
-        Target::Url(uri) => uri
-            .authority()
-            .and_then(|a| HeaderValue::from_str(a.as_str()).ok()),
-        Target::Mock(_) => None,
-    };
     headers::Forwarding {
-        host: host.unwrap_or_else(|| HeaderValue::from_static("lingo-mock")),
+        host: upstream::host_header(call.upstream),
         client_ip: HeaderValue::from_str(&call.conn.peer.ip().to_string())
             .expect("an IP is a valid header"),
         proto: if call.conn.tls { "https" } else { "http" },

@@ -129,6 +129,15 @@ pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
     Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
 }
 
+/// The `Host` an upstream is addressed by.
+pub fn host_header(upstream: &Upstream) -> hyper::header::HeaderValue {
+    let host = match &upstream.target {
+        Target::Url(uri) => uri.authority().and_then(|a| a.as_str().parse().ok()),
+        Target::Mock(_) => None,
+    };
+    host.unwrap_or_else(|| hyper::header::HeaderValue::from_static("lingo-mock"))
+}
+
 /// Maps a client error to the error the caller sees. A body that went over its limit while
 /// being streamed up is the caller's fault (413), a connect timeout is a timeout (504), any
 /// other failure before an answer means the upstream could not be used (502).
