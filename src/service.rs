@@ -19,9 +19,10 @@ use crate::error::ProxyError;
 use crate::reload::{Reloader, Snapshot};
 use crate::table::{Route, RouteTable, Upstream};
 use crate::telemetry::{AccessLog, Logged};
+use crate::translate::{self, Endpoint};
 use crate::upstream::UpstreamClient;
 use crate::upstream::headers::{self, X_REQUEST_ID};
-use crate::{auth, ids, passthrough, path, websocket};
+use crate::{auth, ids, inference, passthrough, path, websocket};
 
 /// What lingo knows about the connection a request came on.
 #[derive(Debug, Clone)]
@@ -104,6 +105,7 @@ async fn dispatch(
     log.client = client.map(str::to_owned);
     check_route(route, upstream, &path, &req).map_err(|e| (e, dialect))?;
 
+    let path_len = path.len();
     let path_and_query = match req.uri().query() {
         Some(q) => format!("{path}?{q}"),
         None => path.into_owned(),
@@ -124,10 +126,15 @@ async fn dispatch(
         client_host,
         public_base,
     };
-    let result = if upgrade {
-        websocket::proxy(&call, req).await
-    } else {
-        passthrough::forward(&call, req).await
+    let endpoint = translate::endpoint(
+        route.speaks,
+        upstream.speaks,
+        &call.path_and_query[..path_len],
+    );
+    let result = match endpoint {
+        Some(Endpoint::ChatCompletions) => inference::chat::handle(&call, req).await,
+        None if upgrade => websocket::proxy(&call, req).await,
+        None => passthrough::forward(&call, req).await,
     };
     result.map_err(|e| (e, dialect))
 }
@@ -139,7 +146,9 @@ fn check_route(
     path: &str,
     req: &Request<Incoming>,
 ) -> Result<(), ProxyError> {
-    if route.translates(upstream) {
+    if route.translates(upstream)
+        && translate::endpoint(route.speaks, upstream.speaks, path).is_none()
+    {
         return Err(ProxyError::NoTranslator {
             client: route.speaks,
             upstream: upstream.speaks,

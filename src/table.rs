@@ -177,6 +177,20 @@ impl RouteTable {
     }
 }
 
+// === impl PathMatch ===
+
+impl PathMatch {
+    /// Whether a request for exactly `path` would match.
+    pub fn covers(&self, path: &str) -> bool {
+        match self {
+            PathMatch::Exact(p) => p == path,
+            PathMatch::Prefix(p) => path
+                .strip_prefix(p.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/')),
+        }
+    }
+}
+
 // === impl Route ===
 
 impl Route {

@@ -12,15 +12,38 @@ use crate::table::{Limits, PathMatch, Route};
 ///
 /// The one place to change when a translator lands; `compile` turns the text into a warning
 /// and `lingo check` prints it next to the route.
-pub fn translator_status(client: Dialect, upstream: Dialect) -> Option<&'static str> {
+pub fn translator_status(
+    client: Dialect,
+    upstream: Dialect,
+    matcher: &PathMatch,
+) -> Option<String> {
     use Dialect::{Chat, Native, WebData};
-    match (client, upstream) {
-        (Chat, Chat) | (Native, Native) | (WebData, WebData) => None,
-        (Chat, Native) => Some("no translator from chat-completions to native yet; answers 501"),
-        (Native, Chat) => Some("no translator from native to chat-completions yet; answers 501"),
-        (WebData, _) | (_, WebData) => Some(
-            "web-data and the model dialects cannot be translated into each other; answers 501",
-        ),
+    if client == upstream {
+        return None;
+    }
+    if let (WebData, _) | (_, WebData) = (client, upstream) {
+        return Some(
+            "web-data and the model dialects cannot be translated into each other; answers 501"
+                .into(),
+        );
+    }
+    let translated: Vec<&str> = crate::translate::ENDPOINTS
+        .iter()
+        .filter(|(c, u, path, _)| *c == client && *u == upstream && matcher.covers(path))
+        .map(|(.., path, _)| *path)
+        .collect();
+    match (client, upstream, matcher) {
+        (_, _, PathMatch::Exact(_)) if !translated.is_empty() => None,
+        (Chat, Native, _) if translated.is_empty() => Some(format!(
+            "no translator from {client} to {upstream} for this path yet; answers 501"
+        )),
+        (Chat, Native, _) => Some(format!(
+            "only {} translated from {client} to {upstream} yet; other paths answer 501",
+            translated.join(", ")
+        )),
+        _ => Some(format!(
+            "no translator from {client} to {upstream} yet; answers 501"
+        )),
     }
 }
 
@@ -88,7 +111,7 @@ pub(super) fn compile(
             );
             cx.error(&options.place(), message);
         }
-        if let Some(status) = translator_status(speaks, upstream_speaks) {
+        if let Some(status) = translator_status(speaks, upstream_speaks, &matcher) {
             cx.warnings.push(format!("{what} (line {line}): {status}"));
         }
         let Some(max_body) = max_body.unwrap_or(Some(limits.max_body)) else {

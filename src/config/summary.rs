@@ -90,9 +90,10 @@ pub fn summary(table: &RouteTable) -> String {
         .unwrap_or(0);
     for r in &table.routes {
         let upstream = table.upstream(r.upstream);
-        let mode = match translator_status(r.speaks, upstream.speaks) {
+        let mode = match translator_status(r.speaks, upstream.speaks, &r.matcher) {
             _ if !r.translates(upstream) => "pass-through",
             None => "translate",
+            Some(s) if s.starts_with("only") => "translate (in part: see warnings)",
             Some(_) => "translate (not yet: answers 501)",
         };
         let mut extras = String::new();

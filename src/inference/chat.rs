@@ -1,0 +1,153 @@
+//! `/v1/chat/completions` over a native upstream: the I/O around `translate::chat`.
+//!
+//! One client request becomes `n` native `/api/chat` requests, sent concurrently. Their
+//! answers are checked before anything is sent to the client (an upstream error then keeps
+//! its status); after that, a streamed answer is re-framed line by line (`Reframe`), and a
+//! whole answer is translated once it is read.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use hyper::{Request, Response};
+
+use super::reframe::{Merged, Reframe, Translator, UsageFrame};
+use super::{join_all, read_body, resolve, send_native, upstream_failure};
+use crate::body::Body;
+use crate::dialect::Dialect;
+use crate::error::ProxyError;
+use crate::ids;
+use crate::service::Call;
+use crate::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults, Usage};
+use crate::upstream;
+
+/// Serves one chat completion.
+pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<Body>, ProxyError> {
+    let body = read_body(req.into_body(), call.route.max_body).await?;
+    let defaults = RouteDefaults {
+        options: call.route.options.clone(),
+    };
+    let mut request = chat::request(&body, &defaults).map_err(invalid)?;
+    let (index, upstream, model) = resolve(call, request.model());
+    if upstream.speaks != Dialect::Native {
+        return Err(ProxyError::Invalid {
+            message: format!(
+                "model `{}` is served by a {} upstream; this route needs a native one",
+                request.model(),
+                upstream.speaks
+            ),
+            param: Some("model".into()),
+        });
+    }
+    let meta = ResponseMeta {
+        id: format!("chatcmpl-{}", ids::random_hex()),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        model: request.model().to_owned(),
+    };
+    request.set_model(&model);
+    let native = Bytes::from(request.native_body());
+    let client = &call.snapshot.clients[index];
+    let sends: Vec<Sending<'_>> = (0..request.n())
+        .map(|_| {
+            Box::pin(send_native(
+                call,
+                upstream,
+                client,
+                "/api/chat",
+                native.clone(),
+            )) as _
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for answer in join_all(sends).await {
+        let answer = answer?;
+        if !answer.status().is_success() {
+            return Err(upstream_failure(answer, chat::upstream_error).await);
+        }
+        answers.push(answer);
+    }
+    if request.stream() {
+        let max_line = usize::try_from(call.snapshot.table.limits.max_line).unwrap_or(usize::MAX);
+        // One choice reports its own usage; several report one sum at the end.
+        let single = answers.len() == 1;
+        let streams = answers
+            .into_iter()
+            .enumerate()
+            .map(|(i, answer)| {
+                let stream = ChatStream::new(&meta, i as u32, single && request.include_usage());
+                Reframe::new(answer.into_body(), max_line, Chat(stream))
+            })
+            .collect();
+        let usage_frame = (!single && request.include_usage()).then(|| {
+            let stream = ChatStream::new(&meta, 0, true);
+            Box::new(move |usage| stream.usage_chunk(usage)) as UsageFrame
+        });
+        return Ok(sse(Body::new(Merged::new(streams, usage_frame))));
+    }
+    let mut wholes = Vec::with_capacity(answers.len());
+    for answer in answers {
+        let bytes = answer
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| upstream::classify_body_error(upstream, e.as_ref()))?;
+        wholes.push(bytes.to_bytes());
+    }
+    let completion = chat::completion(&wholes, &meta).map_err(|message| ProxyError::Upstream {
+        status: hyper::StatusCode::BAD_GATEWAY,
+        message,
+        code: None,
+        retry_after: None,
+    })?;
+    let mut response = Response::new(Body::full(completion));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(response)
+}
+
+/// A native request on its way, answered with the head of its answer.
+type Sending<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a>,
+>;
+
+fn invalid(err: chat::ChatError) -> ProxyError {
+    ProxyError::Invalid {
+        message: err.message,
+        param: err.param.map(Into::into),
+    }
+}
+
+/// A server-sent-events answer.
+fn sse(body: Body) -> Response<Body> {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// [`ChatStream`] as a [`Translator`].
+struct Chat(ChatStream);
+
+impl Translator for Chat {
+    fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
+        self.0.on_line(line).map_err(|e| e.to_string())
+    }
+
+    fn finish(&mut self) -> Result<Vec<Bytes>, String> {
+        self.0.finish().map_err(|e| e.to_string())
+    }
+
+    fn error_frame(&self, message: &str) -> Bytes {
+        chat::error_frame(message)
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        self.0.usage()
+    }
+}

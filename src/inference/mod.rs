@@ -1,0 +1,130 @@
+//! The I/O shell of the translating routes (chat-completions clients, native upstreams).
+//!
+//! The translators in [`crate::translate`] are pure; this module reads the client's body,
+//! resolves model aliases, sends the native request(s), and wires the answers back through
+//! the translators, streaming where the client asked for a stream.
+
+pub mod chat;
+pub mod reframe;
+
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::task::Poll;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use hyper::{Method, Request, Response, StatusCode, Version};
+
+use crate::body::Body;
+use crate::error::ProxyError;
+use crate::passthrough::forwarding;
+use crate::service::Call;
+use crate::table::Upstream;
+use crate::upstream::{self, UpstreamClient, headers};
+
+/// Reads the whole client body, refusing it past `limit` (413).
+pub async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, ProxyError> {
+    let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
+    match limited.collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) if err.is::<http_body_util::LengthLimitError>() => {
+            Err(ProxyError::BodyTooLarge { limit })
+        }
+        Err(err) => Err(ProxyError::Invalid {
+            message: format!("could not read the request body: {err}"),
+            param: None,
+        }),
+    }
+}
+
+/// Where a client-facing model name goes: an alias picks the upstream and its model name;
+/// any other name goes to the route's upstream unchanged.
+pub fn resolve<'a>(call: &'a Call<'_>, model: &str) -> (usize, &'a Upstream, String) {
+    let table = &call.snapshot.table;
+    match table.models.get(model) {
+        Some(alias) => (
+            alias.upstream,
+            table.upstream(alias.upstream),
+            alias.model.clone(),
+        ),
+        None => (call.route.upstream, call.upstream, model.to_owned()),
+    }
+}
+
+/// Sends one native JSON request (`POST path`) to an upstream, with the same header rules as
+/// pass-through (forwarding headers, request id, the upstream's key).
+pub async fn send_native(
+    call: &Call<'_>,
+    upstream: &Upstream,
+    client: &UpstreamClient,
+    path: &str,
+    body: Bytes,
+) -> Result<Response<Body>, ProxyError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut fwd = forwarding(call, false);
+    fwd.auth = upstream.auth.as_ref();
+    fwd.host = upstream::host_header(upstream);
+    headers::to_upstream(&mut headers, &fwd);
+    let mut request = Request::new(Body::full(body));
+    *request.method_mut() = Method::POST;
+    *request.uri_mut() = upstream::target_uri(upstream, path);
+    *request.version_mut() = Version::HTTP_11;
+    *request.headers_mut() = headers;
+    client.send(upstream, request, u64::MAX).await
+}
+
+/// Turns a native error answer (any non-2xx) into the error the client sees.
+pub async fn upstream_failure(
+    response: Response<Body>,
+    retell: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
+) -> ProxyError {
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok());
+    // An error body is small; do not let a broken upstream make lingo read forever.
+    let body = Limited::new(response.into_body(), 64 * 1024)
+        .collect()
+        .await;
+    let body = body.map(|c| c.to_bytes()).unwrap_or_default();
+    let (status, message, code) = retell(status, &body);
+    ProxyError::Upstream {
+        status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+        message,
+        code,
+        retry_after,
+    }
+}
+
+/// Runs futures concurrently and returns their outputs in order (the `n` choices of a
+/// request, the prompts of a batch).
+pub async fn join_all<'a, T>(futures: Vec<Pin<Box<dyn Future<Output = T> + Send + 'a>>>) -> Vec<T> {
+    let mut futures: Vec<_> = futures.into_iter().map(Some).collect();
+    let mut outputs: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+    poll_fn(|cx| {
+        let mut pending = false;
+        for (slot, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if let Some(future) = slot {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => {
+                        *output = Some(value);
+                        *slot = None;
+                    }
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}

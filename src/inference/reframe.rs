@@ -1,0 +1,242 @@
+//! Re-framing a native NDJSON answer into server-sent events, as it arrives.
+//!
+//! `Reframe` is the only I/O around the sans-IO translators: it feeds each chunk of the
+//! upstream body to the line framer and each complete line to the translator, and hands the
+//! frames on before it reads again, so every token leaves as soon as it came in. A failure
+//! (an upstream `{"error"}` line, a cut connection, an idle timeout, a line over the cap)
+//! becomes one error frame and the end of the stream, without `[DONE]`, so no client mistakes
+//! a cut answer for a complete one. `Merge` interleaves the `n` streams of one request and
+//! `Done` adds the final `data: [DONE]` when (and only when) everything ended cleanly.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::Frame;
+use pin_project_lite::pin_project;
+
+use crate::body::{Body, BoxError};
+use crate::translate::chat::Usage;
+use crate::translate::ndjson::LineFramer;
+use crate::translate::sse;
+
+/// A per-stream translator: native lines in, SSE frames out.
+pub trait Translator: Send + 'static {
+    /// Frames for one complete native line; `Err(message)` ends the stream with an error.
+    fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String>;
+    /// Frames at the clean end of the upstream body; `Err` when the answer was incomplete.
+    fn finish(&mut self) -> Result<Vec<Bytes>, String>;
+    /// The error frame for `message`.
+    fn error_frame(&self, message: &str) -> Bytes;
+    /// The token counts the stream reported, once it has ended.
+    fn usage(&self) -> Option<Usage>;
+}
+
+/// The closing frame that reports the summed usage of all streams (`include_usage` with
+/// `n` > 1: one usage chunk for the whole completion, as the official API sends).
+pub type UsageFrame = Box<dyn FnOnce(Usage) -> Bytes + Send>;
+
+/// Where a stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Streaming,
+    /// Ended cleanly: everything was translated.
+    Complete,
+    /// Ended with an error frame.
+    Failed,
+}
+
+pin_project! {
+    /// One upstream NDJSON body re-framed as SSE (without the final `[DONE]`).
+    pub struct Reframe<T> {
+        #[pin]
+        inner: Body,
+        framer: LineFramer,
+        translator: T,
+        queue: VecDeque<Bytes>,
+        state: State,
+    }
+}
+
+// === impl Reframe ===
+
+impl<T: Translator> Reframe<T> {
+    pub fn new(inner: Body, max_line: usize, translator: T) -> Self {
+        Reframe {
+            inner,
+            framer: LineFramer::new(max_line),
+            translator,
+            queue: VecDeque::new(),
+            state: State::Streaming,
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.state == State::Failed
+    }
+}
+
+impl<T: Translator> http_body::Body for Reframe<T> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let mut this = self.project();
+        loop {
+            if let Some(frame) = this.queue.pop_front() {
+                return Poll::Ready(Some(Ok(Frame::data(frame))));
+            }
+            if *this.state != State::Streaming {
+                return Poll::Ready(None);
+            }
+            // Ok(true): the upstream body ended and everything was translated.
+            let result = match this.inner.as_mut().poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        this.framer.push(&data);
+                    }
+                    match drain(this.framer, this.translator, this.queue) {
+                        Ok(()) if this.inner.is_end_stream() => {
+                            end(this.framer, this.translator, this.queue).map(|()| true)
+                        }
+                        other => other.map(|()| false),
+                    }
+                }
+                Poll::Ready(Some(Err(err))) => Err(format!("upstream stream failed: {err}")),
+                Poll::Ready(None) => end(this.framer, this.translator, this.queue).map(|()| true),
+            };
+            match result {
+                Ok(true) => *this.state = State::Complete,
+                Ok(false) => {}
+                Err(message) => {
+                    tracing::warn!("stream ended with an error: {message}");
+                    this.queue.push_back(this.translator.error_frame(&message));
+                    *this.state = State::Failed;
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.state != State::Streaming && self.queue.is_empty()
+    }
+}
+
+/// Translates every complete line the framer holds.
+fn drain<T: Translator>(
+    framer: &mut LineFramer,
+    translator: &mut T,
+    queue: &mut VecDeque<Bytes>,
+) -> Result<(), String> {
+    while let Some(line) = framer.next_line() {
+        let line = line.map_err(|e| e.to_string())?;
+        queue.extend(translator.on_line(&line)?);
+    }
+    Ok(())
+}
+
+/// The upstream body ended: the last line (maybe without a newline), then the translator's end.
+fn end<T: Translator>(
+    framer: &mut LineFramer,
+    translator: &mut T,
+    queue: &mut VecDeque<Bytes>,
+) -> Result<(), String> {
+    drain(framer, translator, queue)?;
+    if let Some(line) = framer.finish() {
+        let line = line.map_err(|e| e.to_string())?;
+        queue.extend(translator.on_line(&line)?);
+    }
+    queue.extend(translator.finish()?);
+    Ok(())
+}
+
+/// The `n` re-framed streams of one request, interleaved as their frames arrive, then
+/// `data: [DONE]` if every one of them ended cleanly. When one fails, its error frame is the
+/// last frame: the others are dropped, which cancels their upstream requests.
+pub struct Merged<T> {
+    streams: Vec<Pin<Box<Reframe<T>>>>,
+    /// Where the next poll starts, so that no stream starves the others.
+    next: usize,
+    finished: bool,
+    usage: Option<Usage>,
+    usage_frame: Option<UsageFrame>,
+    /// Frames left to send after the last stream ended.
+    closing: VecDeque<Bytes>,
+}
+
+// === impl Merged ===
+
+impl<T: Translator> Merged<T> {
+    pub fn new(streams: Vec<Reframe<T>>, usage_frame: Option<UsageFrame>) -> Self {
+        Merged {
+            streams: streams.into_iter().map(Box::pin).collect(),
+            next: 0,
+            finished: false,
+            usage: None,
+            usage_frame,
+            closing: VecDeque::new(),
+        }
+    }
+
+    /// Everything ended cleanly: the usage frame (if asked for), then `[DONE]`.
+    fn close(&mut self) {
+        self.finished = true;
+        if let (Some(frame), Some(usage)) = (self.usage_frame.take(), self.usage) {
+            self.closing.push_back(frame(usage));
+        }
+        self.closing.push_back(sse::done());
+    }
+}
+
+impl<T: Translator> http_body::Body for Merged<T> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        if this.finished {
+            return Poll::Ready(this.closing.pop_front().map(|f| Ok(Frame::data(f))));
+        }
+        let count = this.streams.len();
+        let mut i = 0;
+        while i < count.min(this.streams.len()) {
+            let at = (this.next + i) % this.streams.len();
+            match this.streams[at].as_mut().poll_frame(cx) {
+                Poll::Ready(Some(frame)) => {
+                    if this.streams[at].failed() && this.streams[at].is_end_stream() {
+                        // Its error frame is the last thing the client gets.
+                        this.streams.clear();
+                        this.finished = true;
+                    } else {
+                        this.next = (at + 1) % this.streams.len().max(1);
+                    }
+                    return Poll::Ready(Some(frame));
+                }
+                Poll::Ready(None) => {
+                    let ended = this.streams.remove(at);
+                    if let Some(usage) = ended.translator.usage() {
+                        this.usage = Some(this.usage.map_or(usage, |u| u.plus(usage)));
+                    }
+                    if this.streams.is_empty() {
+                        this.close();
+                        return Poll::Ready(this.closing.pop_front().map(|f| Ok(Frame::data(f))));
+                    }
+                }
+                Poll::Pending => i += 1,
+            }
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.finished && self.closing.is_empty()
+    }
+}

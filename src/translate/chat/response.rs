@@ -1,0 +1,393 @@
+//! Native `/api/chat` answers -> chat-completions answers, whole and streamed.
+//!
+//! Matches what the official API emits: one `id` and `created` per completion, `role` on the
+//! first delta only, tool calls whole in one delta with lingo's own `index` and ids
+//! (synthesised when the upstream has none), a closing chunk with an empty delta and the
+//! `finish_reason`, and the usage chunk when asked for. `reasoning` comes back both as
+//! `reasoning` and `reasoning_content`, the two names clients read.
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::native::{self, Event};
+use crate::ids;
+use crate::translate::sse;
+
+const FINGERPRINT: &str = "fp_lingo";
+
+/// What every chunk and answer of one completion shares.
+#[derive(Debug, Clone)]
+pub struct ResponseMeta {
+    /// `chatcmpl-` + a random token.
+    pub id: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model name the client asked for.
+    pub model: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    fn of(event: &Event<'_>) -> Self {
+        Usage {
+            prompt_tokens: event.prompt_eval_count,
+            completion_tokens: event.eval_count,
+            total_tokens: event.prompt_eval_count + event.eval_count,
+        }
+    }
+
+    /// The usage of `n` choices of one prompt: the prompt once, every completion.
+    pub fn plus(self, other: Usage) -> Usage {
+        let prompt_tokens = self.prompt_tokens.max(other.prompt_tokens);
+        let completion_tokens = self.completion_tokens + other.completion_tokens;
+        Usage {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens + completion_tokens,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct OutCall<'a> {
+    index: u32,
+    id: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: OutFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct OutFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+/// Tool calls in the chat-completions shape, `index` counted from `*next`.
+fn calls<'a>(event: &'a Event<'_>, next: &mut u32) -> Vec<OutCall<'a>> {
+    let Some(message) = &event.message else {
+        return Vec::new();
+    };
+    message
+        .tool_calls
+        .iter()
+        .map(|call| {
+            let index = *next;
+            *next += 1;
+            let id = match call.id.as_deref() {
+                Some(id) if !id.is_empty() => id.to_owned(),
+                _ => format!("call_{}", &ids::random_hex()[..24]),
+            };
+            let arguments = call.function.arguments.map_or("{}", RawValue::get);
+            OutCall {
+                index,
+                id,
+                kind: "function",
+                function: OutFunction {
+                    name: &call.function.name,
+                    arguments,
+                },
+            }
+        })
+        .collect()
+}
+
+/// `stop`, `length` or `tool_calls`.
+fn finish_reason(done_reason: Option<&str>, saw_tool_calls: bool) -> &'static str {
+    match done_reason {
+        Some("length") => "length",
+        _ if saw_tool_calls => "tool_calls",
+        _ => "stop",
+    }
+}
+
+fn text<'a>(s: &'a Option<std::borrow::Cow<'a, str>>) -> Option<&'a str> {
+    s.as_deref().filter(|t| !t.is_empty())
+}
+
+// --- whole answers ---
+
+#[derive(Serialize)]
+struct Completion<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    system_fingerprint: &'static str,
+    choices: Vec<Choice<'a>>,
+    usage: Usage,
+}
+
+#[derive(Serialize)]
+struct Choice<'a> {
+    index: u32,
+    message: OutMessage<'a>,
+    logprobs: Option<Logprobs<'a>>,
+    finish_reason: &'static str,
+}
+
+#[derive(Serialize)]
+struct Logprobs<'a> {
+    content: &'a RawValue,
+}
+
+#[derive(Serialize)]
+struct OutMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<OutCall<'a>>,
+}
+
+/// The `chat.completion` object for the native answers of the `n` choices, in order.
+pub fn completion(answers: &[Bytes], meta: &ResponseMeta) -> Result<Bytes, String> {
+    let events = answers
+        .iter()
+        .map(|a| native::parse(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(error) = events.iter().find_map(|e| e.error.as_deref()) {
+        return Err(format!("upstream error: {error}"));
+    }
+    let mut usage: Option<Usage> = None;
+    let mut choices = Vec::with_capacity(events.len());
+    for (i, event) in events.iter().enumerate() {
+        let mut next = 0;
+        let tool_calls = calls(event, &mut next);
+        let message = event.message.as_ref();
+        let thinking = message.and_then(|m| text(&m.thinking));
+        choices.push(Choice {
+            index: i as u32,
+            finish_reason: finish_reason(event.done_reason.as_deref(), !tool_calls.is_empty()),
+            logprobs: event.logprobs.map(|content| Logprobs { content }),
+            message: OutMessage {
+                role: "assistant",
+                content: message.map_or("", |m| &m.content),
+                reasoning: thinking,
+                reasoning_content: thinking,
+                tool_calls,
+            },
+        });
+        let this = Usage::of(event);
+        usage = Some(usage.map_or(this, |u| u.plus(this)));
+    }
+    let completion = Completion {
+        id: &meta.id,
+        object: "chat.completion",
+        created: meta.created,
+        model: &meta.model,
+        system_fingerprint: FINGERPRINT,
+        choices,
+        usage: usage.unwrap_or_default(),
+    };
+    serde_json::to_vec(&completion)
+        .map(Bytes::from)
+        .map_err(|e| e.to_string())
+}
+
+// --- streams ---
+
+#[derive(Serialize)]
+struct Chunk<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    system_fingerprint: &'static str,
+    choices: Vec<ChunkChoice<'a>>,
+    /// With `include_usage`: `null` on every chunk but the usage chunk, as the official API.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Option<Usage>>,
+}
+
+#[derive(Serialize)]
+struct ChunkChoice<'a> {
+    index: u32,
+    delta: Delta<'a>,
+    logprobs: Option<Logprobs<'a>>,
+    finish_reason: Option<&'static str>,
+}
+
+#[derive(Default, Serialize)]
+struct Delta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<OutCall<'a>>,
+}
+
+/// Why a stream could not be completed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    #[error("upstream error: {0}")]
+    Upstream(String),
+    #[error("{0}")]
+    Malformed(String),
+    #[error("upstream closed the stream before it was done")]
+    Incomplete,
+}
+
+/// One choice's stream: native NDJSON lines in, SSE frames out (no `[DONE]`: the caller
+/// adds it once every choice has ended cleanly).
+#[derive(Debug)]
+pub struct ChatStream {
+    meta: ResponseMeta,
+    index: u32,
+    include_usage: bool,
+    first_sent: bool,
+    next_call: u32,
+    done: bool,
+    usage: Option<Usage>,
+}
+
+// === impl ChatStream ===
+
+impl ChatStream {
+    pub fn new(meta: &ResponseMeta, index: u32, include_usage: bool) -> Self {
+        ChatStream {
+            meta: meta.clone(),
+            index,
+            include_usage,
+            first_sent: false,
+            next_call: 0,
+            done: false,
+            usage: None,
+        }
+    }
+
+    /// The frames for one native line.
+    pub fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, StreamError> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        let event = native::parse(line).map_err(StreamError::Malformed)?;
+        if let Some(error) = event.error {
+            return Err(StreamError::Upstream(error.into_owned()));
+        }
+        let mut frames = Vec::with_capacity(2);
+        let message = event.message.as_ref();
+        let content = message.map_or("", |m| &m.content);
+        let thinking = message.and_then(|m| text(&m.thinking));
+        let tool_calls = calls(&event, &mut self.next_call);
+        let has_news = !content.is_empty()
+            || thinking.is_some()
+            || !tool_calls.is_empty()
+            || event.logprobs.is_some();
+        if has_news || !self.first_sent {
+            let delta = Delta {
+                role: (!self.first_sent).then_some("assistant"),
+                content: (!content.is_empty() || !self.first_sent).then_some(content),
+                reasoning: thinking,
+                reasoning_content: thinking,
+                tool_calls,
+            };
+            frames.push(self.chunk(delta, None, event.logprobs));
+            self.first_sent = true;
+        }
+        if event.done {
+            self.done = true;
+            let reason = finish_reason(event.done_reason.as_deref(), self.next_call > 0);
+            frames.push(self.chunk(Delta::default(), Some(reason), None));
+            let usage = Usage::of(&event);
+            self.usage = Some(usage);
+            if self.include_usage {
+                frames.push(self.usage_chunk(usage));
+            }
+        }
+        Ok(frames)
+    }
+
+    /// At the end of the upstream body: an error unless the closing event came.
+    pub fn finish(&mut self) -> Result<Vec<Bytes>, StreamError> {
+        if self.done {
+            Ok(Vec::new())
+        } else {
+            Err(StreamError::Incomplete)
+        }
+    }
+
+    /// The usage the closing event reported (`None` before it).
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+
+    fn chunk(
+        &self,
+        delta: Delta<'_>,
+        finish_reason: Option<&'static str>,
+        logprobs: Option<&RawValue>,
+    ) -> Bytes {
+        let choice = ChunkChoice {
+            index: self.index,
+            delta,
+            logprobs: logprobs.map(|content| Logprobs { content }),
+            finish_reason,
+        };
+        sse::data(&self.envelope(vec![choice], self.include_usage.then_some(None)))
+    }
+
+    /// The chunk with `choices: []` and the usage.
+    pub fn usage_chunk(&self, usage: Usage) -> Bytes {
+        sse::data(&self.envelope(Vec::new(), Some(Some(usage))))
+    }
+
+    fn envelope<'a>(
+        &'a self,
+        choices: Vec<ChunkChoice<'a>>,
+        usage: Option<Option<Usage>>,
+    ) -> Chunk<'a> {
+        Chunk {
+            id: &self.meta.id,
+            object: "chat.completion.chunk",
+            created: self.meta.created,
+            model: &self.meta.model,
+            system_fingerprint: FINGERPRINT,
+            choices,
+            usage,
+        }
+    }
+}
+
+/// The frame that ends a broken stream.
+pub fn error_frame(message: &str) -> Bytes {
+    sse::error_frame(message, "api_error", "upstream_error")
+}
+
+/// A native error answer (before any byte was sent) as (status, message, code).
+pub fn upstream_error(status: u16, body: &[u8]) -> (u16, String, Option<&'static str>) {
+    let status = if status >= 400 { status } else { 502 };
+    let message = match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(v) => match v.get("error") {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => format!("upstream answered {status} without an error message"),
+        },
+        Err(_) => {
+            let text = String::from_utf8_lossy(body);
+            let text = text.trim();
+            if text.is_empty() {
+                format!("upstream answered {status}")
+            } else {
+                text.chars().take(1000).collect()
+            }
+        }
+    };
+    let code = (status == 404 && message.contains("not found")).then_some("model_not_found");
+    (status, message, code)
+}
