@@ -79,7 +79,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
             .enumerate()
             .map(|(i, answer)| {
                 let stream = ChatStream::new(&meta, i as u32, single && request.include_usage());
-                Reframe::new(answer.into_body(), max_line, Chat(stream))
+                Reframe::new(answer.into_body(), max_line, stream)
             })
             .collect();
         let usage_frame = (!single && request.include_usage()).then(|| {
@@ -131,16 +131,13 @@ fn sse(body: Body) -> Response<Body> {
     response
 }
 
-/// [`ChatStream`] as a [`Translator`].
-struct Chat(ChatStream);
-
-impl Translator for Chat {
+impl Translator for ChatStream {
     fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
-        self.0.on_line(line).map_err(|e| e.to_string())
+        ChatStream::on_line(self, line).map_err(|e| e.to_string())
     }
 
     fn finish(&mut self) -> Result<Vec<Bytes>, String> {
-        self.0.finish().map_err(|e| e.to_string())
+        ChatStream::finish(self).map_err(|e| e.to_string())
     }
 
     fn error_frame(&self, message: &str) -> Bytes {
@@ -148,6 +145,6 @@ impl Translator for Chat {
     }
 
     fn usage(&self) -> Option<Usage> {
-        self.0.usage()
+        ChatStream::usage(self)
     }
 }

@@ -1,1 +1,310 @@
+//! Table-driven cases of the chat translators: each request rule, each refusal with its
+//! `param`, and whole answers.
 
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+
+use super::*;
+
+fn translate(body: Value) -> Result<Map<String, Value>, ChatError> {
+    let defaults = RouteDefaults {
+        options: json!({"num_ctx": 4096, "temperature": 0.5})
+            .as_object()
+            .unwrap()
+            .clone(),
+    };
+    request(body.to_string().as_bytes(), &defaults).map(|r| r.native().clone())
+}
+
+fn with(extra: Value) -> Value {
+    let mut body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    body
+}
+
+#[test]
+fn sampling_and_extensions() {
+    let cases = [
+        (json!({}), json!({"num_ctx": 4096, "temperature": 0.5})),
+        (
+            json!({"temperature": 0, "top_p": 0}),
+            json!({"num_ctx": 4096, "temperature": 0, "top_p": 0}),
+        ),
+        (
+            json!({"max_tokens": 5}),
+            json!({"num_ctx": 4096, "temperature": 0.5, "num_predict": 5}),
+        ),
+        (
+            json!({"max_tokens": 5, "max_completion_tokens": 9}),
+            json!({"num_ctx": 4096, "temperature": 0.5, "num_predict": 9}),
+        ),
+        (
+            json!({"stop": "x", "seed": 7}),
+            json!({"num_ctx": 4096, "temperature": 0.5, "stop": ["x"], "seed": 7}),
+        ),
+        (
+            json!({"frequency_penalty": 1, "presence_penalty": -1}),
+            json!({"num_ctx": 4096, "temperature": 0.5, "frequency_penalty": 1, "presence_penalty": -1}),
+        ),
+        (
+            json!({"options": {"num_ctx": 8192, "top_k": 20}, "temperature": 1.5}),
+            json!({"num_ctx": 8192, "temperature": 1.5, "top_k": 20}),
+        ),
+    ];
+    for (extra, options) in cases {
+        let native = translate(with(extra.clone())).unwrap();
+        assert_eq!(native["options"], options, "{extra}");
+        assert_eq!(native["stream"], false);
+    }
+    let native = translate(with(json!({"keep_alive": "5m", "think": "high", "stream": true, "user": "u", "logit_bias": {}, "store": true}))).unwrap();
+    assert_eq!(
+        (
+            native["keep_alive"].clone(),
+            native["think"].clone(),
+            native["stream"].clone()
+        ),
+        (json!("5m"), json!("high"), json!(true))
+    );
+    assert!(native.get("user").is_none() && native.get("store").is_none());
+}
+
+#[test]
+fn refusals_name_their_param() {
+    let cases = [
+        (json!({"messages": []}), "messages"),
+        (json!({"model": ""}), "model"),
+        (json!({"temperature": 2.5}), "temperature"),
+        (json!({"temperature": "hot"}), "temperature"),
+        (json!({"top_p": 1.5}), "top_p"),
+        (json!({"max_tokens": 0}), "max_tokens"),
+        (
+            json!({"max_completion_tokens": "many"}),
+            "max_completion_tokens",
+        ),
+        (json!({"stop": ["a", "b", "c", "d", "e"]}), "stop"),
+        (json!({"stop": [1]}), "stop"),
+        (json!({"seed": 1.5}), "seed"),
+        (json!({"n": 0}), "n"),
+        (json!({"n": 9}), "n"),
+        (json!({"stream": "yes"}), "stream"),
+        (
+            json!({"stream_options": {"include_usage": 1}}),
+            "stream_options",
+        ),
+        (
+            json!({"response_format": {"type": "xml"}}),
+            "response_format",
+        ),
+        (
+            json!({"response_format": {"type": "json_schema", "json_schema": {}}}),
+            "response_format",
+        ),
+        (json!({"reasoning_effort": "extreme"}), "reasoning_effort"),
+        (json!({"reasoning": {"effort": 3}}), "reasoning"),
+        (json!({"tools": {}}), "tools"),
+        (
+            json!({"tools": [{"type": "function", "function": {"name": "a"}}], "tool_choice": {"type": "function", "function": {"name": "b"}}}),
+            "tool_choice",
+        ),
+        (json!({"options": 3}), "options"),
+    ];
+    for (extra, param) in cases {
+        let err = translate(with(extra.clone())).unwrap_err();
+        assert_eq!(err.param, Some(param), "{extra}: {}", err.message);
+        assert!(!err.message.is_empty());
+    }
+    for body in ["", "{", "[1]"] {
+        let err = request(body.as_bytes(), &RouteDefaults::default()).unwrap_err();
+        assert_eq!(err.param, None, "{body:?}");
+    }
+    let missing_model = request(
+        br#"{"messages":[{"role":"user","content":"x"}]}"#,
+        &RouteDefaults::default(),
+    );
+    assert_eq!(missing_model.unwrap_err().param, Some("model"));
+}
+
+#[test]
+fn formats_tools_and_reasoning() {
+    let native = translate(with(json!({"response_format": {"type": "json_object"}}))).unwrap();
+    assert_eq!(native["format"], "json");
+    let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    let native = translate(with(json!({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}}))).unwrap();
+    assert_eq!(native["format"], schema);
+    assert!(
+        translate(with(json!({"response_format": {"type": "text"}})))
+            .unwrap()
+            .get("format")
+            .is_none()
+    );
+
+    let tools = json!([{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "b"}}]);
+    for (choice, names) in [
+        (json!(null), vec!["a", "b"]),
+        (json!("auto"), vec!["a", "b"]),
+        (json!("required"), vec!["a", "b"]),
+        (json!("none"), vec![]),
+        (
+            json!({"type": "function", "function": {"name": "b"}}),
+            vec!["b"],
+        ),
+    ] {
+        let native = translate(with(json!({"tools": tools, "tool_choice": choice}))).unwrap();
+        let sent: Vec<&str> = native
+            .get("tools")
+            .and_then(Value::as_array)
+            .map_or(vec![], |t| {
+                t.iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap())
+                    .collect()
+            });
+        assert_eq!(sent, names, "{choice}");
+    }
+    for (effort, think) in [
+        ("none", json!(false)),
+        ("minimal", json!("low")),
+        ("medium", json!("medium")),
+        ("xhigh", json!("max")),
+    ] {
+        assert_eq!(
+            translate(with(json!({"reasoning_effort": effort}))).unwrap()["think"],
+            think,
+            "{effort}"
+        );
+    }
+    assert_eq!(
+        translate(with(
+            json!({"reasoning": {"effort": "high"}, "reasoning_effort": "low"})
+        ))
+        .unwrap()["think"],
+        "high"
+    );
+    assert!(
+        translate(with(json!({"reasoning_effort": ""})))
+            .unwrap()
+            .get("think")
+            .is_none()
+    );
+}
+
+#[test]
+fn messages_become_one_native_message_each() {
+    let messages = json!([
+        {"role": "developer", "content": "rules"},
+        {"role": "user", "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": "data:image/PNG;base64,iVBO\nRw=="}},
+            {"type": "image_url", "image_url": "Data:image/gif;base64,R0lG"},
+            {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}},
+            {"type": "text", "text": "here"}
+        ]},
+        {"role": "assistant", "content": null, "reasoning_content": "hmm", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "g", "arguments": ""}}
+        ]},
+        {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "42"}]},
+        {"role": "assistant", "content": "done"}
+    ]);
+    let native = translate(json!({"model": "m", "messages": messages})).unwrap();
+    assert_eq!(
+        native["messages"],
+        json!([
+            {"role": "system", "content": "rules"},
+            {"role": "user", "content": "look\nhere", "images": ["iVBORw==", "R0lG", "UklG"]},
+            {"role": "assistant", "content": "", "thinking": "hmm", "tool_calls": [
+                {"id": "call_1", "function": {"index": 0, "name": "f", "arguments": {"x": 1}}},
+                {"id": "call_2", "function": {"index": 1, "name": "g", "arguments": {}}}
+            ]},
+            {"role": "tool", "content": "42", "tool_call_id": "call_2", "tool_name": "g"},
+            {"role": "assistant", "content": "done"}
+        ])
+    );
+}
+
+#[test]
+fn bad_messages_are_refused() {
+    let part = |p: Value| json!({"model": "m", "messages": [{"role": "user", "content": [p]}]});
+    let cases = [
+        json!({"model": "m", "messages": [{"role": "wizard", "content": "x"}]}),
+        json!({"model": "m", "messages": [{"content": "x"}]}),
+        json!({"model": "m", "messages": ["x"]}),
+        json!({"model": "m", "messages": [{"role": "user", "content": 5}]}),
+        part(json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}})),
+        part(json!({"type": "image_url", "image_url": {"url": "data:text/plain;base64,QQ=="}})),
+        part(
+            json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,not base64!"}}),
+        ),
+        part(json!({"type": "file", "file": {}})),
+        part(json!({"type": "text", "text": 5})),
+        json!({"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "[1]"}}]}]}),
+    ];
+    for body in cases {
+        let err = translate(body.clone()).unwrap_err();
+        assert_eq!(err.param, Some("messages"), "{body}: {}", err.message);
+    }
+}
+
+#[test]
+fn whole_answers() {
+    let meta = ResponseMeta {
+        id: "chatcmpl-x".into(),
+        created: 1,
+        model: "alias".into(),
+    };
+    let answers = [
+        Bytes::from_static(br#"{"model":"m","message":{"role":"assistant","content":"Hi","thinking":"t"},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}"#),
+        Bytes::from_static(br#"{"model":"m","message":{"role":"assistant","content":"","tool_calls":[{"function":{"index":0,"name":"f","arguments":{"b":1,"a":2}}}]},"done":true,"done_reason":"length"}"#),
+    ];
+    let out: Value = serde_json::from_slice(&completion(&answers, &meta).unwrap()).unwrap();
+    assert_eq!(out["model"], "alias");
+    assert_eq!(
+        out["choices"][0]["message"],
+        json!({"role": "assistant", "content": "Hi", "reasoning": "t", "reasoning_content": "t"})
+    );
+    assert_eq!(out["choices"][0]["finish_reason"], "stop");
+    let call = &out["choices"][1]["message"]["tool_calls"][0];
+    assert_eq!(
+        call["function"]["arguments"], r#"{"b":1,"a":2}"#,
+        "compact, upstream key order"
+    );
+    assert_eq!(call["index"], 0);
+    assert_eq!(out["choices"][1]["finish_reason"], "length");
+    assert_eq!(
+        out["usage"],
+        json!({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5})
+    );
+    assert!(
+        completion(&[Bytes::from_static(br#"{"error":"boom"}"#)], &meta)
+            .unwrap_err()
+            .contains("boom")
+    );
+}
+
+#[test]
+fn upstream_errors_keep_status_and_message() {
+    let cases: [(u16, &[u8], (u16, &str, Option<&str>)); 5] = [
+        (
+            404,
+            br#"{"error":"model 'x' not found"}"#,
+            (404, "model 'x' not found", Some("model_not_found")),
+        ),
+        (
+            400,
+            br#"{"error":"invalid think value"}"#,
+            (400, "invalid think value", None),
+        ),
+        (503, b"server busy", (503, "server busy", None)),
+        (500, b"", (500, "upstream answered 500", None)),
+        (
+            200,
+            br#"{"x":1}"#,
+            (502, "upstream answered 502 without an error message", None),
+        ),
+    ];
+    for (status, body, (want_status, want_message, want_code)) in cases {
+        let (s, m, c) = upstream_error(status, body);
+        assert_eq!((s, m.as_str(), c), (want_status, want_message, want_code));
+    }
+}
