@@ -284,7 +284,8 @@ fn whole_answers() {
 
 #[test]
 fn upstream_errors_keep_status_and_message() {
-    let cases: [(u16, &[u8], (u16, &str, Option<&str>)); 5] = [
+    type Case<'a> = (u16, &'a [u8], (u16, &'a str, Option<&'a str>));
+    let cases: [Case; 5] = [
         (
             404,
             br#"{"error":"model 'x' not found"}"#,
