@@ -28,7 +28,7 @@ async fn reframe(chunks: Vec<Bytes>) -> String {
         None,
     );
     let bytes = body.collect().await.unwrap().to_bytes();
-    normalise_ids(&String::from_utf8(bytes.to_vec()).unwrap())
+    normalise_ids(std::str::from_utf8(&bytes).unwrap())
 }
 
 fn normalise_ids(sse: &str) -> String {
