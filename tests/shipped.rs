@@ -52,3 +52,39 @@ async fn shipped_table_serves_web_data_from_the_mock() {
     let status = get(url).await.json();
     assert_eq!(status["status"], "completed");
 }
+
+/// The README's first command: the shipped table answers a chat completion, streamed,
+/// with no other server running.
+#[tokio::test]
+async fn shipped_table_answers_a_chat_completion() {
+    let lingo = shipped().await;
+    let body =
+        r#"{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let answer = send(request(
+        Method::POST,
+        &lingo.url("/v1/chat/completions"),
+        &[],
+        body,
+    ))
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.headers["content-type"], "text/event-stream");
+    assert!(answer.body.ends_with("data: [DONE]\n\n"), "{}", answer.body);
+    let chunks = answer.body.matches("chat.completion.chunk").count();
+    assert_eq!(chunks, 17, "16 tokens and the finish chunk");
+    let whole = send(request(
+        Method::POST,
+        &lingo.url("/v1/chat/completions"),
+        &[],
+        &body.replace("true", "false"),
+    ))
+    .await;
+    assert_eq!(
+        whole.json()["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .count(),
+        16
+    );
+}
