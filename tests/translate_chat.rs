@@ -526,3 +526,22 @@ async fn client_disconnect_cancels_the_upstream() {
         .expect("the upstream stream was cancelled when the client left")
         .unwrap();
 }
+
+/// An upstream that stalls mid-stream is cut by the idle limit: error frame, no `[DONE]`.
+#[tokio::test]
+async fn a_stalled_stream_ends_with_an_error_frame() {
+    let lingo = chat_lingo("    mock: { tokens: 4 }\n").await;
+    // The mock waits 5 s before its second token; the route's idle limit is 2 s.
+    let body = json!({"model": "m@token_delay=5s", "stream": true, "messages": user("x")});
+    let answer = chat(&lingo, body).await;
+    let events = events(&answer.body);
+    assert!(!events.iter().any(|e| e == "[DONE]"));
+    let message = events.last().unwrap()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("upstream sent nothing for 2s"),
+        "{message}"
+    );
+}

@@ -22,6 +22,7 @@ use crate::error::ProxyError;
 use crate::passthrough::forwarding;
 use crate::service::Call;
 use crate::table::Upstream;
+use crate::timeout::Idle;
 use crate::upstream::{self, UpstreamClient, headers};
 
 /// Reads the whole client body, refusing it past `limit` (413).
@@ -54,7 +55,8 @@ pub fn resolve<'a>(call: &'a Call<'_>, model: &str) -> (usize, &'a Upstream, Str
 }
 
 /// Sends one native JSON request (`POST path`) to an upstream, with the same header rules as
-/// pass-through (forwarding headers, request id, the upstream's key).
+/// pass-through (forwarding headers, request id, the upstream's key). The answer's body is
+/// under the upstream's idle limit.
 pub async fn send_native(
     call: &Call<'_>,
     upstream: &Upstream,
@@ -73,7 +75,9 @@ pub async fn send_native(
     *request.uri_mut() = upstream::target_uri(upstream, path);
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = headers;
-    client.send(upstream, request, u64::MAX).await
+    let response = client.send(upstream, request, u64::MAX).await?;
+    let idle = upstream.timeouts.idle;
+    Ok(response.map(|body| Body::new(Idle::new(body, idle))))
 }
 
 /// Turns a native error answer (any non-2xx) into the error the client sees.
