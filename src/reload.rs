@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -31,6 +31,8 @@ pub struct Snapshot {
     pub table: RouteTable,
     /// Parallel to `table.upstreams`.
     pub clients: Vec<UpstreamClient>,
+    /// Parallel to `table.upstreams`: learnt that it has only the legacy `/api/embeddings`.
+    pub legacy_embeddings: Vec<AtomicBool>,
     /// 1 for the table lingo started with, +1 per successful reload.
     pub generation: u64,
 }
@@ -69,9 +71,15 @@ impl Snapshot {
             .iter()
             .map(|u| UpstreamClient::new(u))
             .collect();
+        let legacy_embeddings = table
+            .upstreams
+            .iter()
+            .map(|_| AtomicBool::new(false))
+            .collect();
         Snapshot {
             table,
             clients,
+            legacy_embeddings,
             generation,
         }
     }

@@ -133,6 +133,7 @@ async fn dispatch(
     );
     let result = match endpoint {
         Some(Endpoint::ChatCompletions) => inference::chat::handle(&call, req).await,
+        Some(Endpoint::Embeddings) => inference::embeddings::handle(&call, req).await,
         None if upgrade => websocket::proxy(&call, req).await,
         None => passthrough::forward(&call, req).await,
     };

@@ -567,7 +567,7 @@ fn translator_status_covers_every_pair() {
     assert_eq!(
         translator_status(Dialect::Chat, Dialect::Native, &v1).as_deref(),
         Some(
-            "only /v1/chat/completions translated from chat-completions to native yet; other paths answer 501"
+            "only /v1/chat/completions, /v1/embeddings translated from chat-completions to native yet; other paths answer 501"
         )
     );
 }
@@ -655,7 +655,7 @@ fn contract_file_loads_and_means_what_it_says() {
         assert_eq!(table.upstream(route.upstream).name, upstream, "{path}");
     }
     assert!(table.find("/elsewhere").is_none());
-    assert_eq!(table.warnings.len(), 3, "{:?}", table.warnings);
+    assert_eq!(table.warnings.len(), 2, "{:?}", table.warnings);
 
     // Without its environment, the contract names both missing variables.
     let errors =
@@ -729,7 +729,8 @@ fn summary_shows_what_the_table_means() {
         "    auth: authorization (key from env FIRECRAWL_API_KEY)",
         "  gpt-4o-mini -> models as llama3.2:3b",
         "  path /v1/chat/completions  chat-completions -> models (native)  translate",
-        "  path /v1/embeddings        chat-completions -> models (native)  translate (not yet: answers 501)",
+        "  path /v1/embeddings        chat-completions -> models (native)  translate",
+        "  path /v1/completions       chat-completions -> models (native)  translate (not yet: answers 501)",
         "  prefix /api                native -> models (native)  pass-through",
         "  prefix /v2                 web-data -> webdata (web-data)  pass-through",
         "limits: max_body 10MiB, drain 30s",

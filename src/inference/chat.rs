@@ -32,14 +32,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
     let mut request = chat::request(&body, &defaults).map_err(invalid)?;
     let (index, upstream, model) = resolve(call, request.model());
     if upstream.speaks != Dialect::Native {
-        return Err(ProxyError::Invalid {
-            message: format!(
-                "model `{}` is served by a {} upstream; this route needs a native one",
-                request.model(),
-                upstream.speaks
-            ),
-            param: Some("model".into()),
-        });
+        return Err(wrong_upstream(request.model(), upstream));
     }
     let meta = ResponseMeta {
         id: format!("chatcmpl-{}", ids::random_hex()),
@@ -115,7 +108,18 @@ type Sending<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a>,
 >;
 
-fn invalid(err: chat::ChatError) -> ProxyError {
+/// A model alias that leads to an upstream this translator cannot talk to.
+pub(super) fn wrong_upstream(model: &str, upstream: &crate::table::Upstream) -> ProxyError {
+    ProxyError::Invalid {
+        message: format!(
+            "model `{model}` is served by a {} upstream; this route needs a native one",
+            upstream.speaks
+        ),
+        param: Some("model".into()),
+    }
+}
+
+pub(super) fn invalid(err: chat::ChatError) -> ProxyError {
     ProxyError::Invalid {
         message: err.message,
         param: err.param.map(Into::into),

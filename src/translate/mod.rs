@@ -5,6 +5,7 @@
 //! shell (`inference`) thin. Each native line is parsed once and each frame serialised once.
 
 pub mod chat;
+pub mod embeddings;
 pub mod ndjson;
 pub mod sse;
 
@@ -15,15 +16,25 @@ use crate::dialect::Dialect;
 pub enum Endpoint {
     /// `/v1/chat/completions` -> `/api/chat`.
     ChatCompletions,
+    /// `/v1/embeddings` -> `/api/embed` (or `/api/embeddings`).
+    Embeddings,
 }
 
 /// Every translated endpoint: (client dialect, upstream dialect, exact path, endpoint).
-pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 1] = [(
-    Dialect::Chat,
-    Dialect::Native,
-    "/v1/chat/completions",
-    Endpoint::ChatCompletions,
-)];
+pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 2] = [
+    (
+        Dialect::Chat,
+        Dialect::Native,
+        "/v1/chat/completions",
+        Endpoint::ChatCompletions,
+    ),
+    (
+        Dialect::Chat,
+        Dialect::Native,
+        "/v1/embeddings",
+        Endpoint::Embeddings,
+    ),
+];
 
 /// The translator for a request on a route from `client` to `upstream`, if lingo has one.
 pub fn endpoint(client: Dialect, upstream: Dialect, path: &str) -> Option<Endpoint> {

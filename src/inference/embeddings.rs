@@ -1,0 +1,149 @@
+//! `/v1/embeddings` over a native upstream.
+//!
+//! All inputs go in one `/api/embed` call. An upstream that only has the older
+//! `/api/embeddings` (it answers `/api/embed` with a plain 404, not a model error) gets one
+//! call per input, concurrently, and lingo remembers that for the upstream until the next
+//! reload.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+
+use super::{join_all, read_body, resolve, send_native, upstream_failure};
+use crate::body::Body;
+use crate::dialect::Dialect;
+use crate::error::ProxyError;
+use crate::service::Call;
+use crate::table::Upstream;
+use crate::translate::chat;
+use crate::translate::embeddings::{self, EmbedRequest};
+
+type Answer = Result<Response<Body>, ProxyError>;
+
+/// Serves one embeddings request.
+pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
+    let body = read_body(req.into_body(), call.route.max_body).await?;
+    let request = embeddings::request(&body).map_err(super::chat::invalid)?;
+    let (index, upstream, model) = resolve(call, &request.model);
+    if upstream.speaks != Dialect::Native {
+        return Err(super::chat::wrong_upstream(&request.model, upstream));
+    }
+    let legacy = &call.snapshot.legacy_embeddings[index];
+    if !legacy.load(Ordering::Relaxed) {
+        let client = &call.snapshot.clients[index];
+        let answer = send_native(
+            call,
+            upstream,
+            client,
+            "/api/embed",
+            request.embed_body(&model),
+        )
+        .await?;
+        if answer.status() == StatusCode::NOT_FOUND {
+            let body = small_body(answer).await;
+            if !is_route_missing(&body) {
+                let (status, message, code) = chat::upstream_error(404, &body);
+                return Err(ProxyError::Upstream {
+                    status: StatusCode::from_u16(status).unwrap_or(StatusCode::NOT_FOUND),
+                    message,
+                    code,
+                    retry_after: None,
+                });
+            }
+            tracing::info!(upstream = %upstream.name, "no /api/embed: using /api/embeddings from now on");
+            legacy.store(true, Ordering::Relaxed);
+        } else if !answer.status().is_success() {
+            return Err(upstream_failure(answer, chat::upstream_error).await);
+        } else {
+            let bytes = whole(upstream, answer).await?;
+            let (vectors, tokens) =
+                embeddings::parse_embed(&bytes).map_err(|m| bad_gateway(upstream, m))?;
+            return Ok(json(embeddings::response(
+                &vectors,
+                tokens,
+                &request.model,
+                request.base64,
+            )));
+        }
+    }
+    legacy_embeddings(call, index, upstream, &model, &request).await
+}
+
+/// One `/api/embeddings` call per input, concurrently.
+async fn legacy_embeddings(
+    call: &Call<'_>,
+    index: usize,
+    upstream: &Upstream,
+    model: &str,
+    request: &EmbedRequest,
+) -> Answer {
+    let client = &call.snapshot.clients[index];
+    let sends: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + '_>>> =
+        request
+            .inputs
+            .iter()
+            .map(|input| {
+                Box::pin(send_native(
+                    call,
+                    upstream,
+                    client,
+                    "/api/embeddings",
+                    request.legacy_body(model, input),
+                )) as _
+            })
+            .collect();
+    let mut vectors = Vec::with_capacity(request.inputs.len());
+    for answer in join_all(sends).await {
+        let answer = answer?;
+        if !answer.status().is_success() {
+            return Err(upstream_failure(answer, chat::upstream_error).await);
+        }
+        let bytes = whole(upstream, answer).await?;
+        vectors.push(embeddings::parse_legacy(&bytes).map_err(|m| bad_gateway(upstream, m))?);
+    }
+    // The legacy endpoint reports no token counts.
+    Ok(json(embeddings::response(
+        &vectors,
+        0,
+        &request.model,
+        request.base64,
+    )))
+}
+
+/// A plain 404 (the server has no such route), as opposed to `{"error": "model ... not found"}`.
+fn is_route_missing(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).map_or(true, |v| v.get("error").is_none())
+}
+
+async fn small_body(answer: Response<Body>) -> Bytes {
+    let collected = Limited::new(answer.into_body(), 64 * 1024).collect().await;
+    collected.map(|c| c.to_bytes()).unwrap_or_default()
+}
+
+async fn whole(upstream: &Upstream, answer: Response<Body>) -> Result<Bytes, ProxyError> {
+    let collected = answer.into_body().collect().await;
+    collected
+        .map(|c| c.to_bytes())
+        .map_err(|e| crate::upstream::classify_body_error(upstream, e.as_ref()))
+}
+
+fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
+    ProxyError::Upstream {
+        status: StatusCode::BAD_GATEWAY,
+        message: format!("upstream `{}`: {message}", upstream.name),
+        code: None,
+        retry_after: None,
+    }
+}
+
+pub(super) fn json(body: Bytes) -> Response<Body> {
+    let mut response = Response::new(Body::full(body));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

@@ -1,0 +1,275 @@
+//! `/v1/embeddings` <-> native `/api/embed` (and the older `/api/embeddings`).
+//!
+//! `encoding_format: base64` (the official Python SDK's default) is the little-endian float32
+//! bytes of each vector, in standard base64.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::chat::ChatError;
+
+/// A translated embeddings request.
+#[derive(Debug)]
+pub struct EmbedRequest {
+    pub model: String,
+    pub inputs: Vec<String>,
+    pub dimensions: Option<u64>,
+    pub base64: bool,
+    /// `keep_alive`, `truncate`, `options`: passed on as they are.
+    pub extras: Map<String, Value>,
+}
+
+fn err(param: &'static str, message: impl Into<String>) -> ChatError {
+    ChatError {
+        message: message.into(),
+        param: Some(param),
+    }
+}
+
+/// Reads a chat-completions embeddings request.
+pub fn request(body: &[u8]) -> Result<EmbedRequest, ChatError> {
+    let body: Map<String, Value> = match serde_json::from_slice(body) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => {
+            return Err(ChatError {
+                message: "the request body must be a JSON object".into(),
+                param: None,
+            });
+        }
+        Err(e) => {
+            return Err(ChatError {
+                message: format!("the request body is not valid JSON: {e}"),
+                param: None,
+            });
+        }
+    };
+    let model = match body.get("model") {
+        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
+        _ => return Err(err("model", "you must provide a model parameter")),
+    };
+    let bad_input = || {
+        err(
+            "input",
+            "input must be a non-empty string or a non-empty array of non-empty strings",
+        )
+    };
+    let inputs = match body.get("input") {
+        Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|i| i.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(bad_input)?,
+        _ => return Err(bad_input()),
+    };
+    let dimensions = match body.get("dimensions") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .filter(|d| *d > 0)
+                .ok_or_else(|| err("dimensions", "dimensions must be a positive integer"))?,
+        ),
+    };
+    let base64 = match body.get("encoding_format") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(f)) if f.eq_ignore_ascii_case("float") => false,
+        Some(Value::String(f)) if f.eq_ignore_ascii_case("base64") => true,
+        Some(_) => {
+            return Err(err(
+                "encoding_format",
+                "encoding_format must be float or base64",
+            ));
+        }
+    };
+    let extras = ["keep_alive", "truncate", "options"]
+        .iter()
+        .filter_map(|k| {
+            Some((
+                (*k).to_owned(),
+                body.get(*k).filter(|v| !v.is_null())?.clone(),
+            ))
+        })
+        .collect();
+    Ok(EmbedRequest {
+        model,
+        inputs,
+        dimensions,
+        base64,
+        extras,
+    })
+}
+
+impl EmbedRequest {
+    /// The `/api/embed` body for `model` (the upstream's name): all inputs in one call.
+    pub fn embed_body(&self, model: &str) -> Bytes {
+        let mut native = self.extras.clone();
+        native.insert("model".into(), model.into());
+        native.insert("input".into(), json!(self.inputs));
+        if let Some(d) = self.dimensions {
+            native.insert("dimensions".into(), d.into());
+        }
+        Bytes::from(serde_json::to_vec(&native).unwrap_or_default())
+    }
+
+    /// The legacy `/api/embeddings` body for one input.
+    pub fn legacy_body(&self, model: &str, input: &str) -> Bytes {
+        let mut native = self.extras.clone();
+        native.remove("truncate");
+        native.insert("model".into(), model.into());
+        native.insert("prompt".into(), input.into());
+        Bytes::from(serde_json::to_vec(&native).unwrap_or_default())
+    }
+}
+
+#[derive(Deserialize)]
+struct Embed {
+    embeddings: Vec<Vec<f32>>,
+    #[serde(default)]
+    prompt_eval_count: u64,
+}
+
+#[derive(Deserialize)]
+struct Legacy {
+    embedding: Vec<f32>,
+}
+
+/// The vectors of an `/api/embed` answer and its token count.
+pub fn parse_embed(body: &[u8]) -> Result<(Vec<Vec<f32>>, u64), String> {
+    let embed: Embed = serde_json::from_slice(body)
+        .map_err(|e| format!("upstream sent an unexpected embed answer: {e}"))?;
+    Ok((embed.embeddings, embed.prompt_eval_count))
+}
+
+/// The vector of a legacy `/api/embeddings` answer.
+pub fn parse_legacy(body: &[u8]) -> Result<Vec<f32>, String> {
+    let legacy: Legacy = serde_json::from_slice(body)
+        .map_err(|e| format!("upstream sent an unexpected embeddings answer: {e}"))?;
+    Ok(legacy.embedding)
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Vector<'a> {
+    Float(&'a [f32]),
+    Base64(String),
+}
+
+#[derive(Serialize)]
+struct Item<'a> {
+    object: &'static str,
+    index: usize,
+    embedding: Vector<'a>,
+}
+
+/// The `object: list` answer (the name the client asked for in `model`).
+pub fn response(vectors: &[Vec<f32>], tokens: u64, model: &str, base64: bool) -> Bytes {
+    let data: Vec<Item<'_>> = vectors
+        .iter()
+        .enumerate()
+        .map(|(index, v)| Item {
+            object: "embedding",
+            index,
+            embedding: if base64 {
+                Vector::Base64(encode_base64(v))
+            } else {
+                Vector::Float(v)
+            },
+        })
+        .collect();
+    let body = json!({
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    });
+    Bytes::from(body.to_string())
+}
+
+/// Standard base64 (with padding) of the vector's little-endian float32 bytes.
+pub fn encode_base64(vector: &[f32]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes: Vec<u8> = vector.iter().flat_map(|f| f.to_le_bytes()).collect();
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_is_little_endian_float32() {
+        // The spec's example: [0.1, -0.2, 0.3] -> 12 bytes.
+        assert_eq!(encode_base64(&[0.1, -0.2, 0.3]), "zczMPc3MTL6amZk+");
+        assert_eq!(encode_base64(&[1.0]), "AACAPw==");
+        assert_eq!(encode_base64(&[]), "");
+    }
+
+    #[test]
+    fn requests_and_refusals() {
+        let ok = request(br#"{"model":"e","input":["a","b"],"dimensions":3,"encoding_format":"BASE64","user":"u","keep_alive":"1m"}"#).unwrap();
+        assert_eq!(
+            (ok.inputs.clone(), ok.dimensions, ok.base64),
+            (vec!["a".to_owned(), "b".to_owned()], Some(3), true)
+        );
+        let body: Value = serde_json::from_slice(&ok.embed_body("up")).unwrap();
+        assert_eq!(
+            body,
+            json!({"model": "up", "input": ["a", "b"], "dimensions": 3, "keep_alive": "1m"})
+        );
+        for (body, param) in [
+            (r#"{"input":"a"}"#, Some("model")),
+            (r#"{"model":"e"}"#, Some("input")),
+            (r#"{"model":"e","input":""}"#, Some("input")),
+            (r#"{"model":"e","input":[]}"#, Some("input")),
+            (r#"{"model":"e","input":[1,2]}"#, Some("input")),
+            (
+                r#"{"model":"e","input":"a","dimensions":0}"#,
+                Some("dimensions"),
+            ),
+            (
+                r#"{"model":"e","input":"a","encoding_format":"json"}"#,
+                Some("encoding_format"),
+            ),
+            ("nope", None),
+        ] {
+            assert_eq!(request(body.as_bytes()).unwrap_err().param, param, "{body}");
+        }
+    }
+
+    #[test]
+    fn answers() {
+        let out: Value =
+            serde_json::from_slice(&response(&[vec![0.5, 1.0]], 4, "alias", false)).unwrap();
+        assert_eq!(
+            out,
+            json!({"object": "list", "model": "alias", "usage": {"prompt_tokens": 4, "total_tokens": 4},
+            "data": [{"object": "embedding", "index": 0, "embedding": [0.5, 1.0]}]})
+        );
+        let b64: Value = serde_json::from_slice(&response(&[vec![1.0]], 0, "m", true)).unwrap();
+        assert_eq!(b64["data"][0]["embedding"], "AACAPw==");
+        assert_eq!(
+            parse_embed(br#"{"embeddings":[[1,2]],"prompt_eval_count":3}"#).unwrap(),
+            (vec![vec![1.0, 2.0]], 3)
+        );
+        assert_eq!(
+            parse_legacy(br#"{"embedding":[0.25]}"#).unwrap(),
+            vec![0.25]
+        );
+        assert!(parse_embed(b"{}").is_err());
+    }
+}

@@ -1,0 +1,178 @@
+//! `/v1/embeddings` over a native backend, over real sockets.
+
+mod support;
+
+use hyper::{Method, Response};
+use lingo::body::Body;
+use serde_json::{Value, json};
+use support::*;
+
+async fn embed_lingo(upstream_yaml: &str) -> Lingo {
+    Lingo::start(&table(&format!(
+        "upstreams:\n  models:\n{upstream_yaml}    speaks: native\n\
+         models:\n  text-embedding-3-small: {{ upstream: models, model: all-minilm }}\n\
+         routes:\n  - {{ path: /v1/embeddings, speaks: chat-completions, to: models }}\n"
+    )))
+    .await
+}
+
+async fn embed(lingo: &Lingo, body: Value) -> Answer {
+    send(request(
+        Method::POST,
+        &lingo.url("/v1/embeddings"),
+        &[],
+        &body.to_string(),
+    ))
+    .await
+}
+
+#[tokio::test]
+async fn embeddings_float_base64_batch_and_dimensions() {
+    let lingo = embed_lingo("    mock: { embedding_size: 8 }\n").await;
+    let one = embed(
+        &lingo,
+        json!({"model": "text-embedding-3-small", "input": "hello world"}),
+    )
+    .await;
+    assert_eq!(one.status, 200, "{}", one.body);
+    let one = one.json();
+    assert_eq!(one["object"], "list");
+    assert_eq!(one["model"], "text-embedding-3-small");
+    assert_eq!(one["data"][0]["object"], "embedding");
+    assert_eq!(one["data"][0]["index"], 0);
+    let vector: Vec<f64> = one["data"][0]["embedding"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(vector.len(), 8);
+    assert_eq!(one["usage"], json!({"prompt_tokens": 2, "total_tokens": 2}));
+
+    let batch = embed(
+        &lingo,
+        json!({"model": "m", "input": ["a", "hello world"], "dimensions": 4}),
+    )
+    .await
+    .json();
+    let data = batch["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2);
+    assert_eq!(
+        (data[0]["index"].clone(), data[1]["index"].clone()),
+        (json!(0), json!(1))
+    );
+    assert_eq!(data[1]["embedding"].as_array().unwrap().len(), 4);
+
+    let b64 = embed(
+        &lingo,
+        json!({"model": "m", "input": "hello world", "encoding_format": "base64"}),
+    )
+    .await
+    .json();
+    let text = b64["data"][0]["embedding"].as_str().unwrap();
+    assert_eq!(
+        text.len(),
+        44,
+        "8 float32 = 32 bytes = 44 base64 characters"
+    );
+    let floats = decode_f32(text);
+    for (a, b) in floats.iter().zip(&vector) {
+        assert!((f64::from(*a) - b).abs() < 1e-6, "{floats:?} vs {vector:?}");
+    }
+}
+
+/// Standard base64 -> little-endian float32s (the test's own decoder).
+fn decode_f32(text: &str) -> Vec<f32> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let mut bytes = Vec::new();
+    for chunk in text.as_bytes().chunks(4) {
+        let n = chunk
+            .iter()
+            .filter(|c| **c != b'=')
+            .enumerate()
+            .fold(0u32, |n, (i, c)| n | (u32::from(value(*c)) << (18 - 6 * i)));
+        let real = chunk.iter().filter(|c| **c != b'=').count() - 1;
+        bytes.extend(
+            [(n >> 16) as u8, (n >> 8) as u8, n as u8]
+                .into_iter()
+                .take(real),
+        );
+    }
+    bytes
+        .chunks(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+#[tokio::test]
+async fn embeddings_errors() {
+    let lingo = embed_lingo("    mock: {}\n").await;
+    for (body, param) in [
+        (json!({"model": "m", "input": ""}), "input"),
+        (json!({"model": "m", "input": []}), "input"),
+        (json!({"model": "m", "input": [[1, 2]]}), "input"),
+        (
+            json!({"model": "m", "input": "x", "encoding_format": "json"}),
+            "encoding_format",
+        ),
+        (json!({"input": "x"}), "model"),
+    ] {
+        let answer = embed(&lingo, body.clone()).await;
+        assert_eq!(answer.status, 400, "{body}");
+        assert_eq!(answer.json()["error"]["param"], param, "{body}");
+    }
+    let missing = embed(&lingo, json!({"model": "missing-embedder", "input": "x"})).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["error"]["code"], "model_not_found");
+}
+
+/// An upstream without `/api/embed` is served through `/api/embeddings`, one call per input,
+/// and lingo remembers it.
+#[tokio::test]
+async fn falls_back_to_the_legacy_endpoint_and_remembers() {
+    let backend = Backend::start(|seen| async move {
+        if seen.uri == "/api/embed" {
+            return Response::builder()
+                .status(404)
+                .header("content-type", "text/plain")
+                .body(Body::full("404 page not found"))
+                .unwrap();
+        }
+        let native: Value = serde_json::from_slice(&seen.body).unwrap();
+        let prompt = native["prompt"].as_str().unwrap();
+        json_response(
+            200,
+            &json!({"embedding": [prompt.len() as f64, 0.5]}).to_string(),
+        )
+    })
+    .await;
+    let lingo = embed_lingo(&format!("    url: {}\n", backend.url())).await;
+    let answer = embed(
+        &lingo,
+        json!({"model": "text-embedding-3-small", "input": ["a", "bcd"]}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let data = answer.json()["data"].clone();
+    assert_eq!(data[0]["embedding"], json!([1.0, 0.5]));
+    assert_eq!(data[1]["embedding"], json!([3.0, 0.5]));
+    let paths: Vec<String> = backend.requests().iter().map(|s| s.uri.clone()).collect();
+    assert_eq!(paths, ["/api/embed", "/api/embeddings", "/api/embeddings"]);
+    let legacy: Value = serde_json::from_slice(&backend.requests()[1].body).unwrap();
+    assert_eq!(legacy["model"], "all-minilm");
+
+    embed(&lingo, json!({"model": "m", "input": "x"})).await;
+    let paths: Vec<String> = backend.requests().iter().map(|s| s.uri.clone()).collect();
+    assert_eq!(paths.last().unwrap(), "/api/embeddings");
+    assert_eq!(
+        paths.iter().filter(|p| *p == "/api/embed").count(),
+        1,
+        "remembered: no second try of /api/embed"
+    );
+}
