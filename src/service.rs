@@ -134,6 +134,10 @@ async fn dispatch(
     let result = match endpoint {
         Some(Endpoint::ChatCompletions) => inference::chat::handle(&call, req).await,
         Some(Endpoint::Embeddings) => inference::embeddings::handle(&call, req).await,
+        Some(Endpoint::Models) => inference::models::list(&call).await,
+        Some(Endpoint::Model) => {
+            inference::models::one(&call, &call.path_and_query[..path_len]).await
+        }
         None if upgrade => websocket::proxy(&call, req).await,
         None => passthrough::forward(&call, req).await,
     };

@@ -42,6 +42,8 @@ pub struct RouteTable {
     /// Routes in file order; see [`RouteTable::find`] for precedence.
     pub routes: Vec<Route>,
     pub limits: Limits,
+    /// The `owned_by` of the models `/v1/models` lists (`owned_by:` in the table).
+    pub owned_by: String,
     /// Non-fatal findings (`lingo check` prints them; reload logs them).
     pub warnings: Vec<String>,
 }

@@ -176,3 +176,69 @@ async fn falls_back_to_the_legacy_endpoint_and_remembers() {
         "remembered: no second try of /api/embed"
     );
 }
+
+async fn models_lingo(upstream_yaml: &str, extra: &str) -> Lingo {
+    Lingo::start(&table(&format!(
+        "{extra}upstreams:\n  models:\n{upstream_yaml}    speaks: native\n\
+         models:\n  gpt-4o-mini: {{ upstream: models, model: \"mock\" }}\n\
+         routes:\n  - {{ prefix: /v1/models, speaks: chat-completions, to: models }}\n"
+    )))
+    .await
+}
+
+#[tokio::test]
+async fn models_list_includes_aliases_and_owner() {
+    let lingo = models_lingo("    mock: {}\n", "owned_by: acme\n").await;
+    let list = get(&lingo.url("/v1/models")).await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    let list = list.json();
+    assert_eq!(list["object"], "list");
+    let ids: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["mock:latest", "mock-embed:latest", "gpt-4o-mini"]);
+    for model in list["data"].as_array().unwrap() {
+        assert_eq!(model["object"], "model");
+        assert_eq!(model["owned_by"], "acme");
+        assert_eq!(
+            model["created"], 1_767_225_600,
+            "the mock's modified_at, 2026-01-01"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_empty_list_is_an_empty_array() {
+    let backend = Backend::json(200, r#"{"models":[]}"#).await;
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  models:\n    url: {}\n    speaks: native\nroutes:\n  - {{ prefix: /v1/models, speaks: chat-completions, to: models }}\n",
+        backend.url()
+    )))
+    .await;
+    let list = get(&lingo.url("/v1/models")).await.json();
+    assert_eq!(list, json!({"object": "list", "data": []}));
+    assert_eq!(backend.last().uri, "/api/tags");
+}
+
+#[tokio::test]
+async fn one_model_by_id_alias_or_slashed_name() {
+    let lingo = models_lingo("    mock: {}\n", "").await;
+    for id in ["llama3.2:3b", "gpt-4o-mini", "hf.co/org/model:Q4_K_M"] {
+        let answer = get(&lingo.url(&format!("/v1/models/{}", id.replace(':', "%3A")))).await;
+        assert_eq!(answer.status, 200, "{id}: {}", answer.body);
+        assert_eq!(
+            answer.json(),
+            json!({"id": id, "object": "model", "created": 1_767_225_600, "owned_by": "lingo"})
+        );
+    }
+    let missing = get(&lingo.url("/v1/models/missing-model")).await;
+    assert_eq!(missing.status, 404);
+    let error = &missing.json()["error"];
+    assert_eq!(
+        (error["type"].clone(), error["code"].clone()),
+        (json!("not_found_error"), json!("model_not_found"))
+    );
+}

@@ -77,6 +77,7 @@ pub fn compile(
         models,
         routes,
         limits,
+        owned_by: file.owned_by.unwrap_or_else(|| "lingo".into()),
         warnings: cx.warnings,
     })
 }

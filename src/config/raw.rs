@@ -43,6 +43,8 @@ pub struct File {
     pub models: Option<Map<At<Model>>>,
     pub routes: Option<Vec<At<Route>>>,
     pub limits: Option<Limits>,
+    /// `owned_by` of every model `/v1/models` lists.
+    pub owned_by: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -27,13 +27,23 @@ pub fn translator_status(
                 .into(),
         );
     }
-    let translated: Vec<&str> = crate::translate::ENDPOINTS
+    let translated: Vec<String> = crate::translate::ENDPOINTS
         .iter()
-        .filter(|(c, u, path, _)| *c == client && *u == upstream && matcher.covers(path))
-        .map(|(.., path, _)| *path)
+        .filter(|(c, u, path, _)| {
+            *c == client && *u == upstream && matcher.covers(&crate::translate::example(path))
+        })
+        .map(|(.., path, _)| path.replace('*', "{id}"))
         .collect();
     match (client, upstream, matcher) {
         (_, _, PathMatch::Exact(_)) if !translated.is_empty() => None,
+        // Every endpoint under the prefix is translated (e.g. `/v1/models` and `/v1/models/{id}`).
+        (_, _, PathMatch::Prefix(p))
+            if !translated.is_empty()
+                && translated.iter().all(|t| t.starts_with(p.as_str()))
+                && !["/v1", "", "/"].contains(&p.as_str()) =>
+        {
+            None
+        }
         (Chat, Native, _) if translated.is_empty() => Some(format!(
             "no translator from {client} to {upstream} for this path yet; answers 501"
         )),

@@ -8,20 +8,20 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response};
 
 use super::reframe::{Merged, Reframe, Translator, UsageFrame};
-use super::{join_all, read_body, resolve, send_native, upstream_failure};
+use super::{
+    bad_gateway, join_all, json, read_body, resolve, send_native, upstream_failure, whole,
+};
 use crate::body::Body;
 use crate::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::ids;
 use crate::service::Call;
 use crate::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults, Usage};
-use crate::upstream;
 
 /// Serves one chat completion.
 pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<Body>, ProxyError> {
@@ -83,24 +83,10 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
     }
     let mut wholes = Vec::with_capacity(answers.len());
     for answer in answers {
-        let bytes = answer
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| upstream::classify_body_error(upstream, e.as_ref()))?;
-        wholes.push(bytes.to_bytes());
+        wholes.push(whole(upstream, answer).await?);
     }
-    let completion = chat::completion(&wholes, &meta).map_err(|message| ProxyError::Upstream {
-        status: hyper::StatusCode::BAD_GATEWAY,
-        message,
-        code: None,
-        retry_after: None,
-    })?;
-    let mut response = Response::new(Body::full(completion));
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Ok(response)
+    let completion = chat::completion(&wholes, &meta).map_err(|m| bad_gateway(upstream, m))?;
+    Ok(json(completion))
 }
 
 /// A native request on its way, answered with the head of its answer.

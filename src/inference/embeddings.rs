@@ -10,10 +10,11 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
-use super::{join_all, read_body, resolve, send_native, upstream_failure};
+use super::{
+    bad_gateway, join_all, json, read_body, resolve, send_native, upstream_failure, whole,
+};
 use crate::body::Body;
 use crate::dialect::Dialect;
 use crate::error::ProxyError;
@@ -122,28 +123,4 @@ fn is_route_missing(body: &[u8]) -> bool {
 async fn small_body(answer: Response<Body>) -> Bytes {
     let collected = Limited::new(answer.into_body(), 64 * 1024).collect().await;
     collected.map(|c| c.to_bytes()).unwrap_or_default()
-}
-
-async fn whole(upstream: &Upstream, answer: Response<Body>) -> Result<Bytes, ProxyError> {
-    let collected = answer.into_body().collect().await;
-    collected
-        .map(|c| c.to_bytes())
-        .map_err(|e| crate::upstream::classify_body_error(upstream, e.as_ref()))
-}
-
-fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
-    ProxyError::Upstream {
-        status: StatusCode::BAD_GATEWAY,
-        message: format!("upstream `{}`: {message}", upstream.name),
-        code: None,
-        retry_after: None,
-    }
-}
-
-pub(super) fn json(body: Bytes) -> Response<Body> {
-    let mut response = Response::new(Body::full(body));
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }

@@ -6,6 +6,7 @@
 
 pub mod chat;
 pub mod embeddings;
+pub mod models;
 pub mod reframe;
 
 use std::future::{Future, poll_fn};
@@ -65,6 +66,18 @@ pub async fn send_native(
     path: &str,
     body: Bytes,
 ) -> Result<Response<Body>, ProxyError> {
+    send(call, upstream, client, Method::POST, path, body).await
+}
+
+/// Sends one native request with the pass-through header rules; see [`send_native`].
+pub async fn send(
+    call: &Call<'_>,
+    upstream: &Upstream,
+    client: &UpstreamClient,
+    method: Method,
+    path: &str,
+    body: Bytes,
+) -> Result<Response<Body>, ProxyError> {
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let mut fwd = forwarding(call, false);
@@ -72,7 +85,7 @@ pub async fn send_native(
     fwd.host = upstream::host_header(upstream);
     headers::to_upstream(&mut headers, &fwd);
     let mut request = Request::new(Body::full(body));
-    *request.method_mut() = Method::POST;
+    *request.method_mut() = method;
     *request.uri_mut() = upstream::target_uri(upstream, path);
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = headers;
@@ -132,4 +145,31 @@ pub async fn join_all<'a, T>(futures: Vec<Pin<Box<dyn Future<Output = T> + Send 
     })
     .await;
     outputs.into_iter().flatten().collect()
+}
+
+/// Reads a whole upstream answer (one answer in memory; the idle limit applies).
+pub async fn whole(upstream: &Upstream, answer: Response<Body>) -> Result<Bytes, ProxyError> {
+    let collected = answer.into_body().collect().await;
+    collected
+        .map(|c| c.to_bytes())
+        .map_err(|e| upstream::classify_body_error(upstream, e.as_ref()))
+}
+
+/// An upstream answer lingo could not read as what it should be.
+pub fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
+    ProxyError::Upstream {
+        status: StatusCode::BAD_GATEWAY,
+        message: format!("upstream `{}`: {message}", upstream.name),
+        code: None,
+        retry_after: None,
+    }
+}
+
+/// A JSON answer.
+pub fn json(body: Bytes) -> Response<Body> {
+    let mut response = Response::new(Body::full(body));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }

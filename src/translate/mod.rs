@@ -6,6 +6,7 @@
 
 pub mod chat;
 pub mod embeddings;
+pub mod models;
 pub mod ndjson;
 pub mod sse;
 
@@ -18,10 +19,15 @@ pub enum Endpoint {
     ChatCompletions,
     /// `/v1/embeddings` -> `/api/embed` (or `/api/embeddings`).
     Embeddings,
+    /// `/v1/models` -> `/api/tags`.
+    Models,
+    /// `/v1/models/{id}` -> `/api/show` (the id may contain `/`).
+    Model,
 }
 
-/// Every translated endpoint: (client dialect, upstream dialect, exact path, endpoint).
-pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 2] = [
+/// Every translated endpoint: (client dialect, upstream dialect, path, endpoint). A path
+/// ending in `*` matches anything non-empty in its place.
+pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 4] = [
     (
         Dialect::Chat,
         Dialect::Native,
@@ -34,12 +40,37 @@ pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 2] = [
         "/v1/embeddings",
         Endpoint::Embeddings,
     ),
+    (
+        Dialect::Chat,
+        Dialect::Native,
+        "/v1/models",
+        Endpoint::Models,
+    ),
+    (
+        Dialect::Chat,
+        Dialect::Native,
+        "/v1/models/*",
+        Endpoint::Model,
+    ),
 ];
+
+/// Whether `path` matches an [`ENDPOINTS`] pattern.
+pub fn matches(pattern: &str, path: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => path.len() > prefix.len() && path.starts_with(prefix),
+        None => pattern == path,
+    }
+}
+
+/// A path an [`ENDPOINTS`] pattern matches (for checking which routes cover it).
+pub fn example(pattern: &str) -> String {
+    pattern.replace('*', "x")
+}
 
 /// The translator for a request on a route from `client` to `upstream`, if lingo has one.
 pub fn endpoint(client: Dialect, upstream: Dialect, path: &str) -> Option<Endpoint> {
     ENDPOINTS
         .iter()
-        .find(|(c, u, p, _)| *c == client && *u == upstream && *p == path)
+        .find(|(c, u, p, _)| *c == client && *u == upstream && matches(p, path))
         .map(|(.., e)| *e)
 }
