@@ -133,6 +133,7 @@ async fn dispatch(
     );
     let result = match endpoint {
         Some(Endpoint::ChatCompletions) => inference::chat::handle(&call, req).await,
+        Some(Endpoint::Completions) => inference::completions::handle(&call, req).await,
         Some(Endpoint::Embeddings) => inference::embeddings::handle(&call, req).await,
         Some(Endpoint::Models) => inference::models::list(&call).await,
         Some(Endpoint::Model) => {

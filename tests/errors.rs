@@ -148,13 +148,13 @@ async fn translating_route_without_translator_is_501() {
     let backend = Backend::json(200, "{}").await;
     let yaml = table(&format!(
         "upstreams:\n  models:\n    url: {}\n    speaks: native\n\
-         routes:\n  - {{ path: /v1/completions, speaks: chat-completions, to: models }}\n",
+         routes:\n  - {{ path: /v1/responses, speaks: chat-completions, to: models }}\n",
         backend.url()
     ));
     let lingo = Lingo::start(&yaml).await;
     let answer = send(request(
         Method::POST,
-        &lingo.url("/v1/completions"),
+        &lingo.url("/v1/responses"),
         &[],
         "{}",
     ))

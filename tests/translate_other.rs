@@ -242,3 +242,119 @@ async fn one_model_by_id_alias_or_slashed_name() {
         (json!("not_found_error"), json!("model_not_found"))
     );
 }
+
+async fn completions_lingo() -> Lingo {
+    Lingo::start(&table(
+        "upstreams:\n  models:\n    mock: { tokens: 20 }\n    speaks: native\n\
+         models:\n  gpt-3.5-turbo-instruct: { upstream: models, model: llama3.2 }\n\
+         routes:\n  - { path: /v1/completions, speaks: chat-completions, to: models }\n",
+    ))
+    .await
+}
+
+async fn complete(lingo: &Lingo, body: Value) -> Answer {
+    send(request(
+        Method::POST,
+        &lingo.url("/v1/completions"),
+        &[],
+        &body.to_string(),
+    ))
+    .await
+}
+
+#[tokio::test]
+async fn completions_whole_batch_and_echo() {
+    let lingo = completions_lingo().await;
+    let one = complete(
+        &lingo,
+        json!({"model": "gpt-3.5-turbo-instruct", "prompt": "Say this"}),
+    )
+    .await;
+    assert_eq!(one.status, 200, "{}", one.body);
+    let one = one.json();
+    assert_eq!(one["object"], "text_completion");
+    assert!(one["id"].as_str().unwrap().starts_with("cmpl-"));
+    assert_eq!(one["model"], "gpt-3.5-turbo-instruct");
+    let choice = &one["choices"][0];
+    assert_eq!(
+        choice["text"].as_str().unwrap().split(' ').count(),
+        16,
+        "max_tokens defaults to 16"
+    );
+    assert_eq!(choice["finish_reason"], "length");
+    assert_eq!(
+        one["usage"],
+        json!({"prompt_tokens": 2, "completion_tokens": 16, "total_tokens": 18})
+    );
+
+    let batch = complete(
+        &lingo,
+        json!({"model": "m", "prompt": ["a", "b c"], "max_tokens": 2, "echo": true}),
+    )
+    .await
+    .json();
+    let choices = batch["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 2);
+    assert_eq!(
+        choices[0],
+        json!({"text": "aLingo is", "index": 0, "logprobs": null, "finish_reason": "length"})
+    );
+    assert_eq!(choices[1]["text"], "b cLingo is");
+    assert_eq!(choices[1]["index"], 1);
+}
+
+#[tokio::test]
+async fn completions_stream_with_usage() {
+    let lingo = completions_lingo().await;
+    let body = json!({"model": "m", "prompt": ["x", "y"], "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true}});
+    let answer = complete(&lingo, body).await;
+    assert_eq!(answer.headers["content-type"], "text/event-stream");
+    assert!(answer.body.ends_with("data: [DONE]\n\n"));
+    let chunks: Vec<Value> = answer
+        .body
+        .split("\n\n")
+        .filter_map(|f| f.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    for index in [0, 1] {
+        let text: String = chunks
+            .iter()
+            .filter(|c| c["choices"][0]["index"] == index)
+            .filter_map(|c| c["choices"][0]["text"].as_str())
+            .collect();
+        assert_eq!(text, "Lingo is a", "choice {index}");
+    }
+    let usage: Vec<&Value> = chunks.iter().filter(|c| c.get("usage").is_some()).collect();
+    assert_eq!(usage.len(), 1, "usage only in the final usage chunk");
+    assert_eq!(usage[0]["choices"], json!([]));
+    assert_eq!(usage[0]["usage"]["completion_tokens"], 6);
+    let finished = chunks
+        .iter()
+        .filter(|c| c["choices"][0]["finish_reason"] == "length")
+        .count();
+    assert_eq!(finished, 2);
+}
+
+#[tokio::test]
+async fn completions_errors() {
+    let lingo = completions_lingo().await;
+    let bad = complete(
+        &lingo,
+        json!({"model": "m", "prompt": "x", "temperature": 3}),
+    )
+    .await;
+    assert_eq!(
+        (bad.status.as_u16(), bad.json()["error"]["param"].clone()),
+        (400, json!("temperature"))
+    );
+    let missing = complete(&lingo, json!({"model": "missing-x", "prompt": "x"})).await;
+    assert_eq!(missing.status, 404);
+    let cut = complete(
+        &lingo,
+        json!({"model": "m@cut_after=1", "prompt": "x", "stream": true}),
+    )
+    .await;
+    assert!(!cut.body.contains("[DONE]"), "{}", cut.body);
+    assert!(cut.body.contains(r#""error""#), "{}", cut.body);
+}

@@ -113,7 +113,7 @@ pub(super) fn invalid(err: chat::ChatError) -> ProxyError {
 }
 
 /// A server-sent-events answer.
-fn sse(body: Body) -> Response<Body> {
+pub(super) fn sse(body: Body) -> Response<Body> {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

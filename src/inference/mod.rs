@@ -5,6 +5,7 @@
 //! the translators, streaming where the client asked for a stream.
 
 pub mod chat;
+pub mod completions;
 pub mod embeddings;
 pub mod models;
 pub mod reframe;

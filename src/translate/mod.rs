@@ -5,6 +5,7 @@
 //! shell (`inference`) thin. Each native line is parsed once and each frame serialised once.
 
 pub mod chat;
+pub mod completions;
 pub mod embeddings;
 pub mod models;
 pub mod ndjson;
@@ -17,6 +18,8 @@ use crate::dialect::Dialect;
 pub enum Endpoint {
     /// `/v1/chat/completions` -> `/api/chat`.
     ChatCompletions,
+    /// `/v1/completions` -> `/api/generate`.
+    Completions,
     /// `/v1/embeddings` -> `/api/embed` (or `/api/embeddings`).
     Embeddings,
     /// `/v1/models` -> `/api/tags`.
@@ -27,12 +30,18 @@ pub enum Endpoint {
 
 /// Every translated endpoint: (client dialect, upstream dialect, path, endpoint). A path
 /// ending in `*` matches anything non-empty in its place.
-pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 4] = [
+pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 5] = [
     (
         Dialect::Chat,
         Dialect::Native,
         "/v1/chat/completions",
         Endpoint::ChatCompletions,
+    ),
+    (
+        Dialect::Chat,
+        Dialect::Native,
+        "/v1/completions",
+        Endpoint::Completions,
     ),
     (
         Dialect::Chat,

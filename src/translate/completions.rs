@@ -1,0 +1,497 @@
+//! `/v1/completions` <-> native `/api/generate`.
+//!
+//! A prompt array is a batch: one native request per prompt, answered as choices in prompt
+//! order. `max_tokens` defaults to 16 (the official API's default); sampling fields are sent
+//! only when set; `echo` puts the prompt in front of the text.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::chat::{ChatError, Usage};
+use super::sse;
+
+/// The official API's default completion length.
+pub const DEFAULT_MAX_TOKENS: u64 = 16;
+
+fn err(param: &'static str, message: impl Into<String>) -> ChatError {
+    ChatError {
+        message: message.into(),
+        param: Some(param),
+    }
+}
+
+/// A translated completions request: one native body per prompt.
+#[derive(Debug)]
+pub struct CompletionRequest {
+    pub model: String,
+    pub prompts: Vec<String>,
+    pub stream: bool,
+    pub include_usage: bool,
+    pub echo: bool,
+    /// Everything but `model` and `prompt`.
+    native: Map<String, Value>,
+}
+
+impl CompletionRequest {
+    /// The `/api/generate` body for prompt `i`, for the upstream's `model`.
+    pub fn native_body(&self, model: &str, i: usize) -> Bytes {
+        let mut native = self.native.clone();
+        native.insert("model".into(), model.into());
+        native.insert("prompt".into(), self.prompts[i].clone().into());
+        Bytes::from(serde_json::to_vec(&native).unwrap_or_default())
+    }
+}
+
+/// Reads a completions request.
+pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionRequest, ChatError> {
+    let body: Map<String, Value> = match serde_json::from_slice(body) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => {
+            return Err(ChatError {
+                message: "the request body must be a JSON object".into(),
+                param: None,
+            });
+        }
+        Err(e) => {
+            return Err(ChatError {
+                message: format!("the request body is not valid JSON: {e}"),
+                param: None,
+            });
+        }
+    };
+    let model = match body.get("model") {
+        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
+        _ => return Err(err("model", "you must provide a model parameter")),
+    };
+    let bad_prompt = || {
+        err(
+            "prompt",
+            "prompt must be a string or a non-empty array of strings",
+        )
+    };
+    let prompts = match body.get("prompt") {
+        Some(Value::String(p)) => vec![p.clone()],
+        Some(Value::Array(items)) if !items.is_empty() && items.len() <= 64 => items
+            .iter()
+            .map(|p| p.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(bad_prompt)?,
+        _ => return Err(bad_prompt()),
+    };
+    for key in ["n", "best_of"] {
+        if body
+            .get(key)
+            .is_some_and(|v| !v.is_null() && v.as_u64() != Some(1))
+        {
+            return Err(err(
+                if key == "n" { "n" } else { "best_of" },
+                format!(
+                    "{key} other than 1 is not supported on completions; send the prompt several times"
+                ),
+            ));
+        }
+    }
+    let flag = |key: &'static str, map: &Map<String, Value>| match map.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(err(key, format!("{key} must be a boolean"))),
+    };
+    let stream = flag("stream", &body)?;
+    let echo = flag("echo", &body)?;
+    let include_usage = match body.get("stream_options") {
+        Some(Value::Object(o)) => flag("include_usage", o).map_err(|_| {
+            err(
+                "stream_options",
+                "stream_options.include_usage must be a boolean",
+            )
+        })?,
+        None | Some(Value::Null) => false,
+        Some(_) => return Err(err("stream_options", "stream_options must be an object")),
+    };
+
+    let mut options = defaults.clone();
+    if let Some(client) = body.get("options").filter(|v| !v.is_null()) {
+        let client = client
+            .as_object()
+            .ok_or_else(|| err("options", "options must be an object of native options"))?;
+        options.extend(client.clone());
+    }
+    let max_tokens = match body.get("max_tokens") {
+        None | Some(Value::Null) => DEFAULT_MAX_TOKENS,
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| err("max_tokens", "max_tokens must be a positive integer"))?,
+    };
+    options.insert("num_predict".into(), max_tokens.into());
+    for (key, low, high) in [
+        ("temperature", 0.0, 2.0),
+        ("top_p", 0.0, 1.0),
+        ("frequency_penalty", -2.0, 2.0),
+        ("presence_penalty", -2.0, 2.0),
+    ] {
+        match body.get(key) {
+            None | Some(Value::Null) => {}
+            Some(v) => match v.as_f64() {
+                Some(x) if (low..=high).contains(&x) => {
+                    options.insert(key.into(), v.clone());
+                }
+                _ => {
+                    return Err(err(
+                        key,
+                        format!("{key} must be a number from {low} to {high}"),
+                    ));
+                }
+            },
+        }
+    }
+    match body.get("seed") {
+        None | Some(Value::Null) => {}
+        Some(v) if v.is_i64() || v.is_u64() => {
+            options.insert("seed".into(), v.clone());
+        }
+        Some(_) => return Err(err("seed", "seed must be an integer")),
+    }
+    match body.get("stop") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => {
+            options.insert("stop".into(), vec![s.clone()].into());
+        }
+        Some(Value::Array(items)) if items.len() <= 4 && items.iter().all(Value::is_string) => {
+            options.insert("stop".into(), Value::Array(items.clone()));
+        }
+        Some(_) => {
+            return Err(err(
+                "stop",
+                "stop must be a string or an array of up to 4 strings",
+            ));
+        }
+    }
+    let mut native = Map::new();
+    native.insert("stream".into(), stream.into());
+    native.insert("options".into(), Value::Object(options));
+    for key in ["suffix", "keep_alive", "think"] {
+        if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
+            if key == "suffix" && !v.is_string() {
+                return Err(err("suffix", "suffix must be a string"));
+            }
+            native.insert(key.into(), v.clone());
+        }
+    }
+    Ok(CompletionRequest {
+        model,
+        prompts,
+        stream,
+        include_usage,
+        echo,
+        native,
+    })
+}
+
+/// One native `/api/generate` event (or the whole answer).
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(default, borrow)]
+    response: Cow<'a, str>,
+    #[serde(default)]
+    done: bool,
+    #[serde(default, borrow)]
+    done_reason: Option<Cow<'a, str>>,
+    #[serde(default)]
+    prompt_eval_count: u64,
+    #[serde(default)]
+    eval_count: u64,
+    #[serde(default, borrow)]
+    error: Option<Cow<'a, str>>,
+}
+
+fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| format!("upstream sent something that is not a native generate event: {e}"))
+}
+
+fn finish_reason(done_reason: Option<&str>) -> &'static str {
+    if done_reason == Some("length") {
+        "length"
+    } else {
+        "stop"
+    }
+}
+
+fn usage(event: &Event<'_>) -> Usage {
+    Usage {
+        prompt_tokens: event.prompt_eval_count,
+        completion_tokens: event.eval_count,
+        total_tokens: event.prompt_eval_count + event.eval_count,
+    }
+}
+
+/// What every chunk of one completion shares.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    /// `cmpl-` + a random token.
+    pub id: String,
+    pub created: u64,
+    pub model: String,
+}
+
+#[derive(Serialize)]
+struct Out<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    system_fingerprint: &'static str,
+    choices: Vec<OutChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+}
+
+#[derive(Serialize)]
+struct OutChoice<'a> {
+    text: Cow<'a, str>,
+    index: u32,
+    logprobs: Option<()>,
+    finish_reason: Option<&'static str>,
+}
+
+fn envelope<'a>(meta: &'a Meta, choices: Vec<OutChoice<'a>>, usage: Option<Usage>) -> Out<'a> {
+    Out {
+        id: &meta.id,
+        object: "text_completion",
+        created: meta.created,
+        model: &meta.model,
+        system_fingerprint: "fp_lingo",
+        choices,
+        usage,
+    }
+}
+
+/// The `text_completion` answer for the whole native answers, one per prompt.
+pub fn completion(
+    answers: &[Bytes],
+    request: &CompletionRequest,
+    meta: &Meta,
+) -> Result<Bytes, String> {
+    let mut total: Option<Usage> = None;
+    let mut choices = Vec::with_capacity(answers.len());
+    for (i, answer) in answers.iter().enumerate() {
+        let event = parse(answer)?;
+        if let Some(error) = event.error {
+            return Err(format!("upstream error: {error}"));
+        }
+        let text = if request.echo {
+            format!("{}{}", request.prompts[i], event.response)
+        } else {
+            event.response.into_owned()
+        };
+        choices.push(OutChoice {
+            text: Cow::Owned(text),
+            index: i as u32,
+            logprobs: None,
+            finish_reason: Some(finish_reason(event.done_reason.as_deref())),
+        });
+        let this = Usage {
+            prompt_tokens: event.prompt_eval_count,
+            completion_tokens: event.eval_count,
+            total_tokens: event.prompt_eval_count + event.eval_count,
+        };
+        total = Some(total.map_or(this, |t| Usage {
+            prompt_tokens: t.prompt_tokens + this.prompt_tokens,
+            completion_tokens: t.completion_tokens + this.completion_tokens,
+            total_tokens: t.total_tokens + this.total_tokens,
+        }));
+    }
+    serde_json::to_vec(&envelope(meta, choices, Some(total.unwrap_or_default())))
+        .map(Bytes::from)
+        .map_err(|e| e.to_string())
+}
+
+/// One prompt's stream: native NDJSON lines in, `text_completion` SSE chunks out.
+#[derive(Debug)]
+pub struct CompletionStream {
+    meta: Meta,
+    index: u32,
+    include_usage: bool,
+    /// The prompt, sent in front of the first piece when `echo` was asked for.
+    echo: Option<String>,
+    done: bool,
+    usage: Option<Usage>,
+}
+
+impl CompletionStream {
+    pub fn new(meta: &Meta, index: u32, include_usage: bool, echo: Option<String>) -> Self {
+        CompletionStream {
+            meta: meta.clone(),
+            index,
+            include_usage,
+            echo,
+            done: false,
+            usage: None,
+        }
+    }
+
+    /// The frames for one native line.
+    pub fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        let event = parse(line)?;
+        if let Some(error) = event.error {
+            return Err(format!("upstream error: {error}"));
+        }
+        let mut text = event.response.clone();
+        if let Some(prompt) = self.echo.take() {
+            text = Cow::Owned(format!("{prompt}{text}"));
+        }
+        let mut frames = Vec::with_capacity(2);
+        if !text.is_empty() || event.done {
+            let finish = event
+                .done
+                .then(|| finish_reason(event.done_reason.as_deref()));
+            let choice = OutChoice {
+                text,
+                index: self.index,
+                logprobs: None,
+                finish_reason: finish,
+            };
+            frames.push(sse::data(&envelope(&self.meta, vec![choice], None)));
+        }
+        if event.done {
+            self.done = true;
+            let usage = usage(&event);
+            self.usage = Some(usage);
+            if self.include_usage {
+                frames.push(self.usage_chunk(usage));
+            }
+        }
+        Ok(frames)
+    }
+
+    /// At the end of the upstream body: an error unless the closing event came.
+    pub fn finish(&mut self) -> Result<Vec<Bytes>, String> {
+        if self.done {
+            Ok(Vec::new())
+        } else {
+            Err("upstream closed the stream before it was done".into())
+        }
+    }
+
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+
+    /// The chunk with `choices: []` and the usage.
+    pub fn usage_chunk(&self, usage: Usage) -> Bytes {
+        sse::data(&envelope(&self.meta, Vec::new(), Some(usage)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn native(body: Value) -> Result<Value, ChatError> {
+        let r = request(body.to_string().as_bytes(), &Map::new())?;
+        Ok(serde_json::from_slice(&r.native_body("up", 0)).unwrap())
+    }
+
+    #[test]
+    fn requests() {
+        assert_eq!(
+            native(json!({"model": "m", "prompt": "Hi", "suffix": "end", "temperature": 0.5, "top_p": 0, "stop": "\n", "user": "u"})).unwrap(),
+            json!({"model": "up", "prompt": "Hi", "suffix": "end", "stream": false,
+                   "options": {"num_predict": 16, "temperature": 0.5, "top_p": 0, "stop": ["\n"]}})
+        );
+        let batch = request(
+            br#"{"model":"m","prompt":["a","b"],"max_tokens":5,"stream":true}"#,
+            &Map::new(),
+        )
+        .unwrap();
+        assert_eq!(batch.prompts, ["a", "b"]);
+        let second: Value = serde_json::from_slice(&batch.native_body("up", 1)).unwrap();
+        assert_eq!(
+            (
+                second["prompt"].clone(),
+                second["options"]["num_predict"].clone(),
+                second["stream"].clone()
+            ),
+            (json!("b"), json!(5), json!(true))
+        );
+        for (body, param) in [
+            (json!({"prompt": "x"}), "model"),
+            (json!({"model": "m"}), "prompt"),
+            (json!({"model": "m", "prompt": []}), "prompt"),
+            (json!({"model": "m", "prompt": [1]}), "prompt"),
+            (
+                json!({"model": "m", "prompt": "x", "temperature": 9}),
+                "temperature",
+            ),
+            (
+                json!({"model": "m", "prompt": "x", "max_tokens": 0}),
+                "max_tokens",
+            ),
+            (json!({"model": "m", "prompt": "x", "n": 2}), "n"),
+            (json!({"model": "m", "prompt": "x", "echo": "yes"}), "echo"),
+        ] {
+            assert_eq!(
+                native(body.clone()).unwrap_err().param,
+                Some(param),
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn answers_and_streams() {
+        let meta = Meta {
+            id: "cmpl-x".into(),
+            created: 1,
+            model: "m".into(),
+        };
+        let req = request(br#"{"model":"m","prompt":"Say:","echo":true}"#, &Map::new()).unwrap();
+        let whole = completion(&[Bytes::from_static(br#"{"response":" hi","done":true,"done_reason":"length","prompt_eval_count":2,"eval_count":1}"#)], &req, &meta).unwrap();
+        let whole: Value = serde_json::from_slice(&whole).unwrap();
+        assert_eq!(
+            whole["choices"][0],
+            json!({"text": "Say: hi", "index": 0, "logprobs": null, "finish_reason": "length"})
+        );
+        assert_eq!(
+            whole["usage"],
+            json!({"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3})
+        );
+        assert_eq!(whole["object"], "text_completion");
+
+        let mut stream = CompletionStream::new(&meta, 0, true, None);
+        let first = stream.on_line(br#"{"response":"a","done":false}"#).unwrap();
+        assert_eq!(first.len(), 1);
+        let chunk: Value = serde_json::from_slice(&first[0][6..first[0].len() - 2]).unwrap();
+        assert!(
+            chunk.get("usage").is_none(),
+            "no zero-filled usage on every chunk"
+        );
+        assert_eq!(chunk["choices"][0]["finish_reason"], Value::Null);
+        let last = stream
+            .on_line(br#"{"response":"","done":true,"done_reason":"stop","eval_count":1}"#)
+            .unwrap();
+        assert_eq!(last.len(), 2, "the finish chunk and the usage chunk");
+        assert!(
+            std::str::from_utf8(&last[1])
+                .unwrap()
+                .contains(r#""choices":[]"#)
+        );
+        assert!(stream.finish().unwrap().is_empty());
+        let mut cut = CompletionStream::new(&meta, 0, false, None);
+        cut.on_line(br#"{"response":"a","done":false}"#).unwrap();
+        assert!(cut.finish().is_err());
+        assert!(
+            CompletionStream::new(&meta, 0, false, None)
+                .on_line(br#"{"error":"boom"}"#)
+                .is_err()
+        );
+    }
+}
