@@ -7,7 +7,6 @@
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use hyper::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, Version};
 
@@ -25,10 +24,11 @@ use crate::upstream::{self, headers};
 const REWRITE_CAP: usize = 32 * 1024 * 1024;
 
 /// Forwards `req` to the call's upstream and streams the answer back.
-pub async fn forward(
-    call: &Call<'_>,
-    req: Request<Incoming>,
-) -> Result<Response<Body>, ProxyError> {
+pub async fn forward<B>(call: &Call<'_>, req: Request<B>) -> Result<Response<Body>, ProxyError>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     let (mut parts, body) = req.into_parts();
     parts.uri = upstream::target_uri(call.upstream, &call.path_and_query);
     // The client's HTTP version is its hop's business; the pool picks the upstream's.

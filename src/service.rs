@@ -49,6 +49,25 @@ pub struct Call<'a> {
     pub public_base: String,
 }
 
+// === impl Call ===
+
+impl<'a> Call<'a> {
+    /// The same call, sent to another upstream of the table (a model alias's).
+    pub fn to_upstream(&self, index: usize) -> Call<'a> {
+        Call {
+            snapshot: self.snapshot,
+            route: self.route,
+            upstream: self.snapshot.table.upstream(index),
+            client: &self.snapshot.clients[index],
+            conn: self.conn,
+            path_and_query: self.path_and_query.clone(),
+            request_id: self.request_id.clone(),
+            client_host: self.client_host.clone(),
+            public_base: self.public_base.clone(),
+        }
+    }
+}
+
 /// Serves one request; never fails (errors are answers).
 pub async fn handle(
     reloader: Arc<Reloader>,
@@ -140,6 +159,9 @@ async fn dispatch(
             inference::models::one(&call, &call.path_and_query[..path_len]).await
         }
         None if upgrade => websocket::proxy(&call, req).await,
+        None if inference::native::renames_models(&call, &call.path_and_query[..path_len]) => {
+            inference::native::handle(&call, req).await
+        }
         None => passthrough::forward(&call, req).await,
     };
     result.map_err(|e| (e, dialect))

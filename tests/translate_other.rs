@@ -358,3 +358,69 @@ async fn completions_errors() {
     assert!(!cut.body.contains("[DONE]"), "{}", cut.body);
     assert!(cut.body.contains(r#""error""#), "{}", cut.body);
 }
+
+/// Native pass-through routes honour aliases: routed to the alias's upstream with its model
+/// name, and every `model` in the answer is the alias again.
+#[tokio::test]
+async fn native_requests_for_an_alias() {
+    let plain = Backend::json(200, r#"{"model":"x","done":true}"#).await;
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  models:\n    url: {}\n    speaks: native\n  gpus:\n    mock: {{ tokens: 3 }}\n    speaks: native\n\
+         models:\n  gpt-4o-mini: {{ upstream: gpus, model: \"llama3.2:3b\" }}\n\
+         routes:\n  - {{ prefix: /api, to: models }}\n",
+        plain.url()
+    )))
+    .await;
+    let streamed = send(request(
+        Method::POST,
+        &lingo.url("/api/chat"),
+        &[],
+        &json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]})
+            .to_string(),
+    ))
+    .await;
+    assert_eq!(streamed.status, 200, "{}", streamed.body);
+    let lines: Vec<Value> = streamed
+        .body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert!(
+        lines.iter().all(|l| l["model"] == "gpt-4o-mini"),
+        "{}",
+        streamed.body
+    );
+    assert!(!streamed.body.contains("llama3.2:3b"));
+
+    let whole = send(request(
+        Method::POST,
+        &lingo.url("/api/generate"),
+        &[],
+        &json!({"model": "gpt-4o-mini", "prompt": "x", "stream": false}).to_string(),
+    ))
+    .await
+    .json();
+    assert_eq!(
+        (whole["model"].clone(), whole["response"].clone()),
+        (json!("gpt-4o-mini"), json!("Lingo is a"))
+    );
+    assert!(
+        plain.requests().is_empty(),
+        "aliased requests went to the alias's upstream"
+    );
+
+    let other = send(request(
+        Method::POST,
+        &lingo.url("/api/chat"),
+        &[],
+        r#"{"model":"qwen3","messages":[]}"#,
+    ))
+    .await;
+    assert_eq!(other.body, r#"{"model":"x","done":true}"#);
+    let seen = plain.last();
+    assert_eq!(
+        seen.body, r#"{"model":"qwen3","messages":[]}"#,
+        "other models pass through byte for byte"
+    );
+}

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod completions;
 pub mod embeddings;
 pub mod models;
+pub mod native;
 pub mod reframe;
 
 use std::future::{Future, poll_fn};
