@@ -1,4 +1,4 @@
-//! Golden files: native NDJSON streams in, chat-completions SSE out, through the same
+//! Golden files: native NDJSON streams in, chat-completions (and completions) SSE out, through the same
 //! `Reframe`/`Merged` bodies lingo serves, whole and split at every byte boundary.
 //! See `tests/fixtures/README.md`.
 
@@ -9,6 +9,7 @@ use http_body_util::BodyExt;
 use lingo::body::Body;
 use lingo::inference::reframe::{Merged, Reframe};
 use lingo::translate::chat::{ChatStream, ResponseMeta};
+use lingo::translate::completions::{CompletionStream, Meta};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
@@ -20,15 +21,27 @@ fn meta() -> ResponseMeta {
     }
 }
 
-/// The SSE lingo makes of `chunks`, with synthesised tool-call ids made readable.
-async fn reframe(chunks: Vec<Bytes>) -> String {
-    let stream = ChatStream::new(&meta(), 0, true);
-    let body = Merged::new(
-        vec![Reframe::new(Body::pieces(chunks), 1 << 20, stream)],
-        None,
-    );
-    let bytes = body.collect().await.unwrap().to_bytes();
-    normalise_ids(std::str::from_utf8(&bytes).unwrap())
+/// The SSE lingo makes of `chunks`, with synthesised tool-call ids made readable:
+/// `/api/generate` streams (files named `generate_*`) as completions, the rest as chat.
+async fn reframe(name: &str, chunks: Vec<Bytes>) -> String {
+    let body = Body::pieces(chunks);
+    let bytes = if name.starts_with("generate_") {
+        let meta = Meta {
+            id: "cmpl-golden".into(),
+            created: 1_700_000_000,
+            model: "gpt-3.5-turbo-instruct".into(),
+        };
+        let stream = CompletionStream::new(&meta, 0, true, None);
+        Merged::new(vec![Reframe::new(body, 1 << 20, stream)], None)
+            .collect()
+            .await
+    } else {
+        let stream = ChatStream::new(&meta(), 0, true);
+        Merged::new(vec![Reframe::new(body, 1 << 20, stream)], None)
+            .collect()
+            .await
+    };
+    normalise_ids(std::str::from_utf8(&bytes.unwrap().to_bytes()).unwrap())
 }
 
 fn normalise_ids(sse: &str) -> String {
@@ -62,7 +75,7 @@ async fn golden_streams() {
     for native in names {
         let name = native.file_stem().unwrap().to_str().unwrap().to_owned();
         let input = Bytes::from(std::fs::read(&native).unwrap());
-        let whole = reframe(vec![input.clone()]).await;
+        let whole = reframe(&name, vec![input.clone()]).await;
         let expected_path = Path::new(FIXTURES)
             .join("expected")
             .join(format!("{name}.sse"));
@@ -73,10 +86,14 @@ async fn golden_streams() {
             .unwrap_or_else(|_| panic!("{expected_path:?} is missing: run with LINGO_BLESS=1"));
         assert_eq!(whole, expected, "{name}");
         for i in 0..=input.len() {
-            let split = reframe(vec![input.slice(..i), input.slice(i..)]).await;
+            let split = reframe(&name, vec![input.slice(..i), input.slice(i..)]).await;
             assert_eq!(split, expected, "{name} split at byte {i}");
         }
-        let bytewise = reframe((0..input.len()).map(|i| input.slice(i..i + 1)).collect()).await;
+        let bytewise = reframe(
+            &name,
+            (0..input.len()).map(|i| input.slice(i..i + 1)).collect(),
+        )
+        .await;
         assert_eq!(bytewise, expected, "{name} one byte at a time");
     }
 }
