@@ -6,12 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::channel::Channel;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, Response};
 use lingo::body::Body;
 use support::*;
-use tokio::sync::mpsc;
 
 fn native_table(backend: &Backend, extra: &str) -> String {
     table(&format!(
@@ -23,27 +21,7 @@ fn native_table(backend: &Backend, extra: &str) -> String {
 /// The first NDJSON line reaches the client before the backend has sent the second.
 #[tokio::test]
 async fn streams_each_line_as_the_upstream_sends_it() {
-    let (lines_tx, lines_rx) = mpsc::unbounded_channel::<Bytes>();
-    let lines_rx = Arc::new(tokio::sync::Mutex::new(lines_rx));
-    let backend = Backend::start(move |_| {
-        let lines_rx = Arc::clone(&lines_rx);
-        async move {
-            let (mut tx, body) = Channel::<Bytes, lingo::body::BoxError>::new(1);
-            tokio::spawn(async move {
-                let mut rx = lines_rx.lock().await;
-                while let Some(line) = rx.recv().await {
-                    if tx.send_data(line).await.is_err() {
-                        break;
-                    }
-                }
-            });
-            Response::builder()
-                .header("content-type", "application/x-ndjson")
-                .body(Body::new(body))
-                .unwrap()
-        }
-    })
-    .await;
+    let (backend, lines_tx) = scripted_backend().await;
     let lingo = Lingo::start(&native_table(&backend, "")).await;
 
     let req = request(

@@ -14,11 +14,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use http_body_util::channel::Channel;
-use hyper::{Method, Response};
-use lingo::body::{Body, BoxError};
+use hyper::Method;
 use support::*;
-use tokio::sync::mpsc;
 
 /// A `lingo` child process and everything it wrote to stderr.
 struct Proc {
@@ -144,24 +141,7 @@ async fn sighup_rereads_the_table_and_its_secret_files() {
 
 #[tokio::test]
 async fn sigterm_refuses_new_connections_and_drains_streams() {
-    let (lines_tx, lines_rx) = mpsc::unbounded_channel::<Bytes>();
-    let lines_rx = Arc::new(tokio::sync::Mutex::new(lines_rx));
-    let backend = Backend::start(move |_| {
-        let lines_rx = Arc::clone(&lines_rx);
-        async move {
-            let (mut tx, body) = Channel::<Bytes, BoxError>::new(1);
-            tokio::spawn(async move {
-                let mut rx = lines_rx.lock().await;
-                while let Some(line) = rx.recv().await {
-                    if tx.send_data(line).await.is_err() {
-                        break;
-                    }
-                }
-            });
-            Response::builder().body(Body::new(body)).unwrap()
-        }
-    })
-    .await;
+    let (backend, lines_tx) = scripted_backend().await;
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("proxy.yaml");
     let yaml = table(&format!(

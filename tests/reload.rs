@@ -5,16 +5,12 @@
 mod support;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use http_body_util::channel::Channel;
-use hyper::{Method, Response};
-use lingo::body::{Body, BoxError};
+use hyper::Method;
 use support::*;
-use tokio::sync::mpsc;
 
 fn routed_to(backend: &Backend) -> String {
     table(&format!(
@@ -108,24 +104,7 @@ async fn a_broken_file_is_refused_and_the_old_table_keeps_serving() {
 /// longer has its upstream; new requests go to the new upstream.
 #[tokio::test]
 async fn a_request_in_flight_finishes_on_its_own_table() {
-    let (lines_tx, lines_rx) = mpsc::unbounded_channel::<Bytes>();
-    let lines_rx = Arc::new(tokio::sync::Mutex::new(lines_rx));
-    let slow = Backend::start(move |_| {
-        let lines_rx = Arc::clone(&lines_rx);
-        async move {
-            let (mut tx, body) = Channel::<Bytes, BoxError>::new(1);
-            tokio::spawn(async move {
-                let mut rx = lines_rx.lock().await;
-                while let Some(line) = rx.recv().await {
-                    if tx.send_data(line).await.is_err() {
-                        break;
-                    }
-                }
-            });
-            Response::builder().body(Body::new(body)).unwrap()
-        }
-    })
-    .await;
+    let (slow, lines_tx) = scripted_backend().await;
     let other = Backend::json(200, "other").await;
     let lingo = Lingo::start(&routed_to(&slow)).await;
 

@@ -432,27 +432,7 @@ async fn unreachable_and_slow_backends() {
 /// The first token reaches the client before the backend sends the second.
 #[tokio::test]
 async fn tokens_are_not_buffered() {
-    let (lines_tx, lines_rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
-    let lines_rx = std::sync::Arc::new(tokio::sync::Mutex::new(lines_rx));
-    let backend = Backend::start(move |_| {
-        let lines_rx = std::sync::Arc::clone(&lines_rx);
-        async move {
-            let (mut tx, body) = Channel::<Bytes, BoxError>::new(1);
-            tokio::spawn(async move {
-                let mut rx = lines_rx.lock().await;
-                while let Some(line) = rx.recv().await {
-                    if tx.send_data(line).await.is_err() {
-                        break;
-                    }
-                }
-            });
-            Response::builder()
-                .header("content-type", "application/x-ndjson")
-                .body(Body::new(body))
-                .unwrap()
-        }
-    })
-    .await;
+    let (backend, lines_tx) = scripted_backend().await;
     let lingo = chat_lingo(&format!("    url: {}\n", backend.url())).await;
     let req = request(
         Method::POST,

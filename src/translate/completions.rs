@@ -11,17 +11,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::chat::{ChatError, Usage};
+use super::params::{self, err};
 use super::sse;
 
 /// The official API's default completion length.
 pub const DEFAULT_MAX_TOKENS: u64 = 16;
-
-fn err(param: &'static str, message: impl Into<String>) -> ChatError {
-    ChatError {
-        message: message.into(),
-        param: Some(param),
-    }
-}
 
 /// A translated completions request: one native body per prompt.
 #[derive(Debug)]
@@ -47,25 +41,8 @@ impl CompletionRequest {
 
 /// Reads a completions request.
 pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionRequest, ChatError> {
-    let body: Map<String, Value> = match serde_json::from_slice(body) {
-        Ok(Value::Object(map)) => map,
-        Ok(_) => {
-            return Err(ChatError {
-                message: "the request body must be a JSON object".into(),
-                param: None,
-            });
-        }
-        Err(e) => {
-            return Err(ChatError {
-                message: format!("the request body is not valid JSON: {e}"),
-                param: None,
-            });
-        }
-    };
-    let model = match body.get("model") {
-        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
-        _ => return Err(err("model", "you must provide a model parameter")),
-    };
+    let body = params::object(body)?;
+    let model = params::model(&body)?;
     let bad_prompt = || {
         err(
             "prompt",
@@ -94,82 +71,12 @@ pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionR
             ));
         }
     }
-    let flag = |key: &'static str, map: &Map<String, Value>| match map.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(err(key, format!("{key} must be a boolean"))),
-    };
-    let stream = flag("stream", &body)?;
-    let echo = flag("echo", &body)?;
-    let include_usage = match body.get("stream_options") {
-        Some(Value::Object(o)) => flag("include_usage", o).map_err(|_| {
-            err(
-                "stream_options",
-                "stream_options.include_usage must be a boolean",
-            )
-        })?,
-        None | Some(Value::Null) => false,
-        Some(_) => return Err(err("stream_options", "stream_options must be an object")),
-    };
-
-    let mut options = defaults.clone();
-    if let Some(client) = body.get("options").filter(|v| !v.is_null()) {
-        let client = client
-            .as_object()
-            .ok_or_else(|| err("options", "options must be an object of native options"))?;
-        options.extend(client.clone());
-    }
-    let max_tokens = match body.get("max_tokens") {
-        None | Some(Value::Null) => DEFAULT_MAX_TOKENS,
-        Some(v) => v
-            .as_u64()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| err("max_tokens", "max_tokens must be a positive integer"))?,
-    };
+    let stream = params::flag(&body, "stream")?;
+    let echo = params::flag(&body, "echo")?;
+    let include_usage = params::include_usage(&body)?;
+    let mut options = params::options(&body, defaults)?;
+    let max_tokens = params::token_limit(&body, "max_tokens")?.unwrap_or(DEFAULT_MAX_TOKENS);
     options.insert("num_predict".into(), max_tokens.into());
-    for (key, low, high) in [
-        ("temperature", 0.0, 2.0),
-        ("top_p", 0.0, 1.0),
-        ("frequency_penalty", -2.0, 2.0),
-        ("presence_penalty", -2.0, 2.0),
-    ] {
-        match body.get(key) {
-            None | Some(Value::Null) => {}
-            Some(v) => match v.as_f64() {
-                Some(x) if (low..=high).contains(&x) => {
-                    options.insert(key.into(), v.clone());
-                }
-                _ => {
-                    return Err(err(
-                        key,
-                        format!("{key} must be a number from {low} to {high}"),
-                    ));
-                }
-            },
-        }
-    }
-    match body.get("seed") {
-        None | Some(Value::Null) => {}
-        Some(v) if v.is_i64() || v.is_u64() => {
-            options.insert("seed".into(), v.clone());
-        }
-        Some(_) => return Err(err("seed", "seed must be an integer")),
-    }
-    match body.get("stop") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) => {
-            options.insert("stop".into(), vec![s.clone()].into());
-        }
-        Some(Value::Array(items)) if items.len() <= 4 && items.iter().all(Value::is_string) => {
-            options.insert("stop".into(), Value::Array(items.clone()));
-        }
-        Some(_) => {
-            return Err(err(
-                "stop",
-                "stop must be a string or an array of up to 4 strings",
-            ));
-        }
-    }
     let mut native = Map::new();
     native.insert("stream".into(), stream.into());
     native.insert("options".into(), Value::Object(options));

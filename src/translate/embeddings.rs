@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::chat::ChatError;
+use super::params::{self, err};
 
 /// A translated embeddings request.
 #[derive(Debug)]
@@ -20,34 +21,10 @@ pub struct EmbedRequest {
     pub extras: Map<String, Value>,
 }
 
-fn err(param: &'static str, message: impl Into<String>) -> ChatError {
-    ChatError {
-        message: message.into(),
-        param: Some(param),
-    }
-}
-
 /// Reads a chat-completions embeddings request.
 pub fn request(body: &[u8]) -> Result<EmbedRequest, ChatError> {
-    let body: Map<String, Value> = match serde_json::from_slice(body) {
-        Ok(Value::Object(map)) => map,
-        Ok(_) => {
-            return Err(ChatError {
-                message: "the request body must be a JSON object".into(),
-                param: None,
-            });
-        }
-        Err(e) => {
-            return Err(ChatError {
-                message: format!("the request body is not valid JSON: {e}"),
-                param: None,
-            });
-        }
-    };
-    let model = match body.get("model") {
-        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
-        _ => return Err(err("model", "you must provide a model parameter")),
-    };
+    let body = params::object(body)?;
+    let model = params::model(&body)?;
     let bad_input = || {
         err(
             "input",

@@ -9,6 +9,7 @@ pub mod completions;
 pub mod embeddings;
 pub mod models;
 pub mod ndjson;
+pub mod params;
 pub mod sse;
 
 use crate::dialect::Dialect;

@@ -232,3 +232,32 @@ pub fn request(
 pub fn table(rest: &str) -> String {
     format!("listen:\n  - addr: 127.0.0.1:0\n{rest}")
 }
+
+/// A backend whose answers stream exactly the chunks the test sends on the returned
+/// channel, when it sends them (NDJSON content type); the answer ends when the sender is
+/// dropped. Used to prove that lingo forwards each chunk before the next exists.
+pub async fn scripted_backend() -> (Backend, tokio::sync::mpsc::UnboundedSender<Bytes>) {
+    use http_body_util::channel::Channel;
+    let (lines_tx, lines_rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+    let lines_rx = Arc::new(tokio::sync::Mutex::new(lines_rx));
+    let backend = Backend::start(move |_| {
+        let lines_rx = Arc::clone(&lines_rx);
+        async move {
+            let (mut tx, body) = Channel::<Bytes, lingo::body::BoxError>::new(1);
+            tokio::spawn(async move {
+                let mut rx = lines_rx.lock().await;
+                while let Some(line) = rx.recv().await {
+                    if tx.send_data(line).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            Response::builder()
+                .header("content-type", "application/x-ndjson")
+                .body(Body::new(body))
+                .unwrap()
+        }
+    })
+    .await;
+    (backend, lines_tx)
+}

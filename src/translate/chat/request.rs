@@ -4,7 +4,9 @@
 //! set wrongly is a 400 naming its `param`; fields lingo does not use (`user`, `store`,
 //! `logit_bias`, ...) are ignored, as the official API's clients expect.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
+
+use crate::translate::params::{self, err};
 
 /// Most choices one request may ask for: each is a full upstream generation.
 pub const MAX_N: u64 = 8;
@@ -68,35 +70,16 @@ impl ChatRequest {
     }
 }
 
-fn err(param: &'static str, message: impl Into<String>) -> ChatError {
-    ChatError {
-        message: message.into(),
-        param: Some(param),
-    }
-}
-
 /// Translates a chat-completions body.
 pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, ChatError> {
-    let body = parse(body)?;
-    let model = match body.get("model") {
-        Some(Value::String(m)) if !m.trim().is_empty() => m.clone(),
-        _ => return Err(err("model", "you must provide a model parameter")),
-    };
+    let body = params::object(body)?;
+    let model = params::model(&body)?;
     let messages = match body.get("messages") {
         Some(Value::Array(m)) if !m.is_empty() => super::messages::translate(m)?,
         _ => return Err(err("messages", "messages must be a non-empty array")),
     };
-    let stream = flag(&body, "stream")?;
-    let include_usage = match body.get("stream_options") {
-        None | Some(Value::Null) => false,
-        Some(Value::Object(o)) => flag(o, "include_usage").map_err(|_| {
-            err(
-                "stream_options",
-                "stream_options.include_usage must be a boolean",
-            )
-        })?,
-        Some(_) => return Err(err("stream_options", "stream_options must be an object")),
-    };
+    let stream = params::flag(&body, "stream")?;
+    let include_usage = params::include_usage(&body)?;
     let n = match body.get("n") {
         None | Some(Value::Null) => 1,
         Some(v) => match v.as_u64() {
@@ -109,7 +92,15 @@ pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Cha
     native.insert("model".into(), model.clone().into());
     native.insert("messages".into(), Value::Array(messages));
     native.insert("stream".into(), stream.into());
-    let options = options(&body, defaults)?;
+    let mut options = params::options(&body, &defaults.options)?;
+    // `max_completion_tokens` is the current name; `max_tokens` the older one.
+    let limit = match params::token_limit(&body, "max_completion_tokens")? {
+        Some(n) => Some(n),
+        None => params::token_limit(&body, "max_tokens")?,
+    };
+    if let Some(n) = limit {
+        options.insert("num_predict".into(), n.into());
+    }
     if !options.is_empty() {
         native.insert("options".into(), Value::Object(options));
     }
@@ -134,127 +125,6 @@ pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Cha
         include_usage,
         n,
     })
-}
-
-fn parse(body: &[u8]) -> Result<Map<String, Value>, ChatError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ChatError {
-            message: "the request body is empty; send a JSON chat-completions request".into(),
-            param: None,
-        });
-    }
-    match serde_json::from_slice(body) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(ChatError {
-            message: "the request body must be a JSON object".into(),
-            param: None,
-        }),
-        Err(e) => Err(ChatError {
-            message: format!("the request body is not valid JSON: {e}"),
-            param: None,
-        }),
-    }
-}
-
-/// A boolean field; absent or null is false.
-fn flag(map: &Map<String, Value>, key: &'static str) -> Result<bool, ChatError> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(err(key, format!("{key} must be a boolean"))),
-    }
-}
-
-/// Route defaults, then the client's `options`, then the explicit fields (which win).
-fn options(
-    body: &Map<String, Value>,
-    defaults: &RouteDefaults,
-) -> Result<Map<String, Value>, ChatError> {
-    let mut options = defaults.options.clone();
-    match body.get("options") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(client)) => options.extend(client.clone()),
-        Some(_) => {
-            return Err(err(
-                "options",
-                "options must be an object of native options",
-            ));
-        }
-    }
-    let number = |key: &'static str,
-                  range: std::ops::RangeInclusive<f64>|
-     -> Result<Option<Value>, ChatError> {
-        match body.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => match v.as_f64() {
-                Some(x) if range.contains(&x) => Ok(Some(v.clone())),
-                _ => Err(err(
-                    key,
-                    format!(
-                        "{key} must be a number from {} to {}",
-                        range.start(),
-                        range.end()
-                    ),
-                )),
-            },
-        }
-    };
-    for (key, range) in [
-        ("temperature", 0.0..=2.0),
-        ("top_p", 0.0..=1.0),
-        ("frequency_penalty", -2.0..=2.0),
-        ("presence_penalty", -2.0..=2.0),
-    ] {
-        if let Some(v) = number(key, range)? {
-            options.insert(key.into(), v);
-        }
-    }
-    let tokens = ["max_completion_tokens", "max_tokens"]
-        .into_iter()
-        .find(|k| body.get(*k).is_some_and(|v| !v.is_null()));
-    if let Some(key) = tokens {
-        match body[key].as_u64() {
-            Some(n) if n > 0 => options.insert("num_predict".into(), n.into()),
-            _ => {
-                return Err(err(
-                    if key == "max_tokens" {
-                        "max_tokens"
-                    } else {
-                        "max_completion_tokens"
-                    },
-                    format!("{key} must be a positive integer"),
-                ));
-            }
-        };
-    }
-    match body.get("seed") {
-        None | Some(Value::Null) => {}
-        Some(v) if v.is_i64() || v.is_u64() => {
-            options.insert("seed".into(), v.clone());
-        }
-        Some(_) => return Err(err("seed", "seed must be an integer")),
-    }
-    if let Some(stop) = stop(body.get("stop"))? {
-        options.insert("stop".into(), stop);
-    }
-    Ok(options)
-}
-
-fn stop(value: Option<&Value>) -> Result<Option<Value>, ChatError> {
-    let bad = || {
-        err(
-            "stop",
-            "stop must be a string or an array of up to 4 strings",
-        )
-    };
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(json!([s]))),
-        Some(Value::Array(items)) if items.len() <= 4 && items.iter().all(Value::is_string) => {
-            Ok(Some(Value::Array(items.clone())))
-        }
-        Some(_) => Err(bad()),
-    }
 }
 
 /// `response_format` -> native `format`.

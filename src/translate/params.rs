@@ -1,0 +1,143 @@
+//! Request fields the chat-completions endpoints share: the body itself, `model`, flags,
+//! native options and the sampling fields. One reading, one message per mistake, so
+//! `/v1/chat/completions`, `/v1/completions` and `/v1/embeddings` refuse the same things the
+//! same way.
+
+use serde_json::{Map, Value, json};
+
+use super::chat::ChatError;
+
+/// A 400 naming `param`.
+pub fn err(param: &'static str, message: impl Into<String>) -> ChatError {
+    ChatError {
+        message: message.into(),
+        param: Some(param),
+    }
+}
+
+fn whole_body(message: String) -> ChatError {
+    ChatError {
+        message,
+        param: None,
+    }
+}
+
+/// The body as a JSON object.
+pub fn object(body: &[u8]) -> Result<Map<String, Value>, ChatError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(whole_body(
+            "the request body is empty; send a JSON request".into(),
+        ));
+    }
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(whole_body("the request body must be a JSON object".into())),
+        Err(e) => Err(whole_body(format!(
+            "the request body is not valid JSON: {e}"
+        ))),
+    }
+}
+
+/// The required, non-blank `model`.
+pub fn model(body: &Map<String, Value>) -> Result<String, ChatError> {
+    match body.get("model") {
+        Some(Value::String(m)) if !m.trim().is_empty() => Ok(m.clone()),
+        _ => Err(err("model", "you must provide a model parameter")),
+    }
+}
+
+/// A boolean field; absent or null is false.
+pub fn flag(map: &Map<String, Value>, key: &'static str) -> Result<bool, ChatError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(err(key, format!("{key} must be a boolean"))),
+    }
+}
+
+/// `stream_options.include_usage`.
+pub fn include_usage(body: &Map<String, Value>) -> Result<bool, ChatError> {
+    match body.get("stream_options") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Object(o)) => flag(o, "include_usage").map_err(|_| {
+            err(
+                "stream_options",
+                "stream_options.include_usage must be a boolean",
+            )
+        }),
+        Some(_) => Err(err("stream_options", "stream_options must be an object")),
+    }
+}
+
+/// Native options: the route's defaults, then the client's `options` (an extension the SDKs
+/// send as `extra_body`), then the sampling fields the client set (which win).
+pub fn options(
+    body: &Map<String, Value>,
+    defaults: &Map<String, Value>,
+) -> Result<Map<String, Value>, ChatError> {
+    let mut options = defaults.clone();
+    match body.get("options") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(client)) => options.extend(client.clone()),
+        Some(_) => {
+            return Err(err(
+                "options",
+                "options must be an object of native options",
+            ));
+        }
+    }
+    for (key, low, high) in [
+        ("temperature", 0.0, 2.0),
+        ("top_p", 0.0, 1.0),
+        ("frequency_penalty", -2.0, 2.0),
+        ("presence_penalty", -2.0, 2.0),
+    ] {
+        match body.get(key) {
+            None | Some(Value::Null) => {}
+            Some(v) if v.as_f64().is_some_and(|x| (low..=high).contains(&x)) => {
+                options.insert(key.into(), v.clone());
+            }
+            Some(_) => {
+                return Err(err(
+                    key,
+                    format!("{key} must be a number from {low} to {high}"),
+                ));
+            }
+        }
+    }
+    match body.get("seed") {
+        None | Some(Value::Null) => {}
+        Some(v) if v.is_i64() || v.is_u64() => {
+            options.insert("seed".into(), v.clone());
+        }
+        Some(_) => return Err(err("seed", "seed must be an integer")),
+    }
+    match body.get("stop") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => {
+            options.insert("stop".into(), json!([s]));
+        }
+        Some(Value::Array(items)) if items.len() <= 4 && items.iter().all(Value::is_string) => {
+            options.insert("stop".into(), Value::Array(items.clone()));
+        }
+        Some(_) => {
+            return Err(err(
+                "stop",
+                "stop must be a string or an array of up to 4 strings",
+            ));
+        }
+    }
+    Ok(options)
+}
+
+/// A positive integer token limit (`max_tokens`, `max_completion_tokens`).
+pub fn token_limit(body: &Map<String, Value>, key: &'static str) -> Result<Option<u64>, ChatError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n > 0)
+            .map(Some)
+            .ok_or_else(|| err(key, format!("{key} must be a positive integer"))),
+    }
+}
