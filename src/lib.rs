@@ -11,6 +11,11 @@
 //! - [`service`]: one request's life cycle (route, auth, dispatch, access log).
 //! - [`passthrough`], [`websocket`], [`rewrite`]: forwarding unchanged, tunnelling
 //!   upgrades, re-basing web-data links.
+//! - [`translate`]: the pure translators (chat, completions, embeddings, models), the NDJSON
+//!   line framer and the SSE frames; [`inference`]: their I/O shell (alias resolution, fan-out,
+//!   `Reframe`, native aliases).
+//! - [`mock`]: the built-in deterministic backend (`mock:` upstreams, `lingo mock`).
+//! - [`path`], [`auth`], [`ids`]: path normalisation, client keys, unguessable ids.
 //! - [`upstream`]: pooled clients and the header rules towards upstreams.
 //! - [`error`], [`dialect`]: what can go wrong, and how each dialect is told.
 //! - [`body`], [`timeout`], [`telemetry`]: body plumbing, idle timeouts, access log.
@@ -19,8 +24,8 @@
 //!
 //! accept (TLS?) -> hyper -> [`service::handle`]: snapshot the table once -> normalise the
 //! path ([`path`]) -> route -> client key ([`auth`]) -> route checks (translator, model
-//! management, body size) -> pass-through or WebSocket tunnel -> answer streamed back through
-//! the idle timeout and the access-log counter.
+//! management, body size) -> a translator for the endpoint, or pass-through, or a WebSocket
+//! tunnel -> answer streamed back through the idle timeout and the access-log counter.
 
 pub mod auth;
 pub mod body;

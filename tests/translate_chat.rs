@@ -525,3 +525,43 @@ async fn a_stalled_stream_ends_with_an_error_frame() {
         "{message}"
     );
 }
+
+/// The client's end-to-end headers travel on with the translated request; its key and its
+/// body's own headers do not.
+#[tokio::test]
+async fn client_headers_travel_with_the_translated_request() {
+    let backend = Backend::start(|_| async {
+        json_response(
+            200,
+            r#"{"message":{"role":"assistant","content":"ok"},"done":true}"#,
+        )
+    })
+    .await;
+    let lingo = chat_lingo(&format!("    url: {}\n", backend.url())).await;
+    let headers = [
+        ("traceparent", "00-abc-def-01"),
+        ("authorization", "Bearer client-key"),
+        ("x-request-id", "rid-7"),
+    ];
+    let body = json!({"model": "m", "messages": user("x")}).to_string();
+    let answer = send(request(
+        Method::POST,
+        &lingo.url("/v1/chat/completions"),
+        &headers,
+        &body,
+    ))
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let seen = backend.last();
+    assert_eq!(seen.headers["traceparent"], "00-abc-def-01");
+    assert_eq!(seen.headers["x-request-id"], "rid-7");
+    assert_eq!(seen.headers["content-type"], "application/json");
+    assert!(
+        !seen.headers.contains_key("authorization"),
+        "the client's key is not forwarded"
+    );
+    assert_eq!(
+        seen.headers["content-length"],
+        seen.body.len().to_string().as_str()
+    );
+}

@@ -25,7 +25,8 @@ use crate::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults, Usag
 
 /// Serves one chat completion.
 pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<Body>, ProxyError> {
-    let body = read_body(req.into_body(), call.route.max_body).await?;
+    let (parts, body) = req.into_parts();
+    let body = read_body(body, call.route.max_body).await?;
     let defaults = RouteDefaults {
         options: call.route.options.clone(),
     };
@@ -50,6 +51,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
                 call,
                 upstream,
                 client,
+                &parts.headers,
                 "/api/chat",
                 native.clone(),
             )) as _

@@ -23,7 +23,8 @@ type Answer = Result<Response<Body>, ProxyError>;
 
 /// Serves one completions request (a prompt, or a batch of them).
 pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
-    let body = read_body(req.into_body(), call.route.max_body).await?;
+    let (parts, body) = req.into_parts();
+    let body = read_body(body, call.route.max_body).await?;
     let request = completions::request(&body, &call.route.options).map_err(invalid)?;
     let (index, upstream, model) = resolve(call, &request.model);
     if upstream.speaks != Dialect::Native {
@@ -44,6 +45,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
                 call,
                 upstream,
                 client,
+                &parts.headers,
                 "/api/generate",
                 request.native_body(&model, i),
             )) as _

@@ -27,7 +27,8 @@ type Answer = Result<Response<Body>, ProxyError>;
 
 /// Serves one embeddings request.
 pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
-    let body = read_body(req.into_body(), call.route.max_body).await?;
+    let (parts, body) = req.into_parts();
+    let body = read_body(body, call.route.max_body).await?;
     let request = embeddings::request(&body).map_err(super::chat::invalid)?;
     let (index, upstream, model) = resolve(call, &request.model);
     if upstream.speaks != Dialect::Native {
@@ -40,6 +41,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
             call,
             upstream,
             client,
+            &parts.headers,
             "/api/embed",
             request.embed_body(&model),
         )
@@ -71,7 +73,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
             )));
         }
     }
-    legacy_embeddings(call, index, upstream, &model, &request).await
+    legacy_embeddings(call, index, upstream, &model, &request, &parts.headers).await
 }
 
 /// One `/api/embeddings` call per input, concurrently.
@@ -81,6 +83,7 @@ async fn legacy_embeddings(
     upstream: &Upstream,
     model: &str,
     request: &EmbedRequest,
+    headers: &hyper::HeaderMap,
 ) -> Answer {
     let client = &call.snapshot.clients[index];
     let sends: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + '_>>> =
@@ -92,6 +95,7 @@ async fn legacy_embeddings(
                     call,
                     upstream,
                     client,
+                    headers,
                     "/api/embeddings",
                     request.legacy_body(model, input),
                 )) as _

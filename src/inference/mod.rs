@@ -18,7 +18,10 @@ use std::task::Poll;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use hyper::header::{
+    ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderMap, HeaderValue,
+    RETRY_AFTER,
+};
 use hyper::{Method, Request, Response, StatusCode, Version};
 
 use crate::body::Body;
@@ -58,17 +61,44 @@ pub fn resolve<'a>(call: &'a Call<'_>, model: &str) -> (usize, &'a Upstream, Str
     }
 }
 
+/// The client's headers that travel on to a native upstream with a translated request: all
+/// but those that describe the client's own body or hop (lingo writes its own).
+fn end_to_end(client: &HeaderMap) -> HeaderMap {
+    let mut headers = client.clone();
+    for name in [
+        CONTENT_LENGTH,
+        CONTENT_TYPE,
+        CONTENT_ENCODING,
+        ACCEPT_ENCODING,
+        HOST,
+    ] {
+        headers.remove(name);
+    }
+    headers
+}
+
 /// Sends one native JSON request (`POST path`) to an upstream, with the same header rules as
-/// pass-through (forwarding headers, request id, the upstream's key). The answer's body is
-/// under the upstream's idle limit.
+/// pass-through (the client's end-to-end headers, forwarding headers, request id, the
+/// upstream's key instead of the client's). The answer's body is under the upstream's idle
+/// limit.
 pub async fn send_native(
     call: &Call<'_>,
     upstream: &Upstream,
     client: &UpstreamClient,
+    client_headers: &HeaderMap,
     path: &str,
     body: Bytes,
 ) -> Result<Response<Body>, ProxyError> {
-    send(call, upstream, client, Method::POST, path, body).await
+    send(
+        call,
+        upstream,
+        client,
+        Method::POST,
+        client_headers,
+        path,
+        body,
+    )
+    .await
 }
 
 /// Sends one native request with the pass-through header rules; see [`send_native`].
@@ -77,10 +107,11 @@ pub async fn send(
     upstream: &Upstream,
     client: &UpstreamClient,
     method: Method,
+    client_headers: &HeaderMap,
     path: &str,
     body: Bytes,
 ) -> Result<Response<Body>, ProxyError> {
-    let mut headers = HeaderMap::new();
+    let mut headers = end_to_end(client_headers);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let mut fwd = forwarding(call, false);
     fwd.auth = upstream.auth.as_ref();

@@ -1,7 +1,7 @@
 //! `/v1/models` and `/v1/models/{id}` over a native upstream.
 
 use bytes::Bytes;
-use hyper::{Method, Response};
+use hyper::{HeaderMap, Method, Response};
 use serde_json::json;
 
 use super::{bad_gateway, json, resolve, send, upstream_failure, whole};
@@ -20,6 +20,7 @@ pub async fn list(call: &Call<'_>) -> Answer {
         upstream,
         client,
         Method::GET,
+        &HeaderMap::new(),
         "/api/tags",
         Bytes::new(),
     )
@@ -46,7 +47,16 @@ pub async fn one(call: &Call<'_>, path: &str) -> Answer {
     let (index, upstream, model) = resolve(call, &id);
     let client = &call.snapshot.clients[index];
     let body = Bytes::from(json!({"model": model}).to_string());
-    let answer = send(call, upstream, client, Method::POST, "/api/show", body).await?;
+    let answer = send(
+        call,
+        upstream,
+        client,
+        Method::POST,
+        &HeaderMap::new(),
+        "/api/show",
+        body,
+    )
+    .await?;
     if !answer.status().is_success() {
         return Err(upstream_failure(answer, chat::upstream_error).await);
     }

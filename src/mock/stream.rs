@@ -106,11 +106,14 @@ impl<S: Script> http_body::Body for Drip<S> {
             *this.finished = true;
             return Poll::Ready(Some(Ok(Frame::data(this.script.done()))));
         }
-        if i > 0 {
+        // A zero delay skips the timer, whose tick would otherwise pace tokens at 1 ms.
+        if i > 0 && !this.delay.is_zero() {
             ready!(this.sleep.as_mut().poll(cx));
         }
         *this.next += 1;
-        this.sleep.as_mut().reset(Instant::now() + *this.delay);
+        if !this.delay.is_zero() {
+            this.sleep.as_mut().reset(Instant::now() + *this.delay);
+        }
         Poll::Ready(Some(Ok(Frame::data(this.script.token(i)))))
     }
 

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The load bench: direct-to-backend vs through lingo, in one run, printed as a table.
+# Builds lingo in release and runs benches/proxy.rs. Knobs: LINGO_BENCH_SECONDS (per row,
+# default 3), LINGO_BENCH_STREAMS (concurrent slow streams, default 9000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ulimit -n "$(ulimit -Hn)"
+exec cargo bench --bench proxy "$@"
