@@ -77,6 +77,10 @@ pub struct Upstream {
     pub speaks: Dialect,
     pub timeouts: Timeouts,
     pub auth: Option<Auth>,
+    /// How https URLs are verified (bundled roots, plus an extra CA, or not at all).
+    pub tls: Arc<rustls::ClientConfig>,
+    /// HTTP/2 only: prior knowledge on http:// URLs, `h2` by ALPN on https://.
+    pub http2: bool,
 }
 
 /// Where an upstream is.

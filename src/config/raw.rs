@@ -87,6 +87,18 @@ pub struct Upstream {
     pub speaks: At<String>,
     pub timeouts: Option<Timeouts>,
     pub auth: Option<At<Auth>>,
+    /// How https is verified: an extra CA, or (explicitly) not at all.
+    pub tls: Option<At<UpstreamTls>>,
+    /// Speak HTTP/2 only (h2c with prior knowledge on http:// URLs).
+    pub http2: Option<At<bool>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamTls {
+    pub ca: Option<At<String>>,
+    #[serde(default)]
+    pub insecure_skip_verify: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -7,6 +7,7 @@ use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use super::compile::{Ctx, http_url, optional};
 use super::raw::{self, At};
 use super::secret::Secret;
+use super::tls::{self, Verify};
 use crate::dialect::Dialect;
 use crate::table::{
     Auth, DEFAULT_CONNECT, DEFAULT_FIRST_BYTE, DEFAULT_IDLE, MockSpec, Target, Timeouts, Upstream,
@@ -48,14 +49,25 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
     };
     let timeouts = timeouts(cx, raw.timeouts, &label);
     let auth = optional(raw.auth, |a| auth(cx, a, &label));
-    let built = match (speaks, target, timeouts, auth) {
-        (Some(speaks), Some(target), Some(timeouts), Some(auth)) => Some(Arc::new(Upstream {
-            name: name.value.clone(),
-            target,
-            speaks,
-            timeouts,
-            auth,
-        })),
+    let tls = client_tls(cx, raw.tls, target.as_ref(), &label);
+    let http2 = raw.http2.is_some_and(|h| h.value);
+    if http2 && matches!(target, Some(Target::Mock(_))) {
+        cx.warnings.push(format!(
+            "{label}: `http2` has no effect on a `mock:` upstream"
+        ));
+    }
+    let built = match (speaks, target, timeouts, auth, tls) {
+        (Some(speaks), Some(target), Some(timeouts), Some(auth), Some(tls)) => {
+            Some(Arc::new(Upstream {
+                name: name.value.clone(),
+                target,
+                speaks,
+                timeouts,
+                auth,
+                tls,
+                http2,
+            }))
+        }
         _ => None,
     };
     Declared {
@@ -104,6 +116,56 @@ fn timeouts(cx: &mut Ctx<'_>, raw: Option<raw::Timeouts>, label: &str) -> Option
         first_byte: first_byte?,
         idle: idle?,
     })
+}
+
+/// The upstream's rustls client config. `tls:` only makes sense on an https URL; skipping
+/// verification is allowed, but said out loud on every load.
+fn client_tls(
+    cx: &mut Ctx<'_>,
+    raw: Option<At<raw::UpstreamTls>>,
+    target: Option<&Target>,
+    label: &str,
+) -> Option<Arc<rustls::ClientConfig>> {
+    let Some(at) = raw else {
+        return tls::client_config(Verify::WebPki)
+            .map_err(|e| cx.error(&At::<()>::default(), format!("{label}: {e}")))
+            .ok();
+    };
+    let is_https = matches!(target, Some(Target::Url(url)) if url.scheme_str() == Some("https"));
+    if target.is_some() && !is_https {
+        cx.error(
+            &at,
+            format!("{label}: `tls:` applies only to an https:// url"),
+        );
+        return None;
+    }
+    let place = at.place();
+    let raw::UpstreamTls {
+        ca,
+        insecure_skip_verify,
+    } = at.value;
+    let ca_path = ca.as_ref().map(|ca| cx.path(&ca.value));
+    let verify = match (&ca_path, insecure_skip_verify) {
+        (Some(_), true) => {
+            cx.error(
+                &place,
+                format!("{label}: `tls:` has both `ca:` and `insecure_skip_verify:`; keep one"),
+            );
+            return None;
+        }
+        (Some(path), false) => Verify::ExtraCa(path),
+        (None, true) => {
+            cx.warnings.push(format!(
+                "{label}: insecure_skip_verify is on: its TLS certificate is NOT checked, so anyone on the path can read and change its traffic, including the upstream key"
+            ));
+            Verify::Skip
+        }
+        (None, false) => Verify::WebPki,
+    };
+    let at = ca.as_ref().map_or(place, At::place);
+    tls::client_config(verify)
+        .map_err(|e| cx.error(&at, format!("{label}: {e}")))
+        .ok()
 }
 
 fn mock_spec(cx: &mut Ctx<'_>, raw: raw::Mock, label: &str) -> Option<MockSpec> {

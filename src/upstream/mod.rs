@@ -1,13 +1,13 @@
 //! Talking to upstreams: one pooled client per upstream, built with the table.
 //!
 //! http and https upstreams share one connector type (hyper-rustls over hyper-util's
-//! `HttpConnector`, ring provider, bundled web PKI roots). A second, HTTP/1.1-only connector
-//! serves WebSocket upgrades, which cannot ride on HTTP/2.
+//! `HttpConnector`, with the upstream's rustls config from the table). HTTP/2 is negotiated by
+//! ALPN, or forced (`http2: true`, prior knowledge on plain http). A second, HTTP/1.1-only
+//! connector serves WebSocket upgrades, which cannot ride on HTTP/2.
 
 pub mod headers;
 
 use std::error::Error as StdError;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use hyper::{Request, Response, Uri};
@@ -45,13 +45,21 @@ impl UpstreamClient {
             return UpstreamClient::Mock(Knobs::from_spec(spec));
         }
         let connect = upstream.timeouts.connect;
-        let pooled = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config())
-            .https_or_http()
-            .enable_all_versions()
-            .wrap_connector(http_connector(connect));
+        let tls = || (*upstream.tls).clone();
+        let builder = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls())
+            .https_or_http();
+        let pooled = if upstream.http2 {
+            builder
+                .enable_http2()
+                .wrap_connector(http_connector(connect))
+        } else {
+            builder
+                .enable_all_versions()
+                .wrap_connector(http_connector(connect))
+        };
         let ws_connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config())
+            .with_tls_config(tls())
             .https_or_http()
             .enable_http1()
             .wrap_connector(http_connector(connect));
@@ -59,6 +67,7 @@ impl UpstreamClient {
             .pool_idle_timeout(POOL_IDLE)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
+            .http2_only(upstream.http2)
             .build(pooled);
         UpstreamClient::Http {
             client: Box::new(client),
@@ -199,21 +208,4 @@ fn http_connector(connect: Duration) -> HttpConnector {
     http.set_nodelay(true);
     http.set_connect_timeout(Some(connect));
     http
-}
-
-/// The rustls client config every upstream starts from (bundled web PKI roots, ring). ALPN
-/// is left empty: the connector builder sets it from the enabled HTTP versions.
-fn tls_config() -> rustls::ClientConfig {
-    static BASE: OnceLock<rustls::ClientConfig> = OnceLock::new();
-    BASE.get_or_init(|| {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("ring supports the default protocol versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth()
-    })
-    .clone()
 }

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -20,6 +22,7 @@ use hyper::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -80,6 +83,7 @@ impl Lingo {
 /// What a fake upstream saw.
 #[derive(Debug, Clone)]
 pub struct Seen {
+    pub version: hyper::Version,
     pub method: Method,
     pub uri: String,
     pub headers: HeaderMap,
@@ -103,6 +107,24 @@ impl Backend {
         F: Fn(Seen) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Response<Body>> + Send + 'static,
     {
+        Backend::start_with(None, handler).await
+    }
+
+    /// The same over TLS with `config` (HTTP/1.1 and HTTP/2 by ALPN as the config offers).
+    pub async fn start_tls<F, Fut>(config: Arc<rustls::ServerConfig>, handler: F) -> Backend
+    where
+        F: Fn(Seen) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Response<Body>> + Send + 'static,
+    {
+        Backend::start_with(Some(tokio_rustls::TlsAcceptor::from(config)), handler).await
+    }
+
+    /// Serves HTTP/1.1 and HTTP/2 (prior knowledge on plain TCP), with upgrades.
+    async fn start_with<F, Fut>(tls: Option<tokio_rustls::TlsAcceptor>, handler: F) -> Backend
+    where
+        F: Fn(Seen) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Response<Body>> + Send + 'static,
+    {
         let handler: Handler = Arc::new(move |seen| Box::pin(handler(seen)));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -115,6 +137,7 @@ impl Backend {
                 };
                 let handler = Arc::clone(&handler);
                 let record = Arc::clone(&record);
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req: Request<Incoming>| {
                         let handler = Arc::clone(&handler);
@@ -127,6 +150,7 @@ impl Backend {
                                 .map(|c| c.to_bytes())
                                 .unwrap_or_default();
                             let seen = Seen {
+                                version: parts.version,
                                 method: parts.method,
                                 uri: parts.uri.to_string(),
                                 headers: parts.headers,
@@ -136,10 +160,22 @@ impl Backend {
                             Ok::<_, Infallible>(handler(seen).await)
                         }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .with_upgrades()
-                        .await;
+                    let builder = auto::Builder::new(TokioExecutor::new());
+                    let _ = match tls {
+                        None => {
+                            builder
+                                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                                .await
+                        }
+                        Some(acceptor) => {
+                            let Ok(stream) = acceptor.accept(stream).await else {
+                                return;
+                            };
+                            builder
+                                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                                .await
+                        }
+                    };
                 });
             }
         });
