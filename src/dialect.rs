@@ -217,6 +217,25 @@ mod tests {
                 Some("request_too_large"),
             ),
             (
+                ProxyError::HeadersTooLarge {
+                    what: "101 header fields; the limit is 100".into(),
+                },
+                431,
+                "request headers are too large: 101 header fields; the limit is 100",
+                "invalid_request_error",
+                Some("headers_too_large"),
+            ),
+            (
+                ProxyError::Overloaded {
+                    what: "requests in flight",
+                    limit: 8,
+                },
+                503,
+                "lingo is at its limit of 8 requests in flight on this listener; retry shortly",
+                "api_error",
+                Some("overloaded"),
+            ),
+            (
                 ProxyError::NoTranslator {
                     client: Dialect::Chat,
                     upstream: Dialect::Native,

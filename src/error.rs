@@ -38,6 +38,13 @@ pub enum ProxyError {
     #[error("request body is larger than this route's limit of {limit} bytes")]
     BodyTooLarge { limit: u64 },
 
+    #[error("request headers are too large: {what}")]
+    HeadersTooLarge { what: String },
+
+    /// A listener's connection or in-flight limit is reached; the client should come back.
+    #[error("lingo is at its limit of {limit} {what} on this listener; retry shortly")]
+    Overloaded { what: &'static str, limit: usize },
+
     #[error("this route translates {client} to {upstream}, which lingo cannot do yet")]
     NoTranslator { client: Dialect, upstream: Dialect },
 
@@ -79,6 +86,8 @@ impl ProxyError {
             ProxyError::MissingKey | ProxyError::InvalidKey => StatusCode::UNAUTHORIZED,
             ProxyError::ModelManagement { .. } => StatusCode::FORBIDDEN,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ProxyError::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ProxyError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::NoTranslator { .. } => StatusCode::NOT_IMPLEMENTED,
             ProxyError::Unreachable { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
@@ -96,6 +105,8 @@ impl ProxyError {
             ProxyError::InvalidKey => "invalid_api_key",
             ProxyError::ModelManagement { .. } => "model_management_forbidden",
             ProxyError::BodyTooLarge { .. } => "request_too_large",
+            ProxyError::HeadersTooLarge { .. } => "headers_too_large",
+            ProxyError::Overloaded { .. } => "overloaded",
             ProxyError::NoTranslator { .. } => "not_implemented",
             ProxyError::Unreachable { .. } => "upstream_unreachable",
             ProxyError::Timeout { .. } => "upstream_timeout",
@@ -112,10 +123,11 @@ impl ProxyError {
         }
     }
 
-    /// Seconds for a `Retry-After` header (an upstream's, passed on).
+    /// Seconds for a `Retry-After` header (an upstream's, passed on, or lingo's own when full).
     pub fn retry_after(&self) -> Option<u32> {
         match self {
             ProxyError::Upstream { retry_after, .. } => *retry_after,
+            ProxyError::Overloaded { .. } => Some(1),
             _ => None,
         }
     }

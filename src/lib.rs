@@ -7,7 +7,8 @@
 //!   `lingo check` runs exactly this path.
 //! - [`table`], [`router`]: the compiled table and how a path finds its route.
 //! - [`reload`]: the one `ArcSwap` holding the live table; file watch and SIGHUP.
-//! - [`server`]: listeners, TLS, hyper connections, graceful shutdown.
+//! - [`server`]: listeners, TLS, hyper connections, idle and graceful shutdown; [`limits`]:
+//!   connection and in-flight pools per listener, header limits.
 //! - [`service`]: one request's life cycle (route, auth, dispatch, access log).
 //! - [`passthrough`], [`websocket`], [`rewrite`]: forwarding unchanged, tunnelling
 //!   upgrades, re-basing web-data links.
@@ -35,6 +36,7 @@ pub mod dialect;
 pub mod error;
 pub mod ids;
 pub mod inference;
+pub mod limits;
 pub mod mock;
 pub mod passthrough;
 pub mod path;

@@ -16,6 +16,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use crate::body::Body;
 use crate::dialect::{self, Dialect};
 use crate::error::ProxyError;
+use crate::limits::{self, Activity, Gate};
 use crate::reload::{Reloader, Snapshot};
 use crate::table::{Route, RouteTable, Upstream};
 use crate::telemetry::{AccessLog, Logged};
@@ -25,12 +26,16 @@ use crate::upstream::headers::{self, X_REQUEST_ID};
 use crate::{auth, ids, inference, passthrough, path, websocket};
 
 /// What lingo knows about the connection a request came on.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ConnInfo {
     pub peer: SocketAddr,
     /// Index of the listener in the table's `listen` list.
     pub listener: usize,
     pub tls: bool,
+    /// The listener's connection and in-flight pools.
+    pub gate: Arc<Gate>,
+    /// Whether this connection has requests in flight (for its idle timer).
+    pub activity: Arc<Activity>,
 }
 
 /// Everything a handler needs about the request, decided before forwarding.
@@ -81,7 +86,16 @@ pub async fn handle(
         req.uri().path(),
         request_id.to_str().unwrap_or("-"),
     );
-    let mut response = match dispatch(&snapshot, &conn, req, request_id.clone(), &mut log).await {
+    let (held, refused) = match conn.gate.admit_request(&conn.activity) {
+        Ok(held) => (Some(held), None),
+        Err(err) => (None, Some(err)),
+    };
+    let result = match refused {
+        // Health probes are answered even when the listener is full.
+        Some(err) if !is_probe(&req) => Err((err, dialect::guess(req.uri().path()))),
+        _ => dispatch(&snapshot, &conn, req, request_id.clone(), &mut log).await,
+    };
+    let mut response = match result {
         Ok(response) => response,
         Err((err, dialect)) => {
             log.error = Some(err.to_string());
@@ -90,7 +104,12 @@ pub async fn handle(
     };
     response.headers_mut().insert(X_REQUEST_ID, request_id);
     log.status = response.status().as_u16();
-    Ok(response.map(|body| Body::new(Logged::new(body, log))))
+    Ok(response.map(|body| Body::new(Logged::new(body, log).holding(held))))
+}
+
+/// lingo's own endpoints, which need no upstream and are never refused for load.
+fn is_probe(req: &Request<Incoming>) -> bool {
+    matches!(*req.method(), Method::GET | Method::HEAD) && req.uri().path() == "/healthz"
 }
 
 async fn dispatch(
@@ -122,6 +141,7 @@ async fn dispatch(
     let upgrade = headers::is_websocket_upgrade(req.headers());
     let client = auth::check(&table.clients, req.headers(), upgrade).map_err(|e| (e, dialect))?;
     log.client = client.map(str::to_owned);
+    limits::check_headers(req.headers(), &table.limits).map_err(|e| (e, dialect))?;
     check_route(route, upstream, &path, &req).map_err(|e| (e, dialect))?;
 
     let path_len = path.len();

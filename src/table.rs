@@ -23,6 +23,12 @@ pub const DEFAULT_DRAIN: Duration = Duration::from_secs(30);
 /// runaway upstream cannot grow lingo's buffer without bound.
 pub const DEFAULT_MAX_LINE: u64 = 1024 * 1024;
 /// Default upstream timeouts.
+pub const DEFAULT_MAX_HEADER_BYTES: u64 = 64 * 1024;
+pub const DEFAULT_MAX_HEADERS: usize = 100;
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(75);
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 10_000;
 pub const DEFAULT_CONNECT: Duration = Duration::from_secs(5);
 pub const DEFAULT_FIRST_BYTE: Duration = Duration::from_secs(300);
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
@@ -167,6 +173,18 @@ pub struct Limits {
     pub drain: Duration,
     /// Longest NDJSON line accepted from an upstream while translating (`limits.max_line`).
     pub max_line: u64,
+    /// Request header bytes (names, values and line overhead) a request may carry (431).
+    pub max_header_bytes: u64,
+    /// Header fields a request may carry (431).
+    pub max_headers: usize,
+    /// Time a client has to send a request's headers (slow-loris guard).
+    pub header_timeout: Duration,
+    /// How long a connection with no request in flight is kept open.
+    pub idle_timeout: Duration,
+    /// Open connections per listener; more are answered 503 and closed.
+    pub max_connections: usize,
+    /// Requests in flight per listener; more are answered 503 with `Retry-After`.
+    pub max_in_flight: usize,
 }
 
 // === impl RouteTable ===

@@ -14,6 +14,7 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 
 use crate::body::BoxError;
+use crate::limits::InFlight;
 
 /// Installs the global subscriber: `RUST_LOG` filters (default `info`), output on stderr.
 pub fn init() {
@@ -88,6 +89,8 @@ pin_project! {
         // Set when hyper learns from `is_end_stream` that the answer is complete; hyper then
         // stops polling, so the line is written on drop.
         ended: Cell<bool>,
+        // The request's in-flight slot, released when the answer ends.
+        held: Option<InFlight>,
     }
 
     impl<B> PinnedDrop for Logged<B> {
@@ -107,7 +110,14 @@ impl<B> Logged<B> {
             inner,
             log: Some(log),
             ended: Cell::new(false),
+            held: None,
         }
+    }
+
+    /// Keeps the request's in-flight slot until the answer has ended or been dropped.
+    pub fn holding(mut self, held: Option<InFlight>) -> Self {
+        self.held = held;
+        self
     }
 }
 

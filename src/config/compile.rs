@@ -18,8 +18,9 @@ use super::secret::{Secret, SecretSource};
 use super::{routes, tls, units, upstream};
 use crate::dialect::Dialect;
 use crate::table::{
-    ClientKey, DEFAULT_DRAIN, DEFAULT_MAX_BODY, DEFAULT_MAX_LINE, Limits, Listener, ModelAlias,
-    RouteTable,
+    ClientKey, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_LINE, Limits, Listener, ModelAlias, RouteTable,
 };
 
 /// Looks up an environment variable; injectable so tests need not touch the process
@@ -84,19 +85,49 @@ pub fn compile(
 
 fn limits(cx: &mut Ctx<'_>, raw: Option<raw::Limits>) -> Limits {
     let raw = raw.unwrap_or_default();
+    let size = |cx: &mut Ctx<'_>, at: Option<At<String>>, key: &str, default| {
+        at.and_then(|s| cx.size(&s, &format!("limits.{key}")))
+            .unwrap_or(default)
+    };
+    let duration = |cx: &mut Ctx<'_>, at: Option<At<String>>, key: &str, zero_ok, default| {
+        at.and_then(|d| cx.duration(&d, &format!("limits.{key}"), zero_ok))
+            .unwrap_or(default)
+    };
     Limits {
-        max_body: raw
-            .max_body
-            .and_then(|s| cx.size(&s, "limits.max_body"))
-            .unwrap_or(DEFAULT_MAX_BODY),
-        drain: raw
-            .drain
-            .and_then(|d| cx.duration(&d, "limits.drain", true))
-            .unwrap_or(DEFAULT_DRAIN),
-        max_line: raw
-            .max_line
-            .and_then(|s| cx.size(&s, "limits.max_line"))
-            .unwrap_or(DEFAULT_MAX_LINE),
+        max_body: size(cx, raw.max_body, "max_body", DEFAULT_MAX_BODY),
+        drain: duration(cx, raw.drain, "drain", true, DEFAULT_DRAIN),
+        max_line: size(cx, raw.max_line, "max_line", DEFAULT_MAX_LINE),
+        max_header_bytes: size(
+            cx,
+            raw.max_header_bytes,
+            "max_header_bytes",
+            DEFAULT_MAX_HEADER_BYTES,
+        ),
+        max_headers: cx.count(raw.max_headers, "limits.max_headers", DEFAULT_MAX_HEADERS),
+        header_timeout: duration(
+            cx,
+            raw.header_timeout,
+            "header_timeout",
+            false,
+            DEFAULT_HEADER_TIMEOUT,
+        ),
+        idle_timeout: duration(
+            cx,
+            raw.idle_timeout,
+            "idle_timeout",
+            false,
+            DEFAULT_IDLE_TIMEOUT,
+        ),
+        max_connections: cx.count(
+            raw.max_connections,
+            "limits.max_connections",
+            DEFAULT_MAX_CONNECTIONS,
+        ),
+        max_in_flight: cx.count(
+            raw.max_in_flight,
+            "limits.max_in_flight",
+            DEFAULT_MAX_IN_FLIGHT,
+        ),
     }
 }
 
@@ -319,6 +350,18 @@ impl Ctx<'_> {
             Err(e) => self.error(at, format!("{what}: {e}")),
         }
         None
+    }
+
+    /// A count that must be at least 1 (a zero limit would refuse everything).
+    pub fn count(&mut self, at: Option<At<u64>>, what: &str, default: usize) -> usize {
+        match at {
+            None => default,
+            Some(at) if at.value == 0 => {
+                self.error(&at, format!("{what} must be more than 0"));
+                default
+            }
+            Some(at) => usize::try_from(at.value).unwrap_or(usize::MAX),
+        }
     }
 
     /// Resolves a secret. Messages name the variable or file, never the value.

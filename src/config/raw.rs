@@ -153,6 +153,12 @@ pub struct Limits {
     pub max_body: Option<At<String>>,
     pub drain: Option<At<String>>,
     pub max_line: Option<At<String>>,
+    pub max_header_bytes: Option<At<String>>,
+    pub max_headers: Option<At<u64>>,
+    pub header_timeout: Option<At<String>>,
+    pub idle_timeout: Option<At<String>>,
+    pub max_connections: Option<At<u64>>,
+    pub max_in_flight: Option<At<u64>>,
 }
 
 /// Parses the text of a route table. serde stops at the first shape error, so this reports

@@ -11,21 +11,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
-use tokio::net::{TcpListener, TcpStream};
+mod connection;
+
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::ConfigErrors;
+use crate::limits::{Admission, Gate};
 use crate::reload::{Reloader, Triggers};
-use crate::service::{self, ConnInfo};
-
-/// Longest a client may take to send its request headers (slow-loris guard).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// Longest a TLS handshake may take.
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+use connection::{Accepted, Drain};
 
 /// Why lingo could not start.
 #[derive(Debug, thiserror::Error)]
@@ -90,39 +84,37 @@ impl Server {
     /// Serves until `shutdown` completes, then drains.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let watch_task = tokio::spawn(Arc::clone(&self.reloader).watch(self.triggers));
-        let graceful = Arc::new(GracefulShutdown::new());
+        let drain = Arc::new(Drain::default());
         let (stop_tx, stop_rx) = watch::channel(false);
+        let limits = self.reloader.snapshot().table.limits;
         let mut accept_tasks = Vec::new();
         for (index, listener) in self.listeners {
             if let Ok(addr) = listener.local_addr() {
                 tracing::info!("listening on {addr}");
             }
-            let reloader = Arc::clone(&self.reloader);
             accept_tasks.push(tokio::spawn(accept_loop(
                 listener,
                 index,
-                reloader,
-                Arc::clone(&graceful),
+                Arc::new(Gate::new(&limits)),
+                Arc::clone(&self.reloader),
+                Arc::clone(&drain),
                 stop_rx.clone(),
             )));
         }
         shutdown.await;
-        let drain = self.reloader.snapshot().table.limits.drain;
+        let deadline = self.reloader.snapshot().table.limits.drain;
         tracing::info!(
             "shutting down: no new connections; draining for up to {}",
-            crate::error::humanize(drain)
+            crate::error::humanize(deadline)
         );
         let _ = stop_tx.send(true);
         for task in accept_tasks {
             let _ = task.await;
         }
         watch_task.abort();
-        // The accept loops held the only other references, and they have ended.
-        if let Ok(graceful) = Arc::try_unwrap(graceful) {
-            tokio::select! {
-                () = graceful.shutdown() => tracing::info!("all connections drained"),
-                () = tokio::time::sleep(drain) => tracing::warn!("drain deadline reached; closing the remaining connections"),
-            }
+        tokio::select! {
+            () = drain.wait() => tracing::info!("all connections drained"),
+            () = tokio::time::sleep(deadline) => tracing::warn!("drain deadline reached; closing the remaining connections"),
         }
     }
 }
@@ -130,8 +122,9 @@ impl Server {
 async fn accept_loop(
     listener: TcpListener,
     index: usize,
+    gate: Arc<Gate>,
     reloader: Arc<Reloader>,
-    graceful: Arc<GracefulShutdown>,
+    drain: Arc<Drain>,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
@@ -148,59 +141,21 @@ async fn accept_loop(
             _ = stop.changed() => return,
         };
         let _ = stream.set_nodelay(true);
-        let reloader = Arc::clone(&reloader);
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            serve_connection(stream, peer, index, reloader, watcher).await;
-        });
-    }
-}
-
-/// Runs one connection, TLS or not, to its end.
-async fn serve_connection(
-    stream: TcpStream,
-    peer: SocketAddr,
-    index: usize,
-    reloader: Arc<Reloader>,
-    watcher: Watcher,
-) {
-    let tls = reloader
-        .snapshot()
-        .table
-        .listeners
-        .get(index)
-        .and_then(|l| l.tls.clone());
-    let conn = Arc::new(ConnInfo {
-        peer,
-        listener: index,
-        tls: tls.is_some(),
-    });
-    let service =
-        service_fn(move |req| service::handle(Arc::clone(&reloader), Arc::clone(&conn), req));
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    let result = match tls {
-        None => {
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            watcher.watch(conn.into_owned()).await
-        }
-        Some(config) => {
-            let acceptor = tokio_rustls::TlsAcceptor::from(config);
-            let stream =
-                match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(stream)) => stream,
-                    Ok(Err(err)) => return tracing::debug!(%peer, "TLS handshake failed: {err}"),
-                    Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
-                };
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            watcher.watch(conn.into_owned()).await
-        }
-    };
-    if let Err(err) = result {
-        tracing::debug!(%peer, "connection ended: {err}");
+        let admission = gate.admit_connection();
+        let accepted = Accepted {
+            stream,
+            peer,
+            listener: index,
+            gate: Arc::clone(&gate),
+            reloader: Arc::clone(&reloader),
+            stop: stop.clone(),
+            drain: drain.guard(),
+        };
+        match admission {
+            Admission::Serve(slot) => tokio::spawn(connection::serve(accepted, slot)),
+            Admission::Refuse(permit) => tokio::spawn(connection::refuse(accepted, permit)),
+            Admission::Drop => continue,
+        };
     }
 }
 

@@ -1,0 +1,159 @@
+//! Admission: what a listener lets in, and what a request's headers may weigh.
+//!
+//! Each listener has a [`Gate`] with two bounded pools, one slot per open connection and one
+//! per request in flight. When a pool is empty lingo answers 503 with `Retry-After` at once
+//! instead of queueing: a queue in front of a model server only turns overload into timeouts.
+//! Each connection has an [`Activity`] so that it can be closed once it has been idle (no
+//! request in flight) for the idle timeout.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hyper::HeaderMap;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+use crate::error::ProxyError;
+use crate::table::Limits;
+
+/// How many over-the-limit connections may be in the middle of being told "503" at once;
+/// beyond that they are closed without an answer, so a flood costs a bounded amount.
+const REJECTING: usize = 64;
+
+/// One listener's pools, sized when it is bound.
+#[derive(Debug)]
+pub struct Gate {
+    connections: Arc<Semaphore>,
+    requests: Arc<Semaphore>,
+    rejecting: Arc<Semaphore>,
+    max_connections: usize,
+    max_in_flight: usize,
+}
+
+/// An open connection's slot in its listener's pool.
+#[derive(Debug)]
+pub struct ConnectionSlot(#[allow(dead_code)] OwnedSemaphorePermit);
+
+/// Whether a connection has requests in flight, and since when it has had none.
+#[derive(Debug, Default)]
+pub struct Activity {
+    active: AtomicUsize,
+    changed: Notify,
+}
+
+/// A request in flight: holds its listener slot and marks its connection busy until the
+/// answer's body has ended (or been dropped).
+#[derive(Debug)]
+pub struct InFlight {
+    _permit: OwnedSemaphorePermit,
+    activity: Arc<Activity>,
+}
+
+/// What to do with a connection just accepted.
+pub enum Admission {
+    Serve(ConnectionSlot),
+    /// Full: answer its requests with 503 (the permit bounds how many such answers run).
+    Refuse(OwnedSemaphorePermit),
+    /// Full, and too many are being refused already: close it.
+    Drop,
+}
+
+// === impl Gate ===
+
+impl Gate {
+    pub fn new(limits: &Limits) -> Gate {
+        Gate {
+            connections: Arc::new(Semaphore::new(limits.max_connections)),
+            requests: Arc::new(Semaphore::new(limits.max_in_flight)),
+            rejecting: Arc::new(Semaphore::new(REJECTING)),
+            max_connections: limits.max_connections,
+            max_in_flight: limits.max_in_flight,
+        }
+    }
+
+    pub fn admit_connection(&self) -> Admission {
+        if let Ok(permit) = Arc::clone(&self.connections).try_acquire_owned() {
+            return Admission::Serve(ConnectionSlot(permit));
+        }
+        match Arc::clone(&self.rejecting).try_acquire_owned() {
+            Ok(permit) => Admission::Refuse(permit),
+            Err(_) => Admission::Drop,
+        }
+    }
+
+    pub fn connections_full(&self) -> ProxyError {
+        ProxyError::Overloaded {
+            what: "connections",
+            limit: self.max_connections,
+        }
+    }
+
+    /// A slot for one request on a connection, or the 503 to answer with.
+    pub fn admit_request(&self, activity: &Arc<Activity>) -> Result<InFlight, ProxyError> {
+        let permit = Arc::clone(&self.requests)
+            .try_acquire_owned()
+            .map_err(|_| ProxyError::Overloaded {
+                what: "requests in flight",
+                limit: self.max_in_flight,
+            })?;
+        activity.active.fetch_add(1, Ordering::AcqRel);
+        activity.changed.notify_waiters();
+        Ok(InFlight {
+            _permit: permit,
+            activity: Arc::clone(activity),
+        })
+    }
+}
+
+// === impl Activity ===
+
+impl Activity {
+    /// Completes once no request has been in flight for `idle`.
+    pub async fn idle_for(&self, idle: Duration) {
+        loop {
+            // Registered before the check, so a change in between is not missed.
+            let changed = self.changed.notified();
+            if self.active.load(Ordering::Acquire) > 0 {
+                changed.await;
+                continue;
+            }
+            tokio::select! {
+                () = changed => {}
+                () = tokio::time::sleep(idle) => return,
+            }
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.activity.active.fetch_sub(1, Ordering::AcqRel);
+        self.activity.changed.notify_waiters();
+    }
+}
+
+/// Refuses a request whose headers exceed the table's limits (431). hyper enforces a looser
+/// backstop itself (see `server`), so that what reaches here is refused in the caller's
+/// dialect rather than with a bare status.
+pub fn check_headers(headers: &HeaderMap, limits: &Limits) -> Result<(), ProxyError> {
+    let count = headers.len();
+    if count > limits.max_headers {
+        return Err(ProxyError::HeadersTooLarge {
+            what: format!("{count} header fields; the limit is {}", limits.max_headers),
+        });
+    }
+    // As on the wire: `name: value\r\n`.
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    if bytes as u64 > limits.max_header_bytes {
+        return Err(ProxyError::HeadersTooLarge {
+            what: format!(
+                "{bytes} bytes of header fields; the limit is {}",
+                limits.max_header_bytes
+            ),
+        });
+    }
+    Ok(())
+}

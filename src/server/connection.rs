@@ -1,0 +1,213 @@
+//! One accepted connection, from TLS handshake to close.
+//!
+//! A connection is served until the client closes it, it has been idle (no request in
+//! flight) for the idle timeout, or shutdown begins; the last two close it gracefully (HTTP/2
+//! GOAWAY, HTTP/1.1 close after the answer in progress). Every open connection holds a
+//! [`DrainGuard`] so that shutdown can wait for the last one.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::header::{CONNECTION, HeaderValue};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulConnection;
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
+
+use crate::body::Body;
+use crate::dialect;
+use crate::limits::{Activity, ConnectionSlot, Gate};
+use crate::reload::Reloader;
+use crate::service::{self, ConnInfo};
+use crate::table::Limits;
+
+/// Longest a TLS handshake may take.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest an over-the-limit connection is kept while it is told to come back later.
+const REFUSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Counts open connections so that shutdown can wait for them to finish.
+#[derive(Debug, Default)]
+pub struct Drain {
+    open: AtomicUsize,
+    closed: Notify,
+}
+
+/// One open connection's place in the [`Drain`] count.
+pub struct DrainGuard(Arc<Drain>);
+
+/// What a connection task is given besides its socket.
+pub struct Accepted {
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    pub listener: usize,
+    pub gate: Arc<Gate>,
+    pub reloader: Arc<Reloader>,
+    pub stop: watch::Receiver<bool>,
+    pub drain: DrainGuard,
+}
+
+// === impl Drain ===
+
+impl Drain {
+    pub fn guard(self: &Arc<Self>) -> DrainGuard {
+        self.open.fetch_add(1, Ordering::AcqRel);
+        DrainGuard(Arc::clone(self))
+    }
+
+    /// Completes when no connection is open.
+    pub async fn wait(&self) {
+        loop {
+            let closed = self.closed.notified();
+            if self.open.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            closed.await;
+        }
+    }
+}
+
+impl Drop for DrainGuard {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        self.0.closed.notify_waiters();
+    }
+}
+
+/// Serves one connection, TLS or not, to its end. `slot` is its place in the listener's
+/// connection pool, released when this returns.
+pub async fn serve(accepted: Accepted, slot: ConnectionSlot) {
+    let Accepted {
+        stream,
+        peer,
+        listener,
+        gate,
+        reloader,
+        stop,
+        drain: _drain,
+    } = accepted;
+    let snapshot = reloader.snapshot();
+    let limits = snapshot.table.limits;
+    let tls = snapshot
+        .table
+        .listeners
+        .get(listener)
+        .and_then(|l| l.tls.clone());
+    drop(snapshot);
+    let activity = Arc::new(Activity::default());
+    let conn = Arc::new(ConnInfo {
+        peer,
+        listener,
+        tls: tls.is_some(),
+        gate,
+        activity: Arc::clone(&activity),
+    });
+    let service =
+        service_fn(move |req| service::handle(Arc::clone(&reloader), Arc::clone(&conn), req));
+    let builder = builder(&limits);
+    let idle = activity.idle_for(limits.idle_timeout);
+    let result = match tls {
+        None => {
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            drive(conn, idle, stop).await
+        }
+        Some(config) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(config);
+            let stream =
+                match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(err)) => return tracing::debug!(%peer, "TLS handshake failed: {err}"),
+                    Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+                };
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            drive(conn, idle, stop).await
+        }
+    };
+    drop(slot);
+    if let Err(err) = result {
+        tracing::debug!(%peer, "connection ended: {err}");
+    }
+}
+
+/// A connection over the listener's limit: each request on it is answered 503 with
+/// `Retry-After` in the dialect its path implies, and the connection is closed.
+pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
+    let Accepted {
+        stream, gate, peer, ..
+    } = accepted;
+    tracing::warn!(%peer, "connection refused: {}", gate.connections_full());
+    let service = service_fn(move |req: Request<Incoming>| {
+        let err = gate.connections_full();
+        let mut response = dialect::render(&err, dialect::guess(req.uri().path()));
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+        async move { Ok::<Response<Body>, Infallible>(response) }
+    });
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .keep_alive(false)
+        .timer(TokioTimer::new())
+        .header_read_timeout(REFUSE_TIMEOUT);
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let _ = tokio::time::timeout(REFUSE_TIMEOUT, conn).await;
+}
+
+/// hyper's settings from the table's limits. hyper's own header limits are a looser backstop
+/// (twice ours) so that requests just over the table's limits reach `limits::check_headers`
+/// and are refused in the caller's dialect.
+fn builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
+    let header_bytes = usize::try_from(limits.max_header_bytes).unwrap_or(usize::MAX);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_headers(limits.max_headers.saturating_mul(2))
+        .max_buf_size(header_bytes.saturating_mul(2).max(8192));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(header_bytes.saturating_mul(2)).unwrap_or(u32::MAX))
+        // Dead peers are found by pings; idle live ones by the idle timer.
+        .keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(20));
+    builder
+}
+
+/// Polls a connection to its end; when it turns idle or shutdown begins, asks it to close
+/// gracefully and keeps polling so that the answer in progress is finished.
+async fn drive<C>(
+    conn: C,
+    idle: impl Future<Output = ()>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), C::Error>
+where
+    C: GracefulConnection,
+{
+    let mut conn = pin!(conn);
+    let mut idle = pin!(idle);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => return result,
+            () = &mut idle, if !closing => {
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = stop.wait_for(|stop| *stop), if !closing => {
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Listener limits over real sockets: header size and count (431), slow headers, idle
+//! connections, connection and in-flight caps (503 with `Retry-After`, never a queue).
+
+mod support;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::Method;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Guards the test against a hang; never a performance threshold.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn limited(url: &str, limits: &str) -> String {
+    table(&format!(
+        "limits: {{ {limits} }}\n\
+         upstreams:\n  models:\n    url: {url}\n    speaks: native\n\
+         routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n  \
+         - {{ prefix: /api, to: models }}\n"
+    ))
+}
+
+/// Reads until the peer closes; what it sent on the way.
+async fn read_to_close(stream: &mut TcpStream) -> String {
+    let mut seen = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut seen)).await;
+    assert!(read.is_ok(), "lingo kept the connection open");
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+#[tokio::test]
+async fn too_many_or_too_large_headers_are_431_in_the_dialect() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&limited(
+        &backend.url(),
+        "max_headers: 10, max_header_bytes: 1KiB",
+    ))
+    .await;
+    let many: Vec<(String, String)> = (0..12).map(|i| (format!("x-h{i}"), "v".into())).collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let answer = send(request(
+        Method::POST,
+        &lingo.url("/v1/chat/completions"),
+        &many,
+        "{}",
+    ))
+    .await;
+    assert_eq!(answer.status, 431, "{}", answer.body);
+    let error = &answer.json()["error"];
+    assert_eq!(error["code"], "headers_too_large");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("the limit is 10"),
+        "{error}"
+    );
+
+    let big = "b".repeat(1500);
+    let answer = send(request(
+        Method::GET,
+        &lingo.url("/api/tags"),
+        &[("x-big", &big)],
+        "",
+    ))
+    .await;
+    assert_eq!(answer.status, 431, "{}", answer.body);
+    let message = answer.json()["error"].as_str().unwrap().to_owned();
+    assert!(message.contains("the limit is 1024"), "{message}");
+
+    // Far over the limit, hyper itself refuses before lingo sees the request.
+    let huge = "h".repeat(8 * 1024);
+    let answer = send(request(
+        Method::GET,
+        &lingo.url("/api/tags"),
+        &[("x-huge", &huge)],
+        "",
+    ))
+    .await;
+    assert_eq!(answer.status, 431);
+    assert!(
+        backend.requests().is_empty(),
+        "nothing may reach the backend"
+    );
+
+    // Within the limits, the request goes through.
+    assert_eq!(get(&lingo.url("/api/tags")).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_client_slow_to_send_its_headers_is_dropped() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&limited(&backend.url(), "header_timeout: 300ms")).await;
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    // Half a request head, then silence.
+    stream
+        .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\nx-slow: ")
+        .await
+        .unwrap();
+    let said = read_to_close(&mut stream).await;
+    assert!(!said.contains("200 OK"), "{said}");
+    assert!(backend.requests().is_empty());
+}
+
+#[tokio::test]
+async fn idle_connections_are_closed_on_http1_and_http2() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&limited(
+        &backend.url(),
+        "idle_timeout: 300ms, header_timeout: 60s",
+    ))
+    .await;
+
+    // HTTP/1.1: one request, then the kept-alive connection is closed by lingo.
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    stream
+        .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\n\r\n")
+        .await
+        .unwrap();
+    let said = read_to_close(&mut stream).await;
+    assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+
+    // HTTP/2 (prior knowledge): the connection ends with a GOAWAY after one request.
+    let tcp = TcpStream::connect(lingo.addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+    let conn = tokio::spawn(conn);
+    let req = hyper::Request::get(lingo.url("/api/tags"))
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(req).await.unwrap();
+    assert_eq!(response.status(), 200);
+    response.into_body().collect().await.unwrap();
+    let ended = tokio::time::timeout(PATIENCE, conn).await;
+    assert!(ended.is_ok(), "the idle HTTP/2 connection was not closed");
+}
+
+#[tokio::test]
+async fn a_connection_over_the_cap_is_told_503_and_closed() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&limited(&backend.url(), "max_connections: 2")).await;
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+        stream
+            .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 512];
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+        held.push(stream);
+    }
+    let mut third = TcpStream::connect(lingo.addr).await.unwrap();
+    third
+        .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\n\r\n")
+        .await
+        .unwrap();
+    let said = read_to_close(&mut third).await;
+    assert!(said.starts_with("HTTP/1.1 503"), "{said}");
+    assert!(
+        said.to_ascii_lowercase().contains("retry-after: 1"),
+        "{said}"
+    );
+    assert!(
+        said.contains(r#"{"error":"lingo is at its limit of 2 connections"#),
+        "{said}"
+    );
+    assert_eq!(backend.requests().len(), 2);
+
+    // A slot freed is a slot usable again.
+    drop(held.pop());
+    let answer = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let answer = get(&lingo.url("/api/tags")).await;
+            if answer.status == 200 {
+                return answer;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(answer.is_ok(), "the freed connection slot was not reused");
+}
+
+#[tokio::test]
+async fn requests_over_the_in_flight_cap_get_503_with_retry_after() {
+    let (backend, lines) = scripted_backend().await;
+    let lingo = Lingo::start(&limited(&backend.url(), "max_in_flight: 1")).await;
+    let chat = |stream: bool| {
+        request(
+            Method::POST,
+            &lingo.url("/v1/chat/completions"),
+            &[],
+            &serde_json::json!({"model": "m", "stream": stream,
+                "messages": [{"role": "user", "content": "hi"}]})
+            .to_string(),
+        )
+    };
+    // One stream in flight holds the only slot until its answer ends.
+    let first = client().request(chat(true)).await.unwrap();
+    assert_eq!(first.status(), 200);
+
+    let refused = send(chat(false)).await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(refused.headers["retry-after"], "1");
+    assert_eq!(refused.json()["error"]["code"], "overloaded");
+    // Probes are still answered.
+    assert_eq!(get(&lingo.url("/healthz")).await.status, 200);
+
+    lines
+        .send(Bytes::from_static(
+            b"{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"ok\"},\"done\":true}\n",
+        ))
+        .unwrap();
+    drop(lines);
+    let text = first.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&text).contains("[DONE]"));
+    // The slot is free again once the answer ended.
+    let native = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let answer = get(&lingo.url("/api/tags")).await;
+            if answer.status != 503 {
+                return answer;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(native.is_ok(), "the in-flight slot was never released");
+}
