@@ -59,7 +59,11 @@ fn whole_answer(c: &mut Criterion) {
     let answer = Bytes::from_static(br#"{"model":"llama3.2","created_at":"2025-07-07T20:22:19.1Z","message":{"role":"assistant","content":"The sky is blue because of Rayleigh scattering of sunlight in the atmosphere."},"done":true,"done_reason":"stop","prompt_eval_count":26,"eval_count":18}"#);
     c.bench_function("native answer -> chat.completion", |b| {
         b.iter(|| {
-            black_box(chat::completion(std::slice::from_ref(black_box(&answer)), &meta()).unwrap())
+            black_box(
+                chat::completion(std::slice::from_ref(black_box(&answer)), &meta())
+                    .unwrap()
+                    .0,
+            )
         })
     });
 }

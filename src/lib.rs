@@ -20,6 +20,7 @@
 //! - [`upstream`]: pooled clients and the header rules towards upstreams.
 //! - [`error`], [`dialect`]: what can go wrong, and how each dialect is told.
 //! - [`body`], [`timeout`], [`telemetry`]: body plumbing, idle timeouts, access log.
+//! - [`admin`], [`metrics`]: `/healthz`, `/readyz`, `/metrics`, and what is counted.
 //!
 //! # A request's life
 //!
@@ -28,6 +29,7 @@
 //! management, body size) -> a translator for the endpoint, or pass-through, or a WebSocket
 //! tunnel -> answer streamed back through the idle timeout and the access-log counter.
 
+pub mod admin;
 pub mod auth;
 pub mod body;
 pub mod cli;
@@ -37,6 +39,7 @@ pub mod error;
 pub mod ids;
 pub mod inference;
 pub mod limits;
+pub mod metrics;
 pub mod mock;
 pub mod passthrough;
 pub mod path;

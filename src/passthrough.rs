@@ -5,6 +5,8 @@
 //! frame as hyper reads it. The one exception is a web-data JSON answer, whose API links are
 //! re-based onto lingo's address (`rewrite`): that answer is read whole, once.
 
+use std::time::Instant;
+
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Limited};
 use hyper::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
@@ -47,10 +49,13 @@ where
     ));
     let request = Request::from_parts(parts, body);
 
+    let started = Instant::now();
     let response = call
         .client
         .send(call.upstream, request, call.route.max_body)
-        .await?;
+        .await;
+    call.stats.waited(started.elapsed());
+    let response = response?;
     let (mut parts, body) = response.into_parts();
     headers::to_client(&mut parts.headers, &call.request_id, false);
     let body = Idle::new(body, call.upstream.timeouts.idle);

@@ -20,6 +20,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::config::{self, ConfigErrors};
+use crate::metrics::Metrics;
 use crate::table::RouteTable;
 use crate::upstream::UpstreamClient;
 
@@ -44,6 +45,8 @@ pub struct Reloader {
     generation: AtomicU64,
     /// The text of the last file loaded (good or bad), to skip events that change nothing.
     last_text: Mutex<Option<String>>,
+    /// Outlives every table: counters keep counting across reloads.
+    metrics: Arc<Metrics>,
 }
 
 /// The installed reload triggers: file events and SIGHUP, as one channel.
@@ -96,7 +99,12 @@ impl Reloader {
             current: ArcSwap::from_pointee(Snapshot::new(table, 1)),
             generation: AtomicU64::new(1),
             last_text: Mutex::new(std::fs::read_to_string(path).ok()),
+            metrics: Arc::new(Metrics::new()),
         })
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     pub fn path(&self) -> &Path {
@@ -118,7 +126,7 @@ impl Reloader {
             }
             last.clone_from(&text);
         }
-        let table = config::load(&self.path)?;
+        let table = config::load(&self.path).inspect_err(|_| self.metrics.reload_refused())?;
         let old = self.snapshot();
         if old
             .table
@@ -138,6 +146,7 @@ impl Reloader {
         }
         self.current
             .store(Arc::new(Snapshot::new(table, generation)));
+        self.metrics.reloaded(generation);
         Ok(generation)
     }
 

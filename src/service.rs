@@ -10,13 +10,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::header::{CONTENT_LENGTH, HOST, HeaderValue};
+use hyper::{Request, Response};
 
+use crate::admin::Builtin;
 use crate::body::Body;
 use crate::dialect::{self, Dialect};
 use crate::error::ProxyError;
 use crate::limits::{self, Activity, Gate};
+use crate::metrics::{Finish, RequestStats};
 use crate::reload::{Reloader, Snapshot};
 use crate::table::{Route, RouteTable, Upstream};
 use crate::telemetry::{AccessLog, Logged};
@@ -29,8 +31,8 @@ use crate::{auth, ids, inference, passthrough, path, websocket};
 #[derive(Debug)]
 pub struct ConnInfo {
     pub peer: SocketAddr,
-    /// Index of the listener in the table's `listen` list.
-    pub listener: usize,
+    /// Index of the listener in the table's `listen` list; `None` on the `admin:` listener.
+    pub listener: Option<usize>,
     pub tls: bool,
     /// The listener's connection and in-flight pools.
     pub gate: Arc<Gate>,
@@ -52,6 +54,8 @@ pub struct Call<'a> {
     pub client_host: Option<HeaderValue>,
     /// `scheme://authority` clients use to reach lingo, for rewriting upstream links.
     pub public_base: String,
+    /// What the handlers learn for the metrics (upstream wait, tokens).
+    pub stats: Arc<RequestStats>,
 }
 
 // === impl Call ===
@@ -69,6 +73,7 @@ impl<'a> Call<'a> {
             request_id: self.request_id.clone(),
             client_host: self.client_host.clone(),
             public_base: self.public_base.clone(),
+            stats: Arc::clone(&self.stats),
         }
     }
 }
@@ -80,50 +85,78 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
     let snapshot = reloader.snapshot();
+    let metrics = reloader.metrics();
     let request_id = request_id(&req);
     let mut log = AccessLog::new(
         req.method().as_str(),
         req.uri().path(),
         request_id.to_str().unwrap_or("-"),
     );
+    let stats = RequestStats::new();
     let (held, refused) = match conn.gate.admit_request(&conn.activity) {
         Ok(held) => (Some(held), None),
         Err(err) => (None, Some(err)),
     };
-    let result = match refused {
-        // Health probes are answered even when the listener is full.
-        Some(err) if !is_probe(&req) => Err((err, dialect::guess(req.uri().path()))),
-        _ => dispatch(&snapshot, &conn, req, request_id.clone(), &mut log).await,
+    let builtin = builtin(&snapshot, &conn, &req);
+    let result = match (refused, builtin) {
+        (_, Some(builtin)) => builtin
+            .answer(&snapshot, metrics, req.headers())
+            .await
+            .map_err(|e| (e, dialect::guess(req.uri().path()))),
+        // lingo's own endpoints are answered even when the listener is full.
+        (Some(err), None) => Err((err, dialect::guess(req.uri().path()))),
+        (None, None) if conn.listener.is_none() => Err(not_here(&req)),
+        (None, None) => {
+            let cx = (&*snapshot, &*conn, request_id.clone(), &stats);
+            dispatch(cx, req, &mut log).await
+        }
     };
     let mut response = match result {
         Ok(response) => response,
         Err((err, dialect)) => {
+            metrics.upstream_error(&err);
             log.error = Some(err.to_string());
+            log.dialect.get_or_insert(dialect);
             dialect::render(&err, dialect)
         }
     };
     response.headers_mut().insert(X_REQUEST_ID, request_id);
     log.status = response.status().as_u16();
-    Ok(response.map(|body| Body::new(Logged::new(body, log).holding(held))))
+    let finish = Finish::new(Arc::clone(metrics), &log, stats);
+    Ok(response.map(|body| Body::new(Logged::new(body, log).holding(held).recording(finish))))
 }
 
-/// lingo's own endpoints, which need no upstream and are never refused for load.
-fn is_probe(req: &Request<Incoming>) -> bool {
-    matches!(*req.method(), Method::GET | Method::HEAD) && req.uri().path() == "/healthz"
+/// The built-in endpoint this request is for, if any.
+fn builtin(snapshot: &Snapshot, conn: &ConnInfo, req: &Request<Incoming>) -> Option<Builtin> {
+    let has_admin = snapshot.table.admin.addr.is_some();
+    let on_admin = conn.listener.is_none();
+    Builtin::find(req.method(), req.uri().path(), on_admin, has_admin)
 }
+
+/// Anything but lingo's own endpoints, asked of the admin listener.
+fn not_here(req: &Request<Incoming>) -> (ProxyError, Dialect) {
+    let err = ProxyError::NoRoute {
+        method: req.method().to_string(),
+        path: format!("{} (this is the admin listener)", req.uri().path()),
+    };
+    (err, Dialect::Chat)
+}
+
+/// What a request is dispatched with: its table, connection, id and stats.
+type Context<'a> = (
+    &'a Snapshot,
+    &'a ConnInfo,
+    HeaderValue,
+    &'a Arc<RequestStats>,
+);
 
 async fn dispatch(
-    snapshot: &Snapshot,
-    conn: &ConnInfo,
+    (snapshot, conn, request_id, stats): Context<'_>,
     req: Request<Incoming>,
-    request_id: HeaderValue,
     log: &mut AccessLog,
 ) -> Result<Response<Body>, (ProxyError, Dialect)> {
     let table = &snapshot.table;
     let raw_path = req.uri().path();
-    if raw_path == "/healthz" && matches!(*req.method(), Method::GET | Method::HEAD) {
-        return Ok(healthz(snapshot));
-    }
     let path = path::normalize(raw_path)
         .map_err(|why| (ProxyError::BadPath(why), dialect::guess(raw_path)))?;
     let route = table.find(&path).ok_or_else(|| {
@@ -137,6 +170,7 @@ async fn dispatch(
     let upstream = table.upstream(route.upstream);
     log.route = Some(route.matcher.to_string());
     log.upstream = Some(upstream.name.clone());
+    log.dialect = Some(dialect);
 
     let upgrade = headers::is_websocket_upgrade(req.headers());
     let client = auth::check(&table.clients, req.headers(), upgrade).map_err(|e| (e, dialect))?;
@@ -164,6 +198,7 @@ async fn dispatch(
         request_id,
         client_host,
         public_base,
+        stats: Arc::clone(stats),
     };
     let endpoint = translate::endpoint(
         route.speaks,
@@ -251,7 +286,7 @@ fn request_id(req: &Request<Incoming>) -> HeaderValue {
 
 /// `scheme://authority` of lingo as this client addressed it.
 fn public_base(table: &RouteTable, conn: &ConnInfo, client_host: Option<&HeaderValue>) -> String {
-    let listener = table.listeners.get(conn.listener);
+    let listener = conn.listener.and_then(|i| table.listeners.get(i));
     if let Some(url) = listener.and_then(|l| l.public_url.as_ref()) {
         return url.to_string().trim_end_matches('/').to_owned();
     }
@@ -263,19 +298,6 @@ fn public_base(table: &RouteTable, conn: &ConnInfo, client_host: Option<&HeaderV
             listener.map_or_else(String::new, |l| l.addr.to_string())
         ),
     }
-}
-
-fn healthz(snapshot: &Snapshot) -> Response<Body> {
-    let body = format!(
-        "{{\"status\":\"ok\",\"generation\":{}}}",
-        snapshot.generation
-    );
-    let mut response = Response::new(Body::full(body));
-    *response.status_mut() = StatusCode::OK;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }
 
 #[cfg(test)]

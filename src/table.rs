@@ -48,6 +48,7 @@ pub struct RouteTable {
     /// Routes in file order; see [`RouteTable::find`] for precedence.
     pub routes: Vec<Route>,
     pub limits: Limits,
+    pub admin: Admin,
     /// The `owned_by` of the models `/v1/models` lists (`owned_by:` in the table).
     pub owned_by: String,
     /// Non-fatal findings (`lingo check` prints them; reload logs them).
@@ -163,6 +164,16 @@ pub struct Route {
     pub options: serde_json::Map<String, serde_json::Value>,
     /// Line in the file, for logs and `check`.
     pub line: usize,
+}
+
+/// lingo's own endpoints (`admin:`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Admin {
+    /// A separate listener for `/healthz`, `/readyz` and `/metrics`; when set, `/readyz` and
+    /// `/metrics` are served there only.
+    pub addr: Option<SocketAddr>,
+    /// `/readyz` and `/metrics` need a client key (`/healthz` never does).
+    pub require_key: bool,
 }
 
 #[derive(Debug, Clone, Copy)]

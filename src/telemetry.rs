@@ -14,7 +14,9 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 
 use crate::body::BoxError;
+use crate::dialect::Dialect;
 use crate::limits::InFlight;
+use crate::metrics::Finish;
 
 /// Installs the global subscriber: `RUST_LOG` filters (default `info`), output on stderr.
 pub fn init() {
@@ -40,6 +42,8 @@ pub struct AccessLog {
     pub status: u16,
     /// Why lingo answered an error itself, or why the stream broke.
     pub error: Option<String>,
+    /// The dialect the client was answered in, once known.
+    pub dialect: Option<Dialect>,
     pub bytes: u64,
     pub started: Instant,
 }
@@ -57,6 +61,7 @@ impl AccessLog {
             client: None,
             status: 0,
             error: None,
+            dialect: None,
             bytes: 0,
             started: Instant::now(),
         }
@@ -91,6 +96,8 @@ pin_project! {
         ended: Cell<bool>,
         // The request's in-flight slot, released when the answer ends.
         held: Option<InFlight>,
+        // Its metrics, recorded when the answer ends.
+        finish: Option<Finish>,
     }
 
     impl<B> PinnedDrop for Logged<B> {
@@ -99,6 +106,9 @@ pin_project! {
             if let Some(log) = this.log.take() {
                 let outcome = if this.ended.get() { "complete" } else { "client closed" };
                 log.emit(outcome);
+                if let Some(finish) = this.finish.take() {
+                    finish.done(&log);
+                }
             }
         }
     }
@@ -111,7 +121,14 @@ impl<B> Logged<B> {
             log: Some(log),
             ended: Cell::new(false),
             held: None,
+            finish: None,
         }
+    }
+
+    /// Records the request's metrics when the answer ends or is dropped.
+    pub fn recording(mut self, finish: Finish) -> Self {
+        self.finish = Some(finish);
+        self
     }
 
     /// Keeps the request's in-flight slot until the answer has ended or been dropped.

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use lingo::body::Body;
 use lingo::inference::reframe::{Merged, Reframe};
+use lingo::metrics::RequestStats;
 use lingo::translate::chat::{ChatStream, ResponseMeta};
 use lingo::translate::completions::{CompletionStream, Meta};
 
@@ -32,14 +33,22 @@ async fn reframe(name: &str, chunks: Vec<Bytes>) -> String {
             model: "gpt-3.5-turbo-instruct".into(),
         };
         let stream = CompletionStream::new(&meta, 0, true, None);
-        Merged::new(vec![Reframe::new(body, 1 << 20, stream)], None)
-            .collect()
-            .await
+        Merged::new(
+            vec![Reframe::new(body, 1 << 20, stream)],
+            None,
+            RequestStats::new(),
+        )
+        .collect()
+        .await
     } else {
         let stream = ChatStream::new(&meta(), 0, true);
-        Merged::new(vec![Reframe::new(body, 1 << 20, stream)], None)
-            .collect()
-            .await
+        Merged::new(
+            vec![Reframe::new(body, 1 << 20, stream)],
+            None,
+            RequestStats::new(),
+        )
+        .collect()
+        .await
     };
     normalise_ids(std::str::from_utf8(&bytes.unwrap().to_bytes()).unwrap())
 }
@@ -108,6 +117,7 @@ async fn a_line_over_the_cap_is_an_upstream_error() {
     let body = Merged::new(
         vec![Reframe::new(Body::pieces(vec![line]), 64, stream)],
         None,
+        RequestStats::new(),
     );
     let out = String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap();
     assert!(out.contains("longer than 64 bytes"), "{out}");

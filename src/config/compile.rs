@@ -18,9 +18,9 @@ use super::secret::{Secret, SecretSource};
 use super::{routes, tls, units, upstream};
 use crate::dialect::Dialect;
 use crate::table::{
-    ClientKey, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_LINE, Limits, Listener, ModelAlias, RouteTable,
+    Admin, ClientKey, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE, Limits, Listener, ModelAlias, RouteTable,
 };
 
 /// Looks up an environment variable; injectable so tests need not touch the process
@@ -55,6 +55,7 @@ pub fn compile(
 
     let limits = limits(&mut cx, file.limits);
     let listeners = listeners(&mut cx, file.listen);
+    let admin = admin(&mut cx, file.admin, &listeners);
     let clients = clients(&mut cx, file.clients.unwrap_or_default());
     let upstreams: Vec<_> = file
         .upstreams
@@ -78,6 +79,7 @@ pub fn compile(
         models,
         routes,
         limits,
+        admin,
         owned_by: file.owned_by.unwrap_or_else(|| "lingo".into()),
         warnings: cx.warnings,
     })
@@ -181,6 +183,31 @@ fn listeners(cx: &mut Ctx<'_>, raw: Option<At<Vec<At<raw::Listener>>>>) -> Vec<L
         }
     }
     out
+}
+
+fn admin(cx: &mut Ctx<'_>, raw: Option<At<raw::Admin>>, listeners: &[Listener]) -> Admin {
+    let Some(raw) = raw else {
+        return Admin::default();
+    };
+    let raw::Admin { addr, require_key } = raw.value;
+    let addr = addr.and_then(|at| match at.value.parse::<SocketAddr>() {
+        Ok(addr) if addr.port() != 0 && listeners.iter().any(|l| l.addr == addr) => {
+            let message =
+                format!("admin address {addr} is also a `listen` address; use another port");
+            cx.error(&at, message);
+            None
+        }
+        Ok(addr) => Some(addr),
+        Err(_) => {
+            let message = format!(
+                "admin address `{}` is not IP:PORT (for example 127.0.0.1:9090)",
+                at.value
+            );
+            cx.error(&at, message);
+            None
+        }
+    });
+    Admin { addr, require_key }
 }
 
 fn clients(cx: &mut Ctx<'_>, raw: Vec<At<raw::Client>>) -> Vec<ClientKey> {

@@ -45,6 +45,16 @@ pub struct File {
     pub limits: Option<Limits>,
     /// `owned_by` of every model `/v1/models` lists.
     pub owned_by: Option<String>,
+    pub admin: Option<At<Admin>>,
+}
+
+/// Where `/healthz`, `/readyz` and `/metrics` are served, and whether they need a key.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Admin {
+    pub addr: Option<At<String>>,
+    #[serde(default)]
+    pub require_key: bool,
 }
 
 #[derive(Debug, Deserialize)]

@@ -82,7 +82,7 @@ fn shape_errors_have_line_and_column() {
         (
             "listn:\n  - addr: 127.0.0.1:8080\n",
             &[
-                "proxy.yaml:1:1: unknown field `listn`, expected one of listen, clients, upstreams, models, routes, limits, owned_by",
+                "proxy.yaml:1:1: unknown field `listn`, expected one of listen, clients, upstreams, models, routes, limits, owned_by, admin",
             ],
         ),
         (

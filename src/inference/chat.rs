@@ -5,6 +5,7 @@
 //! its status); after that, a streamed answer is re-framed line by line (`Reframe`), and a
 //! whole answer is translated once it is read.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -81,13 +82,16 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
             let stream = ChatStream::new(&meta, 0, true);
             Box::new(move |usage| stream.usage_chunk(usage)) as UsageFrame
         });
-        return Ok(sse(Body::new(Merged::new(streams, usage_frame))));
+        let merged = Merged::new(streams, usage_frame, Arc::clone(&call.stats));
+        return Ok(sse(Body::new(merged)));
     }
     let mut wholes = Vec::with_capacity(answers.len());
     for answer in answers {
-        wholes.push(whole(upstream, answer).await?);
+        wholes.push(whole(call, upstream, answer).await?);
     }
-    let completion = chat::completion(&wholes, &meta).map_err(|m| bad_gateway(upstream, m))?;
+    let (completion, usage) =
+        chat::completion(&wholes, &meta).map_err(|m| bad_gateway(upstream, m))?;
+    call.stats.used(usage);
     Ok(json(completion))
 }
 

@@ -1,5 +1,6 @@
 //! `/v1/completions` over a native upstream: one `/api/generate` per prompt, concurrently.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -76,14 +77,16 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
             let stream = CompletionStream::new(&meta, 0, true, None);
             Box::new(move |usage| stream.usage_chunk(usage)) as UsageFrame
         });
-        return Ok(sse(Body::new(Merged::new(streams, usage_frame))));
+        let merged = Merged::new(streams, usage_frame, Arc::clone(&call.stats));
+        return Ok(sse(Body::new(merged)));
     }
     let mut wholes = Vec::with_capacity(answers.len());
     for answer in answers {
-        wholes.push(whole(upstream, answer).await?);
+        wholes.push(whole(call, upstream, answer).await?);
     }
-    let body =
+    let (body, usage) =
         completions::completion(&wholes, &request, &meta).map_err(|m| bad_gateway(upstream, m))?;
+    call.stats.used(usage);
     Ok(json(body))
 }
 

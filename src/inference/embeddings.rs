@@ -62,7 +62,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
         } else if !answer.status().is_success() {
             return Err(upstream_failure(answer, chat::upstream_error).await);
         } else {
-            let bytes = whole(upstream, answer).await?;
+            let bytes = whole(call, upstream, answer).await?;
             let (vectors, tokens) =
                 embeddings::parse_embed(&bytes).map_err(|m| bad_gateway(upstream, m))?;
             return Ok(json(embeddings::response(
@@ -107,7 +107,7 @@ async fn legacy_embeddings(
         if !answer.status().is_success() {
             return Err(upstream_failure(answer, chat::upstream_error).await);
         }
-        let bytes = whole(upstream, answer).await?;
+        let bytes = whole(call, upstream, answer).await?;
         vectors.push(embeddings::parse_legacy(&bytes).map_err(|m| bad_gateway(upstream, m))?);
     }
     // The legacy endpoint reports no token counts.

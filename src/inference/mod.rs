@@ -14,6 +14,7 @@ pub mod reframe;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::Poll;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -122,7 +123,10 @@ pub async fn send(
     *request.uri_mut() = upstream::target_uri(upstream, path);
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = headers;
-    let response = client.send(upstream, request, u64::MAX).await?;
+    let started = Instant::now();
+    let response = client.send(upstream, request, u64::MAX).await;
+    call.stats.waited(started.elapsed());
+    let response = response?;
     let idle = upstream.timeouts.idle;
     Ok(response.map(|body| Body::new(Idle::new(body, idle))))
 }
@@ -180,9 +184,16 @@ pub async fn join_all<'a, T>(futures: Vec<Pin<Box<dyn Future<Output = T> + Send 
     outputs.into_iter().flatten().collect()
 }
 
-/// Reads a whole upstream answer (one answer in memory; the idle limit applies).
-pub async fn whole(upstream: &Upstream, answer: Response<Body>) -> Result<Bytes, ProxyError> {
+/// Reads a whole upstream answer (one answer in memory; the idle limit applies). The time it
+/// takes is the upstream's, not lingo's.
+pub async fn whole(
+    call: &Call<'_>,
+    upstream: &Upstream,
+    answer: Response<Body>,
+) -> Result<Bytes, ProxyError> {
+    let started = Instant::now();
     let collected = answer.into_body().collect().await;
+    call.stats.waited(started.elapsed());
     collected
         .map(|c| c.to_bytes())
         .map_err(|e| upstream::classify_body_error(upstream, e.as_ref()))

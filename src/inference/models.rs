@@ -28,7 +28,7 @@ pub async fn list(call: &Call<'_>) -> Answer {
     if !answer.status().is_success() {
         return Err(upstream_failure(answer, chat::upstream_error).await);
     }
-    let tags = whole(upstream, answer).await?;
+    let tags = whole(call, upstream, answer).await?;
     let table = &call.snapshot.table;
     let mut aliases: Vec<(&str, &str)> = table
         .models
@@ -60,7 +60,7 @@ pub async fn one(call: &Call<'_>, path: &str) -> Answer {
     if !answer.status().is_success() {
         return Err(upstream_failure(answer, chat::upstream_error).await);
     }
-    let show = whole(upstream, answer).await?;
+    let show = whole(call, upstream, answer).await?;
     let body = models::one(&id, &show, &call.snapshot.table.owned_by)
         .map_err(|m| bad_gateway(upstream, m))?;
     Ok(json(body))

@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -17,6 +18,7 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 
 use crate::body::{Body, BoxError};
+use crate::metrics::RequestStats;
 use crate::translate::chat::Usage;
 use crate::translate::ndjson::LineFramer;
 use crate::translate::sse;
@@ -167,12 +169,18 @@ pub struct Merged<T> {
     usage_frame: Option<UsageFrame>,
     /// Frames left to send after the last stream ended.
     closing: VecDeque<Bytes>,
+    /// Where the summed usage is reported (lingo's token counters).
+    stats: Arc<RequestStats>,
 }
 
 // === impl Merged ===
 
 impl<T: Translator> Merged<T> {
-    pub fn new(streams: Vec<Reframe<T>>, usage_frame: Option<UsageFrame>) -> Self {
+    pub fn new(
+        streams: Vec<Reframe<T>>,
+        usage_frame: Option<UsageFrame>,
+        stats: Arc<RequestStats>,
+    ) -> Self {
         Merged {
             streams: streams.into_iter().map(Box::pin).collect(),
             next: 0,
@@ -180,12 +188,16 @@ impl<T: Translator> Merged<T> {
             usage: None,
             usage_frame,
             closing: VecDeque::new(),
+            stats,
         }
     }
 
     /// Everything ended cleanly: the usage frame (if asked for), then `[DONE]`.
     fn close(&mut self) {
         self.finished = true;
+        if let Some(usage) = self.usage {
+            self.stats.used(usage);
+        }
         if let (Some(frame), Some(usage)) = (self.usage_frame.take(), self.usage) {
             self.closing.push_back(frame(usage));
         }
@@ -213,6 +225,7 @@ impl<T: Translator> http_body::Body for Merged<T> {
                 Poll::Ready(Some(frame)) => {
                     if this.streams[at].failed() && this.streams[at].is_end_stream() {
                         // Its error frame is the last thing the client gets.
+                        this.stats.failed_mid_stream();
                         this.streams.clear();
                         this.finished = true;
                     } else {

@@ -48,7 +48,8 @@ pub struct DrainGuard(Arc<Drain>);
 pub struct Accepted {
     pub stream: TcpStream,
     pub peer: SocketAddr,
-    pub listener: usize,
+    /// Index in the table's `listen` list; `None` for the `admin:` listener.
+    pub listener: Option<usize>,
     pub gate: Arc<Gate>,
     pub reloader: Arc<Reloader>,
     pub stop: watch::Receiver<bool>,
@@ -96,10 +97,8 @@ pub async fn serve(accepted: Accepted, slot: ConnectionSlot) {
     } = accepted;
     let snapshot = reloader.snapshot();
     let limits = snapshot.table.limits;
-    let tls = snapshot
-        .table
-        .listeners
-        .get(listener)
+    let tls = listener
+        .and_then(|i| snapshot.table.listeners.get(i))
         .and_then(|l| l.tls.clone());
     drop(snapshot);
     let activity = Arc::new(Activity::default());

@@ -37,7 +37,8 @@ pub enum StartError {
 pub struct Server {
     reloader: Arc<Reloader>,
     triggers: Triggers,
-    listeners: Vec<(usize, TcpListener)>,
+    /// The table's listeners by index, and `None` for the admin listener.
+    listeners: Vec<(Option<usize>, TcpListener)>,
 }
 
 // === impl Server ===
@@ -51,14 +52,12 @@ impl Server {
             tracing::warn!("{warning}");
         }
         let mut listeners = Vec::new();
-        for (index, listener) in snapshot.table.listeners.iter().enumerate() {
-            let bound =
-                TcpListener::bind(listener.addr)
-                    .await
-                    .map_err(|source| StartError::Bind {
-                        addr: listener.addr,
-                        source,
-                    })?;
+        let public = snapshot.table.listeners.iter().map(|l| l.addr).enumerate();
+        let admin = snapshot.table.admin.addr.map(|addr| (None, addr));
+        for (index, addr) in public.map(|(i, a)| (Some(i), a)).chain(admin) {
+            let bound = TcpListener::bind(addr)
+                .await
+                .map_err(|source| StartError::Bind { addr, source })?;
             listeners.push((index, bound));
         }
         let triggers = reloader.triggers();
@@ -90,7 +89,8 @@ impl Server {
         let mut accept_tasks = Vec::new();
         for (index, listener) in self.listeners {
             if let Ok(addr) = listener.local_addr() {
-                tracing::info!("listening on {addr}");
+                let what = if index.is_some() { "" } else { " (admin)" };
+                tracing::info!("listening on {addr}{what}");
             }
             accept_tasks.push(tokio::spawn(accept_loop(
                 listener,
@@ -121,7 +121,7 @@ impl Server {
 
 async fn accept_loop(
     listener: TcpListener,
-    index: usize,
+    index: Option<usize>,
     gate: Arc<Gate>,
     reloader: Arc<Reloader>,
     drain: Arc<Drain>,

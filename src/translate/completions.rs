@@ -177,12 +177,13 @@ fn envelope<'a>(meta: &'a Meta, choices: Vec<OutChoice<'a>>, usage: Option<Usage
     }
 }
 
-/// The `text_completion` answer for the whole native answers, one per prompt.
+/// The `text_completion` answer for the whole native answers, one per prompt, and their
+/// summed usage.
 pub fn completion(
     answers: &[Bytes],
     request: &CompletionRequest,
     meta: &Meta,
-) -> Result<Bytes, String> {
+) -> Result<(Bytes, Usage), String> {
     let mut total: Option<Usage> = None;
     let mut choices = Vec::with_capacity(answers.len());
     for (i, answer) in answers.iter().enumerate() {
@@ -212,8 +213,9 @@ pub fn completion(
             total_tokens: t.total_tokens + this.total_tokens,
         }));
     }
-    serde_json::to_vec(&envelope(meta, choices, Some(total.unwrap_or_default())))
-        .map(Bytes::from)
+    let usage = total.unwrap_or_default();
+    serde_json::to_vec(&envelope(meta, choices, Some(usage)))
+        .map(|json| (Bytes::from(json), usage))
         .map_err(|e| e.to_string())
 }
 
@@ -362,7 +364,7 @@ mod tests {
         };
         let req = request(br#"{"model":"m","prompt":"Say:","echo":true}"#, &Map::new()).unwrap();
         let whole = completion(&[Bytes::from_static(br#"{"response":" hi","done":true,"done_reason":"length","prompt_eval_count":2,"eval_count":1}"#)], &req, &meta).unwrap();
-        let whole: Value = serde_json::from_slice(&whole).unwrap();
+        let whole: Value = serde_json::from_slice(&whole.0).unwrap();
         assert_eq!(
             whole["choices"][0],
             json!({"text": "Say: hi", "index": 0, "logprobs": null, "finish_reason": "length"})

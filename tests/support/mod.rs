@@ -33,6 +33,8 @@ use lingo::server::Server;
 /// A running in-process lingo.
 pub struct Lingo {
     pub addr: SocketAddr,
+    /// Every bound address: the table's listeners in order, then the admin listener.
+    pub addrs: Vec<SocketAddr>,
     pub reloader: Arc<Reloader>,
     pub dir: tempfile::TempDir,
     stop: Option<oneshot::Sender<()>>,
@@ -48,7 +50,8 @@ impl Lingo {
         let server = Server::bind(&path)
             .await
             .unwrap_or_else(|e| panic!("lingo failed to start:\n{e}"));
-        let addr = server.local_addrs()[0];
+        let addrs = server.local_addrs();
+        let addr = addrs[0];
         let reloader = server.reloader();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {
@@ -56,6 +59,7 @@ impl Lingo {
         }));
         Lingo {
             addr,
+            addrs,
             reloader,
             dir,
             stop: Some(stop),

@@ -150,8 +150,9 @@ struct OutMessage<'a> {
     tool_calls: Vec<OutCall<'a>>,
 }
 
-/// The `chat.completion` object for the native answers of the `n` choices, in order.
-pub fn completion(answers: &[Bytes], meta: &ResponseMeta) -> Result<Bytes, String> {
+/// The `chat.completion` object for the native answers of the `n` choices, in order, and
+/// their summed usage (for lingo's token counters).
+pub fn completion(answers: &[Bytes], meta: &ResponseMeta) -> Result<(Bytes, Usage), String> {
     let events = answers
         .iter()
         .map(|a| native::parse(a))
@@ -191,7 +192,7 @@ pub fn completion(answers: &[Bytes], meta: &ResponseMeta) -> Result<Bytes, Strin
         usage: usage.unwrap_or_default(),
     };
     serde_json::to_vec(&completion)
-        .map(Bytes::from)
+        .map(|json| (Bytes::from(json), completion.usage))
         .map_err(|e| e.to_string())
 }
 

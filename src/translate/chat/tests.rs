@@ -257,7 +257,7 @@ fn whole_answers() {
         Bytes::from_static(br#"{"model":"m","message":{"role":"assistant","content":"Hi","thinking":"t"},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}"#),
         Bytes::from_static(br#"{"model":"m","message":{"role":"assistant","content":"","tool_calls":[{"function":{"index":0,"name":"f","arguments":{"b":1,"a":2}}}]},"done":true,"done_reason":"length"}"#),
     ];
-    let out: Value = serde_json::from_slice(&completion(&answers, &meta).unwrap()).unwrap();
+    let out: Value = serde_json::from_slice(&completion(&answers, &meta).unwrap().0).unwrap();
     assert_eq!(out["model"], "alias");
     assert_eq!(
         out["choices"][0]["message"],

@@ -1,0 +1,141 @@
+//! lingo's own endpoints: `/healthz` (alive), `/readyz` (a table is loaded and every
+//! upstream is reachable) and `/metrics` (Prometheus/OpenMetrics text).
+//!
+//! With `admin: { addr: ... }` they get a listener of their own and `/readyz` and `/metrics`
+//! leave the public listeners (where they would be routed like any other path); `/healthz`
+//! stays on both, for load balancers. `admin.require_key` puts `/readyz` and `/metrics` behind
+//! a client key.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{HeaderMap, Method, Response, StatusCode};
+use serde_json::{Map, Value, json};
+
+use crate::auth;
+use crate::body::Body;
+use crate::error::ProxyError;
+use crate::metrics::{self, Metrics};
+use crate::reload::Snapshot;
+use crate::table::Target;
+
+/// How long `/readyz` waits for an upstream to accept a TCP connection.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One of lingo's own endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    Healthz,
+    Readyz,
+    Metrics,
+}
+
+// === impl Builtin ===
+
+impl Builtin {
+    /// The endpoint a request is for, if lingo answers it itself on this listener.
+    pub fn find(method: &Method, path: &str, on_admin: bool, has_admin: bool) -> Option<Builtin> {
+        if !matches!(*method, Method::GET | Method::HEAD) {
+            return None;
+        }
+        let builtin = match path {
+            "/healthz" => Builtin::Healthz,
+            "/readyz" => Builtin::Readyz,
+            "/metrics" => Builtin::Metrics,
+            _ => return None,
+        };
+        let here = on_admin || builtin == Builtin::Healthz || !has_admin;
+        here.then_some(builtin)
+    }
+
+    /// Answers it; `Err` is a missing or wrong client key when one is required.
+    pub async fn answer(
+        self,
+        snapshot: &Snapshot,
+        metrics: &Metrics,
+        headers: &HeaderMap,
+    ) -> Result<Response<Body>, ProxyError> {
+        let table = &snapshot.table;
+        if self != Builtin::Healthz && table.admin.require_key {
+            auth::check(&table.clients, headers, false)?;
+        }
+        Ok(match self {
+            Builtin::Healthz => json(
+                StatusCode::OK,
+                &json!({"status": "ok", "generation": snapshot.generation}),
+            ),
+            Builtin::Readyz => readyz(snapshot).await,
+            Builtin::Metrics => {
+                let mut response = Response::new(Body::full(Bytes::from(metrics.render())));
+                response.headers_mut().insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static(metrics::CONTENT_TYPE),
+                );
+                response
+            }
+        })
+    }
+}
+
+/// Ready when every upstream accepts a TCP connection (`mock:` ones always do): 200, or 503
+/// naming the ones that do not.
+async fn readyz(snapshot: &Snapshot) -> Response<Body> {
+    let probes = snapshot.table.upstreams.iter().map(|upstream| async move {
+        let state = match &upstream.target {
+            Target::Mock(_) => Ok(()),
+            Target::Url(url) => probe(url).await,
+        };
+        (upstream.name.clone(), state)
+    });
+    let mut upstreams = Map::new();
+    let mut ready = true;
+    for (name, state) in
+        crate::inference::join_all(probes.map(|p| Box::pin(p) as _).collect()).await
+    {
+        let value = match state {
+            Ok(()) => Value::from("ok"),
+            Err(why) => {
+                ready = false;
+                Value::from(why)
+            }
+        };
+        upstreams.insert(name, value);
+    }
+    let (status, word) = if ready {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    };
+    let body = json!({"status": word, "generation": snapshot.generation, "upstreams": upstreams});
+    json(status, &body)
+}
+
+/// Opens (and drops) a TCP connection to the URL's host and port.
+async fn probe(url: &hyper::Uri) -> Result<(), String> {
+    let host = url.host().unwrap_or_default().trim_matches(['[', ']']);
+    let port = url
+        .port_u16()
+        .unwrap_or(if url.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    match tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port))).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(err)) => Err(format!("unreachable: {err}")),
+        Err(_) => Err(format!(
+            "unreachable: no connection within {}",
+            crate::error::humanize(PROBE_TIMEOUT)
+        )),
+    }
+}
+
+fn json(status: StatusCode, value: &Value) -> Response<Body> {
+    let mut response = Response::new(Body::full(Bytes::from(value.to_string())));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

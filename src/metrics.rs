@@ -1,0 +1,311 @@
+//! `/metrics`: what lingo counts, in the Prometheus/OpenMetrics text format.
+//!
+//! One [`Metrics`] lives as long as the server (it outlives reloads). Each request carries a
+//! [`RequestStats`] that the handlers fill in (time spent waiting on upstreams, tokens from
+//! the usage counts) and that is read once, when the answer has ended.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::dialect::Dialect;
+use crate::error::{ProxyError, TimeoutKind};
+use crate::telemetry::AccessLog;
+use crate::translate::chat::Usage;
+
+/// The `Content-Type` of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    upstream: String,
+    status: u16,
+    dialect: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+    upstream: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    upstream: String,
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    route: String,
+    client: String,
+    direction: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReloadLabels {
+    result: &'static str,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Every metric lingo exports.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    duration: Histograms<RouteLabels>,
+    overhead: Histograms<RouteLabels>,
+    open_streams: Gauge,
+    upstream_errors: Family<ErrorLabels, Counter>,
+    reloads: Family<ReloadLabels, Counter>,
+    generation: Gauge,
+    tokens: Family<TokenLabels, Counter>,
+}
+
+/// What one request's handlers learnt on the way, read when its answer has ended.
+#[derive(Debug, Default)]
+pub struct RequestStats {
+    upstream_wait_ns: AtomicU64,
+    tokens_in: AtomicU64,
+    tokens_out: AtomicU64,
+    mid_stream_failure: AtomicBool,
+}
+
+/// A request whose answer has started: counted as an open stream until [`Finish::done`].
+pub struct Finish {
+    metrics: Arc<Metrics>,
+    stats: Arc<RequestStats>,
+}
+
+// === impl Metrics ===
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("lingo");
+        let requests = Family::default();
+        registry.register(
+            "requests",
+            "Requests answered, by route, upstream, status and the client's dialect",
+            requests.clone(),
+        );
+        // 100 µs .. ~105 s
+        let duration = Histograms::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0001, 4.0, 11))
+        });
+        registry.register(
+            "request_duration_seconds",
+            "Time from request received to answer ended",
+            duration.clone(),
+        );
+        // 10 µs .. ~2.6 s
+        let overhead = Histograms::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.00001, 4.0, 10))
+        });
+        registry.register(
+            "overhead_seconds",
+            "lingo's own time before the answer starts: time to the answer's head not spent waiting on upstreams",
+            overhead.clone(),
+        );
+        let open_streams = Gauge::default();
+        registry.register(
+            "open_streams",
+            "Answers being sent to clients right now",
+            open_streams.clone(),
+        );
+        let upstream_errors = Family::default();
+        registry.register(
+            "upstream_errors",
+            "Failures talking to upstreams, by kind (unreachable, connect_timeout, first_byte_timeout, idle_timeout before the answer; mid_stream after it started)",
+            upstream_errors.clone(),
+        );
+        let reloads = Family::default();
+        registry.register(
+            "reloads",
+            "Route table reloads, by result (ok or refused)",
+            reloads.clone(),
+        );
+        let generation = Gauge::default();
+        registry.register(
+            "table_generation",
+            "Generation of the route table being served (1 at start, +1 per reload)",
+            generation.clone(),
+        );
+        let tokens = Family::default();
+        registry.register(
+            "tokens",
+            "Tokens from the upstreams' usage counts on translated routes, by route, client key name and direction (in = prompt, out = completion)",
+            tokens.clone(),
+        );
+        generation.set(1);
+        Metrics {
+            registry,
+            requests,
+            duration,
+            overhead,
+            open_streams,
+            upstream_errors,
+            reloads,
+            generation,
+            tokens,
+        }
+    }
+
+    /// The whole registry as OpenMetrics text.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = encode(&mut text, &self.registry);
+        text
+    }
+
+    /// An answer has ended (or its client went away).
+    fn answer_ended(&self, log: &AccessLog, stats: &RequestStats) {
+        self.open_streams.dec();
+        let (route, upstream) = (log.route.as_deref(), log.upstream.as_deref());
+        let labels = RequestLabels {
+            route: route.unwrap_or("-").to_owned(),
+            upstream: upstream.unwrap_or("-").to_owned(),
+            status: log.status,
+            dialect: log.dialect.map_or("-", Dialect::as_str),
+        };
+        self.requests.get_or_create(&labels).inc();
+        if stats.mid_stream_failure.load(Ordering::Relaxed) {
+            let labels = ErrorLabels {
+                upstream: upstream.unwrap_or("-").to_owned(),
+                kind: "mid_stream",
+            };
+            self.upstream_errors.get_or_create(&labels).inc();
+        }
+        self.duration
+            .get_or_create(&route_labels(route, upstream))
+            .observe(log.started.elapsed().as_secs_f64());
+        let (tokens_in, tokens_out) = stats.tokens();
+        if let Some(route) = route.filter(|_| tokens_in + tokens_out > 0) {
+            let client = log.client.as_deref().unwrap_or("-");
+            for (direction, count) in [("in", tokens_in), ("out", tokens_out)] {
+                let labels = TokenLabels {
+                    route: route.to_owned(),
+                    client: client.to_owned(),
+                    direction,
+                };
+                self.tokens.get_or_create(&labels).inc_by(count);
+            }
+        }
+    }
+
+    /// An error lingo answered for; counted when it is an upstream's failure.
+    pub fn upstream_error(&self, err: &ProxyError) {
+        let (upstream, kind) = match err {
+            ProxyError::Unreachable { upstream, .. } => (upstream, "unreachable"),
+            ProxyError::Timeout { upstream, kind, .. } => (
+                upstream,
+                match kind {
+                    TimeoutKind::Connect => "connect_timeout",
+                    TimeoutKind::FirstByte => "first_byte_timeout",
+                    TimeoutKind::Idle => "idle_timeout",
+                },
+            ),
+            _ => return,
+        };
+        let labels = ErrorLabels {
+            upstream: upstream.clone(),
+            kind,
+        };
+        self.upstream_errors.get_or_create(&labels).inc();
+    }
+
+    pub fn reloaded(&self, generation: u64) {
+        self.reloads
+            .get_or_create(&ReloadLabels { result: "ok" })
+            .inc();
+        self.generation
+            .set(i64::try_from(generation).unwrap_or(i64::MAX));
+    }
+
+    pub fn reload_refused(&self) {
+        self.reloads
+            .get_or_create(&ReloadLabels { result: "refused" })
+            .inc();
+    }
+}
+
+// === impl Finish ===
+
+impl Finish {
+    /// The answer's head is ready (`log` says for what): it becomes an open stream, and
+    /// lingo's share of the time so far is recorded.
+    pub fn new(metrics: Arc<Metrics>, log: &AccessLog, stats: Arc<RequestStats>) -> Finish {
+        metrics.open_streams.inc();
+        let own = log.started.elapsed().saturating_sub(stats.upstream_wait());
+        metrics
+            .overhead
+            .get_or_create(&route_labels(log.route.as_deref(), log.upstream.as_deref()))
+            .observe(own.as_secs_f64());
+        Finish { metrics, stats }
+    }
+
+    /// The answer has ended, or its client went away.
+    pub fn done(self, log: &AccessLog) {
+        self.metrics.answer_ended(log, &self.stats);
+    }
+}
+
+fn route_labels(route: Option<&str>, upstream: Option<&str>) -> RouteLabels {
+    RouteLabels {
+        route: route.unwrap_or("-").to_owned(),
+        upstream: upstream.unwrap_or("-").to_owned(),
+    }
+}
+
+// === impl RequestStats ===
+
+impl RequestStats {
+    pub fn new() -> Arc<RequestStats> {
+        Arc::new(RequestStats::default())
+    }
+
+    /// Time spent waiting on an upstream (a head, or a whole body).
+    pub fn waited(&self, time: Duration) {
+        let ns = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+        self.upstream_wait_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    pub fn upstream_wait(&self) -> Duration {
+        Duration::from_nanos(self.upstream_wait_ns.load(Ordering::Relaxed))
+    }
+
+    /// The usage of an answer (or of one of its `n` choices).
+    pub fn used(&self, usage: Usage) {
+        self.tokens_in
+            .fetch_add(usage.prompt_tokens, Ordering::Relaxed);
+        self.tokens_out
+            .fetch_add(usage.completion_tokens, Ordering::Relaxed);
+    }
+
+    /// The answer was cut by an upstream failure after it had started (its error frame).
+    pub fn failed_mid_stream(&self) {
+        self.mid_stream_failure.store(true, Ordering::Relaxed);
+    }
+
+    fn tokens(&self) -> (u64, u64) {
+        (
+            self.tokens_in.load(Ordering::Relaxed),
+            self.tokens_out.load(Ordering::Relaxed),
+        )
+    }
+}

@@ -1,0 +1,219 @@
+//! `/metrics`, `/readyz` and the admin listener, over real sockets.
+
+mod support;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::Method;
+use serde_json::json;
+use support::*;
+
+/// The value of the sample `name{labels}` (labels exactly as rendered), if present.
+fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name_and_labels)?.strip_prefix(' '))
+        .map(|value| value.parse().unwrap())
+}
+
+/// `/metrics` once `ready` holds for it (answers end on the server a moment after the client
+/// has read them); fails the test if it never does.
+async fn eventually(lingo: &Lingo, ready: impl Fn(&str) -> bool) -> String {
+    for _ in 0..500 {
+        let text = get(&lingo.url("/metrics")).await.body;
+        if ready(&text) {
+            return text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("metrics never reached the expected state");
+}
+
+fn chat_body(stream: bool) -> String {
+    json!({"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
+        .to_string()
+}
+
+const KEY: (&str, &str) = ("authorization", "Bearer k-team");
+
+fn keyed_table(upstream: &str, admin: &str) -> String {
+    table(&format!(
+        "clients:\n  - {{ name: team, key: {{ value: k-team }} }}\n\
+         upstreams:\n  models:\n{upstream}    speaks: native\n\
+         routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n\
+         {admin}"
+    ))
+}
+
+#[tokio::test]
+async fn requests_tokens_and_overhead_are_counted() {
+    let lingo = Lingo::start(&keyed_table("    mock: { tokens: 5 }\n", "")).await;
+    let url = lingo.url("/v1/chat/completions");
+    for stream in [false, true] {
+        let answer = send(request(Method::POST, &url, &[KEY], &chat_body(stream))).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+    }
+    let refused = send(request(Method::POST, &url, &[], &chat_body(false))).await;
+    assert_eq!(refused.status, 401);
+
+    let route = r#"route="path /v1/chat/completions",upstream="models""#;
+    let count = format!("lingo_request_duration_seconds_count{{{route}}}");
+    eventually(&lingo, |text| sample(text, &count) == Some(3.0)).await;
+    let metrics = get(&lingo.url("/metrics")).await;
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text"),
+    );
+    let text = &metrics.body;
+    let ok = format!(r#"lingo_requests_total{{{route},status="200",dialect="chat-completions"}}"#);
+    assert_eq!(sample(text, &ok), Some(2.0), "{text}");
+    let denied =
+        format!(r#"lingo_requests_total{{{route},status="401",dialect="chat-completions"}}"#);
+    assert_eq!(sample(text, &denied), Some(1.0), "{text}");
+    // The mock answers 5 tokens per answer; its prompt count is 1 per message word or more.
+    let out =
+        r#"lingo_tokens_total{route="path /v1/chat/completions",client="team",direction="out"}"#;
+    assert_eq!(sample(text, out), Some(10.0), "{text}");
+    let tokens_in =
+        r#"lingo_tokens_total{route="path /v1/chat/completions",client="team",direction="in"}"#;
+    assert!(sample(text, tokens_in).unwrap() > 0.0, "{text}");
+    let overhead = format!("lingo_overhead_seconds_count{{{route}}}");
+    assert_eq!(sample(text, &overhead), Some(3.0), "{text}");
+    let duration = format!("lingo_request_duration_seconds_count{{{route}}}");
+    assert_eq!(sample(text, &duration), Some(3.0), "{text}");
+    assert_eq!(sample(text, "lingo_table_generation"), Some(1.0), "{text}");
+    assert!(text.ends_with("# EOF\n"));
+}
+
+#[tokio::test]
+async fn open_streams_and_upstream_errors() {
+    let (backend, lines) = scripted_backend().await;
+    let upstream = format!("    url: {}\n", backend.url());
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  models:\n{upstream}    speaks: native\n  \
+         gone:\n    url: http://{}\n    speaks: native\n\
+         routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n  \
+         - {{ prefix: /api, to: gone }}\n",
+        closed_port().await
+    )))
+    .await;
+    let first = client()
+        .request(request(
+            Method::POST,
+            &lingo.url("/v1/chat/completions"),
+            &[],
+            &chat_body(true),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    let during = get(&lingo.url("/metrics")).await.body;
+    assert_eq!(sample(&during, "lingo_open_streams"), Some(1.0), "{during}");
+
+    // The upstream breaks off after one line: an error frame, counted as mid-stream.
+    lines
+        .send(Bytes::from_static(
+            b"{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"done\":false}\n",
+        ))
+        .unwrap();
+    lines.send(Bytes::from_static(b"not json\n")).unwrap();
+    let text = first.into_body().collect().await.unwrap().to_bytes();
+    assert!(!String::from_utf8_lossy(&text).contains("[DONE]"));
+
+    assert_eq!(get(&lingo.url("/api/tags")).await.status, 502);
+    // The server drops a finished answer just after the client has read its end.
+    let after = eventually(&lingo, |text| {
+        sample(text, "lingo_open_streams") == Some(0.0)
+    })
+    .await;
+    let unreachable = r#"lingo_upstream_errors_total{upstream="gone",kind="unreachable"}"#;
+    assert_eq!(sample(&after, unreachable), Some(1.0), "{after}");
+    let mid = r#"lingo_upstream_errors_total{upstream="models",kind="mid_stream"}"#;
+    assert_eq!(sample(&after, mid), Some(1.0), "{after}");
+}
+
+#[tokio::test]
+async fn reloads_are_counted_with_the_generation() {
+    let lingo = Lingo::start(&keyed_table("    mock: {}\n", "")).await;
+    let path = lingo.config_path();
+    let good = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, "listen: [").unwrap();
+    assert!(lingo.reloader.reload(true).is_err());
+    std::fs::write(&path, good.replace("k-team", "k-other")).unwrap();
+    assert_eq!(lingo.reloader.reload(true).unwrap(), 2);
+    let text = get(&lingo.url("/metrics")).await.body;
+    assert_eq!(
+        sample(&text, r#"lingo_reloads_total{result="ok"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"lingo_reloads_total{result="refused"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, "lingo_table_generation"), Some(2.0), "{text}");
+}
+
+#[tokio::test]
+async fn readyz_probes_every_upstream() {
+    let lingo = Lingo::start(&keyed_table("    mock: {}\n", "")).await;
+    let ready = get(&lingo.url("/readyz")).await;
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    assert_eq!(ready.json()["upstreams"]["models"], "ok");
+
+    let backend = Backend::json(200, "{}").await;
+    let gone = closed_port().await;
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  up:\n    url: {}\n    speaks: native\n  down:\n    url: http://{gone}\n    speaks: native\n\
+         routes:\n  - {{ prefix: /api, to: up }}\n",
+        backend.url()
+    )))
+    .await;
+    let not_ready = get(&lingo.url("/readyz")).await;
+    assert_eq!(not_ready.status, 503, "{}", not_ready.body);
+    let body = not_ready.json();
+    assert_eq!(body["status"], "not ready");
+    assert_eq!(body["upstreams"]["up"], "ok");
+    assert!(
+        body["upstreams"]["down"]
+            .as_str()
+            .unwrap()
+            .starts_with("unreachable"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn admin_listener_takes_metrics_and_readyz_and_can_require_a_key() {
+    let admin = "admin: { addr: 127.0.0.1:0, require_key: true }\n";
+    let lingo = Lingo::start(&keyed_table("    mock: {}\n", admin)).await;
+    let server_addrs = lingo.addrs.clone();
+    assert_eq!(server_addrs.len(), 2, "a public and an admin listener");
+    let admin_url = |path: &str| format!("http://{}{path}", server_addrs[1]);
+
+    // On the admin listener: the key is required for /metrics and /readyz, not /healthz.
+    assert_eq!(get(&admin_url("/healthz")).await.status, 200);
+    assert_eq!(get(&admin_url("/metrics")).await.status, 401);
+    let metrics = send(request(Method::GET, &admin_url("/metrics"), &[KEY], "")).await;
+    assert_eq!(metrics.status, 200);
+    let ready = send(request(Method::GET, &admin_url("/readyz"), &[KEY], "")).await;
+    assert_eq!(ready.status, 200);
+    // Nothing else is served there.
+    let chat = send(request(
+        Method::POST,
+        &admin_url("/v1/chat/completions"),
+        &[KEY],
+        &chat_body(false),
+    ))
+    .await;
+    assert_eq!(chat.status, 404);
+
+    // On the public listener: /healthz stays, /metrics and /readyz are gone.
+    assert_eq!(get(&lingo.url("/healthz")).await.status, 200);
+    let metrics = send(request(Method::GET, &lingo.url("/metrics"), &[KEY], "")).await;
+    assert_eq!(metrics.status, 404);
+    assert!(!metrics.body.contains("lingo_requests_total"));
+}
