@@ -789,3 +789,60 @@ fn route_options_and_line_cap() {
         errs[0].contains("only mean something on a route that translates to a native upstream")
     );
 }
+
+#[test]
+fn hardening_keys_compile_and_are_checked() {
+    let table = ok(&with_base(
+        "limits: { max_header_bytes: 16KiB, max_headers: 50, header_timeout: 5s, idle_timeout: 10s, max_connections: 100, max_in_flight: 20 }\n\
+         admin: { addr: 127.0.0.1:9090, require_key: true }\nroutes: []\n",
+    ));
+    let limits = table.limits;
+    assert_eq!(limits.max_header_bytes, 16 * 1024);
+    assert_eq!(limits.max_headers, 50);
+    assert_eq!(limits.header_timeout, std::time::Duration::from_secs(5));
+    assert_eq!(limits.idle_timeout, std::time::Duration::from_secs(10));
+    assert_eq!((limits.max_connections, limits.max_in_flight), (100, 20));
+    assert_eq!(table.admin.addr, Some("127.0.0.1:9090".parse().unwrap()));
+    assert!(table.admin.require_key);
+
+    let defaults = ok(&with_base("routes: []\n"));
+    assert_eq!(defaults.limits.max_headers, crate::table::DEFAULT_MAX_HEADERS);
+    assert_eq!(defaults.admin.addr, None);
+
+    check_errors(&[(
+        &format!(
+            "{LISTEN}limits: {{ max_headers: 0, idle_timeout: 0s, max_in_flight: 0 }}\n\
+             admin: {{ addr: 127.0.0.1:8080 }}\nroutes: []\n"
+        ),
+        &[
+            "proxy.yaml:3:24: limits.max_headers must be more than 0",
+            "proxy.yaml:3:41: limits.idle_timeout must be more than 0",
+            "proxy.yaml:3:60: limits.max_in_flight must be more than 0",
+            "proxy.yaml:4:16: admin address 127.0.0.1:8080 is also a `listen` address; use another port",
+        ],
+    )]);
+}
+
+#[test]
+fn upstream_tls_and_http2() {
+    let table = ok(&format!(
+        "{LISTEN}upstreams:\n  a: {{ url: https://x, speaks: native, tls: {{ insecure_skip_verify: true }}, http2: true }}\nroutes: []\n"
+    ));
+    assert!(table.upstreams[0].http2);
+    assert!(table.warnings[0].contains("insecure_skip_verify is on"), "{:?}", table.warnings);
+
+    let ca = fixtures().join("ca.pem");
+    let text = format!(
+        "{LISTEN}upstreams:\n  \
+         a: {{ url: http://x, speaks: native, tls: {{ insecure_skip_verify: true }} }}\n  \
+         b: {{ url: https://x, speaks: native, tls: {{ ca: {ca}, insecure_skip_verify: true }} }}\n  \
+         c: {{ url: https://x, speaks: native, tls: {{ ca: missing.pem }} }}\n\
+         routes: []\n",
+        ca = ca.display()
+    );
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 3, "{errs:?}");
+    assert!(errs[0].contains("upstream `a`: `tls:` applies only to an https:// url"), "{errs:?}");
+    assert!(errs[1].contains("has both `ca:` and `insecure_skip_verify:`"), "{errs:?}");
+    assert!(errs[2].contains("cannot read TLS CA certificate file"), "{errs:?}");
+}
