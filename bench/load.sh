@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The load bench: direct-to-backend vs through lingo, in one run, printed as a table.
 # Builds lingo in release and runs benches/proxy.rs. Knobs: LINGO_BENCH_SECONDS (per row,
-# default 3), LINGO_BENCH_STREAMS (concurrent slow streams, default 9000).
+# default 3; 0 runs only the slow streams), LINGO_BENCH_STREAMS (concurrent slow streams,
+# default 10000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ulimit -n "$(ulimit -Hn)"

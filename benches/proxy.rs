@@ -8,9 +8,17 @@
 //! needs nothing installed, measures time to first and last byte per request (oha and wrk
 //! report neither per stream), and counts every token of every stream.
 //!
-//! Knobs (environment): `LINGO_BENCH_SECONDS` per throughput measurement (default 3),
-//! `LINGO_BENCH_STREAMS` concurrent slow streams (default 9000: each open stream costs lingo
-//! two file descriptors and the machine's limit is 20000 per process).
+//! The slow streams run three times: clients reach lingo over HTTP/2 (100 streams per
+//! connection) and lingo reaches the backend over HTTP/2 (one connection for all); clients
+//! over HTTP/1.1 (a connection each) and the backend over HTTP/2; both over HTTP/1.1 (two
+//! file descriptors per stream in lingo, so at most 9000 under this machine's limit of 20000
+//! per process).
+//!
+//! Knobs (environment): `LINGO_BENCH_SECONDS` per throughput measurement (default 3; 0 runs
+//! only the slow streams), `LINGO_BENCH_STREAMS` concurrent slow streams (default 10000),
+//! `LINGO_BENCH_SLOW` one of the three slow runs only (`http/2-http/2`, `http/1.1-http/2`,
+//! `http/1.1-http/1.1`: client side, then upstream side), `LINGO_BENCH_WRAP` a command line to
+//! run lingo under (a profiler: `heaptrack -o /tmp/lingo`).
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
@@ -38,12 +46,13 @@ fn free_port() -> SocketAddr {
         .unwrap()
 }
 
-/// A child process with the fd limit raised to the hard limit.
-fn spawn(args: &str) -> Child {
+/// A child process with the fd limit raised to the hard limit, run under `wrap` (a profiler's
+/// command line, or nothing).
+fn spawn(wrap: &str, args: &str) -> Child {
     let exe = env!("CARGO_BIN_EXE_lingo");
     Command::new("sh")
         .arg("-c")
-        .arg(format!("ulimit -n $(ulimit -Hn); exec {exe} {args}"))
+        .arg(format!("ulimit -n $(ulimit -Hn); exec {wrap} {exe} {args}"))
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -105,6 +114,35 @@ async fn one(
         )
         .await
         .map_err(|e| e.to_string())?;
+    read(response, start).await
+}
+
+/// The same over one of a few HTTP/2 connections opened by hand (the pooled client would put
+/// every stream on one connection, over the server's stream limit).
+async fn one_h2(
+    sender: &mut hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+    url: &str,
+    body: &'static str,
+    headers: &[(&str, &str)],
+) -> Result<(Duration, Duration, Bytes), String> {
+    let start = Instant::now();
+    let mut req = Request::post(url).header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap();
+    sender.ready().await.map_err(|e| e.to_string())?;
+    let response = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    read(response, start).await
+}
+
+/// Reads an answer to its end: (time to first body byte, time to last byte, body).
+async fn read(
+    response: hyper::Response<hyper::body::Incoming>,
+    start: Instant,
+) -> Result<(Duration, Duration, Bytes), String> {
     if !response.status().is_success() {
         return Err(format!("status {}", response.status()));
     }
@@ -187,19 +225,23 @@ async fn main() {
     let streams: usize = std::env::var("LINGO_BENCH_STREAMS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(9000);
+        .unwrap_or(10_000);
     let mock_addr = free_port();
     let lingo_addr = free_port();
     let dir = std::env::temp_dir().join(format!("lingo-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let table = dir.join("proxy.yaml");
     std::fs::write(&table, format!(
-        "listen:\n  - addr: {lingo_addr}\nupstreams:\n  models:\n    url: http://{mock_addr}\n    speaks: native\n\
-         models:\n  gpt-4o-mini: {{ upstream: models, model: llama3.2 }}\n\
+        "listen:\n  - addr: {lingo_addr}\nupstreams:\n  models:\n    url: http://{mock_addr}\n    speaks: native\n  \
+         models-h2:\n    url: http://{mock_addr}\n    speaks: native\n    http2: true\n\
+         limits: {{ max_connections: 20000, max_in_flight: 20000 }}\n\
+         models:\n  gpt-4o-mini: {{ upstream: models, model: llama3.2 }}\n  slow-h2: {{ upstream: models-h2, model: llama3.2 }}\n\
          routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n  - {{ prefix: /api, to: models }}\n"
     )).unwrap();
-    let mut mock = spawn(&format!("mock --listen {mock_addr} --tokens 16"));
-    let mut lingo = spawn(&format!("--config {}", table.display()));
+    let mut mock = spawn("", &format!("mock --listen {mock_addr} --tokens 16"));
+    // LINGO_BENCH_WRAP: run lingo under a profiler, e.g. `heaptrack -o /tmp/lingo`.
+    let wrap = std::env::var("LINGO_BENCH_WRAP").unwrap_or_default();
+    let mut lingo = spawn(&wrap, &format!("--config {}", table.display()));
     let http: Http = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(20_000)
         .build_http();
@@ -236,7 +278,13 @@ async fn main() {
     );
     let mut failures = 0;
     let mut rows = Vec::new();
-    for (concurrency, stream) in [(1, false), (32, false), (1, true), (32, true)] {
+    // LINGO_BENCH_SECONDS=0: only the slow streams.
+    let shapes = if seconds > 0.0 {
+        vec![(1, false), (32, false), (1, true), (32, true)]
+    } else {
+        Vec::new()
+    };
+    for &(concurrency, stream) in &shapes {
         let kind = if stream { "streamed" } else { "whole" };
         for (name, url, body, is_lingo) in [
             (
@@ -284,7 +332,7 @@ async fn main() {
         }
     }
     println!("\nratios (through lingo / direct, same run):");
-    for (concurrency, stream) in [(1, false), (32, false), (1, true), (32, true)] {
+    for &(concurrency, stream) in &shapes {
         let pick = |n: &str| {
             rows.iter()
                 .find(|r| r.0 == concurrency && r.1 == stream && r.2.contains(n))
@@ -303,49 +351,49 @@ async fn main() {
         );
     }
 
-    // Many slow streams: every token of every stream must arrive.
-    let (_, idle_rss) = usage(pid);
-    let tokens = 20;
-    let started = Instant::now();
-    let mut tasks = Vec::with_capacity(streams);
-    for i in 0..streams {
-        let (http, url) = (http.clone(), translated.clone());
-        tasks.push(tokio::spawn(async move {
-            let knobs = "tokens=20,token_delay=100ms";
-            match one(&http, &url, stream_openai_slow(), &[("x-mock", knobs)]).await {
-                Ok((_, _, body)) => body.windows(9).filter(|w| w == b"\"content\"").count() as u64,
-                Err(_) => 0,
-            }
-        }));
-        if i % 500 == 499 {
-            tokio::time::sleep(Duration::from_millis(20)).await; // do not overflow the accept backlog
-        }
-    }
-    let mut peak_rss: f64 = 0.0;
-    let (cpu0, _) = usage(pid);
-    while !tasks.iter().all(|t| t.is_finished()) && started.elapsed() < Duration::from_secs(120) {
-        peak_rss = peak_rss.max(usage(pid).1);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let (cpu1, _) = usage(pid);
+    // Many slow streams: every token of every stream must arrive. Each run gets a fresh lingo
+    // (memory a previous run freed would otherwise be reused and hide what a stream costs)
+    // and fresh client connections.
     let mut lost_streams = 0;
-    let mut received = 0;
-    for task in tasks {
-        let got = task.await.unwrap_or(0);
-        received += got;
-        // The first delta carries `content` too: 20 tokens = 20 content deltas.
-        if got != tokens {
-            lost_streams += 1;
+    let which = std::env::var("LINGO_BENCH_SLOW").unwrap_or_default();
+    for (client_side, upstream, model, count) in [
+        ("HTTP/2", "HTTP/2", "slow-h2", streams),
+        ("HTTP/1.1", "HTTP/2", "slow-h2", streams),
+        ("HTTP/1.1", "HTTP/1.1", "gpt-4o-mini", streams.min(9000)),
+    ] {
+        let name = format!("{client_side}-{upstream}");
+        if !which.is_empty() && !name.eq_ignore_ascii_case(&which) {
+            continue;
         }
+        let _ = lingo.kill();
+        let _ = lingo.wait();
+        lingo = spawn(&wrap, &format!("--config {}", table.display()));
+        let http: Http = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(20_000)
+            .build_http();
+        wait_up(&http, &format!("http://{lingo_addr}/healthz")).await;
+        let pid = lingo.id();
+        let clients = if client_side == "HTTP/2" {
+            h2_connections(lingo_addr, count.div_ceil(100)).await
+        } else {
+            Clients::Http1(Box::new(http))
+        };
+        let slow = slow_streams(&clients, &translated, model, count, pid).await;
+        println!(
+            "\n{count} concurrent translated streams, clients -> lingo over {client_side}, lingo -> backend over {upstream}, a token every 100 ms \
+             ({TOKENS} tokens each): lingo RSS before {:.1} MiB, peak {:.1} MiB, {:.1} KiB per open stream; \
+             {}/{} tokens arrived ({} streams incomplete); lingo CPU {:.0}% over {:.1}s",
+            slow.rss_before,
+            slow.peak_rss,
+            (slow.peak_rss - slow.rss_before) * 1024.0 / count as f64,
+            slow.received,
+            count as u64 * TOKENS,
+            slow.lost,
+            slow.cpu_percent,
+            slow.seconds,
+        );
+        lost_streams += slow.lost;
     }
-    let expected = streams as u64 * tokens;
-    println!(
-        "\n{streams} concurrent translated streams, a token every 100 ms ({tokens} tokens each): lingo RSS idle {idle_rss:.1} MiB, peak {peak_rss:.1} MiB, \
-         {:.1} KiB per open stream; {received}/{expected} tokens arrived ({lost_streams} streams incomplete); lingo CPU {:.0}% over {:.1}s",
-        (peak_rss - idle_rss) * 1024.0 / streams as f64,
-        (cpu1 - cpu0) / started.elapsed().as_secs_f64() * 100.0,
-        started.elapsed().as_secs_f64()
-    );
     for child in [&mut lingo, &mut mock] {
         let _ = child.kill();
         let _ = child.wait();
@@ -357,6 +405,100 @@ async fn main() {
     }
 }
 
-fn stream_openai_slow() -> &'static str {
-    r#"{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hello there"}]}"#
+/// Tokens per slow stream.
+const TOKENS: u64 = 20;
+
+/// How the bench's clients reach lingo.
+#[derive(Clone)]
+enum Clients {
+    /// One HTTP/1.1 connection per stream.
+    Http1(Box<Http>),
+    /// Streams spread over HTTP/2 connections (prior knowledge), 100 per connection.
+    Http2(Vec<hyper::client::conn::http2::SendRequest<Full<Bytes>>>),
+}
+
+/// `n` HTTP/2 connections to `addr`.
+async fn h2_connections(addr: SocketAddr, n: usize) -> Clients {
+    let mut senders = Vec::with_capacity(n);
+    for _ in 0..n {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let _ = tcp.set_nodelay(true);
+        let (sender, conn) = hyper::client::conn::http2::handshake(
+            TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tcp),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(conn);
+        senders.push(sender);
+    }
+    Clients::Http2(senders)
+}
+
+struct Slow {
+    rss_before: f64,
+    peak_rss: f64,
+    received: u64,
+    lost: u64,
+    cpu_percent: f64,
+    seconds: f64,
+}
+
+/// `count` concurrent streamed chat completions for `model`, the backend sending a token
+/// every 100 ms; counts every token that arrives and samples lingo's memory meanwhile.
+async fn slow_streams(clients: &Clients, url: &str, model: &str, count: usize, pid: u32) -> Slow {
+    let body: &'static str = Box::leak(
+        format!(
+            r#"{{"model":"{model}","stream":true,"messages":[{{"role":"user","content":"hello there"}}]}}"#
+        )
+        .into_boxed_str(),
+    );
+    let (cpu0, rss_before) = usage(pid);
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(count);
+    for i in 0..count {
+        let url = url.to_owned();
+        let clients = match clients {
+            Clients::Http1(http) => Clients::Http1(http.clone()),
+            Clients::Http2(senders) => Clients::Http2(vec![senders[i % senders.len()].clone()]),
+        };
+        tasks.push(tokio::spawn(async move {
+            let knobs = [("x-mock", "tokens=20,token_delay=100ms")];
+            let answer = match clients {
+                Clients::Http1(http) => one(&http, &url, body, &knobs).await,
+                Clients::Http2(mut sender) => one_h2(&mut sender[0], &url, body, &knobs).await,
+            };
+            match answer {
+                Ok((_, _, body)) => body.windows(9).filter(|w| w == b"\"content\"").count() as u64,
+                Err(_) => 0,
+            }
+        }));
+        if i % 500 == 499 {
+            tokio::time::sleep(Duration::from_millis(20)).await; // do not overflow the accept backlog
+        }
+    }
+    let mut peak_rss: f64 = 0.0;
+    while !tasks.iter().all(|t| t.is_finished()) && started.elapsed() < Duration::from_secs(120) {
+        peak_rss = peak_rss.max(usage(pid).1);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (cpu1, _) = usage(pid);
+    let (mut received, mut lost) = (0, 0);
+    for task in tasks {
+        let got = task.await.unwrap_or(0);
+        received += got;
+        // The first delta carries `content` too: 20 tokens = 20 content deltas.
+        if got != TOKENS {
+            lost += 1;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    Slow {
+        rss_before,
+        peak_rss,
+        received,
+        lost,
+        cpu_percent: (cpu1 - cpu0) / seconds * 100.0,
+        seconds,
+    }
 }

@@ -99,8 +99,7 @@ pub async fn handle(
     };
     let builtin = builtin(&snapshot, &conn, &req);
     let result = match (refused, builtin) {
-        (_, Some(builtin)) => builtin
-            .answer(&snapshot, metrics, req.headers())
+        (_, Some(builtin)) => Box::pin(builtin.answer(&snapshot, metrics, req.headers()))
             .await
             .map_err(|e| (e, dialect::guess(req.uri().path()))),
         // lingo's own endpoints are answered even when the listener is full.
@@ -108,7 +107,9 @@ pub async fn handle(
         (None, None) if conn.listener.is_none() => Err(not_here(&req)),
         (None, None) => {
             let cx = (&*snapshot, &*conn, request_id.clone(), &stats);
-            dispatch(cx, req, &mut log).await
+            // Boxed: hyper keeps a slot the size of this future for every connection, for
+            // its whole life; the handlers' state is only needed until the answer's head.
+            Box::pin(dispatch(cx, req, &mut log)).await
         }
     };
     let mut response = match result {

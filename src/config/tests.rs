@@ -806,7 +806,10 @@ fn hardening_keys_compile_and_are_checked() {
     assert!(table.admin.require_key);
 
     let defaults = ok(&with_base("routes: []\n"));
-    assert_eq!(defaults.limits.max_headers, crate::table::DEFAULT_MAX_HEADERS);
+    assert_eq!(
+        defaults.limits.max_headers,
+        crate::table::DEFAULT_MAX_HEADERS
+    );
     assert_eq!(defaults.admin.addr, None);
 
     check_errors(&[(
@@ -829,7 +832,11 @@ fn upstream_tls_and_http2() {
         "{LISTEN}upstreams:\n  a: {{ url: https://x, speaks: native, tls: {{ insecure_skip_verify: true }}, http2: true }}\nroutes: []\n"
     ));
     assert!(table.upstreams[0].http2);
-    assert!(table.warnings[0].contains("insecure_skip_verify is on"), "{:?}", table.warnings);
+    assert!(
+        table.warnings[0].contains("insecure_skip_verify is on"),
+        "{:?}",
+        table.warnings
+    );
 
     let ca = fixtures().join("ca.pem");
     let text = format!(
@@ -842,7 +849,16 @@ fn upstream_tls_and_http2() {
     );
     let errs = errors(&text);
     assert_eq!(errs.len(), 3, "{errs:?}");
-    assert!(errs[0].contains("upstream `a`: `tls:` applies only to an https:// url"), "{errs:?}");
-    assert!(errs[1].contains("has both `ca:` and `insecure_skip_verify:`"), "{errs:?}");
-    assert!(errs[2].contains("cannot read TLS CA certificate file"), "{errs:?}");
+    assert!(
+        errs[0].contains("upstream `a`: `tls:` applies only to an https:// url"),
+        "{errs:?}"
+    );
+    assert!(
+        errs[1].contains("has both `ca:` and `insecure_skip_verify:`"),
+        "{errs:?}"
+    );
+    assert!(
+        errs[2].contains("cannot read TLS CA certificate file"),
+        "{errs:?}"
+    );
 }

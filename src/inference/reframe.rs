@@ -109,7 +109,10 @@ impl<T: Translator> http_body::Body for Reframe<T> {
                         other => other.map(|()| false),
                     }
                 }
-                Poll::Ready(Some(Err(err))) => Err(format!("upstream stream failed: {err}")),
+                Poll::Ready(Some(Err(err))) => Err(format!(
+                    "upstream stream failed: {}",
+                    crate::upstream::reason(err.as_ref())
+                )),
                 Poll::Ready(None) => end(this.framer, this.translator, this.queue).map(|()| true),
             };
             match result {

@@ -143,7 +143,7 @@ fn route(
 
 /// `lingo mock --listen ADDR`: serves the mock on its own until the process ends.
 pub async fn serve(addr: SocketAddr, defaults: Knobs) -> std::io::Result<()> {
-    let listener = TcpListener::bind(addr).await?;
+    let listener = crate::server::bind(addr)?;
     tracing::info!("mock backend listening on {}", listener.local_addr()?);
     serve_on(listener, defaults).await
 }
@@ -171,7 +171,10 @@ pub async fn serve_on(listener: TcpListener, defaults: Knobs) -> std::io::Result
                     }
                 }
             });
-            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            // A load-test target: any number of streams on one HTTP/2 connection.
+            builder.http2().max_concurrent_streams(None);
+            let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });

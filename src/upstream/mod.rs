@@ -24,6 +24,13 @@ use crate::timeout::IdleTimeout;
 
 pub type Connector = HttpsConnector<HttpConnector>;
 
+/// The HTTP/2 connection-level receive window towards an upstream. One connection carries
+/// every stream to that upstream, and a model server sends many tiny DATA frames (a token
+/// each); h2 closes a connection whose small frames, received but not yet read, outgrow half
+/// this window ("too_many_data_frames"). When clients read slowly, thousands of streams hold
+/// a few such frames each: 32 MiB lets about 64,000 wait (at most 16 MiB of bookkeeping).
+const H2_CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
+
 /// How long an idle pooled connection is kept.
 const POOL_IDLE: Duration = Duration::from_secs(90);
 
@@ -68,6 +75,7 @@ impl UpstreamClient {
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             .http2_only(upstream.http2)
+            .http2_initial_connection_window_size(H2_CONNECTION_WINDOW)
             .build(pooled);
         UpstreamClient::Http {
             client: Box::new(client),
@@ -194,7 +202,7 @@ pub fn classify_body_error(upstream: &Upstream, err: &(dyn StdError + 'static)) 
 
 /// The innermost cause's text: "Connection refused (os error 111)" says more than
 /// "client error (Connect)".
-fn reason(err: &(dyn StdError + 'static)) -> String {
+pub fn reason(err: &(dyn StdError + 'static)) -> String {
     let mut last = err;
     while let Some(next) = last.source() {
         last = next;
