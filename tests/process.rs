@@ -210,8 +210,19 @@ async fn keys_never_reach_logs_or_error_bodies() {
     std::fs::write(&config, yaml).unwrap();
     let lingo = Proc::start(&config);
     let good = [("authorization", &*format!("Bearer {CLIENT_KEY}"))];
+    let names: Vec<String> = (0..120).map(|i| format!("x-h{i}")).collect();
+    let mut crowded: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
+    crowded.push(good[0]);
     let mut bodies = Vec::new();
+    for path in ["/metrics", "/readyz"] {
+        bodies.push(
+            send(request(Method::GET, &lingo.url(path), &good, ""))
+                .await
+                .body,
+        );
+    }
     for (path, headers, body) in [
+        ("/v1/scrape", &crowded[..], "{}"),
         ("/v1/scrape", &good[..], "{}"),
         ("/v2/slow/x", &good[..], "{}"),
         ("/v2/dead/x", &good[..], "{}"),
@@ -228,14 +239,14 @@ async fn keys_never_reach_logs_or_error_bodies() {
     }
     // Give the access-log lines of the last answers time to be written.
     for _ in 0..50 {
-        if lingo.log_text().matches("lingo::access").count() >= 7 {
+        if lingo.log_text().matches("lingo::access").count() >= 10 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let log = lingo.log_text();
     assert!(
-        log.matches("lingo::access").count() >= 7,
+        log.matches("lingo::access").count() >= 10,
         "one access line per request:\n{log}"
     );
     for key in [CLIENT_KEY, UPSTREAM_KEY] {
