@@ -83,8 +83,8 @@ pub fn render(err: &ProxyError, dialect: Dialect) -> Response<Body> {
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(secs) = err.retry_after() {
-        headers.insert(RETRY_AFTER, HeaderValue::from(secs));
+    if let Some(value) = err.retry_after() {
+        headers.insert(RETRY_AFTER, value);
     }
     response
 }
@@ -217,6 +217,22 @@ mod tests {
                 Some("request_too_large"),
             ),
             (
+                ProxyError::BadRequest("an HTTP/1.1 request needs exactly one Host header"),
+                400,
+                "bad request: an HTTP/1.1 request needs exactly one Host header",
+                "invalid_request_error",
+                Some("invalid_request"),
+            ),
+            (
+                ProxyError::BadBody {
+                    reason: "Invalid chunk size line".into(),
+                },
+                400,
+                "the request body could not be read: Invalid chunk size line",
+                "invalid_request_error",
+                Some("invalid_request_body"),
+            ),
+            (
                 ProxyError::HeadersTooLarge {
                     what: "101 header fields; the limit is 100".into(),
                 },
@@ -315,7 +331,7 @@ mod tests {
             status: StatusCode::TOO_MANY_REQUESTS,
             message: "slow down".into(),
             code: None,
-            retry_after: Some(7),
+            retry_after: Some(HeaderValue::from_static("7")),
         };
         assert_eq!(render(&err, Dialect::Chat).headers()["retry-after"], "7");
     }

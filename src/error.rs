@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use hyper::StatusCode;
+use hyper::header::HeaderValue;
 
 use crate::dialect::Dialect;
 
@@ -25,6 +26,14 @@ pub enum ProxyError {
 
     #[error("the request path is not acceptable: {0}")]
     BadPath(&'static str),
+
+    /// A request whose framing or headers are unsound (refused before routing).
+    #[error("bad request: {0}")]
+    BadRequest(&'static str),
+
+    /// The client's request body broke off or was malformed while it was streamed up.
+    #[error("the request body could not be read: {reason}")]
+    BadBody { reason: String },
 
     #[error("missing client key: send it as `Authorization: Bearer <key>`")]
     MissingKey,
@@ -71,7 +80,8 @@ pub enum ProxyError {
         status: StatusCode,
         message: String,
         code: Option<&'static str>,
-        retry_after: Option<u32>,
+        /// The upstream's `Retry-After`, verbatim (seconds or an HTTP date).
+        retry_after: Option<HeaderValue>,
     },
 }
 
@@ -83,6 +93,7 @@ impl ProxyError {
         match self {
             ProxyError::NoRoute { .. } => StatusCode::NOT_FOUND,
             ProxyError::BadPath(_) => StatusCode::BAD_REQUEST,
+            ProxyError::BadRequest(_) | ProxyError::BadBody { .. } => StatusCode::BAD_REQUEST,
             ProxyError::MissingKey | ProxyError::InvalidKey => StatusCode::UNAUTHORIZED,
             ProxyError::ModelManagement { .. } => StatusCode::FORBIDDEN,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -101,6 +112,8 @@ impl ProxyError {
         Some(match self {
             ProxyError::NoRoute { .. } => "unknown_url",
             ProxyError::BadPath(_) => "invalid_path",
+            ProxyError::BadRequest(_) => "invalid_request",
+            ProxyError::BadBody { .. } => "invalid_request_body",
             ProxyError::MissingKey => "missing_api_key",
             ProxyError::InvalidKey => "invalid_api_key",
             ProxyError::ModelManagement { .. } => "model_management_forbidden",
@@ -123,11 +136,11 @@ impl ProxyError {
         }
     }
 
-    /// Seconds for a `Retry-After` header (an upstream's, passed on, or lingo's own when full).
-    pub fn retry_after(&self) -> Option<u32> {
+    /// A `Retry-After` header value (an upstream's, passed on, or lingo's own when full).
+    pub fn retry_after(&self) -> Option<HeaderValue> {
         match self {
-            ProxyError::Upstream { retry_after, .. } => *retry_after,
-            ProxyError::Overloaded { .. } => Some(1),
+            ProxyError::Upstream { retry_after, .. } => retry_after.clone(),
+            ProxyError::Overloaded { .. } => Some(HeaderValue::from_static("1")),
             _ => None,
         }
     }

@@ -16,7 +16,8 @@
 //!   line framer and the SSE frames; [`inference`]: their I/O shell (alias resolution, fan-out,
 //!   `Reframe`, native aliases).
 //! - [`mock`]: the built-in deterministic backend (`mock:` upstreams, `lingo mock`).
-//! - [`path`], [`auth`], [`ids`]: path normalisation, client keys, unguessable ids.
+//! - [`framing`], [`path`], [`auth`], [`ids`]: HTTP/1.1 framing rules, path normalisation,
+//!   client keys, unguessable ids.
 //! - [`upstream`]: pooled clients and the header rules towards upstreams.
 //! - [`error`], [`dialect`]: what can go wrong, and how each dialect is told.
 //! - [`body`], [`timeout`], [`telemetry`]: body plumbing, idle timeouts, access log.
@@ -36,6 +37,7 @@ pub mod cli;
 pub mod config;
 pub mod dialect;
 pub mod error;
+pub mod framing;
 pub mod ids;
 pub mod inference;
 pub mod limits;

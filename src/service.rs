@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_LENGTH, HOST, HeaderValue};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, HOST, HeaderValue};
 use hyper::{Request, Response};
 
 use crate::admin::Builtin;
@@ -93,6 +93,19 @@ pub async fn handle(
         request_id.to_str().unwrap_or("-"),
     );
     let stats = RequestStats::new();
+    if let Err(why) = crate::framing::check(&req) {
+        // The rest of the connection cannot be trusted to be framed the way lingo reads it.
+        let mut response = dialect::render(
+            &ProxyError::BadRequest(why),
+            dialect::guess(req.uri().path()),
+        );
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+        log.status = 400;
+        log.error = Some(why.to_owned());
+        return Ok(response.map(|body| Body::new(Logged::new(body, log))));
+    }
     let (held, refused) = match conn.gate.admit_request(&conn.activity) {
         Ok(held) => (Some(held), None),
         Err(err) => (None, Some(err)),

@@ -156,28 +156,38 @@ pub fn host_header(upstream: &Upstream) -> hyper::header::HeaderValue {
 }
 
 /// Maps a client error to the error the caller sees. A body that went over its limit while
-/// being streamed up is the caller's fault (413), a connect timeout is a timeout (504), any
-/// other failure before an answer means the upstream could not be used (502).
+/// being streamed up is the caller's fault (413), as is one that broke off or was malformed
+/// (400); a connect timeout is a timeout (504); any other failure before an answer means the
+/// upstream could not be used (502). The whole cause chain is read for each in that order,
+/// because the limit error sits *under* hyper's "user body" error.
 pub fn classify(
     upstream: &Upstream,
     err: &(dyn StdError + 'static),
     body_limit: u64,
 ) -> ProxyError {
-    let mut source = Some(err);
-    while let Some(e) = source {
-        if e.is::<http_body_util::LengthLimitError>() {
-            return ProxyError::BodyTooLarge { limit: body_limit };
-        }
-        if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::TimedOut
-        {
-            return ProxyError::Timeout {
-                upstream: upstream.name.clone(),
-                kind: TimeoutKind::Connect,
-                limit: upstream.timeouts.connect,
-            };
-        }
-        source = e.source();
+    let chain = || std::iter::successors(Some(err), |&e| e.source());
+    if chain().any(|e| e.is::<http_body_util::LengthLimitError>()) {
+        return ProxyError::BodyTooLarge { limit: body_limit };
+    }
+    // The body lingo was sending failed: it is the client's, not the upstream's fault.
+    if chain().any(|e| {
+        e.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_user)
+    }) {
+        return ProxyError::BadBody {
+            reason: reason(err),
+        };
+    }
+    let timed_out = |e: &(dyn StdError + 'static)| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+    };
+    if chain().any(timed_out) {
+        return ProxyError::Timeout {
+            upstream: upstream.name.clone(),
+            kind: TimeoutKind::Connect,
+            limit: upstream.timeouts.connect,
+        };
     }
     ProxyError::Unreachable {
         upstream: upstream.name.clone(),

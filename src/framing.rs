@@ -1,0 +1,58 @@
+//! HTTP/1.1 framing rules hyper leaves to the application (RFC 9112), checked before a
+//! request is routed, because a proxy that forwards an ambiguous request is how requests are
+//! smuggled past it.
+
+use hyper::header::HOST;
+use hyper::{Request, Version};
+
+/// Why a request's framing is refused, or `Ok` when it is sound. hyper has already refused
+/// what it parses itself (conflicting `Content-Length`s, bad chunk sizes, obs-fold, invalid
+/// bytes, a non-chunked `Transfer-Encoding`) and settled `Content-Length` with
+/// `Transfer-Encoding` as RFC 9112 §6.3 allows: the length is dropped, the body read as
+/// chunked, and the connection closed after the answer, so nothing after the body can be
+/// taken for a request. What is left is an HTTP/1.1 request without exactly one `Host`
+/// (§3.2: answer 400); lingo uses the client's `Host` for links and `X-Forwarded-Host`.
+pub fn check<B>(req: &Request<B>) -> Result<(), &'static str> {
+    let headers = req.headers();
+    if req.version() == Version::HTTP_11 && headers.get_all(HOST).iter().count() != 1 {
+        return Err("an HTTP/1.1 request needs exactly one Host header");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+    use hyper::{Request, Version};
+
+    #[test]
+    fn framing_cases() {
+        let build = |version: Version, headers: &[(&str, &str)]| {
+            let mut req = Request::builder().version(version).uri("/api/tags");
+            for (k, v) in headers {
+                req = req.header(*k, *v);
+            }
+            req.body(()).unwrap()
+        };
+        type Case<'a> = (Version, &'a [(&'a str, &'a str)], bool);
+        let cases: &[Case<'_>] = &[
+            (Version::HTTP_11, &[("host", "a")], true),
+            (Version::HTTP_11, &[], false),
+            (Version::HTTP_11, &[("host", "a"), ("host", "b")], false),
+            (Version::HTTP_10, &[], true),
+            (Version::HTTP_2, &[], true),
+            (
+                Version::HTTP_11,
+                &[("host", "a"), ("transfer-encoding", "chunked")],
+                true,
+            ),
+        ];
+        for (version, headers, ok) in cases {
+            assert_eq!(
+                check(&build(*version, headers)).is_ok(),
+                *ok,
+                "{version:?} {headers:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,549 @@
+//! Request smuggling and path tricks, over raw sockets: ambiguous framing, malformed header
+//! lines and encoded path escapes are refused (400, or the connection closed) and never
+//! reach an upstream; no spelling of a path escapes its route's prefix or reaches a blocked
+//! model-management endpoint.
+//!
+//! Each exchange writes the hostile bytes followed by a harmless `GET /healthz` with
+//! `Connection: close`, then reads to the end of the connection: if lingo refuses and
+//! closes, the health check is never answered; if it read the hostile request some other way,
+//! everything it answered is on the wire. No timing is involved.
+
+mod support;
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use support::*;
+
+/// The health check that closes every exchange.
+const CLOSE: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: lingo\r\nConnection: close\r\n\r\n";
+
+/// What came back on one connection.
+#[derive(Debug)]
+struct Exchange {
+    /// Status codes of the answers, in order.
+    statuses: Vec<u16>,
+    raw: String,
+}
+
+impl Exchange {
+    /// Refused: answered 400 first (then at most the health check, see `refused`), or
+    /// closed without an answer.
+    fn refused(&self) -> bool {
+        matches!(self.statuses.first(), None | Some(400))
+    }
+}
+
+/// Writes `bytes` (then the closing health check) and reads until lingo closes.
+async fn exchange(lingo: &Lingo, bytes: &[u8]) -> Exchange {
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    let mut out = bytes.to_vec();
+    out.extend_from_slice(CLOSE);
+    // lingo may close before reading everything: a failed write is an answer too.
+    let _ = stream.write_all(&out).await;
+    let mut raw = Vec::new();
+    // Not a threshold: only a guard so that a hung connection fails the test with a message.
+    let read = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => raw.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(
+        read.is_ok(),
+        "lingo neither answered nor closed: {:?}",
+        String::from_utf8_lossy(bytes)
+    );
+    let statuses = statuses(&raw);
+    Exchange {
+        statuses,
+        raw: String::from_utf8_lossy(&raw).into_owned(),
+    }
+}
+
+/// The status codes of the HTTP/1.1 answers in `raw`, in order, framed by their
+/// `Content-Length` or chunked encoding (what lingo sends).
+fn statuses(mut raw: &[u8]) -> Vec<u16> {
+    let mut out = Vec::new();
+    while let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+        raw = &raw[end + 4..];
+        let status = head
+            .strip_prefix("http/1.1 ")
+            .and_then(|r| r.get(..3))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not a status line: {head:?}"));
+        out.push(status);
+        let header = |name: &str| {
+            head.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(str::trim))
+                .map(str::to_owned)
+        };
+        if let Some(len) = header("content-length") {
+            raw = &raw[len.parse::<usize>().unwrap().min(raw.len())..];
+        } else if header("transfer-encoding").is_some_and(|te| te.contains("chunked")) {
+            loop {
+                let Some(at) = raw.windows(2).position(|w| w == b"\r\n") else {
+                    return out;
+                };
+                let size = std::str::from_utf8(&raw[..at]).unwrap();
+                let size =
+                    usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap();
+                raw = &raw[(at + 2 + size + 2).min(raw.len())..];
+                if size == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// lingo in front of two recording upstreams: `/api` (native, model management blocked)
+/// and `/public` (web data).
+async fn setup() -> (Lingo, Backend, Backend) {
+    let api = Backend::json(200, r#"{"models":[]}"#).await;
+    let public = Backend::json(200, r#"{"success":true}"#).await;
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  \
+           models:\n    url: {}\n    speaks: native\n  \
+           pub:\n    url: {}\n    speaks: web-data\n\
+         routes:\n  \
+           - {{ prefix: /api, to: models }}\n  \
+           - {{ prefix: /public, to: pub }}\n",
+        api.url(),
+        public.url()
+    )))
+    .await;
+    (lingo, api, public)
+}
+
+/// Asserts that `cases` are each refused and that nothing reached either upstream.
+async fn assert_refused(cases: &[(&str, &[u8])]) {
+    let (lingo, api, public) = setup().await;
+    // The harness itself works: a plain request on the same setup is forwarded.
+    let control = exchange(&lingo, b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\n\r\n").await;
+    assert_eq!(control.statuses, [200, 200], "{}", control.raw);
+    assert_eq!(api.requests().len(), 1);
+    for (name, bytes) in cases {
+        let before = (api.requests().len(), public.requests().len());
+        let answer = exchange(&lingo, bytes).await;
+        assert!(
+            answer.refused(),
+            "{name}: not refused: {:?}\n{}",
+            answer.statuses,
+            answer.raw
+        );
+        assert_eq!(
+            (api.requests().len(), public.requests().len()),
+            before,
+            "{name}: reached an upstream: {:?}",
+            api.requests().last().or(public.requests().last())
+        );
+    }
+}
+
+// === ambiguous framing ===
+
+/// Whatever lingo does with CL + TE, the upstream never gets both headers nor the bytes of
+/// the smuggled request, and the smuggled `/api/pull` is still checked (and blocked) as a
+/// request of its own.
+#[tokio::test]
+async fn content_length_with_transfer_encoding_never_smuggles_past_lingo() {
+    let (lingo, api, _public) = setup().await;
+    let smuggled = "POST /api/pull HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\n\r\n{}";
+    let body = format!("0\r\n\r\n{smuggled}");
+    let request = format!(
+        "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: {}\r\nTransfer-Encoding: chunked\r\n\r\n{body}",
+        body.len()
+    );
+    let answer = exchange(&lingo, request.as_bytes()).await;
+    for seen in api.requests() {
+        assert_ne!(seen.uri, "/api/pull", "smuggled past the block: {answer:?}");
+        assert!(
+            !seen.headers.contains_key("transfer-encoding")
+                || !seen.headers.contains_key("content-length"),
+            "both framings forwarded: {:?}",
+            seen.headers
+        );
+        assert!(
+            !String::from_utf8_lossy(&seen.body).contains("/api/pull"),
+            "the smuggled request reached the upstream as a body"
+        );
+    }
+    // RFC 9112 §6.3: whether it refuses or frames by Transfer-Encoding, the server closes the
+    // connection after answering, so nothing after the body is read as a request (the
+    // closing health check is never answered).
+    assert!(
+        answer.statuses.len() <= 1,
+        "{:?}\n{}",
+        answer.statuses,
+        answer.raw
+    );
+}
+
+/// A chunked upload whose framing breaks part-way is the client's fault: 400, not an
+/// upstream failure.
+#[tokio::test]
+async fn a_malformed_chunked_body_is_a_client_error() {
+    let (lingo, _api, _public) = setup().await;
+    for body in [
+        "zz\r\n{}\r\n0\r\n\r\n",
+        "fffffffffffffffffff\r\n{}\r\n0\r\n\r\n",
+        "2\r\n{}XX0\r\n\r\n",
+    ] {
+        let request = format!(
+            "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n{body}"
+        );
+        let answer = exchange(&lingo, request.as_bytes()).await;
+        assert!(
+            answer.refused(),
+            "{body:?}: {:?}\n{}",
+            answer.statuses,
+            answer.raw
+        );
+    }
+}
+
+#[tokio::test]
+async fn conflicting_content_lengths_are_refused() {
+    assert_refused(&[
+        (
+            "two headers",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\nContent-Length: 12\r\n\r\n{}GET /api/ps",
+        ),
+        (
+            "one list",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2, 12\r\n\r\n{}GET /api/ps",
+        ),
+        (
+            "signed",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: +2\r\n\r\n{}",
+        ),
+        (
+            "hex",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 0x2\r\n\r\n{}",
+        ),
+        (
+            "overflowing",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 99999999999999999999999\r\n\r\n{}",
+        ),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn unusable_transfer_encodings_are_refused() {
+    let te = |value: &str| {
+        format!(
+            "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: {value}\r\n\r\n2\r\n{{}}\r\n0\r\n\r\n"
+        )
+    };
+    let chunked_identity = te("chunked, identity");
+    let identity = te("identity");
+    let garbage = te("garbage");
+    let xchunked = te("xchunked");
+    let chunked_twice_then_identity = "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+    let http10 = "POST /api/chat HTTP/1.0\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+    let space_before_colon = "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding : chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+    assert_refused(&[
+        ("chunked, identity", chunked_identity.as_bytes()),
+        ("identity", identity.as_bytes()),
+        ("garbage", garbage.as_bytes()),
+        ("xchunked", xchunked.as_bytes()),
+        (
+            "chunked then identity",
+            chunked_twice_then_identity.as_bytes(),
+        ),
+        ("TE on HTTP/1.0", http10.as_bytes()),
+        ("space before the colon", space_before_colon.as_bytes()),
+    ])
+    .await;
+}
+
+// === malformed lines ===
+
+#[tokio::test]
+async fn obs_fold_is_refused() {
+    assert_refused(&[
+        (
+            "folded value",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX-Long: a\r\n b\r\n\r\n",
+        ),
+        (
+            "folded with a tab",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX-Long: a\r\n\tb\r\n\r\n",
+        ),
+        (
+            "folded content-length",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\n 0\r\n\r\n{}",
+        ),
+        (
+            "folded transfer-encoding",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n",
+        ),
+        (
+            "a space before the first header",
+            b"GET /api/tags HTTP/1.1\r\n Host: lingo\r\n\r\n",
+        ),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn invalid_bytes_in_header_names_and_values_are_refused() {
+    assert_refused(&[
+        (
+            "space in a name",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX Bad: 1\r\n\r\n",
+        ),
+        (
+            "NUL in a name",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX\0Bad: 1\r\n\r\n",
+        ),
+        (
+            "separator in a name",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX(Bad): 1\r\n\r\n",
+        ),
+        (
+            "non-ASCII in a name",
+            "GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX-Bäd: 1\r\n\r\n".as_bytes(),
+        ),
+        (
+            "empty name",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\n: 1\r\n\r\n",
+        ),
+        (
+            "NUL in a value",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX-Bad: a\0b\r\n\r\n",
+        ),
+        (
+            "DEL in a value",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX-Bad: a\x7fb\r\n\r\n",
+        ),
+        (
+            "bare CR in a value",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX-Bad: a\rb\r\n\r\n",
+        ),
+        (
+            "no colon",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX-Bad\r\n\r\n",
+        ),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn malformed_request_lines_are_refused() {
+    assert_refused(&[
+        ("bare CR", b"GET /api/tags HTTP/1.1\rHost: lingo\r\r"),
+        (
+            "two spaces",
+            b"GET  /api/tags HTTP/1.1\r\nHost: lingo\r\n\r\n",
+        ),
+        (
+            "trailing junk",
+            b"GET /api/tags HTTP/1.1 x\r\nHost: lingo\r\n\r\n",
+        ),
+        (
+            "unknown version",
+            b"GET /api/tags HTTP/1.7\r\nHost: lingo\r\n\r\n",
+        ),
+        (
+            "space in the target",
+            b"GET /api/ tags HTTP/1.1\r\nHost: lingo\r\n\r\n",
+        ),
+        (
+            "NUL in the target",
+            b"GET /api/\0tags HTTP/1.1\r\nHost: lingo\r\n\r\n",
+        ),
+        (
+            "lowercase version",
+            b"GET /api/tags http/1.1\r\nHost: lingo\r\n\r\n",
+        ),
+        ("asterisk target", b"GET * HTTP/1.1\r\nHost: lingo\r\n\r\n"),
+    ])
+    .await;
+}
+
+/// A request whose lines end in a bare LF: read as if they ended in CRLF, never passed on
+/// as such (hyper re-frames what it forwards), so no hop can read it differently.
+#[tokio::test]
+async fn bare_lf_request_lines_are_read_as_crlf() {
+    // RFC 9112 §2.2 lets a recipient take a bare LF as a line end; hyper does, and lingo
+    // forwards what it parsed, framed with CRLF, so the upstream sees one ordinary request.
+    let (lingo, api, _public) = setup().await;
+    for bytes in [
+        &b"GET /api/tags HTTP/1.1\nHost: lingo\n\n"[..],
+        &b"GET /api/tags HTTP/1.1\nHost: lingo\r\n\r\n"[..],
+    ] {
+        let before = api.requests().len();
+        let answer = exchange(&lingo, bytes).await;
+        assert_eq!(answer.statuses.first(), Some(&200), "{}", answer.raw);
+        let seen = api.requests();
+        assert_eq!(seen.len(), before + 1);
+        assert_eq!(seen.last().unwrap().uri, "/api/tags");
+    }
+}
+
+/// RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without a Host.
+#[tokio::test]
+async fn missing_host_is_refused() {
+    assert_refused(&[("no Host", b"GET /api/tags HTTP/1.1\r\n\r\n")]).await;
+}
+
+/// RFC 9112 §3.2: ... and to one with two Host lines. lingo uses the client's Host to
+/// re-base web-data links and for `X-Forwarded-Host`, so which one wins matters.
+#[tokio::test]
+async fn duplicate_host_is_refused() {
+    assert_refused(&[
+        (
+            "two Hosts",
+            b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\nHost: evil.example\r\n\r\n",
+        ),
+        (
+            "two Hosts, one empty",
+            b"GET /api/tags HTTP/1.1\r\nHost:\r\nHost: evil.example\r\n\r\n",
+        ),
+    ])
+    .await;
+}
+
+// === paths ===
+
+/// Every spelling of a way out of `/public` or into `/api/pull`, sent raw on the request line.
+const ESCAPES: &[&str] = &[
+    "/public/../api/pull",
+    "/public/%2e%2e/api/pull",
+    "/public/%2E%2E/api/pull",
+    "/public/.%2e/api/pull",
+    "/public/%2e./api/pull",
+    "/public/..%2fapi%2fpull",
+    "/public/%2e%2e%2fapi%2fpull",
+    "/public/..%5capi%5cpull",
+    "/public/..\\api\\pull",
+    "/public/%252e%252e/api/pull",
+    "/public/./../api/pull",
+    "/public/x/../../api/pull",
+    "//api/pull",
+    "/public//../api/pull",
+    "/api/tags/../pull",
+    "/api/tags/%2e%2e/pull",
+    "/api/tags/%2E%2E/pull",
+    "/api/./pull",
+    "/api/%2e/pull",
+    "/api%2fpull",
+    "/api%2Fpull",
+    "/api%5cpull",
+    "/api%5Cpull",
+    "/api\\pull",
+    "/api//pull",
+    "/api/%70ull",
+    "/api/%70%75%6c%6c",
+    "/api/PULL",
+    "/api/pull/",
+    "/api/pull?x=1",
+    "/api/pull#x",
+    "/api/blobs/sha256:0",
+    "/api/blobs%2fsha256:0",
+    "/api/%62lobs/x",
+    "/api/pull%00",
+    "http://lingo/api/pull",
+    "http://lingo/public/../api/pull",
+];
+
+#[tokio::test]
+async fn paths_cannot_escape_a_prefix_or_reach_model_management() {
+    let (lingo, api, public) = setup().await;
+    for path in ESCAPES {
+        for method in ["GET", "POST", "DELETE"] {
+            let request =
+                format!("{method} {path} HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\n\r\n{{}}");
+            let forwarded = public.requests().len();
+            let answer = exchange(&lingo, request.as_bytes()).await;
+            let first = answer.statuses.first().copied();
+            // Either refused, or forwarded inside `/public` (checked below).
+            assert!(
+                matches!(first, None | Some(400 | 403 | 404))
+                    || (first == Some(200) && public.requests().len() == forwarded + 1),
+                "{method} {path}: {:?}\n{}",
+                answer.statuses,
+                answer.raw
+            );
+        }
+    }
+    assert!(
+        api.requests().is_empty(),
+        "a hostile path reached the native upstream: {:?}",
+        api.requests().iter().map(|s| &s.uri).collect::<Vec<_>>()
+    );
+    for seen in public.requests() {
+        let lower = seen.uri.to_ascii_lowercase();
+        assert!(
+            seen.uri.starts_with("/public/")
+                && !lower.contains("..")
+                && !lower.contains("%2e")
+                && !lower.contains("%2f")
+                && !lower.contains("%5c")
+                && !lower.contains('\\')
+                && !lower.contains("//"),
+            "the web-data upstream got {}",
+            seen.uri
+        );
+    }
+}
+
+/// The same paths through hyper's client (what most callers would send) are refused too,
+/// and the refusal is a 4xx in the native dialect, not a dropped connection.
+#[tokio::test]
+async fn encoded_escapes_are_answered_in_the_native_dialect() {
+    let (lingo, api, _public) = setup().await;
+    for path in [
+        "/api/tags/%2e%2e/pull",
+        "/api/x%2f..%2fpull",
+        "/api/x%5cpull",
+        "/api//pull",
+        "/api/%70ull",
+    ] {
+        let answer = send(request(hyper::Method::POST, &lingo.url(path), &[], "{}")).await;
+        assert!(
+            matches!(answer.status.as_u16(), 400 | 403),
+            "{path}: {}",
+            answer.status
+        );
+        assert!(
+            answer.json()["error"].is_string(),
+            "{path}: {}",
+            answer.body
+        );
+    }
+    assert!(api.requests().is_empty());
+}
+
+/// A correct request on the same routes is forwarded with its path unchanged (so the tests
+/// above refuse because of the trick, not because nothing works).
+#[tokio::test]
+async fn plain_paths_are_forwarded() {
+    let (lingo, api, public) = setup().await;
+    let answer = exchange(
+        &lingo,
+        b"POST /public/v1/scrape HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\n\r\n{}",
+    )
+    .await;
+    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    assert_eq!(public.last().uri, "/public/v1/scrape");
+    let answer = exchange(
+        &lingo,
+        b"POST /api/%63hat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    )
+    .await;
+    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    assert_eq!(api.last().uri, "/api/chat");
+    assert_eq!(&api.last().body[..], b"{}");
+}
