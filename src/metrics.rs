@@ -195,7 +195,7 @@ impl Metrics {
             .get_or_create(&route_labels(route, upstream))
             .observe(log.started.elapsed().as_secs_f64());
         let (tokens_in, tokens_out) = stats.tokens();
-        if let Some(route) = route.filter(|_| tokens_in + tokens_out > 0) {
+        if let Some(route) = route.filter(|_| tokens_in.saturating_add(tokens_out) > 0) {
             let client = log.client.as_deref().unwrap_or("-");
             for (direction, count) in [("in", tokens_in), ("out", tokens_out)] {
                 let labels = TokenLabels {

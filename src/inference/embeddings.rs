@@ -65,6 +65,14 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
             let bytes = whole(call, upstream, answer).await?;
             let (vectors, tokens) =
                 embeddings::parse_embed(&bytes).map_err(|m| bad_gateway(upstream, m))?;
+            if vectors.len() != request.inputs.len() {
+                let message = format!(
+                    "answered {} embeddings for {} inputs",
+                    vectors.len(),
+                    request.inputs.len()
+                );
+                return Err(bad_gateway(upstream, message));
+            }
             return Ok(json(embeddings::response(
                 &vectors,
                 tokens,

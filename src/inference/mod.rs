@@ -137,11 +137,7 @@ pub async fn upstream_failure(
     retell: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
 ) -> ProxyError {
     let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok());
+    let retry_after = response.headers().get(RETRY_AFTER).cloned();
     // An error body is small; do not let a broken upstream make lingo read forever.
     let body = Limited::new(response.into_body(), 64 * 1024)
         .collect()

@@ -132,7 +132,7 @@ fn usage(event: &Event<'_>) -> Usage {
     Usage {
         prompt_tokens: event.prompt_eval_count,
         completion_tokens: event.eval_count,
-        total_tokens: event.prompt_eval_count + event.eval_count,
+        total_tokens: event.prompt_eval_count.saturating_add(event.eval_count),
     }
 }
 
@@ -205,12 +205,12 @@ pub fn completion(
         let this = Usage {
             prompt_tokens: event.prompt_eval_count,
             completion_tokens: event.eval_count,
-            total_tokens: event.prompt_eval_count + event.eval_count,
+            total_tokens: event.prompt_eval_count.saturating_add(event.eval_count),
         };
         total = Some(total.map_or(this, |t| Usage {
-            prompt_tokens: t.prompt_tokens + this.prompt_tokens,
-            completion_tokens: t.completion_tokens + this.completion_tokens,
-            total_tokens: t.total_tokens + this.total_tokens,
+            prompt_tokens: t.prompt_tokens.saturating_add(this.prompt_tokens),
+            completion_tokens: t.completion_tokens.saturating_add(this.completion_tokens),
+            total_tokens: t.total_tokens.saturating_add(this.total_tokens),
         }));
     }
     let usage = total.unwrap_or_default();

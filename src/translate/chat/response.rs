@@ -39,18 +39,21 @@ impl Usage {
         Usage {
             prompt_tokens: event.prompt_eval_count,
             completion_tokens: event.eval_count,
-            total_tokens: event.prompt_eval_count + event.eval_count,
+            // Counts come from the upstream: a huge one must not overflow.
+            total_tokens: event.prompt_eval_count.saturating_add(event.eval_count),
         }
     }
 
     /// The usage of `n` choices of one prompt: the prompt once, every completion.
     pub fn plus(self, other: Usage) -> Usage {
         let prompt_tokens = self.prompt_tokens.max(other.prompt_tokens);
-        let completion_tokens = self.completion_tokens + other.completion_tokens;
+        let completion_tokens = self
+            .completion_tokens
+            .saturating_add(other.completion_tokens);
         Usage {
             prompt_tokens,
             completion_tokens,
-            total_tokens: prompt_tokens + completion_tokens,
+            total_tokens: prompt_tokens.saturating_add(completion_tokens),
         }
     }
 }
