@@ -8,42 +8,6 @@ use hyper::Method;
 use serde_json::{Value, json};
 use support::*;
 
-/// The error a dialect renders, reduced to (status, message-ish) for comparison.
-fn assert_shape(answer: &Answer, dialect: &str, status: u16, needle: &str) {
-    assert_eq!(answer.status, status, "{dialect}: {}", answer.body);
-    assert_eq!(answer.headers["content-type"], "application/json");
-    let body = answer.json();
-    let message = match dialect {
-        "chat" => {
-            let error = &body["error"];
-            for field in ["message", "type", "param", "code"] {
-                assert!(
-                    error.get(field).is_some(),
-                    "chat error lacks {field}: {body}"
-                );
-            }
-            error["message"].as_str().unwrap().to_owned()
-        }
-        "native" => {
-            assert_eq!(
-                body.as_object().unwrap().len(),
-                1,
-                "native error is just {{error}}: {body}"
-            );
-            body["error"].as_str().unwrap().to_owned()
-        }
-        "web-data" => {
-            assert_eq!(body["success"], false, "{body}");
-            body["error"].as_str().unwrap().to_owned()
-        }
-        _ => unreachable!(),
-    };
-    assert!(
-        message.contains(needle),
-        "{dialect}: {message:?} should mention {needle:?}"
-    );
-}
-
 fn routes_to(url: &str, extra_upstream: &str) -> String {
     table(&format!(
         "limits: {{ max_body: 1KiB }}\n\

@@ -8,15 +8,13 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::{Method, Response};
+use hyper::Method;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use lingo::body::Body;
 use support::*;
 
 /// lingo translating `/v1/chat/completions` to the native upstream at `url`.
@@ -41,64 +39,6 @@ async fn chat(lingo: &Lingo, stream: bool) -> Answer {
         &chat_body(stream),
     ))
     .await
-}
-
-/// The `data:` payloads of an SSE body (`[DONE]` as a string).
-fn events(body: &str) -> Vec<Value> {
-    body.split("\n\n")
-        .filter(|f| !f.is_empty())
-        .map(|f| {
-            let data = f
-                .strip_prefix("data: ")
-                .unwrap_or_else(|| panic!("not an SSE data frame: {f:?}"));
-            serde_json::from_str(data).unwrap_or_else(|_| Value::String(data.to_owned()))
-        })
-        .collect()
-}
-
-/// A stream that failed: no `[DONE]` anywhere, and the last event is an error object whose
-/// message contains `needle`.
-fn assert_failed_stream(body: &str, needle: &str) {
-    let events = events(body);
-    assert!(
-        !events.iter().any(|e| e == "[DONE]"),
-        "a failed stream must not look complete:\n{body}"
-    );
-    let last = events
-        .last()
-        .unwrap_or_else(|| panic!("no events:\n{body}"));
-    let message = last["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("the last event is not an error: {last}"));
-    assert!(
-        message.contains(needle),
-        "{message:?} should name {needle:?}"
-    );
-    assert_eq!(last["error"]["type"], "api_error", "{last}");
-}
-
-/// A chat-completions error object: all four fields, the message naming `needle`.
-fn assert_chat_error(answer: &Answer, status: u16, needle: &str) {
-    assert_eq!(answer.status, status, "{}", answer.body);
-    assert_eq!(answer.headers["content-type"], "application/json");
-    let body = answer.json();
-    let error = &body["error"];
-    for field in ["message", "type", "param", "code"] {
-        assert!(error.get(field).is_some(), "no {field}: {body}");
-    }
-    assert!(error["type"].is_string(), "{body}");
-    let message = error["message"].as_str().unwrap();
-    assert!(
-        message.contains(needle),
-        "{message:?} should name {needle:?}"
-    );
-}
-
-fn ndjson_response(body: &'static str) -> Response<Body> {
-    Response::builder()
-        .header("content-type", "application/x-ndjson")
-        .body(Body::full(Bytes::from_static(body.as_bytes())))
-        .unwrap()
 }
 
 const TOKEN: &str = "{\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},\"done\":false}\n";
@@ -151,7 +91,7 @@ async fn garbage_as_a_whole_answer_is_502() {
     let backend = Backend::start(|_| async { json_response(200, "<html>oops</html>") }).await;
     let lingo = chat_lingo(&backend.url()).await;
     let answer = chat(&lingo, false).await;
-    assert_chat_error(&answer, 502, "not a native chat event");
+    assert_shape(&answer, "chat", 502, "not a native chat event");
 }
 
 // === error statuses ===
@@ -198,7 +138,7 @@ async fn upstream_error_statuses_are_mapped_with_the_cause_and_retry_after() {
         let lingo = chat_lingo(&backend.url()).await;
         for stream in [false, true] {
             let answer = chat(&lingo, stream).await;
-            assert_chat_error(&answer, status, needle);
+            assert_shape(&answer, "chat", status, needle);
             assert_eq!(
                 answer
                     .headers
@@ -226,7 +166,7 @@ async fn retry_after_as_a_date_is_kept() {
     .await;
     let lingo = chat_lingo(&backend.url()).await;
     let answer = chat(&lingo, false).await;
-    assert_chat_error(&answer, 503, "maintenance");
+    assert_shape(&answer, "chat", 503, "maintenance");
     assert_eq!(
         answer
             .headers
@@ -310,7 +250,7 @@ async fn a_reset_before_the_answer_is_502() {
     reset.send(()).unwrap();
     let lingo = chat_lingo(&url).await;
     let answer = chat(&lingo, true).await;
-    assert_chat_error(&answer, 502, "unreachable");
+    assert_shape(&answer, "chat", 502, "unreachable");
 }
 
 // === bugs found ===
@@ -371,7 +311,7 @@ async fn an_embed_answer_with_the_wrong_vector_count_is_502() {
     ))
     .await;
     assert_eq!(backend.requests().len(), 1);
-    assert_chat_error(&answer, 502, "2");
+    assert_shape(&answer, "chat", 502, "2");
 }
 
 // === hot reload under load ===

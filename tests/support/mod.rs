@@ -6,7 +6,12 @@
 
 #![allow(dead_code)]
 
+pub mod assert;
 pub mod pki;
+
+// Not every test file uses every helper.
+#[allow(unused_imports)]
+pub use assert::*;
 
 use std::convert::Infallible;
 use std::future::Future;
