@@ -2,8 +2,9 @@
 //!
 //! Only headers change (see `upstream::headers`). The request body is streamed up under the
 //! route's size limit; the answer is streamed down under the upstream's idle limit, frame by
-//! frame as hyper reads it. The one exception is a web-data JSON answer, whose API links are
-//! re-based onto lingo's address (`rewrite`): that answer is read whole, once.
+//! frame as hyper reads it. Two exceptions are read whole, once: a web-data JSON answer, whose
+//! API links are re-based onto lingo's address (`rewrite`), and an error answer of an upstream
+//! that has a key, from which the key is redacted should the upstream echo it.
 
 use std::time::Instant;
 
@@ -21,9 +22,10 @@ use crate::table::{Target, Upstream};
 use crate::timeout::Idle;
 use crate::upstream::{self, headers};
 
-/// Largest web-data answer lingo reads whole to re-base its links; the API's own status pages
-/// stop at 10 MiB. A larger answer is streamed on unchanged (and logged).
-const REWRITE_CAP: usize = 32 * 1024 * 1024;
+/// The largest error answer of an upstream with a key that lingo reads to redact the key (an
+/// upstream may echo the credential it was sent); error bodies are small, a larger one is
+/// streamed on unchanged.
+const ERROR_CAP: usize = 64 * 1024;
 
 /// Forwards `req` to the call's upstream and streams the answer back.
 pub async fn forward<B>(call: &Call<'_>, req: Request<B>) -> Result<Response<Body>, ProxyError>
@@ -59,6 +61,21 @@ where
     let (mut parts, body) = response.into_parts();
     headers::to_client(&mut parts.headers, &call.request_id, false);
     let body = Idle::new(body, call.upstream.timeouts.idle);
+    if let Some(auth) = &call.upstream.auth
+        && (parts.status.is_client_error() || parts.status.is_server_error())
+    {
+        let body = match read_up_to(call.upstream, Box::pin(body), ERROR_CAP).await? {
+            Read::Whole(whole) => match auth.key.redact_bytes(&whole) {
+                Some(redacted) => {
+                    parts.headers.remove(CONTENT_LENGTH);
+                    Body::full(redacted)
+                }
+                None => Body::full(whole),
+            },
+            Read::Over(body) => body,
+        };
+        return Ok(Response::from_parts(parts, body));
+    }
     if rewrites && is_json(&parts.headers) {
         let base_path = match &call.upstream.target {
             Target::Url(uri) => uri.path().trim_end_matches('/'),
@@ -70,6 +87,7 @@ where
             Box::pin(body),
             &call.public_base,
             base_path,
+            usize::try_from(call.snapshot.table.limits.max_answer).unwrap_or(usize::MAX),
         )
         .await?;
         return Ok(Response::from_parts(parts, body));
@@ -102,15 +120,47 @@ fn is_json(headers: &hyper::HeaderMap) -> bool {
         })
 }
 
-/// Reads a JSON answer (up to [`REWRITE_CAP`]) and re-bases its links. An answer over the
-/// cap is passed on as read so far plus the rest, unchanged.
+/// Reads a JSON answer (up to `cap`, `limits.max_answer`; the API's own status pages stop at
+/// 10 MiB) and re-bases its links. An answer over the cap is passed on as read so far plus
+/// the rest, unchanged (and logged).
 async fn rebase_answer<B>(
     upstream: &Upstream,
     headers: &mut hyper::HeaderMap,
-    mut body: B,
+    body: B,
     public_base: &str,
     base_path: &str,
+    cap: usize,
 ) -> Result<Body, ProxyError>
+where
+    B: http_body::Body<Data = Bytes, Error = BoxError> + Send + Unpin + 'static,
+{
+    let whole = match read_up_to(upstream, body, cap).await? {
+        Read::Whole(whole) => whole,
+        Read::Over(body) => {
+            tracing::warn!(
+                "web-data answer over limits.max_answer ({cap} bytes): links not re-based"
+            );
+            return Ok(body);
+        }
+    };
+    match rewrite::rebase_links(&whole, public_base, base_path) {
+        Some(pieces) => {
+            headers.remove(CONTENT_LENGTH);
+            Ok(Body::pieces(pieces))
+        }
+        None => Ok(Body::full(whole)),
+    }
+}
+
+/// An answer read up to a cap.
+enum Read {
+    /// All of it.
+    Whole(Bytes),
+    /// More than the cap: what was read, then the rest, unchanged.
+    Over(Body),
+}
+
+async fn read_up_to<B>(upstream: &Upstream, mut body: B, cap: usize) -> Result<Read, ProxyError>
 where
     B: http_body::Body<Data = Bytes, Error = BoxError> + Send + Unpin + 'static,
 {
@@ -120,17 +170,9 @@ where
         if let Ok(data) = frame.into_data() {
             buf.extend_from_slice(&data);
         }
-        if buf.len() > REWRITE_CAP {
-            tracing::warn!("web-data answer over {REWRITE_CAP} bytes: links not re-based");
-            return Ok(Body::new(Prepend::new(buf.freeze(), body)));
+        if buf.len() > cap {
+            return Ok(Read::Over(Body::new(Prepend::new(buf.freeze(), body))));
         }
     }
-    let whole = buf.freeze();
-    match rewrite::rebase_links(&whole, public_base, base_path) {
-        Some(pieces) => {
-            headers.remove(CONTENT_LENGTH);
-            Ok(Body::pieces(pieces))
-        }
-        None => Ok(Body::full(whole)),
-    }
+    Ok(Read::Whole(buf.freeze()))
 }

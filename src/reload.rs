@@ -6,9 +6,11 @@
 //! reasons logged and the old table keeps serving. Requests hold the `Arc<Snapshot>` they
 //! started with, so they finish on their own table.
 //!
-//! Triggers: a change in the config file's directory (debounced, unchanged content skipped)
-//! and SIGHUP (always re-reads, since `file:` secrets elsewhere may have changed).
+//! Triggers: a change in the config file's directory, or in the directory of any file the
+//! table reads (certificates, keys, CA files, `file:` secrets), debounced, and skipped when
+//! neither the table's text nor any of those files changed; and SIGHUP, which always reloads.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -43,17 +45,24 @@ pub struct Reloader {
     path: PathBuf,
     current: ArcSwap<Snapshot>,
     generation: AtomicU64,
-    /// The text of the last file loaded (good or bad), to skip events that change nothing.
-    last_text: Mutex<Option<String>>,
+    /// What the last load (good or bad) read, to skip events that change nothing.
+    last: Mutex<Option<Fingerprint>>,
     /// Outlives every table: counters keep counting across reloads.
     metrics: Arc<Metrics>,
+    /// The directory watcher (once triggers are installed) and the directories it watches.
+    watcher: Mutex<Option<(notify::RecommendedWatcher, HashSet<PathBuf>)>>,
 }
 
 /// The installed reload triggers: file events and SIGHUP, as one channel.
 pub struct Triggers {
-    /// Dropping the watcher stops file events.
-    _watcher: Option<notify::RecommendedWatcher>,
     rx: mpsc::UnboundedReceiver<&'static str>,
+}
+
+/// The table's text and the contents of the files it reads (`None`: unreadable).
+#[derive(PartialEq, Eq)]
+struct Fingerprint {
+    text: Option<String>,
+    files: Vec<Option<Vec<u8>>>,
 }
 
 /// Why a reload did not happen.
@@ -94,12 +103,14 @@ impl Reloader {
     /// Loads the file for the first time.
     pub fn load(path: &Path) -> Result<Self, ConfigErrors> {
         let table = config::load(path)?;
+        let last = Fingerprint::read(path, &table.files);
         Ok(Reloader {
             path: path.to_owned(),
             current: ArcSwap::from_pointee(Snapshot::new(table, 1)),
             generation: AtomicU64::new(1),
-            last_text: Mutex::new(std::fs::read_to_string(path).ok()),
+            last: Mutex::new(Some(last)),
             metrics: Arc::new(Metrics::new()),
+            watcher: Mutex::new(None),
         })
     }
 
@@ -116,15 +127,18 @@ impl Reloader {
         self.current.load_full()
     }
 
-    /// Re-reads the file and swaps the table; with `force`, even when the text is unchanged.
+    /// Re-reads the file and swaps the table; with `force`, even when neither the text nor a
+    /// file it reads changed. (An unchanged table is not swapped in: that would only reset the
+    /// upstream connection pools.)
     pub fn reload(&self, force: bool) -> Result<u64, ReloadError> {
-        let text = std::fs::read_to_string(&self.path).ok();
+        // The text is the same, so are the files it names: the current table's list.
+        let now = Fingerprint::read(&self.path, &self.snapshot().table.files);
         {
-            let mut last = self.last_text.lock().unwrap_or_else(|e| e.into_inner());
-            if !force && text.is_some() && *last == text {
+            let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+            if !force && now.text.is_some() && last.as_ref() == Some(&now) {
                 return Err(ReloadError::Unchanged);
             }
-            last.clone_from(&text);
+            *last = Some(now);
         }
         let table = config::load(&self.path).inspect_err(|_| self.metrics.reload_refused())?;
         let old = self.snapshot();
@@ -144,6 +158,7 @@ impl Reloader {
         for warning in &table.warnings {
             tracing::warn!("{warning}");
         }
+        self.watch_files(&table);
         self.current
             .store(Arc::new(Snapshot::new(table, generation)));
         self.metrics.reloaded(generation);
@@ -166,26 +181,49 @@ impl Reloader {
     /// no change made after startup can be missed. Must be called inside the runtime.
     pub fn triggers(&self) -> Triggers {
         let (tx, rx) = mpsc::unbounded_channel::<&'static str>();
-        let watcher = match self.start_watcher(tx.clone()) {
-            Ok(w) => Some(w),
-            Err(err) => {
-                tracing::warn!(
-                    "not watching {} for changes ({err}); SIGHUP still reloads",
-                    self.path.display()
-                );
-                None
+        match self.start_watcher(tx.clone()) {
+            Ok(watcher) => {
+                let dirs = HashSet::from([dir_of(&self.path)]);
+                *self.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some((watcher, dirs));
+                self.watch_files(&self.snapshot().table);
             }
-        };
+            Err(err) => tracing::warn!(
+                "not watching {} for changes ({err}); SIGHUP still reloads",
+                self.path.display()
+            ),
+        }
         spawn_sighup(tx);
-        Triggers {
-            _watcher: watcher,
-            rx,
+        Triggers { rx }
+    }
+
+    /// Adds the directories of the files `table` reads to the watch (a certificate renewed in
+    /// its own directory, a secret mounted elsewhere). Directories are never unwatched: a
+    /// spare event only costs a comparison.
+    fn watch_files(&self, table: &RouteTable) {
+        let mut guard = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((watcher, dirs)) = guard.as_mut() else {
+            return;
+        };
+        for file in &table.files {
+            let dir = dir_of(file);
+            if dirs.contains(&dir) {
+                continue;
+            }
+            match watcher.watch(&dir, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    dirs.insert(dir);
+                }
+                Err(err) => tracing::warn!(
+                    "not watching {} for changes ({err}); SIGHUP still reloads",
+                    dir.display()
+                ),
+            }
         }
     }
 
     /// Reloads on every trigger until the task is dropped.
     pub async fn watch(self: Arc<Self>, triggers: Triggers) {
-        let Triggers { _watcher, mut rx } = triggers;
+        let Triggers { mut rx } = triggers;
         while let Some(why) = rx.recv().await {
             let force = why == "SIGHUP";
             if !force {
@@ -202,10 +240,7 @@ impl Reloader {
         &self,
         tx: mpsc::UnboundedSender<&'static str>,
     ) -> notify::Result<notify::RecommendedWatcher> {
-        let dir = match self.path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-            _ => PathBuf::from("."),
-        };
+        let dir = dir_of(&self.path);
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 if event.is_ok_and(|e| !e.kind.is_access()) {
@@ -214,6 +249,25 @@ impl Reloader {
             })?;
         watcher.watch(&dir, RecursiveMode::NonRecursive)?;
         Ok(watcher)
+    }
+}
+
+// === impl Fingerprint ===
+
+impl Fingerprint {
+    fn read(table: &Path, files: &[PathBuf]) -> Self {
+        Fingerprint {
+            text: std::fs::read_to_string(table).ok(),
+            files: files.iter().map(|f| std::fs::read(f).ok()).collect(),
+        }
+    }
+}
+
+/// The directory a file lives in (`.` for a bare file name).
+fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
     }
 }
 

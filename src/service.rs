@@ -186,10 +186,11 @@ async fn dispatch(
     log.upstream = Some(upstream.name.clone());
     log.dialect = Some(dialect);
 
+    // Headers over the limits are refused before anything else reads them, the key included.
+    limits::check_headers(req.headers(), &table.limits).map_err(|e| (e, dialect))?;
     let upgrade = headers::is_websocket_upgrade(req.headers());
     let client = auth::check(&table.clients, req.headers(), upgrade).map_err(|e| (e, dialect))?;
     log.client = client.map(str::to_owned);
-    limits::check_headers(req.headers(), &table.limits).map_err(|e| (e, dialect))?;
     check_route(route, upstream, &path, &req).map_err(|e| (e, dialect))?;
 
     let path_len = path.len();

@@ -22,6 +22,9 @@ pub const DEFAULT_DRAIN: Duration = Duration::from_secs(30);
 /// Default cap on one upstream NDJSON line: far above any token event, small enough that a
 /// runaway upstream cannot grow lingo's buffer without bound.
 pub const DEFAULT_MAX_LINE: u64 = 1024 * 1024;
+/// Default cap on an upstream answer lingo reads whole (translated non-streamed answers,
+/// web-data answers whose links it re-bases): above any real answer, a bound on memory.
+pub const DEFAULT_MAX_ANSWER: u64 = 64 * 1024 * 1024;
 /// Default upstream timeouts.
 pub const DEFAULT_MAX_HEADER_BYTES: u64 = 64 * 1024;
 pub const DEFAULT_MAX_HEADERS: usize = 100;
@@ -53,6 +56,9 @@ pub struct RouteTable {
     pub owned_by: String,
     /// Non-fatal findings (`lingo check` prints them; reload logs them).
     pub warnings: Vec<String>,
+    /// Every file the table was built from besides itself (certificates, keys, CA files,
+    /// `file:` secrets): reload watches them too, so a renewed certificate lands by itself.
+    pub files: Vec<PathBuf>,
 }
 
 /// One socket lingo accepts connections on.
@@ -184,6 +190,8 @@ pub struct Limits {
     pub drain: Duration,
     /// Longest NDJSON line accepted from an upstream while translating (`limits.max_line`).
     pub max_line: u64,
+    /// Longest upstream answer lingo reads whole (`limits.max_answer`).
+    pub max_answer: u64,
     /// Request header bytes (names, values and line overhead) a request may carry (431).
     pub max_header_bytes: u64,
     /// Header fields a request may carry (431).

@@ -90,6 +90,25 @@ async fn too_many_or_too_large_headers_are_431_in_the_dialect() {
 
     // Within the limits, the request goes through.
     assert_eq!(get(&lingo.url("/api/tags")).await.status, 200);
+
+    // The header limits come before the key check: a keyless flood is a 431, not a 401.
+    let keyed = format!(
+        "clients: [{{ name: app, key: {{ value: k }} }}]\n{}",
+        limited(&backend.url(), "max_headers: 10")
+    );
+    let keyed = Lingo::start(&keyed).await;
+    let answer = send(request(
+        Method::POST,
+        &keyed.url("/v1/chat/completions"),
+        &many,
+        "{}",
+    ))
+    .await;
+    assert_eq!(answer.status, 431, "{}", answer.body);
+    assert!(
+        backend.requests().len() == 1,
+        "only the request within the limits got through"
+    );
 }
 
 #[tokio::test]

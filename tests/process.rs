@@ -108,13 +108,22 @@ async fn sighup_rereads_the_table_and_its_secret_files() {
         with_key(&lingo.url("/api/tags"), "first-key").await.status,
         200
     );
+    // SIGHUP reloads even when nothing changed (file events then do not).
+    let generation = || async { get(&lingo.url("/healthz")).await.json()["generation"].clone() };
+    assert_eq!(generation().await, 1);
+    lingo.signal("HUP");
+    let mut reloaded = false;
+    for _ in 0..100 {
+        if generation().await == 2 {
+            reloaded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(reloaded, "SIGHUP reloaded: {}", lingo.log_text());
 
+    // A rotated key file is read again (the watch may see it first; SIGHUP makes sure).
     std::fs::write(dir.path().join("keys/app.key"), "second-key\n").unwrap();
-    assert_eq!(
-        with_key(&lingo.url("/api/tags"), "second-key").await.status,
-        401,
-        "not before SIGHUP"
-    );
     lingo.signal("HUP");
     let mut status = 0;
     for _ in 0..100 {
@@ -137,6 +146,41 @@ async fn sighup_rereads_the_table_and_its_secret_files() {
         with_key(&lingo.url("/api/tags"), "first-key").await.status,
         401
     );
+}
+
+/// A stream that outlives `limits.drain` does not hold the shutdown: it is cut at the
+/// deadline and lingo still exits 0.
+#[tokio::test]
+async fn sigterm_cuts_what_is_still_running_at_the_drain_deadline() {
+    let (backend, lines_tx) = scripted_backend().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proxy.yaml");
+    let yaml = table(&format!(
+        "limits: {{ drain: 500ms }}\nupstreams:\n  models:\n    url: {}\n    speaks: native\nroutes:\n  - {{ prefix: /api, to: models }}\n",
+        backend.url()
+    ));
+    std::fs::write(&config, yaml).unwrap();
+    let mut lingo = Proc::start(&config);
+    let req = request(Method::POST, &lingo.url("/api/chat"), &[], "{}");
+    let mut body = client().request(req).await.unwrap().into_body();
+    lines_tx.send(Bytes::from_static(b"one\n")).unwrap();
+    body.frame().await.unwrap().unwrap();
+
+    lingo.signal("TERM");
+    // The upstream never finishes (lines_tx stays open): the deadline ends the stream.
+    let rest = tokio::time::timeout(Duration::from_secs(20), body.collect())
+        .await
+        .expect("the drain deadline ended the stream");
+    assert!(
+        rest.is_err(),
+        "a stream cut by the deadline must not end cleanly"
+    );
+    let (status, lingo) = tokio::task::spawn_blocking(move || (lingo.child.wait().unwrap(), lingo))
+        .await
+        .unwrap();
+    assert!(status.success(), "exit status {status:?}");
+    assert!(lingo.log_text().contains("drain"), "{}", lingo.log_text());
+    drop(lines_tx);
 }
 
 #[tokio::test]
@@ -184,6 +228,34 @@ async fn sigterm_refuses_new_connections_and_drains_streams() {
     assert!(status.success(), "exit status {status:?}");
 }
 
+const CHAT: &str = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+const CHAT_STREAM: &str =
+    r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+
+/// A native upstream that repeats the credential it was sent in its errors (some servers
+/// do): an error status for whole answers, an error line after one token for streams.
+async fn echoing_backend() -> Backend {
+    Backend::start(|seen| async move {
+        let sent = seen
+            .headers
+            .get("authorization")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        if !String::from_utf8_lossy(&seen.body).contains("\"stream\":true") {
+            return json_response(401, &format!(r#"{{"error":"invalid credential {sent}"}}"#));
+        }
+        let lines = format!(
+            "{{\"message\":{{\"role\":\"assistant\",\"content\":\"Hi\"}},\"done\":false}}\n\
+             {{\"error\":\"credential {sent} was revoked\"}}\n"
+        );
+        hyper::Response::builder()
+            .header("content-type", "application/x-ndjson")
+            .body(lingo::body::Body::full(Bytes::from(lines)))
+            .unwrap()
+    })
+    .await
+}
+
 #[tokio::test]
 async fn keys_never_reach_logs_or_error_bodies() {
     const CLIENT_KEY: &str = "client-key-5f0c1e";
@@ -195,17 +267,23 @@ async fn keys_never_reach_logs_or_error_bodies() {
     })
     .await;
     let dead = closed_port().await;
+    let echo = echoing_backend().await;
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("proxy.yaml");
     let auth = format!("    auth: {{ bearer: {{ value: {UPSTREAM_KEY} }} }}\n");
     let yaml = table(&format!(
-        "clients:\n  - {{ name: app, key: {{ value: {CLIENT_KEY} }} }}\nlimits: {{ max_body: 64 }}\n\
+        "clients:\n  - {{ name: app, key: {{ value: {CLIENT_KEY} }} }}\nlimits: {{ max_body: 96 }}\n\
          upstreams:\n  ok:\n    url: {}\n    speaks: web-data\n{auth}  \
          slow:\n    url: {}\n    speaks: web-data\n    timeouts: {{ first_byte: 200ms }}\n{auth}  \
-         dead:\n    url: http://{dead}\n    speaks: web-data\n{auth}\
-         routes:\n  - {{ prefix: /v1, to: ok }}\n  - {{ prefix: /v2/slow, to: slow }}\n  - {{ prefix: /v2/dead, to: dead }}\n",
+         dead:\n    url: http://{dead}\n    speaks: web-data\n{auth}  \
+         echo:\n    url: {}\n    speaks: native\n{auth}\
+         routes:\n  - {{ prefix: /v1, to: ok }}\n  - {{ prefix: /v2/slow, to: slow }}\n  - {{ prefix: /v2/dead, to: dead }}\n  \
+           - {{ path: /v1/chat/completions, speaks: chat-completions, to: echo }}\n  \
+           - {{ path: /v1/responses, speaks: chat-completions, to: echo }}\n  \
+           - {{ prefix: /api, to: echo }}\n",
         backend.url(),
-        slow.url()
+        slow.url(),
+        echo.url()
     ));
     std::fs::write(&config, yaml).unwrap();
     let lingo = Proc::start(&config);
@@ -230,6 +308,15 @@ async fn keys_never_reach_logs_or_error_bodies() {
         ("/v1/scrape", &[][..], "{}"),
         ("/v1/scrape", &[("authorization", "Bearer wrong")][..], "{}"),
         ("/nowhere", &good[..], "{}"),
+        // The echoing upstream: a re-told error, a mid-stream error line, a pass-through error.
+        ("/v1/chat/completions", &good[..], CHAT),
+        ("/v1/chat/completions", &good[..], CHAT_STREAM),
+        ("/api/chat", &good[..], "{}"),
+        // lingo's own refusals on the way there.
+        ("/v1/chat/completions", &good[..], r#"{"model":5}"#),
+        ("/v1/responses", &good[..], "{}"),
+        ("/api/pull", &good[..], "{}"),
+        ("/api/%2e%2e/v1/scrape", &good[..], "{}"),
     ] {
         bodies.push(
             send(request(Method::POST, &lingo.url(path), headers, body))
@@ -237,18 +324,34 @@ async fn keys_never_reach_logs_or_error_bodies() {
                 .body,
         );
     }
-    // Give the access-log lines of the last answers time to be written.
+    let redacted = bodies.iter().filter(|b| b.contains("<redacted>")).count();
+    assert_eq!(
+        redacted, 3,
+        "the upstream's echo reached the client redacted: {bodies:#?}"
+    );
+    // A table that does not load, with both keys in it, is refused without printing them.
+    std::fs::write(
+        &config,
+        format!(
+            "clients: [{{ name: app, key: {{ value: {CLIENT_KEY}, bogus: {UPSTREAM_KEY} }} }}]\n"
+        ),
+    )
+    .unwrap();
+    lingo.signal("HUP");
+    // Give the access-log lines of the last answers (and the refusal) time to be written.
     for _ in 0..50 {
-        if lingo.log_text().matches("lingo::access").count() >= 10 {
+        let log = lingo.log_text();
+        if log.matches("lingo::access").count() >= 17 && log.contains("refused") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let log = lingo.log_text();
     assert!(
-        log.matches("lingo::access").count() >= 10,
+        log.matches("lingo::access").count() >= 17,
         "one access line per request:\n{log}"
     );
+    assert!(log.contains("refused"), "the bad table was refused:\n{log}");
     for key in [CLIENT_KEY, UPSTREAM_KEY] {
         assert!(!log.contains(key), "{key} leaked into the log:\n{log}");
         for body in &bodies {

@@ -136,3 +136,27 @@ async fn a_reload_rotates_the_certificate() {
     assert!(lingo.reloader.reload(true).is_err());
     assert!(handshake(lingo.addr, &new_ca, b"h2").await.is_ok());
 }
+
+/// A certificate renewed in its own directory (as certbot or cert-manager do) is picked up by
+/// the file watch alone: no SIGHUP, no edit of the table.
+#[tokio::test]
+async fn a_renewed_certificate_is_picked_up_without_a_signal() {
+    let (old_ca, dir) = issued();
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&tls_table(dir.path(), &backend)).await;
+    assert_ne!(lingo.config_path().parent(), Some(dir.path()));
+    let generation = lingo.reloader.snapshot().generation;
+    let new_ca = TestCa::new("renewed CA");
+    new_ca.issue("localhost").write(dir.path(), "cert");
+    let mut renewed = false;
+    for _ in 0..200 {
+        if handshake(lingo.addr, &new_ca, b"h2").await.is_ok() {
+            renewed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(renewed, "the renewed certificate was not picked up");
+    assert!(handshake(lingo.addr, &old_ca, b"h2").await.is_err());
+    assert!(lingo.reloader.snapshot().generation > generation);
+}

@@ -41,19 +41,6 @@ fn user(content: &str) -> Value {
     json!([{"role": "user", "content": content}])
 }
 
-/// The `data:` payloads of an SSE body, `[DONE]` included as a string.
-fn events(body: &str) -> Vec<Value> {
-    body.split("\n\n")
-        .filter(|f| !f.is_empty())
-        .map(|f| {
-            let data = f
-                .strip_prefix("data: ")
-                .unwrap_or_else(|| panic!("not an SSE data frame: {f:?}"));
-            serde_json::from_str(data).unwrap_or_else(|_| Value::String(data.to_owned()))
-        })
-        .collect()
-}
-
 fn content_of(events: &[Value]) -> String {
     events
         .iter()
@@ -505,6 +492,16 @@ async fn client_disconnect_cancels_the_upstream() {
         .await
         .expect("the upstream stream was cancelled when the client left")
         .unwrap();
+    // ...and lingo let go of the stream (the gauge counts answers being sent).
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = get(&lingo.url("/metrics")).await.body;
+        if metrics.contains("lingo_open_streams 0\n") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the stream is still open after the client left:\n{metrics}");
 }
 
 /// An upstream that stalls mid-stream is cut by the idle limit: error frame, no `[DONE]`.

@@ -19,8 +19,9 @@ use super::{routes, tls, units, upstream};
 use crate::dialect::Dialect;
 use crate::table::{
     Admin, ClientKey, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE, Limits, Listener, ModelAlias, RouteTable,
+    DEFAULT_MAX_ANSWER, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES,
+    DEFAULT_MAX_HEADERS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE, Limits, Listener, ModelAlias,
+    RouteTable,
 };
 
 /// Looks up an environment variable; injectable so tests need not touch the process
@@ -35,6 +36,8 @@ pub(super) struct Ctx<'a> {
     env: EnvLookup<'a>,
     errors: Vec<ConfigError>,
     pub warnings: Vec<String>,
+    /// Every file read besides the table itself.
+    files: Vec<PathBuf>,
 }
 
 /// Compiles a parsed table. `source` names the file in errors; relative `file:` secrets and
@@ -51,6 +54,7 @@ pub fn compile(
         env,
         errors: Vec::new(),
         warnings: Vec::new(),
+        files: Vec::new(),
     };
 
     let limits = limits(&mut cx, file.limits);
@@ -82,6 +86,7 @@ pub fn compile(
         admin,
         owned_by: file.owned_by.unwrap_or_else(|| "lingo".into()),
         warnings: cx.warnings,
+        files: cx.files,
     })
 }
 
@@ -99,6 +104,7 @@ fn limits(cx: &mut Ctx<'_>, raw: Option<raw::Limits>) -> Limits {
         max_body: size(cx, raw.max_body, "max_body", DEFAULT_MAX_BODY),
         drain: duration(cx, raw.drain, "drain", true, DEFAULT_DRAIN),
         max_line: size(cx, raw.max_line, "max_line", DEFAULT_MAX_LINE),
+        max_answer: size(cx, raw.max_answer, "max_answer", DEFAULT_MAX_ANSWER),
         max_header_bytes: size(
             cx,
             raw.max_header_bytes,
@@ -336,9 +342,12 @@ impl Ctx<'_> {
         });
     }
 
-    /// A path from the table: relative ones start at the table's directory.
-    pub fn path(&self, path: &str) -> PathBuf {
-        self.dir.join(path)
+    /// A file the table reads (certificate, key, CA, secret): relative paths start at the
+    /// table's directory. Recorded, since a change to it is a change to the table.
+    pub fn path(&mut self, path: &str) -> PathBuf {
+        let path = self.dir.join(path);
+        self.files.push(path.clone());
+        path
     }
 
     /// Parses a dialect name; `what` says whose (`upstream \`models\``).

@@ -1,5 +1,6 @@
 //! Secrets (client keys, upstream keys) that cannot be printed by accident.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -20,6 +21,35 @@ impl Secret {
     /// The secret's value. Call sites must not log or echo it.
     pub fn expose(&self) -> &str {
         &self.0
+    }
+
+    /// `text` with every occurrence of the secret replaced by `<redacted>`. An upstream may
+    /// echo the credential it was sent in an error message, and lingo re-tells those.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.0.is_empty() || !text.contains(&self.0) {
+            return Cow::Borrowed(text);
+        }
+        Cow::Owned(text.replace(&self.0, "<redacted>"))
+    }
+
+    /// The same for bytes that need not be UTF-8: `None` when the secret is not in them.
+    pub fn redact_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let key = self.0.as_bytes();
+        if key.is_empty() || !bytes.windows(key.len()).any(|w| w == key) {
+            return None;
+        }
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            if rest.starts_with(key) {
+                out.extend_from_slice(b"<redacted>");
+                rest = &rest[key.len()..];
+            } else {
+                out.push(rest[0]);
+                rest = &rest[1..];
+            }
+        }
+        Some(out)
     }
 }
 
@@ -58,13 +88,17 @@ impl fmt::Display for SecretSource {
     }
 }
 
-/// Compares two byte strings in time that depends only on their lengths, so that a client
-/// key cannot be guessed byte by byte from response timings.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+/// Compares a candidate with a secret in time that depends only on the secret's length (and
+/// on the candidate's, which its sender knows), so that neither the key's bytes nor its
+/// length can be guessed from response timings.
+pub fn constant_time_eq(secret: &[u8], candidate: &[u8]) -> bool {
+    let mut diff = u8::from(secret.len() != candidate.len());
+    for (i, s) in secret.iter().enumerate() {
+        let c = candidate.get(i).copied().unwrap_or(0);
+        // Keep the optimiser from stopping at the first difference.
+        diff = std::hint::black_box(diff | (s ^ c));
     }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    diff == 0
 }
 
 #[cfg(test)]
@@ -79,12 +113,32 @@ mod tests {
     }
 
     #[test]
+    fn redaction_finds_every_occurrence() {
+        let s = Secret::new("fc-key");
+        assert_eq!(s.redact("no key here"), "no key here");
+        assert_eq!(
+            s.redact("bad key fc-key (fc-key)"),
+            "bad key <redacted> (<redacted>)"
+        );
+        assert_eq!(s.redact_bytes(b"\xff fc-ke"), None);
+        assert_eq!(
+            s.redact_bytes(b"\xfffc-keyfc-key\xfe").unwrap(),
+            b"\xff<redacted><redacted>\xfe"
+        );
+        assert_eq!(Secret::new("").redact("anything"), "anything");
+    }
+
+    #[test]
     fn constant_time_eq_matches_eq() {
         for (a, b) in [
             ("", ""),
             ("a", "a"),
             ("a", "b"),
             ("ab", "a"),
+            ("a", "ab"),
+            ("a", "a\0"),
+            ("a\0", "a"),
+            ("", "x"),
             ("key1", "key2"),
         ] {
             assert_eq!(

@@ -297,6 +297,8 @@ fn file_secrets_are_trimmed_and_relative_to_the_table() {
         SecretSource::File(dir.path().join("dev.key"))
     );
     assert_eq!(table.clients[1].source, SecretSource::Env("SET".into()));
+    // Files the table reads are listed, for the reload watch.
+    assert_eq!(table.files, [dir.path().join("dev.key")]);
 
     let text = format!("{LISTEN}clients:\n  - {{ name: dev, key: {{ file: blank.key }} }}\n");
     let errors = load_str_with_env(&text, &source, &env).unwrap_err();
@@ -793,7 +795,7 @@ fn route_options_and_line_cap() {
 #[test]
 fn hardening_keys_compile_and_are_checked() {
     let table = ok(&with_base(
-        "limits: { max_header_bytes: 16KiB, max_headers: 50, header_timeout: 5s, idle_timeout: 10s, max_connections: 100, max_in_flight: 20 }\n\
+        "limits: { max_header_bytes: 16KiB, max_headers: 50, header_timeout: 5s, idle_timeout: 10s, max_connections: 100, max_in_flight: 20, max_answer: 2MiB }\n\
          admin: { addr: 127.0.0.1:9090, require_key: true }\nroutes: []\n",
     ));
     let limits = table.limits;
@@ -802,6 +804,7 @@ fn hardening_keys_compile_and_are_checked() {
     assert_eq!(limits.header_timeout, std::time::Duration::from_secs(5));
     assert_eq!(limits.idle_timeout, std::time::Duration::from_secs(10));
     assert_eq!((limits.max_connections, limits.max_in_flight), (100, 20));
+    assert_eq!(limits.max_answer, 2 * 1024 * 1024);
     assert_eq!(table.admin.addr, Some("127.0.0.1:9090".parse().unwrap()));
     assert!(table.admin.require_key);
 
@@ -811,16 +814,18 @@ fn hardening_keys_compile_and_are_checked() {
         crate::table::DEFAULT_MAX_HEADERS
     );
     assert_eq!(defaults.admin.addr, None);
+    assert_eq!(defaults.limits.max_answer, crate::table::DEFAULT_MAX_ANSWER);
 
     check_errors(&[(
         &format!(
-            "{LISTEN}limits: {{ max_headers: 0, idle_timeout: 0s, max_in_flight: 0 }}\n\
+            "{LISTEN}limits: {{ max_headers: 0, idle_timeout: 0s, max_in_flight: 0, max_answer: 0 }}\n\
              admin: {{ addr: 127.0.0.1:8080 }}\nroutes: []\n"
         ),
         &[
             "proxy.yaml:3:24: limits.max_headers must be more than 0",
             "proxy.yaml:3:41: limits.idle_timeout must be more than 0",
             "proxy.yaml:3:60: limits.max_in_flight must be more than 0",
+            "proxy.yaml:3:75: limits.max_answer must be more than 0",
             "proxy.yaml:4:16: admin address 127.0.0.1:8080 is also a `listen` address; use another port",
         ],
     )]);

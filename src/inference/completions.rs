@@ -56,7 +56,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
     for answer in join_all(sends).await {
         let answer = answer?;
         if !answer.status().is_success() {
-            return Err(upstream_failure(answer, chat::upstream_error).await);
+            return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
         }
         answers.push(answer);
     }
@@ -70,7 +70,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
                 let echo = request.echo.then(|| request.prompts[i].clone());
                 let stream =
                     CompletionStream::new(&meta, i as u32, single && request.include_usage, echo);
-                Reframe::new(answer.into_body(), max_line, stream)
+                Reframe::new(answer.into_body(), max_line, stream).redacting(upstream)
             })
             .collect();
         let usage_frame = (!single && request.include_usage).then(|| {

@@ -60,7 +60,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
             tracing::info!(upstream = %upstream.name, "no /api/embed: using /api/embeddings from now on");
             legacy.store(true, Ordering::Relaxed);
         } else if !answer.status().is_success() {
-            return Err(upstream_failure(answer, chat::upstream_error).await);
+            return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
         } else {
             let bytes = whole(call, upstream, answer).await?;
             let (vectors, tokens) =
@@ -113,7 +113,7 @@ async fn legacy_embeddings(
     for answer in join_all(sends).await {
         let answer = answer?;
         if !answer.status().is_success() {
-            return Err(upstream_failure(answer, chat::upstream_error).await);
+            return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
         }
         let bytes = whole(call, upstream, answer).await?;
         vectors.push(embeddings::parse_legacy(&bytes).map_err(|m| bad_gateway(upstream, m))?);

@@ -41,9 +41,8 @@ pub async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, ProxyError> 
         Err(err) if err.is::<http_body_util::LengthLimitError>() => {
             Err(ProxyError::BodyTooLarge { limit })
         }
-        Err(err) => Err(ProxyError::Invalid {
-            message: format!("could not read the request body: {err}"),
-            param: None,
+        Err(err) => Err(ProxyError::BadBody {
+            reason: upstream::reason(err.as_ref()),
         }),
     }
 }
@@ -133,6 +132,7 @@ pub async fn send(
 
 /// Turns a native error answer (any non-2xx) into the error the client sees.
 pub async fn upstream_failure(
+    upstream: &Upstream,
     response: Response<Body>,
     retell: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
 ) -> ProxyError {
@@ -146,7 +146,7 @@ pub async fn upstream_failure(
     let (status, message, code) = retell(status, &body);
     ProxyError::Upstream {
         status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
-        message,
+        message: upstream::redact(upstream, &message).into_owned(),
         code,
         retry_after,
     }
@@ -180,26 +180,41 @@ pub async fn join_all<'a, T>(futures: Vec<Pin<Box<dyn Future<Output = T> + Send 
     outputs.into_iter().flatten().collect()
 }
 
-/// Reads a whole upstream answer (one answer in memory; the idle limit applies). The time it
-/// takes is the upstream's, not lingo's.
+/// Reads a whole upstream answer: one answer in memory, at most `limits.max_answer` of it (an
+/// upstream that never stops must not grow lingo without bound); the idle limit applies. The
+/// time it takes is the upstream's, not lingo's.
 pub async fn whole(
     call: &Call<'_>,
     upstream: &Upstream,
     answer: Response<Body>,
 ) -> Result<Bytes, ProxyError> {
+    let limit = call.snapshot.table.limits.max_answer;
     let started = Instant::now();
-    let collected = answer.into_body().collect().await;
+    let collected = Limited::new(
+        answer.into_body(),
+        usize::try_from(limit).unwrap_or(usize::MAX),
+    )
+    .collect()
+    .await;
     call.stats.waited(started.elapsed());
-    collected
-        .map(|c| c.to_bytes())
-        .map_err(|e| upstream::classify_body_error(upstream, e.as_ref()))
+    collected.map(|c| c.to_bytes()).map_err(|e| {
+        if e.is::<http_body_util::LengthLimitError>() {
+            let message = format!("the answer is over limits.max_answer ({limit} bytes)");
+            return bad_gateway(upstream, message);
+        }
+        upstream::classify_body_error(upstream, e.as_ref())
+    })
 }
 
 /// An upstream answer lingo could not read as what it should be.
 pub fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
     ProxyError::Upstream {
         status: StatusCode::BAD_GATEWAY,
-        message: format!("upstream `{}`: {message}", upstream.name),
+        message: format!(
+            "upstream `{}`: {}",
+            upstream.name,
+            upstream::redact(upstream, &message)
+        ),
         code: None,
         retry_after: None,
     }

@@ -26,7 +26,7 @@ pub async fn list(call: &Call<'_>) -> Answer {
     )
     .await?;
     if !answer.status().is_success() {
-        return Err(upstream_failure(answer, chat::upstream_error).await);
+        return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
     }
     let tags = whole(call, upstream, answer).await?;
     let table = &call.snapshot.table;
@@ -58,7 +58,7 @@ pub async fn one(call: &Call<'_>, path: &str) -> Answer {
     )
     .await?;
     if !answer.status().is_success() {
-        return Err(upstream_failure(answer, chat::upstream_error).await);
+        return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
     }
     let show = whole(call, upstream, answer).await?;
     let body = models::one(&id, &show, &call.snapshot.table.owned_by)

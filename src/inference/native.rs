@@ -65,7 +65,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
     let rename = Rename::new(&model, &alias);
     Ok(Response::from_parts(
         parts,
-        Body::new(Reframe::new(body, max_line, rename)),
+        Body::new(Reframe::new(body, max_line, rename).redacting(upstream)),
     ))
 }
 

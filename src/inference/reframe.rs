@@ -18,7 +18,9 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 
 use crate::body::{Body, BoxError};
+use crate::config::secret::Secret;
 use crate::metrics::RequestStats;
+use crate::table::Upstream;
 use crate::translate::chat::Usage;
 use crate::translate::ndjson::LineFramer;
 use crate::translate::sse;
@@ -58,6 +60,8 @@ pin_project! {
         translator: T,
         queue: VecDeque<Bytes>,
         state: State,
+        // The upstream's key, kept out of the error messages lingo re-tells.
+        key: Option<Secret>,
     }
 }
 
@@ -71,7 +75,14 @@ impl<T: Translator> Reframe<T> {
             translator,
             queue: VecDeque::new(),
             state: State::Streaming,
+            key: None,
         }
+    }
+
+    /// Keeps `upstream`'s key out of the error frame (an upstream may echo it in an error).
+    pub fn redacting(mut self, upstream: &Upstream) -> Self {
+        self.key = upstream.auth.as_ref().map(|auth| auth.key.clone());
+        self
     }
 
     fn failed(&self) -> bool {
@@ -119,6 +130,10 @@ impl<T: Translator> http_body::Body for Reframe<T> {
                 Ok(true) => *this.state = State::Complete,
                 Ok(false) => {}
                 Err(message) => {
+                    let message = match this.key {
+                        Some(key) => key.redact(&message).into_owned(),
+                        None => message,
+                    };
                     tracing::warn!("stream ended with an error: {message}");
                     this.queue.push_back(this.translator.error_frame(&message));
                     *this.state = State::Failed;

@@ -210,6 +210,14 @@ pub fn classify_body_error(upstream: &Upstream, err: &(dyn StdError + 'static)) 
     }
 }
 
+/// `text` (an upstream's own words, re-told to the client) without the upstream's key.
+pub fn redact<'a>(upstream: &Upstream, text: &'a str) -> std::borrow::Cow<'a, str> {
+    match &upstream.auth {
+        Some(auth) => auth.key.redact(text),
+        None => std::borrow::Cow::Borrowed(text),
+    }
+}
+
 /// The innermost cause's text: "Connection refused (os error 111)" says more than
 /// "client error (Connect)".
 pub fn reason(err: &(dyn StdError + 'static)) -> String {

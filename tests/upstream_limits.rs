@@ -1,0 +1,253 @@
+//! The limits lingo keeps toward upstreams, each set from the route table and exercised over
+//! real sockets: the connect timeout, the idle limit between chunks (a translated stream, a
+//! translated whole answer, a pass-through stream), the NDJSON line cap, and the cap on an
+//! answer read whole. (The first-byte timeout is in `errors.rs`.)
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use http_body_util::channel::Channel;
+use hyper::{Method, Response};
+use serde_json::json;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+use lingo::body::{Body, BoxError};
+use support::*;
+
+const TOKEN: &str = "{\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},\"done\":false}\n";
+
+/// lingo with a native upstream at `url` (plus `upstream` keys) and `limits`: chat
+/// completions translated, `/api` passed through, `/v1` web-data passed through.
+async fn lingo_for(url: &str, upstream: &str, limits: &str) -> Lingo {
+    Lingo::start(&table(&format!(
+        "limits: {{ {limits} }}\n\
+         upstreams:\n  \
+           models:\n    url: {url}\n    speaks: native\n{upstream}  \
+           webdata:\n    url: {url}\n    speaks: web-data\n{upstream}\
+         routes:\n  \
+           - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n  \
+           - {{ prefix: /api, to: models }}\n  \
+           - {{ prefix: /v1, to: webdata }}\n"
+    )))
+    .await
+}
+
+async fn chat(lingo: &Lingo, stream: bool) -> Answer {
+    let body =
+        json!({"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]});
+    send(request(
+        Method::POST,
+        &lingo.url("/v1/chat/completions"),
+        &[],
+        &body.to_string(),
+    ))
+    .await
+}
+
+// === connect ===
+
+/// A listener whose accept queue is full and never drained: the kernel drops every further
+/// SYN, so a connect to it neither succeeds nor fails until the connector gives up. The
+/// returned values must be kept alive.
+async fn black_hole() -> (SocketAddr, TcpListener, Vec<TcpStream>) {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut queued = Vec::new();
+    loop {
+        let connect = TcpStream::connect(addr);
+        match tokio::time::timeout(Duration::from_millis(300), connect).await {
+            Ok(stream) => queued.push(stream.unwrap()),
+            Err(_) => return (addr, listener, queued), // the queue is full
+        }
+        assert!(queued.len() < 64, "the accept queue never filled");
+    }
+}
+
+#[tokio::test]
+async fn an_upstream_that_never_accepts_is_504_after_the_connect_timeout() {
+    let (addr, _listener, _queued) = black_hole().await;
+    let timeouts = "    timeouts: { connect: 250ms }\n";
+    let lingo = lingo_for(&format!("http://{addr}"), timeouts, "").await;
+    for (dialect, path) in [
+        ("chat", "/v1/chat/completions"),
+        ("native", "/api/chat"),
+        ("web-data", "/v1/scrape"),
+    ] {
+        let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+        let answer = send(request(Method::POST, &lingo.url(path), &[], body)).await;
+        assert_shape(&answer, dialect, 504, "connect timeout of 250ms");
+        let body = answer.json();
+        let code = match dialect {
+            "chat" => &body["error"]["code"],
+            "web-data" => &body["code"],
+            _ => &json!("upstream_timeout"), // the native shape has no code
+        };
+        let code = code.as_str().unwrap_or_default().to_ascii_lowercase();
+        assert_eq!(code, "upstream_timeout", "{dialect}: {body}");
+    }
+}
+
+// === idle between chunks ===
+
+/// A backend that sends `first` and then nothing, keeping the answer open, for each request.
+async fn stalling_backend(content_type: &'static str, first: &'static str) -> Backend {
+    Backend::start(move |_| async move {
+        let (mut tx, body) = Channel::<Bytes, BoxError>::new(1);
+        tokio::spawn(async move {
+            let _ = tx.send_data(Bytes::from_static(first.as_bytes())).await;
+            // Hold the answer open far longer than any idle limit in these tests.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            drop(tx);
+        });
+        Response::builder()
+            .header("content-type", content_type)
+            .body(Body::new(body))
+            .unwrap()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_translated_stream_that_stalls_ends_with_an_error_frame() {
+    let backend = stalling_backend("application/x-ndjson", TOKEN).await;
+    let timeouts = "    timeouts: { idle: 300ms }\n";
+    let lingo = lingo_for(&backend.url(), timeouts, "").await;
+    let answer = chat(&lingo, true).await;
+    assert_eq!(answer.status, 200);
+    let content: String = events(&answer.body)
+        .iter()
+        .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(content, "Hello", "the token before the stall arrives");
+    assert_failed_stream(&answer.body, "upstream sent nothing for 300ms");
+}
+
+#[tokio::test]
+async fn a_whole_answer_that_stalls_is_504() {
+    let backend = stalling_backend("application/json", "{\"message\":{\"role\":").await;
+    let timeouts = "    timeouts: { idle: 300ms }\n";
+    let lingo = lingo_for(&backend.url(), timeouts, "").await;
+    let answer = chat(&lingo, false).await;
+    assert_shape(&answer, "chat", 504, "idle timeout of 300ms");
+}
+
+/// A pass-through answer is already on its way when the upstream stalls: the client gets
+/// what was sent, then a cut (no clean end it could mistake for the whole answer).
+#[tokio::test]
+async fn a_pass_through_stream_that_stalls_is_cut() {
+    let backend = stalling_backend("application/x-ndjson", TOKEN).await;
+    let timeouts = "    timeouts: { idle: 300ms }\n";
+    let lingo = lingo_for(&backend.url(), timeouts, "").await;
+    let req = request(Method::POST, &lingo.url("/api/chat"), &[], "{}");
+    let response = client().request(req).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(first, TOKEN.as_bytes());
+    let rest = tokio::time::timeout(Duration::from_secs(10), body.collect())
+        .await
+        .expect("the idle limit ends the answer");
+    assert!(rest.is_err(), "a stalled answer must not end cleanly");
+}
+
+// === line cap ===
+
+#[tokio::test]
+async fn a_line_over_limits_max_line_ends_the_stream_with_an_error_frame() {
+    let long = format!(
+        "{{\"message\":{{\"role\":\"assistant\",\"content\":\"{}\"}},\"done\":false}}\n",
+        "x".repeat(2000)
+    );
+    let done = "{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true}\n";
+    let long: &'static str = Box::leak(format!("{TOKEN}{long}{done}").into_boxed_str());
+    let backend = Backend::start(move |_| async move { ndjson_response(long) }).await;
+    let lingo = lingo_for(&backend.url(), "", "max_line: 1KiB").await;
+    let answer = chat(&lingo, true).await;
+    assert_failed_stream(&answer.body, "longer than 1024 bytes");
+    // Within the cap, the same stream goes through.
+    let lingo = lingo_for(&backend.url(), "", "max_line: 4KiB").await;
+    let answer = chat(&lingo, true).await;
+    assert!(answer.body.ends_with("data: [DONE]\n\n"), "{}", answer.body);
+}
+
+// === answers read whole ===
+
+/// A backend whose answer never ends: 1 KiB chunks for as long as someone reads them.
+/// `stopped` turns true when the reader went away.
+async fn endless_backend(content_type: &'static str) -> (Backend, Arc<AtomicBool>) {
+    let stopped = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stopped);
+    let backend = Backend::start(move |_| {
+        let flag = Arc::clone(&flag);
+        async move {
+            let (mut tx, body) = Channel::<Bytes, BoxError>::new(1);
+            tokio::spawn(async move {
+                let chunk = Bytes::from(vec![b' '; 1024]);
+                let _ = tx.send_data(Bytes::from_static(b"{\"a\":\"")).await;
+                while tx.send_data(chunk.clone()).await.is_ok() {}
+                flag.store(true, Ordering::SeqCst);
+            });
+            Response::builder()
+                .header("content-type", content_type)
+                .body(Body::new(body))
+                .unwrap()
+        }
+    })
+    .await;
+    (backend, stopped)
+}
+
+#[tokio::test]
+async fn a_whole_answer_over_limits_max_answer_is_502_and_not_read_on() {
+    let (backend, stopped) = endless_backend("application/json").await;
+    let lingo = lingo_for(&backend.url(), "", "max_answer: 64KiB").await;
+    let answer = tokio::time::timeout(Duration::from_secs(20), chat(&lingo, false))
+        .await
+        .expect("lingo stops reading at the cap");
+    assert_shape(&answer, "chat", 502, "limits.max_answer (65536 bytes)");
+    // lingo dropped the upstream answer rather than reading on.
+    for _ in 0..100 {
+        if stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the upstream is still being read");
+}
+
+/// A web-data answer over the cap is still delivered whole, only without its links
+/// re-based; under the cap, they are.
+#[tokio::test]
+async fn a_web_data_answer_over_limits_max_answer_passes_unchanged() {
+    static SENT: AtomicUsize = AtomicUsize::new(0);
+    let backend = Backend::start(|seen| async move {
+        SENT.fetch_add(1, Ordering::SeqCst);
+        let padding = if seen.uri.contains("big") { 8192 } else { 0 };
+        let body = format!(
+            r#"{{"success":true,"url":"http://upstream.internal/v1/crawl/1","pad":"{}"}}"#,
+            " ".repeat(padding)
+        );
+        json_response(200, &body)
+    })
+    .await;
+    let lingo = lingo_for(&backend.url(), "", "max_answer: 4KiB").await;
+    let small = get(&lingo.url("/v1/crawl?small")).await;
+    assert_eq!(
+        small.json()["url"],
+        format!("http://{}/v1/crawl/1", lingo.addr)
+    );
+    let big = get(&lingo.url("/v1/crawl?big")).await;
+    assert_eq!(big.status, 200);
+    let big = big.json();
+    assert_eq!(big["url"], "http://upstream.internal/v1/crawl/1");
+    assert_eq!(big["pad"].as_str().unwrap().len(), 8192, "delivered whole");
+    assert_eq!(SENT.load(Ordering::SeqCst), 2);
+}
