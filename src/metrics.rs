@@ -4,9 +4,9 @@
 //! [`RequestStats`] that the handlers fill in (time spent waiting on upstreams, tokens from
 //! the usage counts) and that is read once, when the answer has ended.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
@@ -74,11 +74,26 @@ pub struct Metrics {
 /// What one request's handlers learnt on the way, read when its answer has ended.
 #[derive(Debug, Default)]
 pub struct RequestStats {
-    upstream_wait_ns: AtomicU64,
+    wait: Mutex<Wait>,
     tokens_in: AtomicU64,
     tokens_out: AtomicU64,
     mid_stream_failure: AtomicBool,
 }
+
+/// Time spent waiting on upstreams, overlapping waits (the `n` choices of a request, the
+/// prompts of a batch) counted once: lingo's own time is what is left.
+#[derive(Debug, Default)]
+struct Wait {
+    /// Waits in progress.
+    open: usize,
+    /// When the waits in progress began (set while `open > 0`).
+    since: Option<Instant>,
+    /// Finished waiting time.
+    total: Duration,
+}
+
+/// A wait on an upstream (a head, or a whole body) in progress; dropping it ends the wait.
+pub struct Waiting<'a>(&'a RequestStats);
 
 /// A request whose answer has started: counted as an open stream until [`Finish::done`].
 pub struct Finish {
@@ -265,6 +280,20 @@ impl Finish {
     }
 }
 
+// === impl Waiting ===
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut wait = self.0.wait.lock().unwrap_or_else(|e| e.into_inner());
+        wait.open -= 1;
+        if wait.open == 0
+            && let Some(since) = wait.since.take()
+        {
+            wait.total += since.elapsed();
+        }
+    }
+}
+
 fn route_labels(route: Option<&str>, upstream: Option<&str>) -> RouteLabels {
     RouteLabels {
         route: route.unwrap_or("-").to_owned(),
@@ -279,14 +308,20 @@ impl RequestStats {
         Arc::new(RequestStats::default())
     }
 
-    /// Time spent waiting on an upstream (a head, or a whole body).
-    pub fn waited(&self, time: Duration) {
-        let ns = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
-        self.upstream_wait_ns.fetch_add(ns, Ordering::Relaxed);
+    /// Starts waiting on an upstream (a head, or a whole body) until the guard is dropped.
+    pub fn waiting(&self) -> Waiting<'_> {
+        let mut wait = self.wait.lock().unwrap_or_else(|e| e.into_inner());
+        if wait.open == 0 {
+            wait.since = Some(Instant::now());
+        }
+        wait.open += 1;
+        Waiting(self)
     }
 
+    /// The time some upstream wait was in progress, so far.
     pub fn upstream_wait(&self) -> Duration {
-        Duration::from_nanos(self.upstream_wait_ns.load(Ordering::Relaxed))
+        let wait = self.wait.lock().unwrap_or_else(|e| e.into_inner());
+        wait.total + wait.since.map_or(Duration::ZERO, |since| since.elapsed())
     }
 
     /// The usage of an answer (or of one of its `n` choices).
@@ -307,5 +342,30 @@ impl RequestStats {
             self.tokens_in.load(Ordering::Relaxed),
             self.tokens_out.load(Ordering::Relaxed),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::RequestStats;
+
+    /// Overlapping waits count once: two waits over the same 300 ms are 300 ms, not 600.
+    /// (The margins are wide: this checks the union, not the clock.)
+    #[test]
+    fn overlapping_waits_count_once() {
+        let stats = RequestStats::new();
+        let first = stats.waiting();
+        let second = stats.waiting();
+        std::thread::sleep(Duration::from_millis(300));
+        drop(first);
+        drop(second);
+        let waited = stats.upstream_wait();
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited < Duration::from_millis(550), "{waited:?}");
+        // Nothing in progress: the total stays put.
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(stats.upstream_wait(), waited);
     }
 }

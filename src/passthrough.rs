@@ -6,8 +6,6 @@
 //! API links are re-based onto lingo's address (`rewrite`), and an error answer of an upstream
 //! that has a key, from which the key is redacted should the upstream echo it.
 
-use std::time::Instant;
-
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Limited};
 use hyper::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
@@ -51,12 +49,12 @@ where
     ));
     let request = Request::from_parts(parts, body);
 
-    let started = Instant::now();
+    let waiting = call.stats.waiting();
     let response = call
         .client
         .send(call.upstream, request, call.route.max_body)
         .await;
-    call.stats.waited(started.elapsed());
+    drop(waiting);
     let response = response?;
     let (mut parts, body) = response.into_parts();
     headers::to_client(&mut parts.headers, &call.request_id, false);
@@ -64,7 +62,10 @@ where
     if let Some(auth) = &call.upstream.auth
         && (parts.status.is_client_error() || parts.status.is_server_error())
     {
-        let body = match read_up_to(call.upstream, Box::pin(body), ERROR_CAP).await? {
+        let waiting = call.stats.waiting();
+        let read = read_up_to(call.upstream, Box::pin(body), ERROR_CAP).await?;
+        drop(waiting);
+        let body = match read {
             Read::Whole(whole) => match auth.key.redact_bytes(&whole) {
                 Some(redacted) => {
                     parts.headers.remove(CONTENT_LENGTH);
@@ -81,6 +82,7 @@ where
             Target::Url(uri) => uri.path().trim_end_matches('/'),
             Target::Mock(_) => "",
         };
+        let waiting = call.stats.waiting();
         let body = rebase_answer(
             call.upstream,
             &mut parts.headers,
@@ -90,6 +92,7 @@ where
             usize::try_from(call.snapshot.table.limits.max_answer).unwrap_or(usize::MAX),
         )
         .await?;
+        drop(waiting);
         return Ok(Response::from_parts(parts, body));
     }
     Ok(Response::from_parts(parts, Body::new(body)))

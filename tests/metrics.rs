@@ -87,6 +87,37 @@ async fn requests_tokens_and_overhead_are_counted() {
     assert!(text.ends_with("# EOF\n"));
 }
 
+/// lingo's overhead leaves out the time spent waiting on the upstream, also when the waits
+/// overlap (`n` choices are asked for concurrently). The bounds are far apart on purpose: this
+/// checks what is measured, not how fast anything is.
+#[tokio::test]
+async fn overhead_leaves_out_the_upstream_wait() {
+    let lingo = Lingo::start(&keyed_table("    mock: { first_token_delay: 800ms }\n", "")).await;
+    for n in [1, 3] {
+        let body = json!({"model": "m", "n": n, "messages": [{"role": "user", "content": "hi"}]});
+        let url = lingo.url("/v1/chat/completions");
+        let answer = send(request(Method::POST, &url, &[KEY], &body.to_string())).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+    }
+    let route = r#"route="path /v1/chat/completions",upstream="models""#;
+    let count = format!("lingo_request_duration_seconds_count{{{route}}}");
+    let text = eventually(&lingo, |text| sample(text, &count) == Some(2.0)).await;
+    let total = sample(
+        &text,
+        &format!("lingo_request_duration_seconds_sum{{{route}}}"),
+    )
+    .unwrap();
+    let overhead = sample(&text, &format!("lingo_overhead_seconds_sum{{{route}}}")).unwrap();
+    assert!(
+        total >= 1.6,
+        "two answers, each after an 800ms wait: {total}"
+    );
+    assert!(
+        overhead < 0.8,
+        "the waits are not lingo's: {overhead} of {total}"
+    );
+}
+
 #[tokio::test]
 async fn open_streams_and_upstream_errors() {
     let (backend, lines) = scripted_backend().await;

@@ -14,7 +14,6 @@ pub mod reframe;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -122,9 +121,9 @@ pub async fn send(
     *request.uri_mut() = upstream::target_uri(upstream, path);
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = headers;
-    let started = Instant::now();
+    let waiting = call.stats.waiting();
     let response = client.send(upstream, request, u64::MAX).await;
-    call.stats.waited(started.elapsed());
+    drop(waiting);
     let response = response?;
     let idle = upstream.timeouts.idle;
     Ok(response.map(|body| Body::new(Idle::new(body, idle))))
@@ -189,14 +188,14 @@ pub async fn whole(
     answer: Response<Body>,
 ) -> Result<Bytes, ProxyError> {
     let limit = call.snapshot.table.limits.max_answer;
-    let started = Instant::now();
+    let waiting = call.stats.waiting();
     let collected = Limited::new(
         answer.into_body(),
         usize::try_from(limit).unwrap_or(usize::MAX),
     )
     .collect()
     .await;
-    call.stats.waited(started.elapsed());
+    drop(waiting);
     collected.map(|c| c.to_bytes()).map_err(|e| {
         if e.is::<http_body_util::LengthLimitError>() {
             let message = format!("the answer is over limits.max_answer ({limit} bytes)");
