@@ -148,22 +148,37 @@ async fn sighup_rereads_the_table_and_its_secret_files() {
     );
 }
 
-/// A stream that outlives `limits.drain` does not hold the shutdown: it is cut at the
-/// deadline and lingo still exits 0.
-#[tokio::test]
-async fn sigterm_cuts_what_is_still_running_at_the_drain_deadline() {
+/// A lingo process with `limits.drain` passing `/api` through to a scripted backend, and a
+/// stream through it that has sent its first line (`one\n`); the sender scripts the rest.
+/// (The directory holds the table.)
+async fn streaming_through(
+    drain: &str,
+) -> (
+    Proc,
+    hyper::body::Incoming,
+    tokio::sync::mpsc::UnboundedSender<Bytes>,
+    tempfile::TempDir,
+) {
     let (backend, lines_tx) = scripted_backend().await;
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("proxy.yaml");
     let yaml = table(&format!(
-        "limits: {{ drain: 500ms }}\nupstreams:\n  models:\n    url: {}\n    speaks: native\nroutes:\n  - {{ prefix: /api, to: models }}\n",
+        "limits: {{ drain: {drain} }}\nupstreams:\n  models:\n    url: {}\n    speaks: native\nroutes:\n  - {{ prefix: /api, to: models }}\n",
         backend.url()
     ));
     std::fs::write(&config, yaml).unwrap();
-    let mut lingo = Proc::start(&config);
+    let lingo = Proc::start(&config);
     let req = request(Method::POST, &lingo.url("/api/chat"), &[], "{}");
-    let mut body = client().request(req).await.unwrap().into_body();
+    let body = client().request(req).await.unwrap().into_body();
     lines_tx.send(Bytes::from_static(b"one\n")).unwrap();
+    (lingo, body, lines_tx, dir)
+}
+
+/// A stream that outlives `limits.drain` does not hold the shutdown: it is cut at the
+/// deadline and lingo still exits 0.
+#[tokio::test]
+async fn sigterm_cuts_what_is_still_running_at_the_drain_deadline() {
+    let (mut lingo, mut body, lines_tx, _dir) = streaming_through("500ms").await;
     body.frame().await.unwrap().unwrap();
 
     lingo.signal("TERM");
@@ -185,19 +200,7 @@ async fn sigterm_cuts_what_is_still_running_at_the_drain_deadline() {
 
 #[tokio::test]
 async fn sigterm_refuses_new_connections_and_drains_streams() {
-    let (backend, lines_tx) = scripted_backend().await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("proxy.yaml");
-    let yaml = table(&format!(
-        "limits: {{ drain: 60s }}\nupstreams:\n  models:\n    url: {}\n    speaks: native\nroutes:\n  - {{ prefix: /api, to: models }}\n",
-        backend.url()
-    ));
-    std::fs::write(&config, yaml).unwrap();
-    let mut lingo = Proc::start(&config);
-
-    let req = request(Method::POST, &lingo.url("/api/chat"), &[], "{}");
-    let mut body = client().request(req).await.unwrap().into_body();
-    lines_tx.send(Bytes::from_static(b"one\n")).unwrap();
+    let (mut lingo, mut body, lines_tx, _dir) = streaming_through("60s").await;
     assert_eq!(
         body.frame().await.unwrap().unwrap().into_data().unwrap(),
         "one\n"

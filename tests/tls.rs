@@ -40,12 +40,22 @@ async fn handshake(
     ca: &TestCa,
     alpn: &[u8],
 ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    handshake_with(addr, ca, alpn, rustls::DEFAULT_VERSIONS).await
+}
+
+/// The same, offering only the TLS `versions` given.
+async fn handshake_with(
+    addr: std::net::SocketAddr,
+    ca: &TestCa,
+    alpn: &[u8],
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
     let mut roots = rustls::RootCertStore::empty();
     let der = rustls::pki_types::CertificateDer::from_pem_slice(ca.pem().as_bytes()).unwrap();
     roots.add(der).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
@@ -159,4 +169,21 @@ async fn a_renewed_certificate_is_picked_up_without_a_signal() {
     assert!(renewed, "the renewed certificate was not picked up");
     assert!(handshake(lingo.addr, &old_ca, b"h2").await.is_err());
     assert!(lingo.reloader.snapshot().generation > generation);
+}
+
+/// TLS 1.3 and 1.2 are both served (and nothing older exists in rustls to be offered).
+#[tokio::test]
+async fn tls_1_2_and_1_3_are_served() {
+    let (ca, dir) = issued();
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&tls_table(dir.path(), &backend)).await;
+    for (version, name) in [
+        (&rustls::version::TLS12, rustls::ProtocolVersion::TLSv1_2),
+        (&rustls::version::TLS13, rustls::ProtocolVersion::TLSv1_3),
+    ] {
+        let tls = handshake_with(lingo.addr, &ca, b"http/1.1", &[version])
+            .await
+            .unwrap_or_else(|e| panic!("{name:?}: {e}"));
+        assert_eq!(tls.get_ref().1.protocol_version(), Some(name));
+    }
 }

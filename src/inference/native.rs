@@ -6,6 +6,8 @@
 //! unchanged. Only the endpoints that name a model read the request body, and only when the
 //! table has aliases.
 
+use std::borrow::Cow;
+
 use bytes::{Bytes, BytesMut};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -69,8 +71,27 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
     ))
 }
 
+/// The model a native body names (`model`, or `name` on `/api/show`), read without building
+/// the rest: most requests name no alias, and those pass on as they came.
+#[derive(serde::Deserialize)]
+struct Named<'a> {
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
 /// `(upstream index, alias, upstream model, rewritten body)` when the body names an alias.
 fn resolve(call: &Call<'_>, body: &[u8]) -> Option<(usize, String, String, Bytes)> {
+    let named: Named<'_> = serde_json::from_slice(body).ok()?;
+    let models = &call.snapshot.table.models;
+    if !named
+        .model
+        .or(named.name)
+        .is_some_and(|m| models.contains_key(&*m))
+    {
+        return None;
+    }
     let mut request: serde_json::Map<String, Value> = serde_json::from_slice(body).ok()?;
     let key = if request.contains_key("model") {
         "model"
