@@ -50,6 +50,25 @@ async fn chat(lingo: &Lingo, stream: bool) -> Answer {
     .await
 }
 
+/// How many upstream errors of `kind` the metrics count for `upstream`, once it is `want`
+/// (an answer is counted when lingo has let go of it, a moment after the client saw its end).
+async fn upstream_errors(lingo: &Lingo, upstream: &str, kind: &str, want: u64) -> u64 {
+    let name = format!(r#"lingo_upstream_errors_total{{upstream="{upstream}",kind="{kind}"}} "#);
+    let mut count = 0;
+    for _ in 0..100 {
+        let text = get(&lingo.url("/metrics")).await.body;
+        count = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&name))
+            .map_or(0, |v| v.parse().unwrap());
+        if count == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    count
+}
+
 // === connect ===
 
 /// A listener whose accept queue is full and never drained: the kernel drops every further
@@ -93,6 +112,14 @@ async fn an_upstream_that_never_accepts_is_504_after_the_connect_timeout() {
         let code = code.as_str().unwrap_or_default().to_ascii_lowercase();
         assert_eq!(code, "upstream_timeout", "{dialect}: {body}");
     }
+    assert_eq!(
+        upstream_errors(&lingo, "models", "connect_timeout", 2).await,
+        2
+    );
+    assert_eq!(
+        upstream_errors(&lingo, "webdata", "connect_timeout", 1).await,
+        1
+    );
 }
 
 // === idle between chunks ===
@@ -128,6 +155,7 @@ async fn a_translated_stream_that_stalls_ends_with_an_error_frame() {
         .collect();
     assert_eq!(content, "Hello", "the token before the stall arrives");
     assert_failed_stream(&answer.body, "upstream sent nothing for 300ms");
+    assert_eq!(upstream_errors(&lingo, "models", "mid_stream", 1).await, 1);
 }
 
 #[tokio::test]
@@ -137,6 +165,10 @@ async fn a_whole_answer_that_stalls_is_504() {
     let lingo = lingo_for(&backend.url(), timeouts, "").await;
     let answer = chat(&lingo, false).await;
     assert_shape(&answer, "chat", 504, "idle timeout of 300ms");
+    assert_eq!(
+        upstream_errors(&lingo, "models", "idle_timeout", 1).await,
+        1
+    );
 }
 
 /// A pass-through answer is already on its way when the upstream stalls: the client gets
