@@ -6,14 +6,13 @@
 //! Case counts are modest (256 per property) so that the file runs in seconds in debug; the
 //! cargo-fuzz targets in `fuzz/` run the same code paths for as long as one likes.
 
+#[path = "support/hostile.rs"]
+mod hostile;
+
 use std::path::Path;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use lingo::body::Body;
-use lingo::inference::reframe::{Merged, Reframe};
-use lingo::metrics::RequestStats;
+use hostile::{frame_payload, framed, path_properties, reframe, stream_shape, without_call_ids};
 use lingo::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults};
 use lingo::translate::completions::{self, CompletionStream, Meta};
 use lingo::translate::embeddings;
@@ -231,72 +230,6 @@ fn model_lines(data: &[u8], max: usize) -> Vec<Result<Vec<u8>, FrameError>> {
     out
 }
 
-/// Runs the framer over `chunks`, stopping at the first error, as `Reframe` does.
-fn framed(chunks: &[Bytes], max: usize) -> Vec<Result<Vec<u8>, FrameError>> {
-    let mut framer = LineFramer::new(max);
-    let mut out = Vec::new();
-    for chunk in chunks {
-        framer.push(chunk);
-        while let Some(line) = framer.next_line() {
-            let failed = line.is_err();
-            out.push(line.map(|b| b.to_vec()));
-            if failed {
-                return out;
-            }
-        }
-    }
-    out.extend(framer.finish().map(|l| l.map(|b| b.to_vec())));
-    out
-}
-
-/// Polls a body that never waits (its upstream is a list of pieces) to its end.
-fn collect_ready(body: impl http_body::Body<Data = Bytes>) -> Vec<Bytes> {
-    let mut body = pin!(body);
-    let mut cx = Context::from_waker(Waker::noop());
-    let mut frames = Vec::new();
-    loop {
-        match body.as_mut().poll_frame(&mut cx) {
-            Poll::Ready(Some(Ok(frame))) => frames.extend(frame.into_data().ok()),
-            Poll::Ready(Some(Err(_))) => {
-                panic!("a re-framed body never fails: it sends an error frame")
-            }
-            Poll::Ready(None) => return frames,
-            Poll::Pending => panic!("a body of ready pieces must not wait"),
-        }
-    }
-}
-
-/// Synthesised tool-call ids are random; everything else is deterministic.
-fn without_call_ids(frames: &[Bytes]) -> Vec<Value> {
-    frames
-        .iter()
-        .map(|f| {
-            let text = std::str::from_utf8(f).unwrap();
-            let mut v: Value = match text
-                .strip_prefix("data: ")
-                .and_then(|t| t.strip_suffix("\n\n"))
-            {
-                Some("[DONE]") => Value::from("[DONE]"),
-                Some(json) => serde_json::from_str(json).unwrap(),
-                None => panic!("not one SSE data frame: {text:?}"),
-            };
-            if let Some(choices) = v.get_mut("choices").and_then(Value::as_array_mut) {
-                for choice in choices {
-                    if let Some(calls) = choice
-                        .pointer_mut("/delta/tool_calls")
-                        .and_then(Value::as_array_mut)
-                    {
-                        for call in calls {
-                            call["id"] = Value::Null;
-                        }
-                    }
-                }
-            }
-            v
-        })
-        .collect()
-}
-
 fn chat_meta() -> ResponseMeta {
     ResponseMeta {
         id: "chatcmpl-prop".into(),
@@ -314,74 +247,29 @@ fn completion_meta() -> Meta {
 }
 
 fn reframe_chat(chunks: Vec<Bytes>, max_line: usize) -> Vec<Bytes> {
-    let stream = ChatStream::new(&chat_meta(), 0, true);
-    collect_ready(Merged::new(
-        vec![Reframe::new(Body::pieces(chunks), max_line, stream)],
-        None,
-        RequestStats::new(),
-    ))
+    reframe(chunks, max_line, ChatStream::new(&chat_meta(), 0, true))
 }
 
 fn reframe_completions(chunks: Vec<Bytes>, max_line: usize) -> Vec<Bytes> {
     let stream = CompletionStream::new(&completion_meta(), 0, true, Some("echo".into()));
-    collect_ready(Merged::new(
-        vec![Reframe::new(Body::pieces(chunks), max_line, stream)],
-        None,
-        RequestStats::new(),
-    ))
+    reframe(chunks, max_line, stream)
+}
+
+/// The payloads of a stream's frames, tool-call ids blanked.
+fn payloads(frames: &[Bytes]) -> Result<Vec<Value>, TestCaseError> {
+    frames
+        .iter()
+        .map(|f| assert_one_frame(f).map(without_call_ids))
+        .collect()
 }
 
 /// A re-framed stream is well-formed SSE, and ends with `[DONE]` xor an error frame.
 fn assert_stream_shape(frames: &[Bytes]) -> Result<(), TestCaseError> {
-    let events = without_call_ids(frames);
-    let done_at = events.iter().position(|e| e == "[DONE]");
-    let error_at = events.iter().position(|e| e.get("error").is_some());
-    match (done_at, error_at) {
-        (Some(d), None) => prop_assert_eq!(d, events.len() - 1, "[DONE] is last"),
-        (None, Some(e)) => {
-            prop_assert_eq!(e, events.len() - 1, "the error frame is last");
-            prop_assert!(events[e]["error"]["message"].is_string());
-        }
-        (None, None) => prop_assert!(false, "a stream ends with [DONE] or an error: {events:?}"),
-        (Some(_), Some(_)) => prop_assert!(false, "both [DONE] and an error: {events:?}"),
-    }
-    Ok(())
+    stream_shape(&payloads(frames)?).map_err(TestCaseError::fail)
 }
 
 fn assert_one_frame(frame: &[u8]) -> Result<Value, TestCaseError> {
-    let text = std::str::from_utf8(frame).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let body = text
-        .strip_prefix("data: ")
-        .and_then(|t| t.strip_suffix("\n\n"))
-        .ok_or_else(|| TestCaseError::fail(format!("not a data frame: {text:?}")))?;
-    prop_assert!(
-        !body.contains('\n') && !body.contains('\r'),
-        "one line: {text:?}"
-    );
-    serde_json::from_str(body).map_err(|e| TestCaseError::fail(format!("{e}: {body}")))
-}
-
-/// Percent-decodes `s` once (lossily), as an upstream's router would.
-fn decode_once(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = b
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (b[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    frame_payload(frame).map_err(TestCaseError::fail)
 }
 
 fn path_string() -> impl Strategy<Value = String> {
@@ -404,39 +292,7 @@ fn path_string() -> impl Strategy<Value = String> {
 }
 
 fn check_normalised(raw: &str) -> Result<(), TestCaseError> {
-    let Ok(out) = lingo::path::normalize(raw) else {
-        return Ok(());
-    };
-    prop_assert!(out.starts_with('/'), "{raw:?} -> {out:?}");
-    prop_assert!(!out.contains("//"), "{raw:?} -> {out:?}");
-    prop_assert!(!out.contains('\\'), "{raw:?} -> {out:?}");
-    prop_assert!(
-        !out.bytes()
-            .any(|b| b.is_ascii_control() || b == b' ' || b >= 0x80),
-        "{raw:?} -> {out:?}"
-    );
-    let lower = out.to_ascii_lowercase();
-    for encoded in ["%2f", "%5c", "%2e"] {
-        prop_assert!(
-            !lower.contains(encoded),
-            "{raw:?} -> {out:?} keeps {encoded}"
-        );
-    }
-    for segment in out.split('/').skip(1) {
-        prop_assert!(segment != "." && segment != "..", "{raw:?} -> {out:?}");
-        // What an upstream sees after its own (single) decoding: still one segment, no dots.
-        let decoded = decode_once(segment);
-        prop_assert!(
-            decoded != "." && decoded != ".." && !decoded.contains('/') && !decoded.contains('\\'),
-            "{raw:?} -> {out:?}: segment {segment:?} decodes to {decoded:?}"
-        );
-    }
-    let again = lingo::path::normalize(&out);
-    prop_assert_eq!(again.as_deref(), Ok(&*out), "idempotent on {:?}", raw);
-    if !raw.contains('%') {
-        prop_assert_eq!(&*out, raw, "nothing to decode, nothing changed");
-    }
-    Ok(())
+    path_properties(raw).map_err(TestCaseError::fail)
 }
 
 const TABLE: &str = include_str!("../proxy.yaml");
@@ -686,14 +542,14 @@ proptest! {
         let whole = reframe_chat(vec![Bytes::copy_from_slice(&data)], max);
         assert_stream_shape(&whole)?;
         prop_assert_eq!(
-            without_call_ids(&reframe_chat(split(&data, &cuts), max)),
-            without_call_ids(&whole)
+            payloads(&reframe_chat(split(&data, &cuts), max))?,
+            payloads(&whole)?
         );
         let whole = reframe_completions(vec![Bytes::copy_from_slice(&data)], max);
         assert_stream_shape(&whole)?;
         prop_assert_eq!(
-            without_call_ids(&reframe_completions(split(&data, &cuts), max)),
-            without_call_ids(&whole)
+            payloads(&reframe_completions(split(&data, &cuts), max))?,
+            payloads(&whole)?
         );
     }
 

@@ -3,9 +3,12 @@
 
 #![no_main]
 
+#[path = "../../tests/support/hostile.rs"]
+mod hostile;
+
 use bytes::Bytes;
+use hostile::{chunks, framed};
 use libfuzzer_sys::fuzz_target;
-use lingo::translate::ndjson::LineFramer;
 
 fuzz_target!(|input: &[u8]| {
     let Some((head, data)) = input.split_first_chunk::<3>() else {
@@ -13,7 +16,7 @@ fuzz_target!(|input: &[u8]| {
     };
     let max = usize::from(u16::from_le_bytes([head[0], head[1]]) % 1024) + 1;
     let whole = framed(&[Bytes::copy_from_slice(data)], max);
-    let split = framed(&chunks(data, head[2]), max);
+    let split = framed(&chunks(data, head[2], 16), max);
     assert_eq!(whole, split, "chunking changed the lines (max {max})");
     for line in whole.iter().flatten() {
         assert!(
@@ -24,37 +27,3 @@ fuzz_target!(|input: &[u8]| {
         assert!(!matches!(line.last(), Some(b'\r' | b' ' | b'\t')));
     }
 });
-
-/// `data` cut into pieces whose lengths follow a small generator seeded by `seed`.
-fn chunks(data: &[u8], seed: u8) -> Vec<Bytes> {
-    let mut state = u32::from(seed) | 1;
-    let mut out = Vec::new();
-    let mut rest = data;
-    while !rest.is_empty() {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        let len = (state as usize % 17).min(rest.len());
-        let (piece, tail) = rest.split_at(len);
-        out.push(Bytes::copy_from_slice(piece));
-        rest = tail;
-    }
-    out
-}
-
-fn framed(chunks: &[Bytes], max: usize) -> Vec<Result<Bytes, String>> {
-    let mut framer = LineFramer::new(max);
-    let mut out = Vec::new();
-    for chunk in chunks {
-        framer.push(chunk);
-        while let Some(line) = framer.next_line() {
-            let failed = line.is_err();
-            out.push(line.map_err(|e| e.to_string()));
-            if failed {
-                return out;
-            }
-        }
-    }
-    out.extend(framer.finish().map(|l| l.map_err(|e| e.to_string())));
-    out
-}

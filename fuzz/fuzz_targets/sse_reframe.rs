@@ -4,15 +4,12 @@
 
 #![no_main]
 
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
+#[path = "../../tests/support/hostile.rs"]
+mod hostile;
 
 use bytes::Bytes;
-use http_body::Body as _;
+use hostile::{chunks, frame_payload, reframe, stream_shape, without_call_ids};
 use libfuzzer_sys::fuzz_target;
-use lingo::body::Body;
-use lingo::inference::reframe::{Merged, Reframe, Translator};
-use lingo::metrics::RequestStats;
 use lingo::translate::chat::{ChatStream, ResponseMeta};
 use lingo::translate::completions::{CompletionStream, Meta};
 use lingo::translate::sse;
@@ -35,7 +32,7 @@ fuzz_target!(|input: &[u8]| {
         usize::from(mode >> 1) + 1
     };
     let whole = vec![Bytes::copy_from_slice(data)];
-    let split = chunks(data, mode);
+    let split = chunks(data, mode, 22);
     let (a, b) = if mode & 2 == 0 {
         let meta = ResponseMeta {
             id: "chatcmpl-fuzz".into(),
@@ -60,79 +57,15 @@ fuzz_target!(|input: &[u8]| {
             reframe(split, max_line, make()),
         )
     };
-    let a: Vec<Value> = a.iter().map(|f| normalised(one_frame(f))).collect();
-    let b: Vec<Value> = b.iter().map(|f| normalised(one_frame(f))).collect();
+    let a: Vec<Value> = a.iter().map(|f| without_call_ids(one_frame(f))).collect();
+    let b: Vec<Value> = b.iter().map(|f| without_call_ids(one_frame(f))).collect();
     assert_eq!(a, b, "chunking changed the stream");
-    let done = a.iter().position(|e| e == "[DONE]");
-    let error = a.iter().position(|e| e.get("error").is_some());
-    match (done, error) {
-        (Some(i), None) | (None, Some(i)) => assert_eq!(i, a.len() - 1, "{a:?}"),
-        _ => panic!("a stream ends with [DONE] xor an error frame: {a:?}"),
+    if let Err(broken) = stream_shape(&a) {
+        panic!("{broken}");
     }
 });
 
-fn reframe<T: Translator>(pieces: Vec<Bytes>, max_line: usize, translator: T) -> Vec<Bytes> {
-    let body = Merged::new(
-        vec![Reframe::new(Body::pieces(pieces), max_line, translator)],
-        None,
-        RequestStats::new(),
-    );
-    let mut body = pin!(body);
-    let mut cx = Context::from_waker(Waker::noop());
-    let mut frames = Vec::new();
-    loop {
-        match body.as_mut().poll_frame(&mut cx) {
-            Poll::Ready(Some(Ok(frame))) => frames.extend(frame.into_data().ok()),
-            Poll::Ready(Some(Err(e))) => panic!("the re-framed body failed: {e}"),
-            Poll::Ready(None) => return frames,
-            Poll::Pending => panic!("a body of ready pieces waited"),
-        }
-    }
-}
-
-/// The payload of one `data:` frame on one line.
+/// The payload of one frame, which must be one `data:` line.
 fn one_frame(frame: &[u8]) -> Value {
-    let text = std::str::from_utf8(frame).expect("frames are UTF-8");
-    let body = text
-        .strip_prefix("data: ")
-        .and_then(|t| t.strip_suffix("\n\n"))
-        .unwrap_or_else(|| panic!("not one data frame: {text:?}"));
-    assert!(!body.contains(['\n', '\r']), "{text:?}");
-    if body == "[DONE]" {
-        return Value::from("[DONE]");
-    }
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body:?}"))
-}
-
-/// Synthesised tool-call ids are random: blank them before comparing.
-fn normalised(mut v: Value) -> Value {
-    if let Some(choices) = v.get_mut("choices").and_then(Value::as_array_mut) {
-        for choice in choices {
-            if let Some(calls) = choice
-                .pointer_mut("/delta/tool_calls")
-                .and_then(Value::as_array_mut)
-            {
-                for call in calls {
-                    call["id"] = Value::Null;
-                }
-            }
-        }
-    }
-    v
-}
-
-fn chunks(data: &[u8], seed: u8) -> Vec<Bytes> {
-    let mut state = u32::from(seed) | 1;
-    let mut out = Vec::new();
-    let mut rest = data;
-    while !rest.is_empty() {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        let len = (state as usize % 23).min(rest.len());
-        let (piece, tail) = rest.split_at(len);
-        out.push(Bytes::copy_from_slice(piece));
-        rest = tail;
-    }
-    out
+    frame_payload(frame).unwrap_or_else(|broken| panic!("{broken}"))
 }
