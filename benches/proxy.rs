@@ -4,15 +4,17 @@
 //!
 //! The backend is `lingo mock` in its own process and lingo runs in its own process, both
 //! release builds, so neither is measured as part of the other; lingo's CPU and memory are
-//! read from `/proc`. The load generator is this file: a small hyper client on tokio, which
-//! needs nothing installed, measures time to first and last byte per request (oha and wrk
-//! report neither per stream), and counts every token of every stream.
+//! read from `/proc`. A bare TCP relay (this binary again, copying bytes, in a process of its
+//! own) is measured beside them: the floor of what any extra hop costs on this machine. The
+//! load generator is this file: a small hyper client on tokio, which needs nothing installed,
+//! measures time to first and last byte per request (oha and wrk report neither per stream),
+//! and counts every token of every stream.
 //!
 //! The slow streams run three times: clients reach lingo over HTTP/2 (100 streams per
 //! connection) and lingo reaches the backend over HTTP/2 (one connection for all); clients
 //! over HTTP/1.1 (a connection each) and the backend over HTTP/2; both over HTTP/1.1 (two
-//! file descriptors per stream in lingo, so at most 9000 under this machine's limit of 20000
-//! per process).
+//! file descriptors per stream in lingo, so at most (open-file limit - 2000) / 2: 9000 under
+//! this machine's limit of 20000 per process).
 //!
 //! Knobs (environment): `LINGO_BENCH_SECONDS` per throughput measurement (default 3; 0 runs
 //! only the slow streams), `LINGO_BENCH_STREAMS` concurrent slow streams (default 10000),
@@ -213,10 +215,56 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e6
 }
 
+/// How many streams fit when each costs lingo two file descriptors (client and upstream
+/// connection), under the open-file limit lingo inherits, with 2000 to spare.
+fn two_fd_streams() -> usize {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(usize::MAX);
+    soft.saturating_sub(2000) / 2
+}
+
+/// A bare TCP relay in its own process (this binary again, in relay mode): the floor of what
+/// one more hop costs on this machine, with no HTTP in it at all.
+fn spawn_relay(listen: SocketAddr, target: SocketAddr) -> Child {
+    Command::new(std::env::current_exe().expect("the bench binary"))
+        .env("LINGO_BENCH_RELAY", format!("{listen} {target}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the relay")
+}
+
+/// Relay mode: copy bytes both ways between each accepted connection and `target`.
+async fn relay(spec: &str) {
+    let (listen, target) = spec.split_once(' ').expect("`LISTEN TARGET`");
+    let target: SocketAddr = target.parse().unwrap();
+    let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
+    loop {
+        let Ok((mut client, _)) = listener.accept().await else {
+            continue;
+        };
+        tokio::spawn(async move {
+            let Ok(mut upstream) = tokio::net::TcpStream::connect(target).await else {
+                return;
+            };
+            let _ = (client.set_nodelay(true), upstream.set_nodelay(true));
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        });
+    }
+}
+
 #[tokio::main]
 async fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo bench -- --list` and `cargo test --benches` probe bench binaries.
+    }
+    if let Ok(spec) = std::env::var("LINGO_BENCH_RELAY") {
+        return relay(&spec).await;
     }
     let seconds: f64 = std::env::var("LINGO_BENCH_SECONDS")
         .ok()
@@ -239,6 +287,8 @@ async fn main() {
          routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n  - {{ prefix: /api, to: models }}\n"
     )).unwrap();
     let mut mock = spawn("", &format!("mock --listen {mock_addr} --tokens 16"));
+    let relay_addr = free_port();
+    let mut relay = spawn_relay(relay_addr, mock_addr);
     // LINGO_BENCH_WRAP: run lingo under a profiler, e.g. `heaptrack -o /tmp/lingo`.
     let wrap = std::env::var("LINGO_BENCH_WRAP").unwrap_or_default();
     let mut lingo = spawn(&wrap, &format!("--config {}", table.display()));
@@ -247,9 +297,11 @@ async fn main() {
         .build_http();
     wait_up(&http, &format!("http://{mock_addr}/api/tags")).await;
     wait_up(&http, &format!("http://{lingo_addr}/healthz")).await;
+    wait_up(&http, &format!("http://{relay_addr}/api/tags")).await;
     let pid = lingo.id(); // `sh` exec'd lingo, so the pid is lingo's.
 
     let direct = format!("http://{mock_addr}/api/chat");
+    let relayed = format!("http://{relay_addr}/api/chat");
     let through = format!("http://{lingo_addr}/api/chat");
     let translated = format!("http://{lingo_addr}/v1/chat/completions");
     let whole_native: &'static str =
@@ -290,6 +342,12 @@ async fn main() {
             (
                 "direct to backend (native)",
                 &direct,
+                if stream { stream_native } else { whole_native },
+                false,
+            ),
+            (
+                "through a bare TCP relay (no HTTP)",
+                &relayed,
                 if stream { stream_native } else { whole_native },
                 false,
             ),
@@ -339,15 +397,19 @@ async fn main() {
                 .map(|r| &r.3)
                 .unwrap()
         };
-        let (d, p, t) = (pick("direct"), pick("pass-through"), pick("translated"));
+        let (d, r) = (pick("direct"), pick("relay"));
+        let (p, t) = (pick("pass-through"), pick("translated"));
+        let added = |run: &Run| pct(&run.ttlb, 0.5) - pct(&d.ttlb, 0.5);
         println!(
-            "  {} c={concurrency}: throughput pass-through {:.2}, translated {:.2} (translated / pass-through {:.2}); median added latency pass-through {:+.0}µs, translated {:+.0}µs",
+            "  {} c={concurrency}: throughput pass-through {:.2}, translated {:.2} (translated / pass-through {:.2}), bare relay {:.2}; median added latency pass-through {:+.0}µs, translated {:+.0}µs, bare relay {:+.0}µs",
             if stream { "streamed" } else { "whole" },
             p.rps / d.rps,
             t.rps / d.rps,
             t.rps / p.rps,
-            pct(&p.ttlb, 0.5) - pct(&d.ttlb, 0.5),
-            pct(&t.ttlb, 0.5) - pct(&d.ttlb, 0.5)
+            r.rps / d.rps,
+            added(p),
+            added(t),
+            added(r),
         );
     }
 
@@ -356,10 +418,11 @@ async fn main() {
     // and fresh client connections.
     let mut lost_streams = 0;
     let which = std::env::var("LINGO_BENCH_SLOW").unwrap_or_default();
+    let h1_streams = streams.min(two_fd_streams());
     for (client_side, upstream, model, count) in [
         ("HTTP/2", "HTTP/2", "slow-h2", streams),
         ("HTTP/1.1", "HTTP/2", "slow-h2", streams),
-        ("HTTP/1.1", "HTTP/1.1", "gpt-4o-mini", streams.min(9000)),
+        ("HTTP/1.1", "HTTP/1.1", "gpt-4o-mini", h1_streams),
     ] {
         let name = format!("{client_side}-{upstream}");
         if !which.is_empty() && !name.eq_ignore_ascii_case(&which) {
@@ -394,7 +457,7 @@ async fn main() {
         );
         lost_streams += slow.lost;
     }
-    for child in [&mut lingo, &mut mock] {
+    for child in [&mut lingo, &mut mock, &mut relay] {
         let _ = child.kill();
         let _ = child.wait();
     }
