@@ -154,6 +154,13 @@ impl Reloader {
                 self.path.display()
             );
         }
+        if old.table.admin.addr != table.admin.addr {
+            tracing::warn!(
+                "admin.addr changed in {}; it takes effect on restart (until then /readyz and \
+                 /metrics stay where they are)",
+                self.path.display()
+            );
+        }
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         for warning in &table.warnings {
             tracing::warn!("{warning}");

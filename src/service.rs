@@ -33,6 +33,9 @@ pub struct ConnInfo {
     pub peer: SocketAddr,
     /// Index of the listener in the table's `listen` list; `None` on the `admin:` listener.
     pub listener: Option<usize>,
+    /// Whether lingo has an `admin:` listener (bound at startup; a reload cannot add or
+    /// remove one), which keeps `/readyz` and `/metrics` off the public listeners.
+    pub admin_bound: bool,
     pub tls: bool,
     /// The listener's connection and in-flight pools.
     pub gate: Arc<Gate>,
@@ -110,7 +113,7 @@ pub async fn handle(
         Ok(held) => (Some(held), None),
         Err(err) => (None, Some(err)),
     };
-    let builtin = builtin(&snapshot, &conn, &req);
+    let builtin = builtin(&conn, &req);
     let result = match (refused, builtin) {
         (_, Some(builtin)) => Box::pin(builtin.answer(&snapshot, metrics, req.headers()))
             .await
@@ -141,10 +144,9 @@ pub async fn handle(
 }
 
 /// The built-in endpoint this request is for, if any.
-fn builtin(snapshot: &Snapshot, conn: &ConnInfo, req: &Request<Incoming>) -> Option<Builtin> {
-    let has_admin = snapshot.table.admin.addr.is_some();
+fn builtin(conn: &ConnInfo, req: &Request<Incoming>) -> Option<Builtin> {
     let on_admin = conn.listener.is_none();
-    Builtin::find(req.method(), req.uri().path(), on_admin, has_admin)
+    Builtin::find(req.method(), req.uri().path(), on_admin, conn.admin_bound)
 }
 
 /// Anything but lingo's own endpoints, asked of the admin listener.

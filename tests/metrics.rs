@@ -248,3 +248,24 @@ async fn admin_listener_takes_metrics_and_readyz_and_can_require_a_key() {
     assert_eq!(metrics.status, 404);
     assert!(!metrics.body.contains("lingo_requests_total"));
 }
+
+/// The admin listener is bound at startup only, so a reload that adds or drops `admin.addr`
+/// must not move `/metrics` and `/readyz`: added, they would vanish from the public listener
+/// with nowhere else to go; dropped, they would appear on it while the admin one still serves.
+#[tokio::test]
+async fn a_reload_does_not_move_metrics_off_or_onto_the_public_listener() {
+    let lingo = Lingo::start(&keyed_table("    mock: {}\n", "")).await;
+    let with_admin = keyed_table("    mock: {}\n", "admin: { addr: 127.0.0.1:0 }\n");
+    std::fs::write(lingo.config_path(), with_admin).unwrap();
+    lingo.reloader.reload(true).unwrap();
+    assert_eq!(get(&lingo.url("/metrics")).await.status, 200);
+    assert_eq!(get(&lingo.url("/readyz")).await.status, 200);
+
+    let admin = "admin: { addr: 127.0.0.1:0 }\n";
+    let lingo = Lingo::start(&keyed_table("    mock: {}\n", admin)).await;
+    std::fs::write(lingo.config_path(), keyed_table("    mock: {}\n", "")).unwrap();
+    lingo.reloader.reload(true).unwrap();
+    assert_eq!(get(&lingo.url("/metrics")).await.status, 404);
+    let on_admin = format!("http://{}/metrics", lingo.addrs[1]);
+    assert_eq!(get(&on_admin).await.status, 200);
+}

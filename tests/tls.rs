@@ -187,3 +187,42 @@ async fn tls_1_2_and_1_3_are_served() {
         assert_eq!(tls.get_ref().1.protocol_version(), Some(name));
     }
 }
+
+/// Over `max_connections` on a `tls:` listener the refusal is spoken over TLS: a TLS client
+/// reads a 503 with `Retry-After`, not a plain-text answer it would take for a broken handshake.
+#[tokio::test]
+async fn a_tls_connection_over_the_cap_is_told_503_over_tls() {
+    let (ca, dir) = issued();
+    let backend = Backend::json(200, r#"{"models":[]}"#).await;
+    let table = format!(
+        "{}limits: {{ max_connections: 1 }}\n",
+        tls_table(dir.path(), &backend)
+    );
+    let lingo = Lingo::start(&table).await;
+    let first = handshake(lingo.addr, &ca, b"h2").await.unwrap();
+    let (mut held, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(first))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let response = held.send_request(get_tags(lingo.addr)).await.unwrap();
+    assert_eq!(response.status(), 200);
+
+    let second = handshake(lingo.addr, &ca, b"http/1.1").await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(second))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut req = get_tags(lingo.addr);
+    let host = format!("localhost:{}", lingo.addr.port());
+    req.headers_mut().insert("host", host.parse().unwrap());
+    let refused = sender.send_request(req).await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body = refused.into_body().collect().await.unwrap().to_bytes();
+    assert!(
+        body.starts_with(br#"{"error":"lingo is at its limit of 1 connections"#),
+        "{body:?}"
+    );
+    assert_eq!(backend.requests().len(), 1);
+}

@@ -59,8 +59,8 @@ pub fn compile(
 
     let limits = limits(&mut cx, file.limits);
     let listeners = listeners(&mut cx, file.listen);
-    let admin = admin(&mut cx, file.admin, &listeners);
     let clients = clients(&mut cx, file.clients.unwrap_or_default());
+    let admin = admin(&mut cx, file.admin, &listeners, &clients);
     let upstreams: Vec<_> = file
         .upstreams
         .unwrap_or_default()
@@ -191,11 +191,25 @@ fn listeners(cx: &mut Ctx<'_>, raw: Option<At<Vec<At<raw::Listener>>>>) -> Vec<L
     out
 }
 
-fn admin(cx: &mut Ctx<'_>, raw: Option<At<raw::Admin>>, listeners: &[Listener]) -> Admin {
+fn admin(
+    cx: &mut Ctx<'_>,
+    raw: Option<At<raw::Admin>>,
+    listeners: &[Listener],
+    clients: &[ClientKey],
+) -> Admin {
     let Some(raw) = raw else {
         return Admin::default();
     };
     let raw::Admin { addr, require_key } = raw.value;
+    // With no client keys there is nothing to require: refused rather than left open while
+    // the file says it is closed.
+    let require_key = require_key.is_some_and(|at| {
+        if at.value && clients.is_empty() {
+            let message = "admin.require_key needs at least one entry in `clients` (there is no key to require)";
+            cx.error(&at, message.to_owned());
+        }
+        at.value
+    });
     let addr = addr.and_then(|at| match at.value.parse::<SocketAddr>() {
         Ok(addr) if addr.port() != 0 && listeners.iter().any(|l| l.addr == addr) => {
             let message =

@@ -53,8 +53,7 @@ pub struct File {
 #[serde(deny_unknown_fields)]
 pub struct Admin {
     pub addr: Option<At<String>>,
-    #[serde(default)]
-    pub require_key: bool,
+    pub require_key: Option<At<bool>>,
 }
 
 #[derive(Debug, Deserialize)]

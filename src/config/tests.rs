@@ -796,7 +796,8 @@ fn route_options_and_line_cap() {
 fn hardening_keys_compile_and_are_checked() {
     let table = ok(&with_base(
         "limits: { max_header_bytes: 16KiB, max_headers: 50, header_timeout: 5s, idle_timeout: 10s, max_connections: 100, max_in_flight: 20, max_answer: 2MiB }\n\
-         admin: { addr: 127.0.0.1:9090, require_key: true }\nroutes: []\n",
+         admin: { addr: 127.0.0.1:9090, require_key: true }\n\
+         clients:\n  - { name: ops, key: { value: k } }\nroutes: []\n",
     ));
     let limits = table.limits;
     assert_eq!(limits.max_header_bytes, 16 * 1024);
@@ -816,19 +817,27 @@ fn hardening_keys_compile_and_are_checked() {
     assert_eq!(defaults.admin.addr, None);
     assert_eq!(defaults.limits.max_answer, crate::table::DEFAULT_MAX_ANSWER);
 
-    check_errors(&[(
-        &format!(
-            "{LISTEN}limits: {{ max_headers: 0, idle_timeout: 0s, max_in_flight: 0, max_answer: 0 }}\n\
+    check_errors(&[
+        (
+            &format!(
+                "{LISTEN}limits: {{ max_headers: 0, idle_timeout: 0s, max_in_flight: 0, max_answer: 0 }}\n\
              admin: {{ addr: 127.0.0.1:8080 }}\nroutes: []\n"
+            ),
+            &[
+                "proxy.yaml:3:24: limits.max_headers must be more than 0",
+                "proxy.yaml:3:41: limits.idle_timeout must be more than 0",
+                "proxy.yaml:3:60: limits.max_in_flight must be more than 0",
+                "proxy.yaml:3:75: limits.max_answer must be more than 0",
+                "proxy.yaml:4:16: admin address 127.0.0.1:8080 is also a `listen` address; use another port",
+            ],
         ),
-        &[
-            "proxy.yaml:3:24: limits.max_headers must be more than 0",
-            "proxy.yaml:3:41: limits.idle_timeout must be more than 0",
-            "proxy.yaml:3:60: limits.max_in_flight must be more than 0",
-            "proxy.yaml:3:75: limits.max_answer must be more than 0",
-            "proxy.yaml:4:16: admin address 127.0.0.1:8080 is also a `listen` address; use another port",
-        ],
-    )]);
+        (
+            &format!("{LISTEN}admin: {{ require_key: true }}\nroutes: []\n"),
+            &[
+                "proxy.yaml:3:23: admin.require_key needs at least one entry in `clients` (there is no key to require)",
+            ],
+        ),
+    ]);
 }
 
 #[test]

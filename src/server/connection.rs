@@ -50,6 +50,8 @@ pub struct Accepted {
     pub peer: SocketAddr,
     /// Index in the table's `listen` list; `None` for the `admin:` listener.
     pub listener: Option<usize>,
+    /// Whether lingo bound an `admin:` listener at startup.
+    pub admin_bound: bool,
     pub gate: Arc<Gate>,
     pub reloader: Arc<Reloader>,
     pub stop: watch::Receiver<bool>,
@@ -90,6 +92,7 @@ pub async fn serve(accepted: Accepted, slot: ConnectionSlot) {
         stream,
         peer,
         listener,
+        admin_bound,
         gate,
         reloader,
         stop,
@@ -105,6 +108,7 @@ pub async fn serve(accepted: Accepted, slot: ConnectionSlot) {
     let conn = Arc::new(ConnInfo {
         peer,
         listener,
+        admin_bound,
         tls: tls.is_some(),
         gate,
         activity: Arc::clone(&activity),
@@ -137,10 +141,17 @@ pub async fn serve(accepted: Accepted, slot: ConnectionSlot) {
 }
 
 /// A connection over the listener's limit: each request on it is answered 503 with
-/// `Retry-After` in the dialect its path implies, and the connection is closed.
+/// `Retry-After` in the dialect its path implies, and the connection is closed. On a `tls:`
+/// listener the handshake comes first (a TLS client would read a plain answer as garbage);
+/// handshake and answer together get at most [`REFUSE_TIMEOUT`].
 pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
     let Accepted {
-        stream, gate, peer, ..
+        stream,
+        gate,
+        peer,
+        listener,
+        reloader,
+        ..
     } = accepted;
     tracing::warn!(%peer, "connection refused: {}", gate.connections_full());
     let service = service_fn(move |req: Request<Incoming>| {
@@ -157,8 +168,24 @@ pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
         .keep_alive(false)
         .timer(TokioTimer::new())
         .header_read_timeout(REFUSE_TIMEOUT);
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
-    let _ = tokio::time::timeout(REFUSE_TIMEOUT, conn).await;
+    let tls = listener.and_then(|i| reloader.snapshot().table.listeners.get(i)?.tls.clone());
+    let answer = async move {
+        match tls {
+            None => {
+                let _ = builder
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            }
+            Some(config) => {
+                if let Ok(stream) = tokio_rustls::TlsAcceptor::from(config).accept(stream).await {
+                    let _ = builder
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(REFUSE_TIMEOUT, answer).await;
 }
 
 /// hyper's settings from the table's limits. hyper's own header limits are a looser backstop
