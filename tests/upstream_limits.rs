@@ -122,6 +122,37 @@ async fn an_upstream_that_never_accepts_is_504_after_the_connect_timeout() {
     );
 }
 
+/// An https upstream that accepts the TCP connection and then says nothing: the TLS handshake
+/// never finishes. The connect timeout covers the handshake, so this is a connect timeout
+/// after 250ms, not a first-byte timeout.
+#[tokio::test]
+async fn a_tls_handshake_that_never_finishes_is_a_connect_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut silent = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            silent.push(stream);
+        }
+    });
+    let timeouts = "    timeouts: { connect: 250ms, first_byte: 2s }\n";
+    let lingo = lingo_for(&format!("https://localhost:{}", addr.port()), timeouts, "").await;
+    let started = std::time::Instant::now();
+    let answer = chat(&lingo, false).await;
+    assert_shape(&answer, "chat", 504, "connect timeout of 250ms");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "waited for first_byte"
+    );
+    let native = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
+    assert_shape(&native, "native", 504, "connect timeout of 250ms");
+    assert_eq!(
+        upstream_errors(&lingo, "models", "connect_timeout", 2).await,
+        2
+    );
+    held.abort();
+}
+
 // === idle between chunks ===
 
 /// A backend that sends `first` and then nothing, keeping the answer open, for each request.

@@ -5,6 +5,7 @@
 //! ALPN, or forced (`http2: true`, prior knowledge on plain http). A second, HTTP/1.1-only
 //! connector serves WebSocket upgrades, which cannot ride on HTTP/2.
 
+mod connect;
 pub mod headers;
 
 use std::error::Error as StdError;
@@ -22,7 +23,8 @@ use crate::mock::{self, knobs::Knobs};
 use crate::table::{Target, Upstream};
 use crate::timeout::IdleTimeout;
 
-pub type Connector = HttpsConnector<HttpConnector>;
+/// Timed as a whole: the connect timeout covers TCP and the TLS handshake.
+pub type Connector = connect::Timed<HttpsConnector<HttpConnector>>;
 
 /// The HTTP/2 connection-level receive window towards an upstream. One connection carries
 /// every stream to that upstream, and a model server sends many tiny DATA frames (a token
@@ -70,6 +72,10 @@ impl UpstreamClient {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http_connector(connect));
+        let (pooled, ws_connector) = (
+            connect::Timed::new(pooled, connect),
+            connect::Timed::new(ws_connector, connect),
+        );
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(POOL_IDLE)
             .pool_timer(TokioTimer::new())
