@@ -74,6 +74,11 @@ pub enum ProxyError {
         param: Option<String>,
     },
 
+    /// An upstream answer lingo could not read as what it should be (not JSON, a wrong shape,
+    /// over `limits.max_answer`). `message` is already free of the upstream's key.
+    #[error("upstream `{upstream}`: {message}")]
+    BadAnswer { upstream: String, message: String },
+
     /// An error answer of an upstream, re-told in the client's dialect.
     #[error("{message}")]
     Upstream {
@@ -100,7 +105,9 @@ impl ProxyError {
             ProxyError::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ProxyError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::NoTranslator { .. } => StatusCode::NOT_IMPLEMENTED,
-            ProxyError::Unreachable { .. } => StatusCode::BAD_GATEWAY,
+            ProxyError::Unreachable { .. } | ProxyError::BadAnswer { .. } => {
+                StatusCode::BAD_GATEWAY
+            }
             ProxyError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::Invalid { .. } => StatusCode::BAD_REQUEST,
             ProxyError::Upstream { status, .. } => *status,
@@ -123,7 +130,7 @@ impl ProxyError {
             ProxyError::NoTranslator { .. } => "not_implemented",
             ProxyError::Unreachable { .. } => "upstream_unreachable",
             ProxyError::Timeout { .. } => "upstream_timeout",
-            ProxyError::Invalid { .. } => return None,
+            ProxyError::Invalid { .. } | ProxyError::BadAnswer { .. } => return None,
             ProxyError::Upstream { code, .. } => return *code,
         })
     }

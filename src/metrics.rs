@@ -145,7 +145,7 @@ impl Metrics {
         let upstream_errors = Family::default();
         registry.register(
             "upstream_errors",
-            "Failures talking to upstreams, by kind (unreachable, connect_timeout, first_byte_timeout, idle_timeout before the answer; mid_stream after it started)",
+            "Failures talking to upstreams, by kind (unreachable, connect_timeout, first_byte_timeout, idle_timeout, bad_answer before the answer; mid_stream after it started)",
             upstream_errors.clone(),
         );
         let reloads = Family::default();
@@ -227,6 +227,7 @@ impl Metrics {
     pub fn upstream_error(&self, err: &ProxyError) {
         let (upstream, kind) = match err {
             ProxyError::Unreachable { upstream, .. } => (upstream, "unreachable"),
+            ProxyError::BadAnswer { upstream, .. } => (upstream, "bad_answer"),
             ProxyError::Timeout { upstream, kind, .. } => (
                 upstream,
                 match kind {

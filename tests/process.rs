@@ -236,7 +236,8 @@ const CHAT_STREAM: &str =
     r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
 
 /// A native upstream that repeats the credential it was sent in its errors (some servers
-/// do): an error status for whole answers, an error line after one token for streams.
+/// do): an error status for whole answers, an error line after one token for streams, a
+/// "model not found" 404 for embeddings.
 async fn echoing_backend() -> Backend {
     Backend::start(|seen| async move {
         let sent = seen
@@ -244,6 +245,12 @@ async fn echoing_backend() -> Backend {
             .get("authorization")
             .map(|v| v.to_str().unwrap().to_owned())
             .unwrap_or_default();
+        if seen.uri.ends_with("/api/embed") {
+            return json_response(
+                404,
+                &format!(r#"{{"error":"no model for credential {sent}"}}"#),
+            );
+        }
         if !String::from_utf8_lossy(&seen.body).contains("\"stream\":true") {
             return json_response(401, &format!(r#"{{"error":"invalid credential {sent}"}}"#));
         }
@@ -283,6 +290,7 @@ async fn keys_never_reach_logs_or_error_bodies() {
          routes:\n  - {{ prefix: /v1, to: ok }}\n  - {{ prefix: /v2/slow, to: slow }}\n  - {{ prefix: /v2/dead, to: dead }}\n  \
            - {{ path: /v1/chat/completions, speaks: chat-completions, to: echo }}\n  \
            - {{ path: /v1/responses, speaks: chat-completions, to: echo }}\n  \
+           - {{ path: /v1/embeddings, speaks: chat-completions, to: echo }}\n  \
            - {{ prefix: /api, to: echo }}\n",
         backend.url(),
         slow.url(),
@@ -315,6 +323,7 @@ async fn keys_never_reach_logs_or_error_bodies() {
         ("/v1/chat/completions", &good[..], CHAT),
         ("/v1/chat/completions", &good[..], CHAT_STREAM),
         ("/api/chat", &good[..], "{}"),
+        ("/v1/embeddings", &good[..], r#"{"model":"m","input":"hi"}"#),
         // lingo's own refusals on the way there.
         ("/v1/chat/completions", &good[..], r#"{"model":5}"#),
         ("/v1/responses", &good[..], "{}"),
@@ -329,7 +338,7 @@ async fn keys_never_reach_logs_or_error_bodies() {
     }
     let redacted = bodies.iter().filter(|b| b.contains("<redacted>")).count();
     assert_eq!(
-        redacted, 3,
+        redacted, 4,
         "the upstream's echo reached the client redacted: {bodies:#?}"
     );
     // A table that does not load, with both keys in it, is refused without printing them.

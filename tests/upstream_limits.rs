@@ -276,6 +276,7 @@ async fn a_whole_answer_over_limits_max_answer_is_502_and_not_read_on() {
         .await
         .expect("lingo stops reading at the cap");
     assert_shape(&answer, "chat", 502, "limits.max_answer (65536 bytes)");
+    assert_eq!(upstream_errors(&lingo, "models", "bad_answer", 1).await, 1);
     // lingo dropped the upstream answer rather than reading on.
     for _ in 0..100 {
         if stopped.load(Ordering::SeqCst) {

@@ -22,6 +22,7 @@ use crate::service::Call;
 use crate::table::Upstream;
 use crate::translate::chat;
 use crate::translate::embeddings::{self, EmbedRequest};
+use crate::upstream;
 
 type Answer = Result<Response<Body>, ProxyError>;
 
@@ -52,7 +53,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
                 let (status, message, code) = chat::upstream_error(404, &body);
                 return Err(ProxyError::Upstream {
                     status: StatusCode::from_u16(status).unwrap_or(StatusCode::NOT_FOUND),
-                    message,
+                    message: upstream::redact(upstream, &message).into_owned(),
                     code,
                     retry_after: None,
                 });

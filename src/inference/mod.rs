@@ -207,15 +207,9 @@ pub async fn whole(
 
 /// An upstream answer lingo could not read as what it should be.
 pub fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
-    ProxyError::Upstream {
-        status: StatusCode::BAD_GATEWAY,
-        message: format!(
-            "upstream `{}`: {}",
-            upstream.name,
-            upstream::redact(upstream, &message)
-        ),
-        code: None,
-        retry_after: None,
+    ProxyError::BadAnswer {
+        upstream: upstream.name.clone(),
+        message: upstream::redact(upstream, &message).into_owned(),
     }
 }
 
