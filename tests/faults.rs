@@ -26,21 +26,6 @@ async fn chat_lingo(url: &str) -> Lingo {
     .await
 }
 
-fn chat_body(stream: bool) -> String {
-    json!({"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
-        .to_string()
-}
-
-async fn chat(lingo: &Lingo, stream: bool) -> Answer {
-    send(request(
-        Method::POST,
-        &lingo.url("/v1/chat/completions"),
-        &[],
-        &chat_body(stream),
-    ))
-    .await
-}
-
 const TOKEN: &str = "{\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},\"done\":false}\n";
 
 // === garbage ===

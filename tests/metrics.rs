@@ -28,11 +28,6 @@ async fn eventually(lingo: &Lingo, ready: impl Fn(&str) -> bool) -> String {
     panic!("metrics never reached the expected state");
 }
 
-fn chat_body(stream: bool) -> String {
-    json!({"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
-        .to_string()
-}
-
 const KEY: (&str, &str) = ("authorization", "Bearer k-team");
 
 fn keyed_table(upstream: &str, admin: &str) -> String {

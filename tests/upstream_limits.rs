@@ -38,18 +38,6 @@ async fn lingo_for(url: &str, upstream: &str, limits: &str) -> Lingo {
     .await
 }
 
-async fn chat(lingo: &Lingo, stream: bool) -> Answer {
-    let body =
-        json!({"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]});
-    send(request(
-        Method::POST,
-        &lingo.url("/v1/chat/completions"),
-        &[],
-        &body.to_string(),
-    ))
-    .await
-}
-
 /// How many upstream errors of `kind` the metrics count for `upstream`, once it is `want`
 /// (an answer is counted when lingo has let go of it, a moment after the client saw its end).
 async fn upstream_errors(lingo: &Lingo, upstream: &str, kind: &str, want: u64) -> u64 {

@@ -273,6 +273,18 @@ pub fn request(
         .unwrap()
 }
 
+/// The smallest chat completion request (model `m`, one user message "hi").
+pub fn chat_body(stream: bool) -> String {
+    serde_json::json!({"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
+        .to_string()
+}
+
+/// [`chat_body`] posted to lingo's `/v1/chat/completions`, without a client key.
+pub async fn chat(lingo: &Lingo, stream: bool) -> Answer {
+    let url = lingo.url("/v1/chat/completions");
+    send(request(Method::POST, &url, &[], &chat_body(stream))).await
+}
+
 /// A route table listening on an ephemeral port, with `rest` appended.
 pub fn table(rest: &str) -> String {
     format!("listen:\n  - addr: 127.0.0.1:0\n{rest}")
