@@ -45,6 +45,7 @@ pub mod metrics;
 pub mod mock;
 pub mod passthrough;
 pub mod path;
+pub mod redact;
 pub mod reload;
 pub mod rewrite;
 pub mod router;

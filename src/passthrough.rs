@@ -2,9 +2,9 @@
 //!
 //! Only headers change (see `upstream::headers`). The request body is streamed up under the
 //! route's size limit; the answer is streamed down under the upstream's idle limit, frame by
-//! frame as hyper reads it. Two exceptions are read whole, once: a web-data JSON answer, whose
-//! API links are re-based onto lingo's address (`rewrite`), and an error answer of an upstream
-//! that has a key, from which the key is redacted should the upstream echo it.
+//! frame as hyper reads it. A web-data JSON answer is read whole, once, to re-base its API links
+//! onto lingo's address (`rewrite`); an error answer of an upstream that has a key is streamed
+//! with the key redacted (`redact`), should the upstream echo it.
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Limited};
@@ -14,16 +14,12 @@ use hyper::{Request, Response, Version};
 use crate::body::{Body, BoxError, Prepend};
 use crate::dialect::Dialect;
 use crate::error::ProxyError;
+use crate::redact::Redacting;
 use crate::rewrite;
 use crate::service::Call;
 use crate::table::{Target, Upstream};
 use crate::timeout::Idle;
 use crate::upstream::{self, headers};
-
-/// The largest error answer of an upstream with a key that lingo reads to redact the key (an
-/// upstream may echo the credential it was sent); error bodies are small, a larger one is
-/// streamed on unchanged.
-const ERROR_CAP: usize = 64 * 1024;
 
 /// Forwards `req` to the call's upstream and streams the answer back.
 pub async fn forward<B>(call: &Call<'_>, req: Request<B>) -> Result<Response<Body>, ProxyError>
@@ -62,19 +58,9 @@ where
     if let Some(auth) = &call.upstream.auth
         && (parts.status.is_client_error() || parts.status.is_server_error())
     {
-        let waiting = call.stats.waiting();
-        let read = read_up_to(call.upstream, Box::pin(body), ERROR_CAP).await?;
-        drop(waiting);
-        let body = match read {
-            Read::Whole(whole) => match auth.key.redact_bytes(&whole) {
-                Some(redacted) => {
-                    parts.headers.remove(CONTENT_LENGTH);
-                    Body::full(redacted)
-                }
-                None => Body::full(whole),
-            },
-            Read::Over(body) => body,
-        };
+        // Redacting can change the length.
+        parts.headers.remove(CONTENT_LENGTH);
+        let body = Body::new(Redacting::new(body, &auth.key));
         return Ok(Response::from_parts(parts, body));
     }
     if rewrites && is_json(&parts.headers) {

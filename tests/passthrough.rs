@@ -150,6 +150,44 @@ async fn injects_the_upstream_key_and_drops_the_clients() {
     assert_eq!(seen.body, r#"{"url":"https://example.com"}"#);
 }
 
+/// An upstream that repeats its key in an error answer has it redacted however large the
+/// answer is and wherever its chunks split the key; the rest arrives unchanged.
+#[tokio::test]
+async fn an_echoed_key_is_redacted_from_error_answers_of_any_size() {
+    const KEY: &str = "fc-upstream-secret";
+    let filler = "x".repeat(40 * 1024);
+    let pieces: Vec<Bytes> = vec![
+        Bytes::from(format!("{{\"error\":\"bad key {KEY}; ")),
+        Bytes::from(filler.clone()),
+        Bytes::from(format!("again {}", &KEY[..7])),
+        Bytes::from(format!("{} and {KEY}{KEY}", &KEY[7..])),
+        Bytes::from(filler.clone()),
+        Bytes::from(format!("{}\"}}", &KEY[..KEY.len() - 1])),
+    ];
+    let sent: String = pieces
+        .iter()
+        .map(|p| std::str::from_utf8(p).unwrap())
+        .collect();
+    let backend = Backend::start(move |_| {
+        let pieces = pieces.clone();
+        async move {
+            Response::builder()
+                .status(500)
+                .header("content-type", "application/json")
+                .body(Body::pieces(pieces))
+                .unwrap()
+        }
+    })
+    .await;
+    let auth = format!("    auth: {{ bearer: {{ value: {KEY} }} }}\n");
+    let lingo = Lingo::start(&native_table(&backend, &auth)).await;
+    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], "{}")).await;
+    assert_eq!(answer.status, 500);
+    assert!(sent.len() > 64 * 1024);
+    assert_eq!(answer.body, sent.replace(KEY, "<redacted>"));
+    assert_eq!(answer.body.matches("<redacted>").count(), 4);
+}
+
 /// With no key configured for the upstream, the client's `Authorization` is removed.
 #[tokio::test]
 async fn removes_the_clients_key_when_the_upstream_has_none() {

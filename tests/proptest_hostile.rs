@@ -1,7 +1,7 @@
 //! Hostile input, as properties: whatever bytes a client or an upstream sends, the pure parts
 //! of lingo (the NDJSON framer, the SSE frames and re-framer, the request translators, path
-//! normalisation, the route-table loader) answer with a value or an error, never a panic, and
-//! keep the invariants the rest of lingo relies on.
+//! normalisation, the route-table loader, key redaction) answer with a value or an error,
+//! never a panic, and keep the invariants the rest of lingo relies on.
 //!
 //! Case counts are modest (256 per property) so that the file runs in seconds in debug; the
 //! cargo-fuzz targets in `fuzz/` run the same code paths for as long as one likes.
@@ -13,6 +13,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 use hostile::{frame_payload, framed, path_properties, reframe, stream_shape, without_call_ids};
+use lingo::config::secret::Secret;
+use lingo::redact::Redactor;
 use lingo::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults};
 use lingo::translate::completions::{self, CompletionStream, Meta};
 use lingo::translate::embeddings;
@@ -483,6 +485,35 @@ proptest! {
         prop_assert_eq!(framed(&split(&data, &cuts), max), want.clone(), "split");
         let bytewise: Vec<Bytes> = data.iter().map(|b| Bytes::copy_from_slice(&[*b])).collect();
         prop_assert_eq!(framed(&bytewise, max), want, "byte by byte");
+    }
+
+    /// The key is taken out of an error answer wherever its chunks split it: any split gives
+    /// the answer with each occurrence (leftmost first) replaced, and no key survives.
+    #[test]
+    fn redaction_does_not_depend_on_chunking(
+        key in prop::collection::vec(prop::sample::select(b"ab".to_vec()), 1..6),
+        data in prop::collection::vec(prop::sample::select(b"abc".to_vec()), 0..300),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let key_text = String::from_utf8(key.clone()).unwrap();
+        let mut want = Vec::new();
+        let mut rest = &data[..];
+        while !rest.is_empty() {
+            if rest.starts_with(&key) {
+                want.extend_from_slice(b"<redacted>");
+                rest = &rest[key.len()..];
+            } else {
+                want.push(rest[0]);
+                rest = &rest[1..];
+            }
+        }
+        let mut redactor = Redactor::new(&Secret::new(key_text));
+        let mut got = Vec::new();
+        for chunk in split(&data, &cuts) {
+            got.extend_from_slice(&redactor.feed(&chunk));
+        }
+        got.extend_from_slice(&redactor.finish());
+        prop_assert_eq!(got, want);
     }
 
     /// A line that never ends is an error as soon as it passes the cap, however it trickles

@@ -31,26 +31,6 @@ impl Secret {
         }
         Cow::Owned(text.replace(&self.0, "<redacted>"))
     }
-
-    /// The same for bytes that need not be UTF-8: `None` when the secret is not in them.
-    pub fn redact_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
-        let key = self.0.as_bytes();
-        if key.is_empty() || !bytes.windows(key.len()).any(|w| w == key) {
-            return None;
-        }
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            if rest.starts_with(key) {
-                out.extend_from_slice(b"<redacted>");
-                rest = &rest[key.len()..];
-            } else {
-                out.push(rest[0]);
-                rest = &rest[1..];
-            }
-        }
-        Some(out)
-    }
 }
 
 impl fmt::Debug for Secret {
@@ -119,11 +99,6 @@ mod tests {
         assert_eq!(
             s.redact("bad key fc-key (fc-key)"),
             "bad key <redacted> (<redacted>)"
-        );
-        assert_eq!(s.redact_bytes(b"\xff fc-ke"), None);
-        assert_eq!(
-            s.redact_bytes(b"\xfffc-keyfc-key\xfe").unwrap(),
-            b"\xff<redacted><redacted>\xfe"
         );
         assert_eq!(Secret::new("").redact("anything"), "anything");
     }

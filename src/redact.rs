@@ -1,0 +1,198 @@
+//! Taking an upstream's key out of an answer as it streams by.
+//!
+//! Some upstreams repeat the credential they were sent in their error answers. lingo injects
+//! that key so that clients never hold it, so an error answer passed through must not hand it
+//! over either, however large the answer and however its bytes are split into chunks. The
+//! [`Redactor`] holds back only the bytes that could still turn out to be the start of the
+//! key (fewer than its length), so memory stays bounded and nothing else is delayed.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::{Bytes, BytesMut};
+use http_body::{Frame, SizeHint};
+use pin_project_lite::pin_project;
+
+use crate::config::secret::Secret;
+
+/// What an occurrence of the key becomes.
+const MARK: &[u8] = b"<redacted>";
+
+/// Replaces every occurrence of a key in a sequence of chunks. Joined, its outputs for the
+/// chunks of an answer equal the answer with each occurrence (leftmost first, not
+/// overlapping) replaced, wherever the chunks were split.
+#[derive(Debug)]
+pub struct Redactor {
+    key: Box<[u8]>,
+    /// The tail of what was fed that could still be the start of the key.
+    held: BytesMut,
+}
+
+impl Redactor {
+    pub fn new(key: &Secret) -> Self {
+        Redactor {
+            key: key.expose().as_bytes().into(),
+            held: BytesMut::new(),
+        }
+    }
+
+    /// The output this chunk completes (possibly empty).
+    pub fn feed(&mut self, chunk: &[u8]) -> Bytes {
+        if self.key.is_empty() {
+            return Bytes::copy_from_slice(chunk);
+        }
+        self.held.extend_from_slice(chunk);
+        let k = self.key.len();
+        let mut out = BytesMut::with_capacity(self.held.len());
+        let mut start = 0; // first byte not yet decided
+        let mut at = 0;
+        while at + k <= self.held.len() {
+            if self.held[at..at + k] == *self.key {
+                out.extend_from_slice(&self.held[start..at]);
+                out.extend_from_slice(MARK);
+                at += k;
+                start = at;
+            } else {
+                at += 1;
+            }
+        }
+        // Bytes from `at` on are fewer than the key: they wait for the next chunk.
+        out.extend_from_slice(&self.held[start..at]);
+        let _ = self.held.split_to(at);
+        out.freeze()
+    }
+
+    /// What is still held back, once the answer has ended.
+    pub fn finish(&mut self) -> Bytes {
+        self.held.split().freeze()
+    }
+}
+
+pin_project! {
+    /// A body with the key redacted from its data (see [`Redactor`]). Its length can change,
+    /// so it has no exact size.
+    pub struct Redacting<B> {
+        #[pin]
+        inner: B,
+        redactor: Redactor,
+        // Trailers that arrived while bytes were still held back; sent after them.
+        trailers: Option<Frame<Bytes>>,
+        done: bool,
+    }
+}
+
+impl<B> Redacting<B> {
+    pub fn new(inner: B, key: &Secret) -> Self {
+        Redacting {
+            inner,
+            redactor: Redactor::new(key),
+            trailers: None,
+            done: false,
+        }
+    }
+}
+
+impl<B: http_body::Body<Data = Bytes>> http_body::Body for Redacting<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let mut this = self.project();
+        if let Some(trailers) = this.trailers.take() {
+            return Poll::Ready(Some(Ok(trailers)));
+        }
+        while !*this.done {
+            match ready!(this.inner.as_mut().poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
+                        let out = this.redactor.feed(&data);
+                        if !out.is_empty() {
+                            return Poll::Ready(Some(Ok(Frame::data(out))));
+                        }
+                    }
+                    Err(frame) => {
+                        let held = this.redactor.finish();
+                        if held.is_empty() {
+                            return Poll::Ready(Some(Ok(frame)));
+                        }
+                        *this.trailers = Some(frame);
+                        return Poll::Ready(Some(Ok(Frame::data(held))));
+                    }
+                },
+                Some(Err(err)) => return Poll::Ready(Some(Err(err))),
+                None => *this.done = true,
+            }
+        }
+        let held = this.redactor.finish();
+        Poll::Ready((!held.is_empty()).then(|| Ok(Frame::data(held))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.trailers.is_none() && self.redactor.held.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The whole answer redacted in one go: the reference the chunked runs must match.
+    fn at_once(key: &str, answer: &[u8]) -> Vec<u8> {
+        let mut r = Redactor::new(&Secret::new(key));
+        let mut out = r.feed(answer).to_vec();
+        out.extend_from_slice(&r.finish());
+        out
+    }
+
+    #[test]
+    fn every_occurrence_is_replaced() {
+        let cases: &[(&str, &[u8], &[u8])] = &[
+            ("fc-key", b"no key here", b"no key here"),
+            (
+                "fc-key",
+                b"bad key fc-key (fc-key)",
+                b"bad key <redacted> (<redacted>)",
+            ),
+            (
+                "fc-key",
+                b"\xfffc-keyfc-key\xfe",
+                b"\xff<redacted><redacted>\xfe",
+            ),
+            ("fc-key", b"fc-ke", b"fc-ke"),
+            ("aa", b"aaa", b"<redacted>a"),
+            ("abab", b"ababab", b"<redacted>ab"),
+            ("", b"anything", b"anything"),
+        ];
+        for (key, answer, want) in cases {
+            assert_eq!(at_once(key, answer), *want, "{key:?} in {answer:?}");
+        }
+    }
+
+    /// Split anywhere, even byte by byte, the output is the same as all at once.
+    #[test]
+    fn chunk_boundaries_change_nothing() {
+        let key = "sk-0123456789";
+        let answer =
+            b"{\"error\":\"key sk-0123456789 revoked; sk-01234 sk-0123456789sk-0123456789\"}";
+        let want = at_once(key, answer);
+        assert!(!want.windows(key.len()).any(|w| w == key.as_bytes()));
+        for size in 1..=answer.len() {
+            let mut r = Redactor::new(&Secret::new(key));
+            let mut out = Vec::new();
+            for chunk in answer.chunks(size) {
+                let piece = r.feed(chunk);
+                out.extend_from_slice(&piece);
+                assert!(r.held.len() < key.len(), "holds back less than the key");
+            }
+            out.extend_from_slice(&r.finish());
+            assert_eq!(out, want, "chunks of {size}");
+        }
+    }
+}
