@@ -293,6 +293,16 @@ mod tests {
                 None,
             ),
             (
+                ProxyError::BadAnswer {
+                    upstream: "models".into(),
+                    message: "the answer is not JSON".into(),
+                },
+                502,
+                "upstream `models`: the answer is not JSON",
+                "api_error",
+                None,
+            ),
+            (
                 ProxyError::Upstream {
                     status: StatusCode::NOT_FOUND,
                     message: "model 'x' not found".into(),

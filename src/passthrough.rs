@@ -14,7 +14,7 @@ use hyper::{Request, Response, Version};
 use crate::body::{Body, BoxError, Prepend};
 use crate::dialect::Dialect;
 use crate::error::ProxyError;
-use crate::redact::Redacting;
+use crate::redact::{Redacting, redact_headers};
 use crate::rewrite;
 use crate::service::Call;
 use crate::table::{Target, Upstream};
@@ -33,8 +33,8 @@ where
     parts.version = Version::HTTP_11;
     headers::to_upstream(&mut parts.headers, &forwarding(call, false));
     let rewrites = call.upstream.speaks == Dialect::WebData;
-    if rewrites {
-        // Links can only be re-based in an answer lingo can read.
+    if rewrites || call.upstream.auth.is_some() {
+        // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
         parts
             .headers
             .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
@@ -60,6 +60,7 @@ where
     {
         // Redacting can change the length.
         parts.headers.remove(CONTENT_LENGTH);
+        redact_headers(&mut parts.headers, &auth.key);
         let body = Body::new(Redacting::new(body, &auth.key));
         return Ok(Response::from_parts(parts, body));
     }

@@ -3,14 +3,15 @@
 //! Some upstreams repeat the credential they were sent in their error answers. lingo injects
 //! that key so that clients never hold it, so an error answer passed through must not hand it
 //! over either, however large the answer and however its bytes are split into chunks. The
-//! [`Redactor`] holds back only the bytes that could still turn out to be the start of the
-//! key (fewer than its length), so memory stays bounded and nothing else is delayed.
+//! [`Redactor`] holds back the last bytes it was given, fewer than the key's length, until the
+//! next chunk shows whether they start the key: memory stays bounded and nothing else waits.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
+use hyper::header::{HeaderMap, HeaderValue};
 use pin_project_lite::pin_project;
 
 use crate::config::secret::Secret;
@@ -68,12 +69,28 @@ impl Redactor {
     }
 }
 
+/// Redacts the key from header values (an error answer's headers, its trailers).
+pub fn redact_headers(headers: &mut HeaderMap, key: &Secret) {
+    for value in headers.values_mut() {
+        let mut redactor = Redactor::new(key);
+        let mut out = redactor.feed(value.as_bytes()).to_vec();
+        out.extend_from_slice(&redactor.finish());
+        if out != value.as_bytes() {
+            // The key and the mark are both valid header bytes, so this cannot fail.
+            if let Ok(redacted) = HeaderValue::from_bytes(&out) {
+                *value = redacted;
+            }
+        }
+    }
+}
+
 pin_project! {
-    /// A body with the key redacted from its data (see [`Redactor`]). Its length can change,
-    /// so it has no exact size.
+    /// A body with the key redacted from its data (see [`Redactor`]) and its trailers. Its
+    /// length can change, so it has no exact size.
     pub struct Redacting<B> {
         #[pin]
         inner: B,
+        key: Secret,
         redactor: Redactor,
         // Trailers that arrived while bytes were still held back; sent after them.
         trailers: Option<Frame<Bytes>>,
@@ -85,6 +102,7 @@ impl<B> Redacting<B> {
     pub fn new(inner: B, key: &Secret) -> Self {
         Redacting {
             inner,
+            key: key.clone(),
             redactor: Redactor::new(key),
             trailers: None,
             done: false,
@@ -113,7 +131,10 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Redacting<B> {
                             return Poll::Ready(Some(Ok(Frame::data(out))));
                         }
                     }
-                    Err(frame) => {
+                    Err(mut frame) => {
+                        if let Some(trailers) = frame.trailers_mut() {
+                            redact_headers(trailers, this.key);
+                        }
                         let held = this.redactor.finish();
                         if held.is_empty() {
                             return Poll::Ready(Some(Ok(frame)));
@@ -142,6 +163,52 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Redacting<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body_util::BodyExt;
+    use std::collections::VecDeque;
+
+    /// A body that sends the frames it was given, then ends.
+    struct Frames(VecDeque<Frame<Bytes>>);
+
+    impl http_body::Body for Frames {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(self.0.pop_front().map(Ok))
+        }
+    }
+
+    /// Data split across frames, empty frames, and trailers: the key is out of all of them,
+    /// the bytes held back come before the trailers, and the body ends after them.
+    #[tokio::test]
+    async fn the_body_redacts_data_and_trailers() {
+        let key = Secret::new("sk-123");
+        let mut trailers = HeaderMap::new();
+        trailers.insert("x-why", HeaderValue::from_static("bad key sk-123"));
+        let frames = [
+            Frame::data(Bytes::from_static(b"error: sk-")),
+            Frame::data(Bytes::new()),
+            Frame::data(Bytes::from_static(b"123 and sk-1")),
+            Frame::trailers(trailers),
+        ];
+        let mut body = Redacting::new(Frames(frames.into()), &key);
+        let mut data = Vec::new();
+        let mut seen_trailers = None;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.unwrap();
+            assert!(seen_trailers.is_none(), "nothing after the trailers");
+            match frame.into_data() {
+                Ok(bytes) => data.extend_from_slice(&bytes),
+                Err(frame) => seen_trailers = frame.into_trailers().ok(),
+            }
+        }
+        assert_eq!(data, b"error: <redacted> and sk-1");
+        assert_eq!(seen_trailers.unwrap()["x-why"], "bad key <redacted>");
+        assert!(http_body::Body::is_end_stream(&body));
+    }
 
     /// The whole answer redacted in one go: the reference the chunked runs must match.
     fn at_once(key: &str, answer: &[u8]) -> Vec<u8> {

@@ -11,6 +11,7 @@
 //! neither the table's text nor any of those files changed; and SIGHUP, which always reloads.
 
 use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -51,6 +52,8 @@ pub struct Reloader {
     metrics: Arc<Metrics>,
     /// The directory watcher (once triggers are installed) and the directories it watches.
     watcher: Mutex<Option<(notify::RecommendedWatcher, HashSet<PathBuf>)>>,
+    /// The listen and admin addresses of the first table: what is bound until a restart.
+    bound: (Vec<SocketAddr>, Option<SocketAddr>),
 }
 
 /// The installed reload triggers: file events and SIGHUP, as one channel.
@@ -104,7 +107,12 @@ impl Reloader {
     pub fn load(path: &Path) -> Result<Self, ConfigErrors> {
         let table = config::load(path)?;
         let last = Fingerprint::read(path, &table.files);
+        let bound = (
+            table.listeners.iter().map(|l| l.addr).collect(),
+            table.admin.addr,
+        );
         Ok(Reloader {
+            bound,
             path: path.to_owned(),
             current: ArcSwap::from_pointee(Snapshot::new(table, 1)),
             generation: AtomicU64::new(1),
@@ -141,23 +149,22 @@ impl Reloader {
             *last = Some(now);
         }
         let table = config::load(&self.path).inspect_err(|_| self.metrics.reload_refused())?;
-        let old = self.snapshot();
-        if old
-            .table
-            .listeners
+        // Every reload that differs from what is bound says so, until the restart.
+        if self
+            .bound
+            .0
             .iter()
-            .map(|l| l.addr)
-            .ne(table.listeners.iter().map(|l| l.addr))
+            .ne(table.listeners.iter().map(|l| &l.addr))
         {
             tracing::warn!(
-                "listen addresses changed in {}; they take effect on restart",
+                "listen addresses in {} differ from those bound; they take effect on restart",
                 self.path.display()
             );
         }
-        if old.table.admin.addr != table.admin.addr {
+        if self.bound.1 != table.admin.addr {
             tracing::warn!(
-                "admin.addr changed in {}; it takes effect on restart (until then /readyz and \
-                 /metrics stay where they are)",
+                "admin.addr in {} differs from the one bound; it takes effect on restart (until \
+                 then /readyz and /metrics stay where they are)",
                 self.path.display()
             );
         }

@@ -151,7 +151,8 @@ async fn injects_the_upstream_key_and_drops_the_clients() {
 }
 
 /// An upstream that repeats its key in an error answer has it redacted however large the
-/// answer is and wherever its chunks split the key; the rest arrives unchanged.
+/// answer is and wherever its chunks split the key, and from its headers; the rest arrives
+/// unchanged.
 #[tokio::test]
 async fn an_echoed_key_is_redacted_from_error_answers_of_any_size() {
     const KEY: &str = "fc-upstream-secret";
@@ -174,6 +175,7 @@ async fn an_echoed_key_is_redacted_from_error_answers_of_any_size() {
             Response::builder()
                 .status(500)
                 .header("content-type", "application/json")
+                .header("x-error", format!("key {KEY} refused"))
                 .body(Body::pieces(pieces))
                 .unwrap()
         }
@@ -181,11 +183,15 @@ async fn an_echoed_key_is_redacted_from_error_answers_of_any_size() {
     .await;
     let auth = format!("    auth: {{ bearer: {{ value: {KEY} }} }}\n");
     let lingo = Lingo::start(&native_table(&backend, &auth)).await;
-    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], "{}")).await;
+    let gzip = [("accept-encoding", "gzip, br")];
+    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &gzip, "{}")).await;
     assert_eq!(answer.status, 500);
+    // A compressed answer could not be searched for the key.
+    assert_eq!(backend.last().headers["accept-encoding"], "identity");
     assert!(sent.len() > 64 * 1024);
     assert_eq!(answer.body, sent.replace(KEY, "<redacted>"));
     assert_eq!(answer.body.matches("<redacted>").count(), 4);
+    assert_eq!(answer.headers["x-error"], "key <redacted> refused");
 }
 
 /// With no key configured for the upstream, the client's `Authorization` is removed.

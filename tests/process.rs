@@ -148,6 +148,47 @@ async fn sighup_rereads_the_table_and_its_secret_files() {
     );
 }
 
+/// Addresses only take effect on restart: a reload that changes them is warned about each
+/// time it differs from what is bound, and one that goes back to it is not.
+#[tokio::test]
+async fn a_reload_that_moves_addresses_is_warned_about_until_it_matches_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proxy.yaml");
+    let base = table("upstreams:\n  models:\n    mock: {}\n    speaks: native\nroutes: []\n");
+    std::fs::write(&config, &base).unwrap();
+    let lingo = Proc::start(&config);
+    let warnings = || lingo.log_text().matches("admin.addr in").count();
+    let mut generation = 1;
+    for (text, warned) in [
+        (format!("{base}admin: {{ addr: 127.0.0.1:0 }}\n"), 1),
+        (base.clone(), 1),
+        (format!("{base}admin: {{ addr: 127.0.0.1:0 }}\n"), 2),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        lingo.signal("HUP");
+        generation += 1;
+        let mut now = 0;
+        for _ in 0..100 {
+            now = get(&lingo.url("/healthz")).await.json()["generation"]
+                .as_u64()
+                .unwrap();
+            if now >= generation {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(now, generation, "{}", lingo.log_text());
+        // The log line is read from the child's stderr a moment after it is written.
+        for _ in 0..100 {
+            if warnings() >= warned {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(warnings(), warned, "{}", lingo.log_text());
+    }
+}
+
 /// A lingo process with `limits.drain` passing `/api` through to a scripted backend, and a
 /// stream through it that has sent its first line (`one\n`); the sender scripts the rest.
 /// (The directory holds the table.)

@@ -40,14 +40,14 @@ async fn handshake(
     ca: &TestCa,
     alpn: &[u8],
 ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
-    handshake_with(addr, ca, alpn, rustls::DEFAULT_VERSIONS).await
+    handshake_with(addr, ca, &[alpn], rustls::DEFAULT_VERSIONS).await
 }
 
 /// The same, offering only the TLS `versions` given.
 async fn handshake_with(
     addr: std::net::SocketAddr,
     ca: &TestCa,
-    alpn: &[u8],
+    alpn: &[&[u8]],
     versions: &[&'static rustls::SupportedProtocolVersion],
 ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
     let mut roots = rustls::RootCertStore::empty();
@@ -59,7 +59,7 @@ async fn handshake_with(
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
-    config.alpn_protocols = vec![alpn.to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let tcp = TcpStream::connect(addr).await.unwrap();
     let name = ServerName::try_from("localhost").unwrap();
     tokio_rustls::TlsConnector::from(Arc::new(config))
@@ -181,7 +181,7 @@ async fn tls_1_2_and_1_3_are_served() {
         (&rustls::version::TLS12, rustls::ProtocolVersion::TLSv1_2),
         (&rustls::version::TLS13, rustls::ProtocolVersion::TLSv1_3),
     ] {
-        let tls = handshake_with(lingo.addr, &ca, b"http/1.1", &[version])
+        let tls = handshake_with(lingo.addr, &ca, &[b"http/1.1"], &[version])
             .await
             .unwrap_or_else(|e| panic!("{name:?}: {e}"));
         assert_eq!(tls.get_ref().1.protocol_version(), Some(name));
@@ -190,6 +190,8 @@ async fn tls_1_2_and_1_3_are_served() {
 
 /// Over `max_connections` on a `tls:` listener the refusal is spoken over TLS: a TLS client
 /// reads a 503 with `Retry-After`, not a plain-text answer it would take for a broken handshake.
+/// It is spoken over HTTP/1.1 even to a client that offers h2 first, so that the connection
+/// closes after the one answer.
 #[tokio::test]
 async fn a_tls_connection_over_the_cap_is_told_503_over_tls() {
     let (ca, dir) = issued();
@@ -208,7 +210,11 @@ async fn a_tls_connection_over_the_cap_is_told_503_over_tls() {
     let response = held.send_request(get_tags(lingo.addr)).await.unwrap();
     assert_eq!(response.status(), 200);
 
-    let second = handshake(lingo.addr, &ca, b"http/1.1").await.unwrap();
+    let offers: &[&[u8]] = &[b"h2", b"http/1.1"];
+    let second = handshake_with(lingo.addr, &ca, offers, rustls::DEFAULT_VERSIONS)
+        .await
+        .unwrap();
+    assert_eq!(second.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(second))
         .await
         .unwrap();

@@ -125,13 +125,8 @@ async fn a_tls_handshake_that_never_finishes_is_a_connect_timeout() {
     });
     let timeouts = "    timeouts: { connect: 250ms, first_byte: 2s }\n";
     let lingo = lingo_for(&format!("https://localhost:{}", addr.port()), timeouts, "").await;
-    let started = std::time::Instant::now();
     let answer = chat(&lingo, false).await;
     assert_shape(&answer, "chat", 504, "connect timeout of 250ms");
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "waited for first_byte"
-    );
     let native = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
     assert_shape(&native, "native", 504, "connect timeout of 250ms");
     assert_eq!(

@@ -59,8 +59,11 @@ pub fn compile(
 
     let limits = limits(&mut cx, file.limits);
     let listeners = listeners(&mut cx, file.listen);
-    let clients = clients(&mut cx, file.clients.unwrap_or_default());
-    let admin = admin(&mut cx, file.admin, &listeners, &clients);
+    let raw_clients = file.clients.unwrap_or_default();
+    // Whether the file names clients at all (one whose key fails to load is its own error).
+    let names_clients = !raw_clients.is_empty();
+    let clients = clients(&mut cx, raw_clients);
+    let admin = admin(&mut cx, file.admin, &listeners, names_clients);
     let upstreams: Vec<_> = file
         .upstreams
         .unwrap_or_default()
@@ -195,7 +198,7 @@ fn admin(
     cx: &mut Ctx<'_>,
     raw: Option<At<raw::Admin>>,
     listeners: &[Listener],
-    clients: &[ClientKey],
+    names_clients: bool,
 ) -> Admin {
     let Some(raw) = raw else {
         return Admin::default();
@@ -204,7 +207,7 @@ fn admin(
     // With no client keys there is nothing to require: refused rather than left open while
     // the file says it is closed.
     let require_key = require_key.is_some_and(|at| {
-        if at.value && clients.is_empty() {
+        if at.value && !names_clients {
             let message = "admin.require_key needs at least one entry in `clients` (there is no key to require)";
             cx.error(&at, message.to_owned());
         }

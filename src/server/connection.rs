@@ -142,8 +142,10 @@ pub async fn serve(accepted: Accepted, slot: ConnectionSlot) {
 
 /// A connection over the listener's limit: each request on it is answered 503 with
 /// `Retry-After` in the dialect its path implies, and the connection is closed. On a `tls:`
-/// listener the handshake comes first (a TLS client would read a plain answer as garbage);
-/// handshake and answer together get at most [`REFUSE_TIMEOUT`].
+/// listener the handshake comes first (a TLS client would read a plain answer as garbage),
+/// offering HTTP/1.1 only: an HTTP/2 connection would take any number of requests until the
+/// timeout instead of closing after one answer. Handshake and answer together get at most
+/// [`REFUSE_TIMEOUT`].
 pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
     let Accepted {
         stream,
@@ -177,7 +179,10 @@ pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
                     .await;
             }
             Some(config) => {
-                if let Ok(stream) = tokio_rustls::TlsAcceptor::from(config).accept(stream).await {
+                let mut config = (*config).clone();
+                config.alpn_protocols = vec![b"http/1.1".to_vec()];
+                let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+                if let Ok(stream) = acceptor.accept(stream).await {
                     let _ = builder
                         .serve_connection(TokioIo::new(stream), service)
                         .await;

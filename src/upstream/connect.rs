@@ -1,7 +1,8 @@
-//! The connect timeout over the whole of getting a connection: TCP connect and, on `https://`
-//! upstreams, the TLS handshake. hyper-util's own connect timeout stops at TCP, so a server
-//! that accepts and then never finishes the handshake would otherwise hold a request until
-//! its first-byte timeout and be reported as slow to answer rather than unreachable.
+//! The connect timeout over the whole of getting a connection: name lookup, TCP connect and,
+//! on `https://` upstreams, the TLS handshake. hyper-util's own connect timeout covers only
+//! the TCP connect, so a server that accepts and then never finishes the handshake would
+//! otherwise hold a request until its first-byte timeout and be reported as slow to answer
+//! rather than unreachable.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -50,7 +51,7 @@ where
                 Ok(result) => result.map_err(Into::into),
                 Err(_) => Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
-                    "connect (TCP and TLS handshake) timed out",
+                    "connect (name lookup, TCP and TLS handshake) timed out",
                 )
                 .into()),
             }

@@ -23,7 +23,7 @@ use crate::mock::{self, knobs::Knobs};
 use crate::table::{Target, Upstream};
 use crate::timeout::IdleTimeout;
 
-/// Timed as a whole: the connect timeout covers TCP and the TLS handshake.
+/// Timed as a whole: the connect timeout covers name lookup, TCP and the TLS handshake.
 pub type Connector = connect::Timed<HttpsConnector<HttpConnector>>;
 
 /// The HTTP/2 connection-level receive window towards an upstream. One connection carries
