@@ -63,6 +63,11 @@ impl Redactor {
         out.freeze()
     }
 
+    /// How many bytes are held back now.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
     /// What is still held back, once the answer has ended.
     pub fn finish(&mut self) -> Bytes {
         self.held.split().freeze()

@@ -193,3 +193,42 @@ pub fn path_properties(raw: &str) -> Result<(), String> {
         format!("nothing to decode, yet changed: {}", says())
     })
 }
+
+/// Key redaction over `pieces` of `data` (see `lingo::redact`): the joined output is `data`
+/// with each occurrence of `key` (leftmost first, not overlapping) replaced, which no
+/// occurrence survives, and the redactor never holds back as much as the key.
+pub fn redaction_properties(key: &[u8], data: &[u8], pieces: &[Bytes]) -> Result<(), String> {
+    use lingo::config::secret::Secret;
+    use lingo::redact::Redactor;
+    let Ok(key_text) = std::str::from_utf8(key) else {
+        return Ok(()); // keys come from YAML: text
+    };
+    let mut want = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        if !key.is_empty() && rest.starts_with(key) {
+            want.extend_from_slice(b"<redacted>");
+            rest = &rest[key.len()..];
+        } else {
+            want.push(rest[0]);
+            rest = &rest[1..];
+        }
+    }
+    let mut redactor = Redactor::new(&Secret::new(key_text));
+    let mut got = Vec::new();
+    for piece in pieces {
+        got.extend_from_slice(&redactor.feed(piece));
+        if !key.is_empty() && redactor.held() >= key.len() {
+            return Err(format!(
+                "{} bytes held back for a key of {}",
+                redactor.held(),
+                key.len()
+            ));
+        }
+    }
+    got.extend_from_slice(&redactor.finish());
+    if got != want {
+        return Err(format!("got {got:?}, want {want:?}"));
+    }
+    Ok(())
+}
