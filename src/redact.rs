@@ -31,10 +31,21 @@ pub struct Redactor {
 
 impl Redactor {
     pub fn new(key: &Secret) -> Self {
+        Redactor::of(key.expose().as_bytes())
+    }
+
+    fn of(key: &[u8]) -> Self {
         Redactor {
-            key: key.expose().as_bytes().into(),
+            key: key.into(),
             held: BytesMut::new(),
         }
+    }
+
+    /// All of `bytes` at once, redacted.
+    fn whole(mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = self.feed(bytes).to_vec();
+        out.extend_from_slice(&self.finish());
+        out
     }
 
     /// The output this chunk completes (possibly empty).
@@ -76,15 +87,21 @@ impl Redactor {
 
 /// Redacts the key from header values (an error answer's headers, its trailers).
 pub fn redact_headers(headers: &mut HeaderMap, key: &Secret) {
+    redact_values(headers, key.expose().as_bytes());
+}
+
+fn redact_values(headers: &mut HeaderMap, key: &[u8]) {
+    if key.is_empty() {
+        return;
+    }
     for value in headers.values_mut() {
-        let mut redactor = Redactor::new(key);
-        let mut out = redactor.feed(value.as_bytes()).to_vec();
-        out.extend_from_slice(&redactor.finish());
-        if out != value.as_bytes() {
-            // The key and the mark are both valid header bytes, so this cannot fail.
-            if let Ok(redacted) = HeaderValue::from_bytes(&out) {
-                *value = redacted;
-            }
+        if !value.as_bytes().windows(key.len()).any(|w| w == key) {
+            continue;
+        }
+        let out = Redactor::of(key).whole(value.as_bytes());
+        // The key and the mark are both valid header bytes, so this cannot fail.
+        if let Ok(redacted) = HeaderValue::from_bytes(&out) {
+            *value = redacted;
         }
     }
 }
@@ -95,7 +112,6 @@ pin_project! {
     pub struct Redacting<B> {
         #[pin]
         inner: B,
-        key: Secret,
         redactor: Redactor,
         // Trailers that arrived while bytes were still held back; sent after them.
         trailers: Option<Frame<Bytes>>,
@@ -107,7 +123,6 @@ impl<B> Redacting<B> {
     pub fn new(inner: B, key: &Secret) -> Self {
         Redacting {
             inner,
-            key: key.clone(),
             redactor: Redactor::new(key),
             trailers: None,
             done: false,
@@ -138,7 +153,7 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Redacting<B> {
                     }
                     Err(mut frame) => {
                         if let Some(trailers) = frame.trailers_mut() {
-                            redact_headers(trailers, this.key);
+                            redact_values(trailers, &this.redactor.key);
                         }
                         let held = this.redactor.finish();
                         if held.is_empty() {
@@ -217,10 +232,7 @@ mod tests {
 
     /// The whole answer redacted in one go: the reference the chunked runs must match.
     fn at_once(key: &str, answer: &[u8]) -> Vec<u8> {
-        let mut r = Redactor::new(&Secret::new(key));
-        let mut out = r.feed(answer).to_vec();
-        out.extend_from_slice(&r.finish());
-        out
+        Redactor::new(&Secret::new(key)).whole(answer)
     }
 
     #[test]

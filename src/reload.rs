@@ -122,6 +122,11 @@ impl Reloader {
         })
     }
 
+    /// Whether the first table had an admin listener (bound until a restart).
+    pub fn admin_bound(&self) -> bool {
+        self.bound.1.is_some()
+    }
+
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
     }

@@ -33,9 +33,6 @@ pub struct ConnInfo {
     pub peer: SocketAddr,
     /// Index of the listener in the table's `listen` list; `None` on the `admin:` listener.
     pub listener: Option<usize>,
-    /// Whether lingo has an `admin:` listener (bound at startup; a reload cannot add or
-    /// remove one), which keeps `/readyz` and `/metrics` off the public listeners.
-    pub admin_bound: bool,
     pub tls: bool,
     /// The listener's connection and in-flight pools.
     pub gate: Arc<Gate>,
@@ -113,7 +110,7 @@ pub async fn handle(
         Ok(held) => (Some(held), None),
         Err(err) => (None, Some(err)),
     };
-    let builtin = builtin(&conn, &req);
+    let builtin = builtin(&reloader, &conn, &req);
     let result = match (refused, builtin) {
         (_, Some(builtin)) => Box::pin(builtin.answer(&snapshot, metrics, req.headers()))
             .await
@@ -143,10 +140,16 @@ pub async fn handle(
     Ok(response.map(|body| Body::new(Logged::new(body, log).holding(held).recording(finish))))
 }
 
-/// The built-in endpoint this request is for, if any.
-fn builtin(conn: &ConnInfo, req: &Request<Incoming>) -> Option<Builtin> {
+/// The built-in endpoint this request is for, if any. Whether there is an admin listener is
+/// what was bound at startup (a reload cannot add or remove one), not what the table says now.
+fn builtin(reloader: &Reloader, conn: &ConnInfo, req: &Request<Incoming>) -> Option<Builtin> {
     let on_admin = conn.listener.is_none();
-    Builtin::find(req.method(), req.uri().path(), on_admin, conn.admin_bound)
+    Builtin::find(
+        req.method(),
+        req.uri().path(),
+        on_admin,
+        reloader.admin_bound(),
+    )
 }
 
 /// Anything but lingo's own endpoints, asked of the admin listener.

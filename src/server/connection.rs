@@ -50,8 +50,6 @@ pub struct Accepted {
     pub peer: SocketAddr,
     /// Index in the table's `listen` list; `None` for the `admin:` listener.
     pub listener: Option<usize>,
-    /// Whether lingo bound an `admin:` listener at startup.
-    pub admin_bound: bool,
     pub gate: Arc<Gate>,
     pub reloader: Arc<Reloader>,
     pub stop: watch::Receiver<bool>,
@@ -92,7 +90,6 @@ pub async fn serve(accepted: Accepted, slot: ConnectionSlot) {
         stream,
         peer,
         listener,
-        admin_bound,
         gate,
         reloader,
         stop,
@@ -108,7 +105,6 @@ pub async fn serve(accepted: Accepted, slot: ConnectionSlot) {
     let conn = Arc::new(ConnInfo {
         peer,
         listener,
-        admin_bound,
         tls: tls.is_some(),
         gate,
         activity: Arc::clone(&activity),

@@ -84,7 +84,6 @@ impl Server {
         let drain = Arc::new(Drain::default());
         let (stop_tx, stop_rx) = watch::channel(false);
         let limits = self.reloader.snapshot().table.limits;
-        let admin_bound = self.listeners.iter().any(|(index, _)| index.is_none());
         let mut accept_tasks = Vec::new();
         for (index, listener) in self.listeners {
             if let Ok(addr) = listener.local_addr() {
@@ -93,7 +92,7 @@ impl Server {
             }
             accept_tasks.push(tokio::spawn(accept_loop(
                 listener,
-                (index, admin_bound),
+                index,
                 Arc::new(Gate::new(&limits)),
                 Arc::clone(&self.reloader),
                 Arc::clone(&drain),
@@ -131,11 +130,9 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(4096)
 }
 
-/// `place`: the listener's index in the table (`None` for the admin listener) and whether
-/// lingo has an admin listener at all.
 async fn accept_loop(
     listener: TcpListener,
-    (index, admin_bound): (Option<usize>, bool),
+    index: Option<usize>,
     gate: Arc<Gate>,
     reloader: Arc<Reloader>,
     drain: Arc<Drain>,
@@ -160,7 +157,6 @@ async fn accept_loop(
             stream,
             peer,
             listener: index,
-            admin_bound,
             gate: Arc::clone(&gate),
             reloader: Arc::clone(&reloader),
             stop: stop.clone(),
