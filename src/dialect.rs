@@ -89,14 +89,14 @@ pub fn render(err: &ProxyError, dialect: Dialect) -> Response<Body> {
     response
 }
 
-/// The chat-completions error `type` for a status, as the official API assigns them.
-fn chat_type(status: StatusCode) -> &'static str {
-    match status.as_u16() {
-        401 => "authentication_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        400..=499 => "invalid_request_error",
-        _ => "api_error",
+/// The chat-completions error `type` for a status, as the official API assigns them: every
+/// client error (a wrong key and an unknown model included; `code` tells them apart) is an
+/// `invalid_request_error`, every server-side failure a `server_error`.
+pub fn chat_type(status: StatusCode) -> &'static str {
+    if status.is_client_error() {
+        "invalid_request_error"
+    } else {
+        "server_error"
     }
 }
 
@@ -176,7 +176,7 @@ mod tests {
                 },
                 404,
                 "no route for GET /x",
-                "not_found_error",
+                "invalid_request_error",
                 Some("unknown_url"),
             ),
             (
@@ -190,14 +190,14 @@ mod tests {
                 ProxyError::MissingKey,
                 401,
                 "missing client key: send it as `Authorization: Bearer <key>`",
-                "authentication_error",
+                "invalid_request_error",
                 Some("missing_api_key"),
             ),
             (
                 ProxyError::InvalidKey,
                 401,
                 "invalid client key",
-                "authentication_error",
+                "invalid_request_error",
                 Some("invalid_api_key"),
             ),
             (
@@ -206,7 +206,7 @@ mod tests {
                 },
                 403,
                 "/api/pull is a model-management call; this route does not allow it",
-                "permission_error",
+                "invalid_request_error",
                 Some("model_management_forbidden"),
             ),
             (
@@ -248,7 +248,7 @@ mod tests {
                 },
                 503,
                 "lingo is at its limit of 8 requests in flight on this listener; retry shortly",
-                "api_error",
+                "server_error",
                 Some("overloaded"),
             ),
             (
@@ -258,7 +258,7 @@ mod tests {
                 },
                 501,
                 "this route translates chat-completions to native, which lingo cannot do yet",
-                "api_error",
+                "server_error",
                 Some("not_implemented"),
             ),
             (
@@ -268,7 +268,7 @@ mod tests {
                 },
                 502,
                 "upstream `m` is unreachable: Connection refused",
-                "api_error",
+                "server_error",
                 Some("upstream_unreachable"),
             ),
             (
@@ -279,7 +279,7 @@ mod tests {
                 },
                 504,
                 "upstream `m` did not answer: first-byte timeout of 1500ms fired",
-                "api_error",
+                "server_error",
                 Some("upstream_timeout"),
             ),
             (
@@ -299,7 +299,7 @@ mod tests {
                 },
                 502,
                 "upstream `models`: the answer is not JSON",
-                "api_error",
+                "server_error",
                 None,
             ),
             (
@@ -311,7 +311,7 @@ mod tests {
                 },
                 404,
                 "model 'x' not found",
-                "not_found_error",
+                "invalid_request_error",
                 Some("model_not_found"),
             ),
         ];

@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn shipped_contract_routes() {
-        // The seven routes of shared/spec/route-table.yaml, identified by their position.
+        // The seven routes of the route-table contract (tests/fixtures/route-table.yaml), identified by their position.
         let routes = [
             exact("/v1/chat/completions", 1),
             exact("/v1/completions", 2),

@@ -46,7 +46,7 @@ async fn no_route_is_404_in_the_dialect_the_path_implies() {
         assert_shape(&answer, dialect, 404, "no route for GET");
     }
     let chat = get(&lingo.url("/v1/models")).await.json();
-    assert_eq!(chat["error"]["type"], "not_found_error");
+    assert_eq!(chat["error"]["type"], "invalid_request_error");
     assert_eq!(chat["error"]["code"], "unknown_url");
 }
 

@@ -1,7 +1,8 @@
 //! The official OpenAI Python SDK against lingo (`tests/sdk/openai_chat.py`).
 //!
-//! CI installs the SDK (`.ci/run`); where it is missing outside CI, the test says so and
-//! passes, since the SDK is not a build dependency. With `CI` set, a missing SDK fails.
+//! CI installs the SDK (`.ci/run`); where it is missing outside CI, the test prints a
+//! `SKIPPED:` line in `cargo test`'s normal output (`pip install openai` enables it). With `CI`
+//! set, a missing SDK fails.
 
 mod support;
 
@@ -15,12 +16,7 @@ async fn openai_python_sdk_works_unchanged() {
         .args(["-c", "import openai"])
         .status()
         .is_ok_and(|s| s.success());
-    if !has_sdk {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must install the openai package (.ci/run)"
-        );
-        eprintln!("skipped: the openai Python package is not installed (pip install openai)");
+    if !has_sdk && !can_run("the openai Python package", "pip install openai") {
         return;
     }
     let lingo = Lingo::start(&table(

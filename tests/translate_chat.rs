@@ -362,7 +362,7 @@ async fn upstream_errors_before_the_first_byte_keep_their_status() {
     let error = &missing.json()["error"];
     assert_eq!(
         (error["type"].clone(), error["code"].clone()),
-        (json!("not_found_error"), json!("model_not_found"))
+        (json!("invalid_request_error"), json!("model_not_found"))
     );
     assert!(error["message"].as_str().unwrap().contains("missing-model"));
     for stream in [false, true] {
@@ -372,7 +372,7 @@ async fn upstream_errors_before_the_first_byte_keep_their_status() {
         )
         .await;
         assert_eq!(busy.status, 503);
-        assert_eq!(busy.json()["error"]["type"], "api_error");
+        assert_eq!(busy.json()["error"]["type"], "server_error");
     }
 }
 
@@ -406,7 +406,7 @@ async fn unreachable_and_slow_backends() {
     let dead = chat_lingo(&format!("    url: http://{}\n", closed_port().await)).await;
     let answer = chat(&dead, json!({"model": "m", "messages": user("x")})).await;
     assert_eq!(answer.status, 502);
-    assert_eq!(answer.json()["error"]["type"], "api_error");
+    assert_eq!(answer.json()["error"]["type"], "server_error");
     let slow = mock_lingo().await;
     let answer = chat(
         &slow,

@@ -239,7 +239,7 @@ async fn one_model_by_id_alias_or_slashed_name() {
     let error = &missing.json()["error"];
     assert_eq!(
         (error["type"].clone(), error["code"].clone()),
-        (json!("not_found_error"), json!("model_not_found"))
+        (json!("invalid_request_error"), json!("model_not_found"))
     );
 }
 

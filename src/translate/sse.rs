@@ -35,8 +35,8 @@ mod tests {
         );
         assert_eq!(super::done(), "data: [DONE]\n\n");
         assert_eq!(
-            super::error_frame("cut", "api_error", "upstream_error"),
-            "data: {\"error\":{\"code\":\"upstream_error\",\"message\":\"cut\",\"param\":null,\"type\":\"api_error\"}}\n\n"
+            super::error_frame("cut", "server_error", "upstream_error"),
+            "data: {\"error\":{\"code\":\"upstream_error\",\"message\":\"cut\",\"param\":null,\"type\":\"server_error\"}}\n\n"
         );
     }
 }

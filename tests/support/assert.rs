@@ -78,7 +78,7 @@ pub fn assert_failed_stream(body: &str, needle: &str) {
         message.contains(needle),
         "{message:?} should name {needle:?}"
     );
-    assert_eq!(last["error"]["type"], "api_error", "{last}");
+    assert_eq!(last["error"]["type"], "server_error", "{last}");
 }
 
 /// A whole NDJSON answer.

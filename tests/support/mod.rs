@@ -318,3 +318,18 @@ pub async fn scripted_backend() -> (Backend, tokio::sync::mpsc::UnboundedSender<
     .await;
     (backend, lines_tx)
 }
+
+/// Whether a test that needs an outside tool (an SDK, an interpreter) can run. When it cannot,
+/// it says so on the test's real stderr, which `cargo test` shows without `--nocapture` (a skip
+/// must not look like a pass), and under `CI` it fails: CI is where the tool must be there.
+pub fn can_run(what: &str, how_to_get_it: &str) -> bool {
+    use std::io::Write;
+    let ci = std::env::var_os("CI").is_some();
+    assert!(!ci, "{what} is missing and CI is set: {how_to_get_it}");
+    // Straight to the process's stderr: the test harness captures `eprintln!`, not this.
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {what} is not available ({how_to_get_it}); this test checked nothing"
+    );
+    false
+}

@@ -370,7 +370,7 @@ impl ChatStream {
 
 /// The frame that ends a broken stream.
 pub fn error_frame(message: &str) -> Bytes {
-    sse::error_frame(message, "api_error", "upstream_error")
+    sse::error_frame(message, "server_error", "upstream_error")
 }
 
 /// A native error answer (before any byte was sent) as (status, message, code).
