@@ -16,8 +16,8 @@
 //!   line framer and the SSE frames; [`inference`]: their I/O shell (alias resolution, fan-out,
 //!   `Reframe`, native aliases).
 //! - [`mock`]: the built-in deterministic backend (`mock:` upstreams, `lingo mock`).
-//! - [`framing`], [`path`], [`auth`], [`ids`]: HTTP/1.1 framing rules, path normalisation,
-//!   client keys, unguessable ids.
+//! - [`framing`], [`path`], [`auth`], [`ids`], [`splice`]: HTTP/1.1 framing rules, path
+//!   normalisation, client keys, unguessable ids, one JSON value replaced in place.
 //! - [`upstream`]: pooled clients and the header rules towards upstreams.
 //! - [`error`], [`dialect`]: what can go wrong, and how each dialect is told.
 //! - [`body`], [`timeout`], [`telemetry`]: body plumbing, idle timeouts, access log.
@@ -51,6 +51,7 @@ pub mod rewrite;
 pub mod router;
 pub mod server;
 pub mod service;
+pub mod splice;
 pub mod table;
 pub mod telemetry;
 pub mod timeout;

@@ -4,7 +4,7 @@
 //! [`RequestStats`] that the handlers fill in (time spent waiting on upstreams, tokens from
 //! the usage counts) and that is read once, when the answer has ended.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,8 @@ use prometheus_client::registry::Registry;
 use crate::dialect::Dialect;
 use crate::error::{ProxyError, TimeoutKind};
 use crate::telemetry::AccessLog;
-use crate::translate::chat::Usage;
+use crate::timeout::IdleTimeout;
+use crate::translate::usage::Usage;
 
 /// The `Content-Type` of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -30,6 +31,7 @@ struct RequestLabels {
     upstream: String,
     status: u16,
     dialect: &'static str,
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -71,13 +73,30 @@ pub struct Metrics {
     tokens: Family<TokenLabels, Counter>,
 }
 
+/// How an answer's body ended: what the access line and `lingo_requests_total` say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything was sent.
+    Complete,
+    /// The client went away before the end.
+    ClientClosed,
+    /// The upstream broke off, sent an error line or something lingo could not read.
+    UpstreamFailed,
+    /// The upstream went silent for longer than its idle limit.
+    IdleTimeout,
+    /// An upstream line was longer than `limits.max_line`.
+    LineCap,
+}
+
 /// What one request's handlers learnt on the way, read when its answer has ended.
 #[derive(Debug, Default)]
 pub struct RequestStats {
     wait: Mutex<Wait>,
     tokens_in: AtomicU64,
     tokens_out: AtomicU64,
-    mid_stream_failure: AtomicBool,
+    /// How a stream failed after its head was sent, as the stream itself knows it (a
+    /// translated stream ends its body cleanly with an error frame, so only it can tell).
+    failure: Mutex<Option<(Outcome, String)>>,
 }
 
 /// Time spent waiting on upstreams, overlapping waits (the `n` choices of a request, the
@@ -115,7 +134,7 @@ impl Metrics {
         let requests = Family::default();
         registry.register(
             "requests",
-            "Requests answered, by route, upstream, status and the client's dialect",
+            "Requests answered, by route, upstream, status, the client's dialect and how the answer ended (outcome)",
             requests.clone(),
         );
         // 100 µs .. ~105 s
@@ -189,7 +208,7 @@ impl Metrics {
     }
 
     /// An answer has ended (or its client went away).
-    fn answer_ended(&self, log: &AccessLog, stats: &RequestStats) {
+    fn answer_ended(&self, log: &AccessLog, stats: &RequestStats, outcome: Outcome) {
         self.open_streams.dec();
         let (route, upstream) = (log.route.as_deref(), log.upstream.as_deref());
         let labels = RequestLabels {
@@ -197,9 +216,10 @@ impl Metrics {
             upstream: upstream.unwrap_or("-").to_owned(),
             status: log.status,
             dialect: log.dialect.map_or("-", Dialect::as_str),
+            outcome: outcome.as_str(),
         };
         self.requests.get_or_create(&labels).inc();
-        if stats.mid_stream_failure.load(Ordering::Relaxed) {
+        if outcome.is_upstream_failure() {
             let labels = ErrorLabels {
                 upstream: upstream.unwrap_or("-").to_owned(),
                 kind: "mid_stream",
@@ -276,8 +296,48 @@ impl Finish {
     }
 
     /// The answer has ended, or its client went away.
-    pub fn done(self, log: &AccessLog) {
-        self.metrics.answer_ended(log, &self.stats);
+    pub fn done(self, log: &AccessLog, outcome: Outcome) {
+        self.metrics.answer_ended(log, &self.stats, outcome);
+    }
+
+    /// How the stream failed, if it said so itself.
+    pub fn stream_failure(&self) -> Option<(Outcome, String)> {
+        self.stats.failure()
+    }
+}
+
+// === impl Outcome ===
+
+impl Outcome {
+    /// The name in the access line and the `outcome` label.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Complete => "complete",
+            Outcome::ClientClosed => "client_closed",
+            Outcome::UpstreamFailed => "upstream_failed",
+            Outcome::IdleTimeout => "idle_timeout",
+            Outcome::LineCap => "line_cap",
+        }
+    }
+
+    /// Whether the upstream's side broke the answer (counted as a `mid_stream` error).
+    pub const fn is_upstream_failure(self) -> bool {
+        matches!(
+            self,
+            Outcome::UpstreamFailed | Outcome::IdleTimeout | Outcome::LineCap
+        )
+    }
+
+    /// What a body error that cut an answer means: the idle limit, or another failure.
+    pub fn of_error(err: &(dyn std::error::Error + 'static)) -> Outcome {
+        let mut source = Some(err);
+        while let Some(err) = source {
+            if err.is::<IdleTimeout>() {
+                return Outcome::IdleTimeout;
+            }
+            source = err.source();
+        }
+        Outcome::UpstreamFailed
     }
 }
 
@@ -333,9 +393,18 @@ impl RequestStats {
             .fetch_add(usage.completion_tokens, Ordering::Relaxed);
     }
 
-    /// The answer was cut by an upstream failure after it had started (its error frame).
-    pub fn failed_mid_stream(&self) {
-        self.mid_stream_failure.store(true, Ordering::Relaxed);
+    /// The answer was cut after it had started (a translated stream's error frame); the
+    /// first failure is the one reported.
+    pub fn stream_failed(&self, outcome: Outcome, reason: &str) {
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        failure.get_or_insert_with(|| (outcome, reason.to_owned()));
+    }
+
+    fn failure(&self) -> Option<(Outcome, String)> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn tokens(&self) -> (u64, u64) {

@@ -32,6 +32,10 @@ where
     // The client's HTTP version is its hop's business; the pool picks the upstream's.
     parts.version = Version::HTTP_11;
     headers::to_upstream(&mut parts.headers, &forwarding(call, false));
+    // The body is framed by what is sent, not by what the client declared: hyper writes the
+    // length of a body that knows it (the client's own, unchanged, or one rewritten on the
+    // way, such as an alias) and chunks one that does not.
+    parts.headers.remove(CONTENT_LENGTH);
     let rewrites = call.upstream.speaks == Dialect::WebData;
     if rewrites || call.upstream.auth.is_some() {
         // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.

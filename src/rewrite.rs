@@ -6,14 +6,13 @@
 //! `url` and `next` of a JSON object are touched: they are the API's own links in every
 //! documented answer, whereas nested `url`s are scraped pages' addresses.
 //!
-//! The answer is scanned without building a tree (borrowed `RawValue`s), and the output is
-//! the original buffer sliced around the replaced values: one answer in memory, no copy.
-
-use std::collections::HashMap;
+//! The answer is scanned without building a tree ([`crate::splice`]), and the output is the
+//! original buffer sliced around the replaced values: one answer in memory, no copy.
 
 use bytes::Bytes;
 use hyper::Uri;
-use serde_json::value::RawValue;
+
+use crate::splice;
 
 /// The top-level fields that hold API links.
 const LINK_FIELDS: [&str; 2] = ["url", "next"];
@@ -23,31 +22,17 @@ const LINK_FIELDS: [&str; 2] = ["url", "next"];
 /// prefix from its path. `None` when there is nothing to rewrite (not a JSON object, or no
 /// absolute link in it), so the caller sends the body unchanged.
 pub fn rebase_links(body: &Bytes, public_base: &str, base_path: &str) -> Option<Vec<Bytes>> {
-    let fields: HashMap<String, &RawValue> = serde_json::from_slice(body).ok()?;
-    let mut edits: Vec<(usize, usize, Bytes)> = LINK_FIELDS
-        .iter()
-        .filter_map(|name| fields.get(*name))
-        .filter_map(|raw| {
-            let link: String = serde_json::from_str(raw.get()).ok()?;
-            let rebased = rebase(&link, public_base, base_path)?;
-            let start = raw.get().as_ptr() as usize - body.as_ptr() as usize;
-            let json = serde_json::to_string(&rebased).ok()?;
-            Some((start, start + raw.get().len(), Bytes::from(json)))
+    let edits: Vec<_> = splice::find(body, &LINK_FIELDS)?
+        .into_iter()
+        .filter_map(|found| {
+            let rebased = rebase(&found.string()?, public_base, base_path)?;
+            Some((found.range, splice::string_literal(&rebased)))
         })
         .collect();
     if edits.is_empty() {
         return None;
     }
-    edits.sort_by_key(|(start, _, _)| *start);
-    let mut pieces = Vec::with_capacity(edits.len() * 2 + 1);
-    let mut at = 0;
-    for (start, end, replacement) in edits {
-        pieces.push(body.slice(at..start));
-        pieces.push(replacement);
-        at = end;
-    }
-    pieces.push(body.slice(at..));
-    Some(pieces)
+    Some(splice::pieces(body, edits))
 }
 
 /// `https://up:3002/base/v1/crawl/x?skip=2` -> `<public_base>/v1/crawl/x?skip=2`.

@@ -16,7 +16,7 @@ use pin_project_lite::pin_project;
 use crate::body::BoxError;
 use crate::dialect::Dialect;
 use crate::limits::InFlight;
-use crate::metrics::Finish;
+use crate::metrics::{Finish, Outcome};
 
 /// Installs the global subscriber: `RUST_LOG` filters (default `info`), output on stderr.
 pub fn init() {
@@ -67,7 +67,7 @@ impl AccessLog {
         }
     }
 
-    fn emit(&self, outcome: &str) {
+    fn emit(&self, outcome: Outcome) {
         tracing::info!(
             target: "lingo::access",
             method = %self.method,
@@ -79,7 +79,7 @@ impl AccessLog {
             bytes = self.bytes,
             client = %self.client.as_deref().unwrap_or("-"),
             request_id = %self.request_id,
-            outcome = %outcome,
+            outcome = %outcome.as_str(),
             error = self.error.as_deref().unwrap_or(""),
         );
     }
@@ -103,14 +103,38 @@ pin_project! {
     impl<B> PinnedDrop for Logged<B> {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
-            if let Some(log) = this.log.take() {
-                let outcome = if this.ended.get() { "complete" } else { "client closed" };
-                log.emit(outcome);
-                if let Some(finish) = this.finish.take() {
-                    finish.done(&log);
-                }
-            }
+            let outcome = if this.ended.get() {
+                Outcome::Complete
+            } else {
+                Outcome::ClientClosed
+            };
+            write(this.log, this.finish, outcome, None);
         }
+    }
+}
+
+/// Writes the access line and records the metrics, once. A stream that reported its own
+/// failure (a translated stream ends its body cleanly, with an error frame) is told as that
+/// failure; otherwise as `outcome`, which the body's end decided.
+fn write(
+    log: &mut Option<AccessLog>,
+    finish: &mut Option<Finish>,
+    outcome: Outcome,
+    error: Option<String>,
+) {
+    let Some(mut log) = log.take() else {
+        return;
+    };
+    let (outcome, error) = match finish.as_ref().and_then(Finish::stream_failure) {
+        Some((failed, reason)) => (failed, Some(reason)),
+        None => (outcome, error),
+    };
+    if error.is_some() {
+        log.error = error;
+    }
+    log.emit(outcome);
+    if let Some(finish) = finish.take() {
+        finish.done(&log, outcome);
     }
 }
 
@@ -158,16 +182,10 @@ where
                 }
             }
             Poll::Ready(Some(Err(err))) => {
-                if let Some(mut log) = this.log.take() {
-                    log.error = Some(err.to_string());
-                    log.emit("upstream failed");
-                }
+                let outcome = Outcome::of_error(err.as_ref());
+                write(this.log, this.finish, outcome, Some(err.to_string()));
             }
-            Poll::Ready(None) => {
-                if let Some(log) = this.log.take() {
-                    log.emit("complete");
-                }
-            }
+            Poll::Ready(None) => write(this.log, this.finish, Outcome::Complete, None),
             Poll::Pending => {}
         }
         polled

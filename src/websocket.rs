@@ -34,6 +34,8 @@ pub async fn proxy(
     let offer = parts.headers.get(SEC_WEBSOCKET_PROTOCOL).cloned();
     parts.version = hyper::Version::HTTP_11;
     headers::to_upstream(&mut parts.headers, &forwarding(call, true));
+    // The handshake goes up without a body, so it must not announce one.
+    parts.headers.remove(hyper::header::CONTENT_LENGTH);
     let keys: Vec<&str> = call
         .snapshot
         .table

@@ -62,10 +62,13 @@ async fn requests_tokens_and_overhead_are_counted() {
             .starts_with("application/openmetrics-text"),
     );
     let text = &metrics.body;
-    let ok = format!(r#"lingo_requests_total{{{route},status="200",dialect="chat-completions"}}"#);
+    let ok = format!(
+        r#"lingo_requests_total{{{route},status="200",dialect="chat-completions",outcome="complete"}}"#
+    );
     assert_eq!(sample(text, &ok), Some(2.0), "{text}");
-    let denied =
-        format!(r#"lingo_requests_total{{{route},status="401",dialect="chat-completions"}}"#);
+    let denied = format!(
+        r#"lingo_requests_total{{{route},status="401",dialect="chat-completions",outcome="complete"}}"#
+    );
     assert_eq!(sample(text, &denied), Some(1.0), "{text}");
     // The mock answers 5 tokens per answer; its prompt count is 1 per message word or more.
     let out =

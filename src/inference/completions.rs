@@ -106,4 +106,8 @@ impl Translator for CompletionStream {
     fn usage(&self) -> Option<Usage> {
         CompletionStream::usage(self)
     }
+
+    fn prompt(&self) -> usize {
+        CompletionStream::prompt(self)
+    }
 }

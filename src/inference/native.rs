@@ -6,14 +6,13 @@
 //! unchanged. Only the endpoints that name a model read the request body, and only when the
 //! table has aliases.
 
-use std::borrow::Cow;
+use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::CONTENT_LENGTH;
 use hyper::{Request, Response};
-use serde_json::Value;
 
 use super::read_body;
 use super::reframe::{Reframe, Translator};
@@ -22,6 +21,7 @@ use crate::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::passthrough;
 use crate::service::Call;
+use crate::splice;
 use crate::translate::chat::Usage;
 
 /// The native endpoints whose body names a model.
@@ -67,75 +67,59 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
     let rename = Rename::new(&model, &alias);
     Ok(Response::from_parts(
         parts,
-        Body::new(Reframe::new(body, max_line, rename).redacting(upstream)),
+        Body::new(
+            Reframe::new(body, max_line, rename)
+                .redacting(upstream)
+                .reporting(&call.stats),
+        ),
     ))
 }
 
-/// The model a native body names (`model`, or `name` on `/api/show`), read without building
-/// the rest: most requests name no alias, and those pass on as they came.
-#[derive(serde::Deserialize)]
-struct Named<'a> {
-    #[serde(borrow)]
-    model: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
-}
-
 /// `(upstream index, alias, upstream model, rewritten body)` when the body names an alias.
+/// Only the model's value changes: it is spliced in place, so everything else reaches the
+/// upstream exactly as the client wrote it. The model is `model`, or `name` on `/api/show`
+/// (the native server reads `model` first).
 fn resolve(call: &Call<'_>, body: &[u8]) -> Option<(usize, String, String, Bytes)> {
-    let named: Named<'_> = serde_json::from_slice(body).ok()?;
-    let models = &call.snapshot.table.models;
-    if !named
-        .model
-        .or(named.name)
-        .is_some_and(|m| models.contains_key(&*m))
-    {
-        return None;
-    }
-    let mut request: serde_json::Map<String, Value> = serde_json::from_slice(body).ok()?;
-    let key = if request.contains_key("model") {
-        "model"
-    } else {
-        "name"
-    };
-    let alias = request.get(key)?.as_str()?.to_owned();
+    let found = splice::find(body, &["model", "name"])?;
+    let named = found
+        .iter()
+        .find(|f| f.name == 0)
+        .or_else(|| found.iter().find(|f| f.name == 1))?;
+    let alias = named.string()?;
     let target = call.snapshot.table.models.get(&alias)?;
-    request.insert(key.into(), target.model.clone().into());
-    let renamed = Bytes::from(serde_json::to_vec(&request).ok()?);
+    let literal = splice::string_literal(&target.model);
+    let renamed = splice::replaced(body, named.range.clone(), &literal).freeze();
     Some((target.upstream, alias, target.model.clone(), renamed))
 }
 
-/// Puts the alias back into each answer line's `model`.
+/// Puts the alias back into each answer line's top-level `model`, however the upstream
+/// spaces its JSON; a line whose `model` is another name (or that is not JSON) is left alone.
 struct Rename {
-    /// `"model":"<upstream model>"` as the upstream writes it (compact JSON).
-    from: Vec<u8>,
-    to: Vec<u8>,
+    model: String,
+    alias: Bytes,
 }
 
 impl Rename {
     fn new(model: &str, alias: &str) -> Self {
-        let field = |name: &str| format!("\"model\":{}", Value::from(name)).into_bytes();
         Rename {
-            from: field(model),
-            to: field(alias),
+            model: model.to_owned(),
+            alias: splice::string_literal(alias),
         }
+    }
+
+    /// Where the line's `model` names the upstream's model.
+    fn model_at(&self, line: &[u8]) -> Option<Range<usize>> {
+        let found = splice::find(line, &["model"])?.pop()?;
+        (found.string()? == self.model).then_some(found.range)
     }
 }
 
 impl Translator for Rename {
     fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
-        let mut out = BytesMut::with_capacity(line.len() + self.to.len() + 1);
-        match line
-            .windows(self.from.len())
-            .position(|w| w == self.from.as_slice())
-        {
-            Some(at) => {
-                out.extend_from_slice(&line[..at]);
-                out.extend_from_slice(&self.to);
-                out.extend_from_slice(&line[at + self.from.len()..]);
-            }
-            None => out.extend_from_slice(line),
-        }
+        let mut out = match self.model_at(line) {
+            Some(range) => splice::replaced(line, range, &self.alias),
+            None => BytesMut::from(line),
+        };
         out.extend_from_slice(b"\n");
         Ok(vec![out.freeze()])
     }

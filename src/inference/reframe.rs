@@ -19,11 +19,11 @@ use pin_project_lite::pin_project;
 
 use crate::body::{Body, BoxError};
 use crate::config::secret::Secret;
-use crate::metrics::RequestStats;
+use crate::metrics::{Outcome, RequestStats};
 use crate::table::Upstream;
-use crate::translate::chat::Usage;
-use crate::translate::ndjson::LineFramer;
+use crate::translate::ndjson::{FrameError, LineFramer};
 use crate::translate::sse;
+use crate::translate::usage::{Tally, Usage};
 
 /// A per-stream translator: native lines in, SSE frames out.
 pub trait Translator: Send + 'static {
@@ -35,6 +35,11 @@ pub trait Translator: Send + 'static {
     fn error_frame(&self, message: &str) -> Bytes;
     /// The token counts the stream reported, once it has ended.
     fn usage(&self) -> Option<Usage>;
+    /// Which prompt of the request the stream answers (see [`Tally`]): the `n` choices of a
+    /// chat completion all answer prompt 0.
+    fn prompt(&self) -> usize {
+        0
+    }
 }
 
 /// The closing frame that reports the summed usage of all streams (`include_usage` with
@@ -62,6 +67,31 @@ pin_project! {
         state: State,
         // The upstream's key, kept out of the error messages lingo re-tells.
         key: Option<Secret>,
+        // Where a failure is reported, so the access line and metrics tell it.
+        stats: Option<Arc<RequestStats>>,
+    }
+}
+
+/// Why a stream ends with an error frame.
+struct Failure {
+    outcome: Outcome,
+    message: String,
+}
+
+impl Failure {
+    /// The upstream's own error, or an answer lingo could not read.
+    fn upstream(message: String) -> Self {
+        Failure {
+            outcome: Outcome::UpstreamFailed,
+            message,
+        }
+    }
+
+    fn framing(err: FrameError) -> Self {
+        Failure {
+            outcome: Outcome::LineCap,
+            message: err.to_string(),
+        }
     }
 }
 
@@ -76,7 +106,14 @@ impl<T: Translator> Reframe<T> {
             queue: VecDeque::new(),
             state: State::Streaming,
             key: None,
+            stats: None,
         }
+    }
+
+    /// Reports a failure to the request's stats (the access line, the metrics).
+    pub fn reporting(mut self, stats: &Arc<RequestStats>) -> Self {
+        self.stats = Some(Arc::clone(stats));
+        self
     }
 
     /// Keeps `upstream`'s key out of the error frame (an upstream may echo it in an error).
@@ -120,21 +157,27 @@ impl<T: Translator> http_body::Body for Reframe<T> {
                         other => other.map(|()| false),
                     }
                 }
-                Poll::Ready(Some(Err(err))) => Err(format!(
-                    "upstream stream failed: {}",
-                    crate::upstream::reason(err.as_ref())
-                )),
+                Poll::Ready(Some(Err(err))) => Err(Failure {
+                    outcome: Outcome::of_error(err.as_ref()),
+                    message: format!(
+                        "upstream stream failed: {}",
+                        crate::upstream::reason(err.as_ref())
+                    ),
+                }),
                 Poll::Ready(None) => end(this.framer, this.translator, this.queue).map(|()| true),
             };
             match result {
                 Ok(true) => *this.state = State::Complete,
                 Ok(false) => {}
-                Err(message) => {
+                Err(Failure { outcome, message }) => {
                     let message = match this.key {
                         Some(key) => key.redact(&message).into_owned(),
                         None => message,
                     };
                     tracing::warn!("stream ended with an error: {message}");
+                    if let Some(stats) = this.stats {
+                        stats.stream_failed(outcome, &message);
+                    }
                     this.queue.push_back(this.translator.error_frame(&message));
                     *this.state = State::Failed;
                 }
@@ -152,10 +195,10 @@ fn drain<T: Translator>(
     framer: &mut LineFramer,
     translator: &mut T,
     queue: &mut VecDeque<Bytes>,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     while let Some(line) = framer.next_line() {
-        let line = line.map_err(|e| e.to_string())?;
-        queue.extend(translator.on_line(&line)?);
+        let line = line.map_err(Failure::framing)?;
+        queue.extend(translator.on_line(&line).map_err(Failure::upstream)?);
     }
     Ok(())
 }
@@ -165,13 +208,13 @@ fn end<T: Translator>(
     framer: &mut LineFramer,
     translator: &mut T,
     queue: &mut VecDeque<Bytes>,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     drain(framer, translator, queue)?;
     if let Some(line) = framer.finish() {
-        let line = line.map_err(|e| e.to_string())?;
-        queue.extend(translator.on_line(&line)?);
+        let line = line.map_err(Failure::framing)?;
+        queue.extend(translator.on_line(&line).map_err(Failure::upstream)?);
     }
-    queue.extend(translator.finish()?);
+    queue.extend(translator.finish().map_err(Failure::upstream)?);
     Ok(())
 }
 
@@ -183,7 +226,7 @@ pub struct Merged<T> {
     /// Where the next poll starts, so that no stream starves the others.
     next: usize,
     finished: bool,
-    usage: Option<Usage>,
+    usage: Tally,
     usage_frame: Option<UsageFrame>,
     /// Frames left to send after the last stream ended.
     closing: VecDeque<Bytes>,
@@ -200,10 +243,13 @@ impl<T: Translator> Merged<T> {
         stats: Arc<RequestStats>,
     ) -> Self {
         Merged {
-            streams: streams.into_iter().map(Box::pin).collect(),
+            streams: streams
+                .into_iter()
+                .map(|stream| Box::pin(stream.reporting(&stats)))
+                .collect(),
             next: 0,
             finished: false,
-            usage: None,
+            usage: Tally::default(),
             usage_frame,
             closing: VecDeque::new(),
             stats,
@@ -213,11 +259,12 @@ impl<T: Translator> Merged<T> {
     /// Everything ended cleanly: the usage frame (if asked for), then `[DONE]`.
     fn close(&mut self) {
         self.finished = true;
-        if let Some(usage) = self.usage {
+        if !self.usage.is_empty() {
+            let usage = self.usage.total();
             self.stats.used(usage);
-        }
-        if let (Some(frame), Some(usage)) = (self.usage_frame.take(), self.usage) {
-            self.closing.push_back(frame(usage));
+            if let Some(frame) = self.usage_frame.take() {
+                self.closing.push_back(frame(usage));
+            }
         }
         self.closing.push_back(sse::done());
     }
@@ -243,7 +290,6 @@ impl<T: Translator> http_body::Body for Merged<T> {
                 Poll::Ready(Some(frame)) => {
                     if this.streams[at].failed() && this.streams[at].is_end_stream() {
                         // Its error frame is the last thing the client gets.
-                        this.stats.failed_mid_stream();
                         this.streams.clear();
                         this.finished = true;
                     } else {
@@ -254,7 +300,7 @@ impl<T: Translator> http_body::Body for Merged<T> {
                 Poll::Ready(None) => {
                     let ended = this.streams.remove(at);
                     if let Some(usage) = ended.translator.usage() {
-                        this.usage = Some(this.usage.map_or(usage, |u| u.plus(usage)));
+                        this.usage.add(ended.translator.prompt(), usage);
                     }
                     if this.streams.is_empty() {
                         this.close();

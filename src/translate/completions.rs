@@ -10,9 +10,10 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::chat::{ChatError, Usage};
+use super::chat::ChatError;
 use super::params::{self, err};
 use super::sse;
+use super::usage::{Tally, Usage};
 
 /// The official API's default completion length.
 pub const DEFAULT_MAX_TOKENS: u64 = 16;
@@ -129,11 +130,7 @@ fn finish_reason(done_reason: Option<&str>) -> &'static str {
 }
 
 fn usage(event: &Event<'_>) -> Usage {
-    Usage {
-        prompt_tokens: event.prompt_eval_count,
-        completion_tokens: event.eval_count,
-        total_tokens: event.prompt_eval_count.saturating_add(event.eval_count),
-    }
+    Usage::new(event.prompt_eval_count, event.eval_count)
 }
 
 /// What every chunk of one completion shares.
@@ -184,13 +181,14 @@ pub fn completion(
     request: &CompletionRequest,
     meta: &Meta,
 ) -> Result<(Bytes, Usage), String> {
-    let mut total: Option<Usage> = None;
+    let mut total = Tally::default();
     let mut choices = Vec::with_capacity(answers.len());
     for (i, answer) in answers.iter().enumerate() {
         let event = parse(answer)?;
-        if let Some(error) = event.error {
+        if let Some(error) = &event.error {
             return Err(format!("upstream error: {error}"));
         }
+        total.add(i, usage(&event));
         let text = if request.echo {
             format!("{}{}", request.prompts[i], event.response)
         } else {
@@ -202,18 +200,8 @@ pub fn completion(
             logprobs: None,
             finish_reason: Some(finish_reason(event.done_reason.as_deref())),
         });
-        let this = Usage {
-            prompt_tokens: event.prompt_eval_count,
-            completion_tokens: event.eval_count,
-            total_tokens: event.prompt_eval_count.saturating_add(event.eval_count),
-        };
-        total = Some(total.map_or(this, |t| Usage {
-            prompt_tokens: t.prompt_tokens.saturating_add(this.prompt_tokens),
-            completion_tokens: t.completion_tokens.saturating_add(this.completion_tokens),
-            total_tokens: t.total_tokens.saturating_add(this.total_tokens),
-        }));
     }
-    let usage = total.unwrap_or_default();
+    let usage = total.total();
     serde_json::to_vec(&envelope(meta, choices, Some(usage)))
         .map(|json| (Bytes::from(json), usage))
         .map_err(|e| e.to_string())
@@ -287,6 +275,11 @@ impl CompletionStream {
         } else {
             Err("upstream closed the stream before it was done".into())
         }
+    }
+
+    /// Which prompt of the batch this stream answers.
+    pub fn prompt(&self) -> usize {
+        self.index as usize
     }
 
     pub fn usage(&self) -> Option<Usage> {

@@ -11,6 +11,7 @@ pub mod models;
 pub mod ndjson;
 pub mod params;
 pub mod sse;
+pub mod usage;
 
 use crate::dialect::Dialect;
 

@@ -333,3 +333,23 @@ pub fn can_run(what: &str, how_to_get_it: &str) -> bool {
     );
     false
 }
+
+/// The value of one sample in a `/metrics` text (`name{labels}` as written there).
+pub fn metric(text: &str, name_and_labels: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name_and_labels)?.strip_prefix(' '))
+        .map(|value| value.parse().unwrap())
+}
+
+/// `/metrics` once `ready` holds for it (an answer is recorded on the server a moment after
+/// the client has read its end); fails the test if it never does.
+pub async fn metrics_when(lingo: &Lingo, ready: impl Fn(&str) -> bool) -> String {
+    for _ in 0..500 {
+        let text = get(&lingo.url("/metrics")).await.body;
+        if ready(&text) {
+            return text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("metrics never reached the expected state");
+}

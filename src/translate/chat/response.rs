@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use super::native::{self, Event};
 use crate::ids;
 use crate::translate::sse;
+pub use crate::translate::usage::{Tally, Usage};
 
 const FINGERPRINT: &str = "fp_lingo";
 
@@ -27,34 +28,9 @@ pub struct ResponseMeta {
     pub model: String,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub total_tokens: u64,
-}
-
 impl Usage {
     fn of(event: &Event<'_>) -> Self {
-        Usage {
-            prompt_tokens: event.prompt_eval_count,
-            completion_tokens: event.eval_count,
-            // Counts come from the upstream: a huge one must not overflow.
-            total_tokens: event.prompt_eval_count.saturating_add(event.eval_count),
-        }
-    }
-
-    /// The usage of `n` choices of one prompt: the prompt once, every completion.
-    pub fn plus(self, other: Usage) -> Usage {
-        let prompt_tokens = self.prompt_tokens.max(other.prompt_tokens);
-        let completion_tokens = self
-            .completion_tokens
-            .saturating_add(other.completion_tokens);
-        Usage {
-            prompt_tokens,
-            completion_tokens,
-            total_tokens: prompt_tokens.saturating_add(completion_tokens),
-        }
+        Usage::new(event.prompt_eval_count, event.eval_count)
     }
 }
 
@@ -163,7 +139,7 @@ pub fn completion(answers: &[Bytes], meta: &ResponseMeta) -> Result<(Bytes, Usag
     if let Some(error) = events.iter().find_map(|e| e.error.as_deref()) {
         return Err(format!("upstream error: {error}"));
     }
-    let mut usage: Option<Usage> = None;
+    let mut usage = Tally::default();
     let mut choices = Vec::with_capacity(events.len());
     for (i, event) in events.iter().enumerate() {
         let mut next = 0;
@@ -182,8 +158,7 @@ pub fn completion(answers: &[Bytes], meta: &ResponseMeta) -> Result<(Bytes, Usag
                 tool_calls,
             },
         });
-        let this = Usage::of(event);
-        usage = Some(usage.map_or(this, |u| u.plus(this)));
+        usage.add(0, Usage::of(event));
     }
     let completion = Completion {
         id: &meta.id,
@@ -192,7 +167,7 @@ pub fn completion(answers: &[Bytes], meta: &ResponseMeta) -> Result<(Bytes, Usag
         model: &meta.model,
         system_fingerprint: FINGERPRINT,
         choices,
-        usage: usage.unwrap_or_default(),
+        usage: usage.total(),
     };
     serde_json::to_vec(&completion)
         .map(|json| (Bytes::from(json), completion.usage))

@@ -1,0 +1,215 @@
+//! Finding and replacing top-level values of a JSON object without re-serialising it.
+//!
+//! A proxy that changes one value of a body (a model alias, an API link) must leave the rest
+//! exactly as the sender wrote it: field order, spacing, number spellings (`1e3`, integers
+//! past 2^53), escapes and fields lingo does not know. So the value's bytes are located with a
+//! borrowing parse (no tree is built) and the new value is spliced in around them.
+
+use std::ops::Range;
+
+use bytes::{Bytes, BytesMut};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// Where a top-level field's value stands in the body, and its raw JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found<'a> {
+    /// Which of the names asked for.
+    pub name: usize,
+    /// The byte range of the raw value (quotes included for a string).
+    pub range: Range<usize>,
+    pub raw: &'a str,
+}
+
+impl Found<'_> {
+    /// The value as a string, if it is one (escapes decoded).
+    pub fn string(&self) -> Option<String> {
+        serde_json::from_str(self.raw).ok()
+    }
+}
+
+/// The top-level fields of `body` that are named in `names`, in body order. `None` when
+/// `body` is not one JSON object, or names one of them twice (which one counts would be a
+/// guess; the caller leaves such a body alone).
+pub fn find<'a>(body: &'a [u8], names: &[&str]) -> Option<Vec<Found<'a>>> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let raws = de.deserialize_map(Fields { names }).ok()?;
+    de.end().ok()?;
+    let base = body.as_ptr() as usize;
+    Some(
+        raws.into_iter()
+            .map(|(name, raw)| {
+                let start = raw.get().as_ptr() as usize - base;
+                Found {
+                    name,
+                    range: start..start + raw.get().len(),
+                    raw: raw.get(),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// `body` with each range replaced by its new text, as pieces that share `body`'s memory.
+/// Ranges must not overlap; they may come in any order.
+pub fn pieces(body: &Bytes, mut edits: Vec<(Range<usize>, Bytes)>) -> Vec<Bytes> {
+    edits.sort_by_key(|(range, _)| range.start);
+    let mut out = Vec::with_capacity(edits.len() * 2 + 1);
+    let mut at = 0;
+    for (range, replacement) in edits {
+        out.push(body.slice(at..range.start));
+        out.push(replacement);
+        at = range.end;
+    }
+    out.push(body.slice(at..));
+    out
+}
+
+/// `body` with one range replaced by `replacement`, as one buffer.
+pub fn replaced(body: &[u8], range: Range<usize>, replacement: &[u8]) -> BytesMut {
+    let mut out = BytesMut::with_capacity(body.len() - range.len() + replacement.len() + 1);
+    out.extend_from_slice(&body[..range.start]);
+    out.extend_from_slice(replacement);
+    out.extend_from_slice(&body[range.end..]);
+    out
+}
+
+/// A JSON string literal for `value`.
+pub fn string_literal(value: &str) -> Bytes {
+    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
+}
+
+/// Visits one object, keeping the raw values of the named keys.
+struct Fields<'n> {
+    names: &'n [&'n str],
+}
+
+impl<'de> Visitor<'de> for Fields<'_> {
+    type Value = Vec<(usize, &'de RawValue)>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found: Vec<(usize, &'de RawValue)> = Vec::new();
+        while let Some(key) = map.next_key_seed(KeyIndex(self.names))? {
+            match key {
+                Some(name) if found.iter().any(|(n, _)| *n == name) => {
+                    return Err(serde::de::Error::custom("duplicate field"));
+                }
+                Some(name) => found.push((name, map.next_value()?)),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A key's position in the names asked for, compared without allocating.
+struct KeyIndex<'n>(&'n [&'n str]);
+
+impl<'de> DeserializeSeed<'de> for KeyIndex<'_> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        de.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeyIndex<'_> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().position(|name| *name == key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(body: &str, names: &[&str]) -> Option<Vec<(usize, String)>> {
+        let found = find(body.as_bytes(), names)?;
+        Some(
+            found
+                .iter()
+                .map(|f| (f.name, body[f.range.clone()].to_owned()))
+                .collect(),
+        )
+    }
+
+    /// (body, names asked for, the (name, raw value) pairs expected).
+    type Case<'a> = (&'a str, &'a [&'a str], Option<Vec<(usize, &'a str)>>);
+
+    #[test]
+    fn finds_top_level_values_as_written() {
+        let cases: &[Case<'_>] = &[
+            (r#"{"model":"a"}"#, &["model"], Some(vec![(0, r#""a""#)])),
+            (
+                r#"{ "model" : "a" , "n": 1e3 }"#,
+                &["model"],
+                Some(vec![(0, r#""a""#)]),
+            ),
+            (
+                r#"{"name":"x","model":"y"}"#,
+                &["model", "name"],
+                Some(vec![(1, r#""x""#), (0, r#""y""#)]),
+            ),
+            (
+                r#"{"opts":{"model":"nested"},"model":"top"}"#,
+                &["model"],
+                Some(vec![(0, r#""top""#)]),
+            ),
+            (
+                r#"{"mo\u0064el":"esc"}"#,
+                &["model"],
+                Some(vec![(0, r#""esc""#)]),
+            ),
+            (r#"{"model":null}"#, &["model"], Some(vec![(0, "null")])),
+            (r#"{"other":1}"#, &["model"], Some(vec![])),
+            (r#"{"model":"a","model":"b"}"#, &["model"], None),
+            (r#"[{"model":"a"}]"#, &["model"], None),
+            (r#"{"model":"a"} trailing"#, &["model"], None),
+            ("not json", &["model"], None),
+            ("", &["model"], None),
+        ];
+        for (body, names, want) in cases {
+            let want = want
+                .as_ref()
+                .map(|v| v.iter().map(|(n, s)| (*n, (*s).to_owned())).collect());
+            assert_eq!(strings(body, names), want, "{body}");
+        }
+    }
+
+    #[test]
+    fn string_values_are_decoded() {
+        let found = find(br#"{"model":"caf\u00e9:1b"}"#, &["model"]).unwrap();
+        assert_eq!(found[0].string().as_deref(), Some("café:1b"));
+        let found = find(br#"{"model":3}"#, &["model"]).unwrap();
+        assert_eq!(found[0].string(), None);
+    }
+
+    #[test]
+    fn splicing_keeps_everything_else_byte_for_byte() {
+        let body = Bytes::from_static(br#"{"n": 12345678901234567890, "model" : "a", "x":1e3}"#);
+        let found = find(&body, &["model"]).unwrap();
+        let edit = (found[0].range.clone(), string_literal("longer-name"));
+        let joined: Vec<u8> = pieces(&body, vec![edit]).concat();
+        assert_eq!(
+            joined,
+            br#"{"n": 12345678901234567890, "model" : "longer-name", "x":1e3}"#
+        );
+        let one = replaced(&body, found[0].range.clone(), b"\"b\"");
+        assert_eq!(
+            &one[..],
+            br#"{"n": 12345678901234567890, "model" : "b", "x":1e3}"#
+        );
+    }
+}
