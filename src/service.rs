@@ -234,6 +234,9 @@ async fn dispatch(
             inference::models::one(&call, &call.path_and_query[..path_len]).await
         }
         None if upgrade => websocket::proxy(&call, req).await,
+        None if inference::tags::lists_aliases(&call, &call.path_and_query[..path_len]) => {
+            inference::tags::handle(&call, req).await
+        }
         None if inference::native::renames_models(&call, &call.path_and_query[..path_len]) => {
             inference::native::handle(&call, req).await
         }

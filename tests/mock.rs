@@ -206,12 +206,6 @@ async fn generate_embed_tags_show() {
         (400, json!({"error": "invalid input type"}))
     );
 
-    let tags = get(&format!("{base}/api/tags")).await.json();
-    assert_eq!(tags["models"][0]["name"], "mock:latest");
-    let show = post(&format!("{base}/api/show"), json!({"model": "mock"}), &[])
-        .await
-        .json();
-    assert!(show["capabilities"].is_array());
     let missing = post(
         &format!("{base}/api/show"),
         json!({"model": "missing-model"}),
@@ -222,6 +216,127 @@ async fn generate_embed_tags_show() {
         (missing.status.as_u16(), missing.json()),
         (404, json!({"error": "model 'missing-model' not found"}))
     );
+}
+
+/// The seed's native model entry, every field of it, realistic: what Ollama-style clients
+/// parse (a zero size or a dummy digest reads as a broken model in their pickers).
+#[tokio::test]
+async fn tags_list_complete_realistic_entries() {
+    let base = mock().await;
+    let tags = get(&format!("{base}/api/tags")).await.json();
+    let models = tags["models"].as_array().unwrap();
+    let names: Vec<&str> = models.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["llama3.2:3b", "all-minilm:latest"],
+        "the shipped alias's target and an embedding model"
+    );
+    let mut digests = Vec::new();
+    for model in models {
+        let fields: Vec<&str> = model
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            fields,
+            ["details", "digest", "model", "modified_at", "name", "size"],
+            "{model}"
+        );
+        assert_eq!(model["model"], model["name"]);
+        assert_eq!(model["modified_at"], "2026-01-01T00:00:00Z");
+        assert!(model["size"].as_u64().unwrap() > 1_000_000, "{model}");
+        let digest = model["digest"].as_str().unwrap();
+        assert!(
+            digest.len() == 64
+                && digest
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+            "{digest}"
+        );
+        digests.push(digest.to_owned());
+        let details = &model["details"];
+        let fields: Vec<&str> = details
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "families",
+                "family",
+                "format",
+                "parameter_size",
+                "parent_model",
+                "quantization_level"
+            ],
+        );
+        assert_eq!(details["format"], "gguf");
+        assert_eq!(details["families"], json!([details["family"]]));
+    }
+    assert_ne!(digests[0], digests[1], "a digest per model");
+    assert_eq!(
+        (
+            models[0]["details"]["parameter_size"].clone(),
+            models[0]["details"]["quantization_level"].clone()
+        ),
+        (json!("3.2B"), json!("Q4_K_M"))
+    );
+    let again = get(&format!("{base}/api/tags")).await.json();
+    assert_eq!(again, tags, "deterministic");
+}
+
+/// `/api/show`: the seed's fields (`model_info` spelled as the real server spells it), the
+/// details of the model asked for.
+#[tokio::test]
+async fn show_describes_the_model_asked_for() {
+    let base = mock().await;
+    let tags = get(&format!("{base}/api/tags")).await.json();
+    for (asked, listed) in [
+        ("llama3.2:3b", 0),
+        ("all-minilm", 1),
+        ("all-minilm:latest", 1),
+        ("anything-else", 0),
+    ] {
+        let show = post(&format!("{base}/api/show"), json!({"model": asked}), &[]).await;
+        assert_eq!(show.status, 200, "{asked}: {}", show.body);
+        let show = show.json();
+        for field in [
+            "modified_at",
+            "template",
+            "system",
+            "modelfile",
+            "parameters",
+        ] {
+            assert!(show[field].is_string(), "{asked}: {field} in {show}");
+        }
+        assert_eq!(show["model"], asked);
+        assert_eq!(
+            show["details"], tags["models"][listed]["details"],
+            "{asked}"
+        );
+        assert!(show["capabilities"].is_array());
+        let arch = show["model_info"]["general.architecture"].as_str().unwrap();
+        assert_eq!(arch, tags["models"][listed]["details"]["family"]);
+        assert!(
+            show["model_info"][format!("{arch}.context_length")]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+        assert!(show.get("modelinfo").is_none());
+    }
+    let legacy = post(
+        &format!("{base}/api/show"),
+        json!({"name": "all-minilm"}),
+        &[],
+    )
+    .await
+    .json();
+    assert_eq!(legacy["capabilities"], json!(["embedding"]));
 }
 
 #[tokio::test]

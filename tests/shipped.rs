@@ -88,3 +88,37 @@ async fn shipped_table_answers_a_chat_completion() {
         16
     );
 }
+
+/// The default demo is consistent: the shipped alias (`gpt-4o-mini`) and its target
+/// (`llama3.2:3b`) are both listed, by `/v1/models` and by the native `/api/tags`, the
+/// alias's native entry being its target's.
+#[tokio::test]
+async fn shipped_table_lists_the_alias_beside_its_target() {
+    let lingo = shipped().await;
+    let list = get(&lingo.url("/v1/models")).await.json();
+    let ids: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"llama3.2:3b") && ids.contains(&"gpt-4o-mini"),
+        "{ids:?}"
+    );
+    let tags = get(&lingo.url("/api/tags")).await.json();
+    let entry = |name: &str| {
+        tags["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not in {tags}"))
+            .clone()
+    };
+    let (alias, target) = (entry("gpt-4o-mini"), entry("llama3.2:3b"));
+    for field in ["size", "digest", "details", "modified_at"] {
+        assert_eq!(alias[field], target[field], "{field}");
+    }
+    assert!(target["size"].as_u64().unwrap() > 0);
+}

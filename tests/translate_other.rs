@@ -180,7 +180,7 @@ async fn falls_back_to_the_legacy_endpoint_and_remembers() {
 async fn models_lingo(upstream_yaml: &str, extra: &str) -> Lingo {
     Lingo::start(&table(&format!(
         "{extra}upstreams:\n  models:\n{upstream_yaml}    speaks: native\n\
-         models:\n  gpt-4o-mini: {{ upstream: models, model: \"mock\" }}\n\
+         models:\n  gpt-4o-mini: {{ upstream: models, model: \"llama3.2:3b\" }}\n\
          routes:\n  - {{ prefix: /v1/models, speaks: chat-completions, to: models }}\n"
     )))
     .await
@@ -199,7 +199,7 @@ async fn models_list_includes_aliases_and_owner() {
         .iter()
         .map(|m| m["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["mock:latest", "mock-embed:latest", "gpt-4o-mini"]);
+    assert_eq!(ids, ["llama3.2:3b", "all-minilm:latest", "gpt-4o-mini"]);
     for model in list["data"].as_array().unwrap() {
         assert_eq!(model["object"], "model");
         assert_eq!(model["owned_by"], "acme");

@@ -10,6 +10,7 @@ pub mod embeddings;
 pub mod models;
 pub mod native;
 pub mod reframe;
+pub mod tags;
 
 use std::future::{Future, poll_fn};
 use std::pin::Pin;

@@ -14,6 +14,41 @@ use crate::body::Body;
 
 /// Fixed timestamp of every event.
 const CREATED_AT: &str = "2026-01-01T00:00:00Z";
+/// FNV-1a's standard offset basis.
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// The models `/api/tags` lists: the target of the shipped table's alias (`gpt-4o-mini` ->
+/// `llama3.2:3b`, also what the README's native examples ask for) and an embedding model, so
+/// the default demo's `/v1/models` and `/api/tags` show each alias beside its target. Sizes
+/// and counts are close to the real models' in their usual quantisations. (The mock answers
+/// every model name; these are only what it says it has.)
+const MODELS: [Listed; 2] = [
+    Listed {
+        name: "llama3.2:3b",
+        family: "llama",
+        parameter_size: "3.2B",
+        quantization_level: "Q4_K_M",
+        size: 2_019_393_189,
+        parameter_count: 3_212_749_888,
+        context_length: 131_072,
+        embedding_length: 3072,
+        head_count: 24,
+        capabilities: &["completion", "tools"],
+    },
+    Listed {
+        name: "all-minilm:latest",
+        family: "bert",
+        parameter_size: "23M",
+        quantization_level: "F16",
+        size: 45_960_996,
+        parameter_count: 22_565_376,
+        context_length: 512,
+        embedding_length: 384,
+        head_count: 12,
+        capabilities: &["embedding"],
+    },
+];
+
 /// The words mock answers are made of.
 const WORDS: [&str; 12] = [
     "Lingo", "is", "a", "mock", "answer", "streamed", "one", "token", "at", "a", "time", "here",
@@ -24,6 +59,21 @@ const WORDS: [&str; 12] = [
 enum Kind {
     Chat,
     Generate,
+}
+
+/// A model the mock lists, and what it says of it.
+struct Listed {
+    name: &'static str,
+    family: &'static str,
+    parameter_size: &'static str,
+    quantization_level: &'static str,
+    /// Bytes on disk.
+    size: u64,
+    parameter_count: u64,
+    context_length: u64,
+    embedding_length: u64,
+    head_count: u64,
+    capabilities: &'static [&'static str],
 }
 
 /// What to say, worked out from the request before the first byte.
@@ -284,11 +334,16 @@ pub fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Answer {
     json_answer(200, &json!({"embedding": embedding}))
 }
 
+/// FNV-1a of `bytes` from `seed` (`FNV_OFFSET` is the standard one).
+fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(seed, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
 /// A deterministic vector for `text` (FNV-1a seeded xorshift).
 fn vector(text: &str, size: usize, normalise: bool) -> Vec<f32> {
-    let mut state = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    });
+    let mut state = fnv1a(FNV_OFFSET, text.as_bytes());
     let mut v: Vec<f32> = (0..size)
         .map(|_| {
             state ^= state << 13;
@@ -306,19 +361,13 @@ fn vector(text: &str, size: usize, normalise: bool) -> Vec<f32> {
 
 /// `/api/tags`: the models the mock pretends to have.
 pub fn tags() -> Answer {
-    let model = |name: &str, family: &str| {
-        json!({"name": name, "model": name, "modified_at": CREATED_AT, "size": 0,
-               "digest": "0000000000000000000000000000000000000000000000000000000000000000",
-               "details": {"format": "gguf", "family": family, "families": [family],
-                           "parameter_size": "0B", "quantization_level": "none"}})
-    };
-    json_answer(
-        200,
-        &json!({"models": [model("mock:latest", "mock"), model("mock-embed:latest", "bert")]}),
-    )
+    let models: Vec<Value> = MODELS.iter().map(Listed::entry).collect();
+    json_answer(200, &json!({ "models": models }))
 }
 
-/// `/api/show`: details of any model, except names starting with `missing`.
+/// `/api/show`: details of any model, except names starting with `missing`. A listed model
+/// (`llama3.2:3b`, or `all-minilm` for `all-minilm:latest`) is described as listed; any other
+/// name as the first listed model, which is what the mock serves it as.
 pub fn show(request: &Value) -> Answer {
     let name = request["model"]
         .as_str()
@@ -330,14 +379,66 @@ pub fn show(request: &Value) -> Answer {
     if name.starts_with("missing") {
         return error_answer(404, &format!("model '{name}' not found"), false);
     }
-    json_answer(
-        200,
-        &json!({
-            "modelfile": "", "parameters": "", "template": "{{ .Prompt }}",
-            "details": {"format": "gguf", "family": "mock", "parameter_size": "0B", "quantization_level": "none"},
-            "model_info": {"general.architecture": "mock"},
-            "capabilities": ["completion", "tools", "embedding"],
-            "modified_at": CREATED_AT
-        }),
-    )
+    let listed = MODELS
+        .iter()
+        .find(|m| m.name == name || m.name.strip_suffix(":latest") == Some(name))
+        .unwrap_or(&MODELS[0]);
+    json_answer(200, &listed.show(name))
+}
+
+// === impl Listed ===
+
+impl Listed {
+    /// The `/api/tags` entry.
+    fn entry(&self) -> Value {
+        json!({
+            "name": self.name, "model": self.name, "modified_at": CREATED_AT,
+            "size": self.size, "digest": digest(self.name), "details": self.details(),
+        })
+    }
+
+    /// The `/api/show` answer, for a request that named it `name`.
+    fn show(&self, name: &str) -> Value {
+        let arch = self.family;
+        json!({
+            "model": name,
+            "modified_at": CREATED_AT,
+            "modelfile": format!("# Modelfile generated by the lingo mock\nFROM {}\n", self.name),
+            "parameters": "",
+            "template": "{{ .Prompt }}",
+            "system": "",
+            "details": self.details(),
+            "model_info": {
+                "general.architecture": arch,
+                "general.basename": self.name.split(':').next().unwrap_or(self.name),
+                "general.parameter_count": self.parameter_count,
+                format!("{arch}.context_length"): self.context_length,
+                format!("{arch}.embedding_length"): self.embedding_length,
+                format!("{arch}.attention.head_count"): self.head_count,
+            },
+            "capabilities": self.capabilities,
+        })
+    }
+
+    /// The model details object, every field the real server writes.
+    fn details(&self) -> Value {
+        json!({
+            "parent_model": "", "format": "gguf", "family": self.family,
+            "families": [self.family], "parameter_size": self.parameter_size,
+            "quantization_level": self.quantization_level,
+        })
+    }
+}
+
+/// A stable 64-hex digest per model name. The real server's is the SHA-256 of the model's
+/// manifest; the mock has no manifest, so four FNV-1a hashes of the name, each from its own
+/// seed, stand in: deterministic, different per model, the right shape for clients that
+/// shorten or compare digests.
+fn digest(name: &str) -> String {
+    (0..4_u64)
+        .map(|round| {
+            let seed = FNV_OFFSET ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            format!("{:016x}", fnv1a(seed, name.as_bytes()))
+        })
+        .collect()
 }

@@ -1,14 +1,13 @@
-//! `/v1/models` <- native `/api/tags`, and `/v1/models/{id}` <- native `/api/show`.
+//! `/v1/models` <- native `/api/tags`, `/v1/models/{id}` <- native `/api/show`, and the native
+//! `/api/tags` with the table's aliases in it.
+
+use std::fmt::Display;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
 
-#[derive(Deserialize)]
-struct Tags {
-    #[serde(default)]
-    models: Option<Vec<Tag>>,
-}
-
+/// What lingo reads of a native model-list entry.
 #[derive(Deserialize)]
 struct Tag {
     #[serde(default)]
@@ -17,6 +16,24 @@ struct Tag {
     model: String,
     #[serde(default)]
     modified_at: String,
+}
+
+/// A native `/api/tags` answer, parsed once. Entries are kept whole, so that what lingo does
+/// not read (`capabilities`, `remote_host`, fields a newer server adds) reaches native
+/// clients as the upstream wrote it.
+pub struct TagList {
+    /// The answer's top-level fields but `models`.
+    rest: Map<String, Value>,
+    entries: Vec<(Tag, Map<String, Value>)>,
+}
+
+/// An alias as a native model list shows it.
+pub struct AliasEntry<'a> {
+    pub alias: &'a str,
+    /// The model name the alias's upstream knows.
+    pub model: &'a str,
+    /// The model list of the alias's upstream; `None` when it could not be had.
+    pub listed_by: Option<&'a TagList>,
 }
 
 #[derive(Deserialize)]
@@ -39,34 +56,70 @@ struct List<'a> {
     data: Vec<Model<'a>>,
 }
 
+// === impl TagList ===
+
+impl TagList {
+    /// Reads an `/api/tags` answer; `"models"` missing or `null` is an empty list.
+    pub fn parse(tags: &[u8]) -> Result<TagList, String> {
+        let unexpected = |e: &dyn Display| format!("upstream sent an unexpected model list: {e}");
+        let mut rest: Map<String, Value> =
+            serde_json::from_slice(tags).map_err(|e| unexpected(&e))?;
+        let items = match rest.remove("models") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items,
+            Some(_) => return Err(unexpected(&"`models` is not a list")),
+        };
+        let entries = items
+            .into_iter()
+            .map(|item| {
+                let tag = Tag::deserialize(&item).map_err(|e| unexpected(&e))?;
+                match item {
+                    Value::Object(entry) => Ok((tag, entry)),
+                    _ => Err(unexpected(&"an entry is not an object")),
+                }
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(TagList { rest, entries })
+    }
+
+    /// The entry of `model`: the one of that id, or `model:latest` (the same model to the
+    /// server when `model` has no tag).
+    fn entry(&self, model: &str) -> Option<&(Tag, Map<String, Value>)> {
+        self.entries.iter().find(|(tag, _)| {
+            let id = tag.id();
+            id == model || id.strip_suffix(":latest") == Some(model)
+        })
+    }
+}
+
+// === impl Tag ===
+
+impl Tag {
+    /// The name requests use: `model`, or `name` when `model` is empty.
+    fn id(&self) -> &str {
+        if self.model.is_empty() {
+            &self.name
+        } else {
+            &self.model
+        }
+    }
+}
+
 /// The model list: every model of `/api/tags`, then the table's aliases (`(alias, model)`;
 /// an alias's `created` is its model's, or 0 when the upstream does not list it).
 pub fn list(tags: &[u8], aliases: &[(&str, &str)], owned_by: &str) -> Result<Bytes, String> {
-    let tags: Tags = serde_json::from_slice(tags)
-        .map_err(|e| format!("upstream sent an unexpected model list: {e}"))?;
-    let tags = tags.models.unwrap_or_default();
-    let id = |t: &Tag| {
-        if t.model.is_empty() {
-            t.name.clone()
-        } else {
-            t.model.clone()
-        }
-    };
-    let ids: Vec<(String, u64)> = tags
-        .iter()
-        .map(|t| (id(t), unix_seconds(&t.modified_at)))
-        .collect();
+    let tags = TagList::parse(tags)?;
     let created_of = |model: &str| {
-        ids.iter()
-            .find(|(id, _)| id == model || id.strip_suffix(":latest") == Some(model))
-            .map_or(0, |(_, c)| *c)
+        tags.entry(model)
+            .map_or(0, |(tag, _)| unix_seconds(&tag.modified_at))
     };
-    let mut data: Vec<Model<'_>> = ids
+    let mut data: Vec<Model<'_>> = tags
+        .entries
         .iter()
-        .map(|(id, created)| Model {
-            id,
+        .map(|(tag, _)| Model {
+            id: tag.id(),
             object: "model",
-            created: *created,
+            created: unix_seconds(&tag.modified_at),
             owned_by,
         })
         .collect();
@@ -82,6 +135,66 @@ pub fn list(tags: &[u8], aliases: &[(&str, &str)], owned_by: &str) -> Result<Byt
     })
     .map(Bytes::from)
     .map_err(|e| e.to_string())
+}
+
+/// The native model list a native client sees: the upstream's entries, then one entry per
+/// alias (in the order given), so that an Ollama-style model picker offers the names lingo
+/// resolves. An alias's entry is its target's (`modified_at`, `size`, `digest`, `details` and
+/// the rest) under the alias's name; when the target's upstream does not list it, or could not
+/// be asked, it is [`unlisted`] rather than missing. An upstream entry of the same name as an
+/// alias is left out: a request for that name goes to the alias's target.
+pub fn tags_with_aliases(own: &TagList, aliases: &[AliasEntry<'_>]) -> Result<Bytes, String> {
+    let shadowed = |tag: &Tag| {
+        aliases
+            .iter()
+            .any(|a| a.alias == tag.name || a.alias == tag.model)
+    };
+    let mut models: Vec<Value> = own
+        .entries
+        .iter()
+        .filter(|(tag, _)| !shadowed(tag))
+        .map(|(_, entry)| Value::Object(entry.clone()))
+        .collect();
+    models.extend(
+        aliases
+            .iter()
+            .map(|alias| Value::Object(alias_entry(alias))),
+    );
+    let mut answer = own.rest.clone();
+    answer.insert("models".into(), Value::Array(models));
+    serde_json::to_vec(&answer)
+        .map(Bytes::from)
+        .map_err(|e| e.to_string())
+}
+
+/// One alias's entry: its target's, renamed.
+fn alias_entry(alias: &AliasEntry<'_>) -> Map<String, Value> {
+    let mut entry = alias
+        .listed_by
+        .and_then(|list| list.entry(alias.model))
+        .map_or_else(unlisted, |(_, entry)| entry.clone());
+    entry.insert("name".into(), alias.alias.into());
+    entry.insert("model".into(), alias.alias.into());
+    entry
+}
+
+/// The entry of a model no list describes: every field a native client reads, present and
+/// empty (the epoch, as `/v1/models` says `created: 0` of it), so that clients which parse
+/// the entry strictly still show the alias.
+fn unlisted() -> Map<String, Value> {
+    let details = json!({
+        "parent_model": "", "format": "", "family": "", "families": null,
+        "parameter_size": "", "quantization_level": "",
+    });
+    Map::from_iter([
+        (
+            "modified_at".to_owned(),
+            Value::from("1970-01-01T00:00:00Z"),
+        ),
+        ("size".to_owned(), Value::from(0)),
+        ("digest".to_owned(), Value::from("")),
+        ("details".to_owned(), details),
+    ])
 }
 
 /// One model, from its `/api/show` answer.
@@ -189,5 +302,159 @@ mod tests {
             one,
             json!({"id": "a/b", "object": "model", "created": 60, "owned_by": "lingo"})
         );
+    }
+
+    /// Where a test alias's target is looked up.
+    enum Listed {
+        Own,
+        Other(String),
+        Unavailable,
+    }
+
+    const LLAMA: &str = r#"{"name":"llama3.2:latest","model":"llama3.2:latest","modified_at":"2024-07-22T20:33:28Z","size":2019393189,"digest":"a80c","details":{"parent_model":"","format":"gguf","family":"llama","families":["llama"],"parameter_size":"3.2B","quantization_level":"Q4_K_M"},"capabilities":["completion"]}"#;
+
+    fn llama_as(alias: &str) -> Value {
+        let mut entry: Value = serde_json::from_str(LLAMA).unwrap();
+        entry["name"] = alias.into();
+        entry["model"] = alias.into();
+        entry
+    }
+
+    fn unlisted_as(alias: &str) -> Value {
+        json!({"name": alias, "model": alias, "modified_at": "1970-01-01T00:00:00Z", "size": 0,
+               "digest": "", "details": {"parent_model": "", "format": "", "family": "",
+               "families": null, "parameter_size": "", "quantization_level": ""}})
+    }
+
+    /// `(case, the route upstream's tags, aliases, what a native client gets)`.
+    type Case = (
+        &'static str,
+        String,
+        Vec<(&'static str, &'static str, Listed)>,
+        Value,
+    );
+
+    /// Cases with aliases on the route's own upstream.
+    fn tag_cases() -> Vec<Case> {
+        let llama: Value = serde_json::from_str(LLAMA).unwrap();
+        let own_llama = format!(r#"{{"models":[{LLAMA}]}}"#);
+        vec![
+            (
+                "no aliases: the list as it came",
+                own_llama.clone(),
+                vec![],
+                json!({"models": [llama.clone()]}),
+            ),
+            (
+                "a target on the same upstream, every field copied",
+                own_llama.clone(),
+                vec![("gpt-4o-mini", "llama3.2:latest", Listed::Own)],
+                json!({"models": [llama.clone(), llama_as("gpt-4o-mini")]}),
+            ),
+            (
+                "a target named without its tag is its :latest",
+                own_llama.clone(),
+                vec![("gpt-4o-mini", "llama3.2", Listed::Own)],
+                json!({"models": [llama.clone(), llama_as("gpt-4o-mini")]}),
+            ),
+            (
+                "a target the upstream does not list: empty details, not dropped",
+                own_llama.clone(),
+                vec![("big", "llama3.1:405b", Listed::Own)],
+                json!({"models": [llama.clone(), unlisted_as("big")]}),
+            ),
+        ]
+    }
+
+    /// Cases with aliases on other upstreams, and odd lists.
+    fn more_tag_cases() -> Vec<Case> {
+        let own_llama = format!(r#"{{"models":[{LLAMA}]}}"#);
+        vec![
+            (
+                "a target on another upstream, from that upstream's list",
+                r#"{"models":[]}"#.into(),
+                vec![(
+                    "gpt-4o-mini",
+                    "llama3.2:latest",
+                    Listed::Other(own_llama.clone()),
+                )],
+                json!({"models": [llama_as("gpt-4o-mini")]}),
+            ),
+            (
+                "another upstream that could not be asked",
+                r#"{"models":[]}"#.into(),
+                vec![("gpt-4o-mini", "llama3.2:latest", Listed::Unavailable)],
+                json!({"models": [unlisted_as("gpt-4o-mini")]}),
+            ),
+            (
+                "an alias hides the upstream's model of its name",
+                own_llama.clone(),
+                vec![(
+                    "llama3.2:latest",
+                    "llama3.2:latest",
+                    Listed::Other(r#"{"models":null}"#.into()),
+                )],
+                json!({"models": [unlisted_as("llama3.2:latest")]}),
+            ),
+            (
+                "models null, other fields kept, aliases in the order given",
+                r#"{"models":null,"next":"x"}"#.into(),
+                vec![("b", "m", Listed::Own), ("a", "m", Listed::Own)],
+                json!({"next": "x", "models": [unlisted_as("b"), unlisted_as("a")]}),
+            ),
+            (
+                "no models field",
+                "{}".into(),
+                vec![("a", "m", Listed::Own)],
+                json!({"models": [unlisted_as("a")]}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn native_tags_gain_the_aliases() {
+        for (name, own, aliases, want) in tag_cases().into_iter().chain(more_tag_cases()) {
+            let own = TagList::parse(own.as_bytes()).unwrap();
+            let others: Vec<Option<TagList>> = aliases
+                .iter()
+                .map(|(_, _, listed)| match listed {
+                    Listed::Other(tags) => Some(TagList::parse(tags.as_bytes()).unwrap()),
+                    _ => None,
+                })
+                .collect();
+            let entries: Vec<AliasEntry<'_>> = aliases
+                .iter()
+                .zip(&others)
+                .map(|((alias, model, listed), other)| AliasEntry {
+                    alias,
+                    model,
+                    listed_by: match listed {
+                        Listed::Own => Some(&own),
+                        Listed::Other(_) => other.as_ref(),
+                        Listed::Unavailable => None,
+                    },
+                })
+                .collect();
+            let got: Value =
+                serde_json::from_slice(&tags_with_aliases(&own, &entries).unwrap()).unwrap();
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn unreadable_native_tags() {
+        for (tags, why) in [
+            ("not json", "expected ident"),
+            ("[]", "invalid type: sequence"),
+            (r#"{"models":5}"#, "`models` is not a list"),
+            (r#"{"models":[5]}"#, "invalid type: integer"),
+            (r#"{"models":[{"name":5}]}"#, "invalid type: integer"),
+        ] {
+            let err = TagList::parse(tags.as_bytes()).err().unwrap_or_default();
+            assert!(
+                err.starts_with("upstream sent an unexpected model list: ") && err.contains(why),
+                "{tags}: {err}"
+            );
+        }
     }
 }

@@ -1,0 +1,153 @@
+//! `GET /api/tags` on native routes: the upstream's model list plus the table's aliases.
+//!
+//! A native client (an Ollama-style model picker, `ollama.list()`) learns the names it may ask
+//! for from `/api/tags`; without this, the aliases lingo resolves on native routes (see
+//! [`super::native`]) would be names no native client can discover. Only a `GET /api/tags` on
+//! a native route to a native upstream, when the table has aliases a native client can use,
+//! is read here; everything else, and every table without such aliases, passes through
+//! untouched (no body read).
+//!
+//! The route's upstream and every other upstream an alias points at are asked concurrently.
+//! The route's upstream failing is the client's error, re-told as pass-through would show it
+//! (its status, a native `{"error"}`, its key redacted); another upstream failing only costs
+//! its aliases their details (logged).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::{HeaderMap, Method, Request, Response};
+
+use super::{bad_gateway, join_all, json, send, upstream_failure, whole};
+use crate::body::Body;
+use crate::dialect::Dialect;
+use crate::error::ProxyError;
+use crate::passthrough;
+use crate::service::Call;
+use crate::table::{ModelAlias, RouteTable};
+use crate::translate::chat;
+use crate::translate::models::{self, AliasEntry, TagList};
+
+/// One upstream's model list, or why there is none.
+type Fetched = Result<Bytes, ProxyError>;
+
+/// Whether this call is a native model listing that should show the table's aliases (whatever
+/// its method: [`handle`] passes all but `GET` through).
+pub fn lists_aliases(call: &Call<'_>, path: &str) -> bool {
+    path == "/api/tags"
+        && call.route.speaks == Dialect::Native
+        && call.upstream.speaks == Dialect::Native
+        && usable(&call.snapshot.table).next().is_some()
+}
+
+/// The aliases a native client can use: those on native upstreams (a native request for an
+/// alias on another dialect's upstream is refused, so listing it would offer a name that
+/// fails).
+fn usable(table: &RouteTable) -> impl Iterator<Item = (&str, &ModelAlias)> {
+    table
+        .models
+        .iter()
+        .filter(|(_, alias)| table.upstream(alias.upstream).speaks == Dialect::Native)
+        .map(|(name, alias)| (name.as_str(), alias))
+}
+
+/// Answers `GET /api/tags` with the route upstream's list and one entry per usable alias;
+/// other methods (`HEAD` included: there is no list to merge) pass through.
+pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<Body>, ProxyError> {
+    if req.method() != Method::GET {
+        return passthrough::forward(call, req).await;
+    }
+    let own_index = call.route.upstream;
+    let (aliases, others) = plan(&call.snapshot.table, own_index);
+    let headers = req.headers();
+    let own = fetch(call, own_index, headers, &call.path_and_query);
+    let other_fetches: Vec<Pin<Box<dyn Future<Output = Fetched> + Send + '_>>> = others
+        .iter()
+        .map(|&index| Box::pin(fetch(call, index, headers, "/api/tags")) as _)
+        .collect();
+    // The route's upstream failing ends the call at once (the others are dropped, cancelled).
+    let others_done = async { Ok::<_, ProxyError>(join_all(other_fetches).await) };
+    let (own, fetched) = tokio::try_join!(own, others_done)?;
+
+    let own = TagList::parse(&own).map_err(|m| bad_gateway(call.upstream, m))?;
+    let lists: Vec<(usize, Option<TagList>)> = others
+        .iter()
+        .zip(fetched)
+        .map(|(&index, answer)| (index, readable(call, index, answer)))
+        .collect();
+    let listed_by = |index: usize| {
+        if index == own_index {
+            return Some(&own);
+        }
+        lists
+            .iter()
+            .find(|(i, _)| *i == index)
+            .and_then(|(_, list)| list.as_ref())
+    };
+    let entries: Vec<AliasEntry<'_>> = aliases
+        .iter()
+        .map(|(name, alias)| AliasEntry {
+            alias: name,
+            model: &alias.model,
+            listed_by: listed_by(alias.upstream),
+        })
+        .collect();
+    let body =
+        models::tags_with_aliases(&own, &entries).map_err(|m| bad_gateway(call.upstream, m))?;
+    Ok(json(body))
+}
+
+/// The usable aliases in name order (the order they are listed in), and the other upstreams
+/// that list their targets, each once.
+fn plan(table: &RouteTable, own_index: usize) -> (Vec<(&str, &ModelAlias)>, Vec<usize>) {
+    let mut aliases: Vec<(&str, &ModelAlias)> = usable(table).collect();
+    aliases.sort_unstable_by_key(|(name, _)| *name);
+    let mut others: Vec<usize> = aliases
+        .iter()
+        .map(|(_, alias)| alias.upstream)
+        .filter(|index| *index != own_index)
+        .collect();
+    others.sort_unstable();
+    others.dedup();
+    (aliases, others)
+}
+
+/// One upstream's `/api/tags`, read whole (under `limits.max_answer`), with the client's
+/// end-to-end headers and the upstream's own key. An error answer becomes the error
+/// pass-through would show: its status and message, the upstream's key redacted.
+async fn fetch(call: &Call<'_>, index: usize, headers: &HeaderMap, path: &str) -> Fetched {
+    let upstream = call.snapshot.table.upstream(index);
+    let client = &call.snapshot.clients[index];
+    let answer = send(
+        call,
+        upstream,
+        client,
+        Method::GET,
+        headers,
+        path,
+        Bytes::new(),
+    )
+    .await?;
+    if !answer.status().is_success() {
+        return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
+    }
+    whole(call, upstream, answer).await
+}
+
+/// Another upstream's list, when it could be had and read; a warning when not (its aliases
+/// are still listed, without their target's details).
+fn readable(call: &Call<'_>, index: usize, answer: Fetched) -> Option<TagList> {
+    let upstream = call.snapshot.table.upstream(index);
+    let list = answer.and_then(|tags| TagList::parse(&tags).map_err(|m| bad_gateway(upstream, m)));
+    match list {
+        Ok(list) => Some(list),
+        Err(err) => {
+            tracing::warn!(
+                upstream = %upstream.name,
+                "/api/tags: the model list of an alias's upstream is unavailable ({err}); its aliases are listed without details"
+            );
+            None
+        }
+    }
+}
