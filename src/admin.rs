@@ -14,8 +14,8 @@ use hyper::{HeaderMap, Method, Response, StatusCode};
 use serde_json::{Map, Value, json};
 
 use crate::auth;
-use crate::body::Body;
 use crate::error::ProxyError;
+use crate::http::body::Body;
 use crate::metrics::{self, Metrics};
 use crate::reload::Snapshot;
 use crate::table::Target;
@@ -91,7 +91,7 @@ async fn readyz(snapshot: &Snapshot) -> Response<Body> {
     let mut upstreams = Map::new();
     let mut ready = true;
     for (name, state) in
-        crate::inference::join_all(probes.map(|p| Box::pin(p) as _).collect()).await
+        crate::http::join::join_all(probes.map(|p| Box::pin(p) as _).collect()).await
     {
         let value = match state {
             Ok(()) => Value::from("ok"),
@@ -126,7 +126,7 @@ async fn probe(url: &hyper::Uri) -> Result<(), String> {
         Ok(Err(err)) => Err(format!("unreachable: {err}")),
         Err(_) => Err(format!(
             "unreachable: no connection within {}",
-            crate::error::humanize(PROBE_TIMEOUT)
+            crate::base::units::format_duration(PROBE_TIMEOUT)
         )),
     }
 }

@@ -8,7 +8,7 @@
 use hyper::HeaderMap;
 use hyper::header::{AUTHORIZATION, SEC_WEBSOCKET_PROTOCOL};
 
-use crate::config::secret::constant_time_eq;
+use crate::base::secret::constant_time_eq;
 use crate::error::ProxyError;
 use crate::table::ClientKey;
 
@@ -79,7 +79,7 @@ pub fn subprotocols(headers: &HeaderMap) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::secret::Secret;
+    use crate::base::secret::Secret;
     use hyper::header::HeaderValue;
 
     fn clients() -> Vec<ClientKey> {
@@ -90,7 +90,7 @@ mod tests {
                 ClientKey {
                     name: name.into(),
                     key: Secret::new(key),
-                    source: crate::config::secret::SecretSource::Inline,
+                    source: crate::base::secret::SecretSource::Inline,
                 }
             })
             .collect()

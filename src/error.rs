@@ -1,7 +1,7 @@
 //! `ProxyError`: every failure lingo answers for itself, with its status.
 //!
 //! One enum, one exhaustive status mapping (no `_ =>`), and no dialect knowledge: rendering
-//! into the caller's JSON shape is [`crate::dialect::render`]'s job. Messages never contain a
+//! into the caller's JSON shape is [`crate::base::dialect::render`]'s job. Messages never contain a
 //! key: variants carry names and durations, not header values.
 
 use std::time::Duration;
@@ -9,7 +9,8 @@ use std::time::Duration;
 use hyper::StatusCode;
 use hyper::header::HeaderValue;
 
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
+use crate::base::units::format_duration;
 
 /// Which limit fired on the way to an upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +61,7 @@ pub enum ProxyError {
     #[error("upstream `{upstream}` is unreachable: {reason}")]
     Unreachable { upstream: String, reason: String },
 
-    #[error("upstream `{upstream}` did not answer: {} timeout of {} fired", kind.as_str(), humanize(*limit))]
+    #[error("upstream `{upstream}` did not answer: {} timeout of {} fired", kind.as_str(), format_duration(*limit))]
     Timeout {
         upstream: String,
         kind: TimeoutKind,
@@ -160,17 +161,5 @@ impl TimeoutKind {
             TimeoutKind::FirstByte => "first-byte",
             TimeoutKind::Idle => "idle",
         }
-    }
-}
-
-/// `2s`, `250ms`, `2m`: the same spelling `proxy.yaml` uses.
-pub fn humanize(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(60_000) && ms > 0 {
-        format!("{}m", ms / 60_000)
-    } else if ms.is_multiple_of(1000) && ms > 0 {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{ms}ms")
     }
 }

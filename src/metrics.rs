@@ -16,11 +16,11 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
+use crate::base::usage::Usage;
 use crate::error::{ProxyError, TimeoutKind};
+use crate::http::idle::IdleTimeout;
 use crate::telemetry::AccessLog;
-use crate::timeout::IdleTimeout;
-use crate::translate::usage::Usage;
 
 /// The `Content-Type` of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

@@ -11,14 +11,14 @@ use http_body_util::{BodyExt, Limited};
 use hyper::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, Version};
 
-use crate::body::{Body, BoxError, Prepend};
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
-use crate::redact::{Redacting, redact_headers};
-use crate::rewrite;
+use crate::http::body::{Body, BoxError, Prepend};
+use crate::http::idle::Idle;
+use crate::http::redact::{Redacting, redact_headers};
 use crate::service::Call;
 use crate::table::{Target, Upstream};
-use crate::timeout::Idle;
+use crate::translate::links;
 use crate::upstream::{self, headers};
 
 /// Forwards `req` to the call's upstream and streams the answer back.
@@ -137,7 +137,7 @@ where
             return Ok(body);
         }
     };
-    match rewrite::rebase_links(&whole, public_base, base_path) {
+    match links::rebase_links(&whole, public_base, base_path) {
         Some(pieces) => {
             headers.remove(CONTENT_LENGTH);
             Ok(Body::pieces(pieces))

@@ -14,18 +14,21 @@ use hyper::header::{CONNECTION, CONTENT_LENGTH, HOST, HeaderValue};
 use hyper::{Request, Response};
 
 use crate::admin::Builtin;
-use crate::body::Body;
-use crate::dialect::{self, Dialect};
+use crate::base::dialect::{self, Dialect};
+use crate::base::ids;
 use crate::error::ProxyError;
+use crate::http::body::Body;
+use crate::http::path;
 use crate::limits::{self, Activity, Gate};
 use crate::metrics::{Finish, RequestStats};
 use crate::reload::{Reloader, Snapshot};
+use crate::respond;
 use crate::table::{Route, RouteTable, Upstream};
 use crate::telemetry::{AccessLog, Logged};
 use crate::translate::{self, Endpoint};
 use crate::upstream::UpstreamClient;
 use crate::upstream::headers::{self, X_REQUEST_ID};
-use crate::{auth, ids, inference, passthrough, path, websocket};
+use crate::{auth, inference, passthrough, websocket};
 
 /// What lingo knows about the connection a request came on.
 #[derive(Debug)]
@@ -93,9 +96,9 @@ pub async fn handle(
         request_id.to_str().unwrap_or("-"),
     );
     let stats = RequestStats::new();
-    if let Err(why) = crate::framing::check(&req) {
+    if let Err(why) = crate::http::framing::check(&req) {
         // The rest of the connection cannot be trusted to be framed the way lingo reads it.
-        let mut response = dialect::render(
+        let mut response = respond::render(
             &ProxyError::BadRequest(why),
             dialect::guess(req.uri().path()),
         );
@@ -131,7 +134,7 @@ pub async fn handle(
             metrics.upstream_error(&err);
             log.error = Some(err.to_string());
             log.dialect.get_or_insert(dialect);
-            dialect::render(&err, dialect)
+            respond::render(&err, dialect)
         }
     };
     response.headers_mut().insert(X_REQUEST_ID, request_id);

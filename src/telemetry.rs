@@ -13,8 +13,8 @@ use bytes::Bytes;
 use http_body::Frame;
 use pin_project_lite::pin_project;
 
-use crate::body::BoxError;
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
+use crate::http::body::BoxError;
 use crate::limits::InFlight;
 use crate::metrics::{Finish, Outcome};
 

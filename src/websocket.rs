@@ -15,12 +15,12 @@ use hyper_util::rt::TokioIo;
 use tower_service::Service;
 
 use crate::auth;
-use crate::body::Body;
 use crate::error::{ProxyError, TimeoutKind};
+use crate::http::body::Body;
+use crate::http::idle::Idle;
 use crate::passthrough::forwarding;
 use crate::service::Call;
 use crate::table::Auth;
-use crate::timeout::Idle;
 use crate::upstream::{self, UpstreamClient, headers};
 
 /// Tunnels a WebSocket upgrade to the call's upstream.

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use lingo::body::Body;
+use lingo::http::body::Body;
 use lingo::inference::reframe::{Merged, Reframe};
 use lingo::metrics::RequestStats;
 use lingo::translate::chat::{ChatStream, ResponseMeta};

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use http_body_util::channel::Channel;
 use hyper::{Method, Response};
-use lingo::body::{Body, BoxError};
+use lingo::http::body::{Body, BoxError};
 use support::*;
 
 /// Everything lingo logs in this test binary (each test's lines found by request id).

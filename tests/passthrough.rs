@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, Response};
-use lingo::body::Body;
+use lingo::http::body::Body;
 use support::*;
 
 fn native_table(backend: &Backend, extra: &str) -> String {

@@ -301,7 +301,7 @@ async fn echoing_backend() -> Backend {
         );
         hyper::Response::builder()
             .header("content-type", "application/x-ndjson")
-            .body(lingo::body::Body::full(Bytes::from(lines)))
+            .body(lingo::http::body::Body::full(Bytes::from(lines)))
             .unwrap()
     })
     .await

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use http_body_util::channel::Channel;
 use hyper::{Method, Response};
-use lingo::body::{Body, BoxError};
+use lingo::http::body::{Body, BoxError};
 use serde_json::{Value, json};
 use support::*;
 

@@ -3,7 +3,7 @@
 mod support;
 
 use hyper::{Method, Response};
-use lingo::body::Body;
+use lingo::http::body::Body;
 use serde_json::{Value, json};
 use support::*;
 

@@ -17,7 +17,7 @@ use hyper::{Method, Response};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
-use lingo::body::{Body, BoxError};
+use lingo::http::body::{Body, BoxError};
 use support::*;
 
 const TOKEN: &str = "{\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},\"done\":false}\n";

@@ -13,16 +13,15 @@
 use std::path::Path;
 
 pub mod compile;
+mod ctx;
 pub mod error;
 pub mod raw;
 mod routes;
-pub mod secret;
 pub mod summary;
 mod tls;
-pub mod units;
 mod upstream;
 
-pub use compile::EnvLookup;
+pub use ctx::EnvLookup;
 pub use error::{ConfigError, ConfigErrors};
 pub use routes::translator_status;
 pub use summary::summary;

@@ -1,10 +1,10 @@
 //! `routes:` -> [`Route`]s: matchers, target upstream, client dialect, and what a route
 //! that translates will do today.
 
-use super::compile::Ctx;
+use super::ctx::Ctx;
 use super::raw::{self, At};
 use super::upstream::{self, Declared};
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
 use crate::table::{Limits, PathMatch, Route};
 
 /// What a route whose clients speak `client` and whose upstream speaks `upstream` does

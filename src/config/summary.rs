@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::routes::translator_status;
-use super::units::{format_duration, format_size};
+use crate::base::units::{format_duration, format_size};
 use crate::table::{RouteTable, Target};
 
 /// Renders the report; one section per part of the table, routes in file order.

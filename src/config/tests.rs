@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 
 use hyper::header::HeaderValue;
 
-use super::secret::SecretSource;
 use super::*;
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
+use crate::base::secret::SecretSource;
 use crate::table::{PathMatch, Target};
 
 const ENV_SECRET: &str = "sk-env-secret";

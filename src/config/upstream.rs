@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
-use super::compile::{Ctx, http_url, optional};
+use super::ctx::{Ctx, http_url, optional};
 use super::raw::{self, At};
-use super::secret::Secret;
 use super::tls::{self, Verify};
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
+use crate::base::secret::Secret;
 use crate::table::{
     Auth, DEFAULT_CONNECT, DEFAULT_FIRST_BYTE, DEFAULT_IDLE, MockSpec, Target, Timeouts, Upstream,
 };

@@ -14,13 +14,12 @@ use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response};
 
 use super::reframe::{Merged, Reframe, Translator, UsageFrame};
-use super::{
-    bad_gateway, join_all, json, read_body, resolve, send_native, upstream_failure, whole,
-};
-use crate::body::Body;
-use crate::dialect::Dialect;
+use super::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
+use crate::base::dialect::Dialect;
+use crate::base::ids;
 use crate::error::ProxyError;
-use crate::ids;
+use crate::http::body::Body;
+use crate::http::join::join_all;
 use crate::service::Call;
 use crate::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults, Usage};
 

@@ -12,12 +12,11 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 
-use super::{
-    bad_gateway, join_all, json, read_body, resolve, send_native, upstream_failure, whole,
-};
-use crate::body::Body;
-use crate::dialect::Dialect;
+use super::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
+use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
+use crate::http::body::Body;
+use crate::http::join::join_all;
 use crate::service::Call;
 use crate::table::Upstream;
 use crate::translate::chat;

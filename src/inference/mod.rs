@@ -12,10 +12,6 @@ pub mod native;
 pub mod reframe;
 pub mod tags;
 
-use std::future::{Future, poll_fn};
-use std::pin::Pin;
-use std::task::Poll;
-
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -25,12 +21,12 @@ use hyper::header::{
 };
 use hyper::{Method, Request, Response, StatusCode, Version};
 
-use crate::body::Body;
 use crate::error::ProxyError;
+use crate::http::body::Body;
+use crate::http::idle::Idle;
 use crate::passthrough::forwarding;
 use crate::service::Call;
 use crate::table::Upstream;
-use crate::timeout::Idle;
 use crate::upstream::{self, UpstreamClient, headers};
 
 /// Reads the whole client body, refusing it past `limit` (413).
@@ -150,34 +146,6 @@ pub async fn upstream_failure(
         code,
         retry_after,
     }
-}
-
-/// Runs futures concurrently and returns their outputs in order (the `n` choices of a
-/// request, the prompts of a batch).
-pub async fn join_all<'a, T>(futures: Vec<Pin<Box<dyn Future<Output = T> + Send + 'a>>>) -> Vec<T> {
-    let mut futures: Vec<_> = futures.into_iter().map(Some).collect();
-    let mut outputs: Vec<Option<T>> = futures.iter().map(|_| None).collect();
-    poll_fn(|cx| {
-        let mut pending = false;
-        for (slot, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if let Some(future) = slot {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(value) => {
-                        *output = Some(value);
-                        *slot = None;
-                    }
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
 }
 
 /// Reads a whole upstream answer: one answer in memory, at most `limits.max_answer` of it (an

@@ -5,8 +5,8 @@ use hyper::{HeaderMap, Method, Response};
 use serde_json::json;
 
 use super::{bad_gateway, json, resolve, send, upstream_failure, whole};
-use crate::body::Body;
 use crate::error::ProxyError;
+use crate::http::body::Body;
 use crate::service::Call;
 use crate::translate::{chat, models};
 

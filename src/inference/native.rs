@@ -16,13 +16,13 @@ use hyper::{Request, Response};
 
 use super::read_body;
 use super::reframe::{Reframe, Translator};
-use crate::body::Body;
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
+use crate::http::body::Body;
 use crate::passthrough;
 use crate::service::Call;
-use crate::splice;
 use crate::translate::chat::Usage;
+use crate::translate::splice;
 
 /// The native endpoints whose body names a model.
 const MODEL_PATHS: [&str; 5] = [

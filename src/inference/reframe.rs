@@ -17,13 +17,13 @@ use bytes::Bytes;
 use http_body::Frame;
 use pin_project_lite::pin_project;
 
-use crate::body::{Body, BoxError};
-use crate::config::secret::Secret;
+use crate::base::secret::Secret;
+use crate::base::usage::{Tally, Usage};
+use crate::http::body::{Body, BoxError};
 use crate::metrics::{Outcome, RequestStats};
 use crate::table::Upstream;
 use crate::translate::ndjson::{FrameError, LineFramer};
 use crate::translate::sse;
-use crate::translate::usage::{Tally, Usage};
 
 /// A per-stream translator: native lines in, SSE frames out.
 pub trait Translator: Send + 'static {

@@ -19,10 +19,11 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::{HeaderMap, Method, Request, Response};
 
-use super::{bad_gateway, join_all, json, send, upstream_failure, whole};
-use crate::body::Body;
-use crate::dialect::Dialect;
+use super::{bad_gateway, json, send, upstream_failure, whole};
+use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
+use crate::http::body::Body;
+use crate::http::join::join_all;
 use crate::passthrough;
 use crate::service::Call;
 use crate::table::{ModelAlias, RouteTable};

@@ -21,7 +21,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-use crate::body::Body;
+use crate::http::body::Body;
 use knobs::Knobs;
 
 /// Largest request body the mock reads.
@@ -143,7 +143,7 @@ fn route(
 
 /// `lingo mock --listen ADDR`: serves the mock on its own until the process ends.
 pub async fn serve(addr: SocketAddr, defaults: Knobs) -> std::io::Result<()> {
-    let listener = crate::server::bind(addr)?;
+    let listener = crate::http::socket::bind(addr)?;
     tracing::info!("mock backend listening on {}", listener.local_addr()?);
     serve_on(listener, defaults).await
 }

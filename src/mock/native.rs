@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::knobs::Knobs;
 use super::stream::{Drip, Ending, Script};
 use super::{Answer, error_answer, json_answer};
-use crate::body::Body;
+use crate::http::body::Body;
 
 /// Fixed timestamp of every event.
 const CREATED_AT: &str = "2026-01-01T00:00:00Z";

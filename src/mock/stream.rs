@@ -13,7 +13,7 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep, sleep};
 
-use crate::body::BoxError;
+use crate::http::body::BoxError;
 
 /// What a stream says, line by line.
 pub trait Script: Send + 'static {

@@ -22,10 +22,11 @@ use hyper_util::server::graceful::GracefulConnection;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 
-use crate::body::Body;
-use crate::dialect;
+use crate::base::dialect;
+use crate::http::body::Body;
 use crate::limits::{Activity, ConnectionSlot, Gate};
 use crate::reload::Reloader;
+use crate::respond;
 use crate::service::{self, ConnInfo};
 use crate::table::Limits;
 
@@ -154,7 +155,7 @@ pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
     tracing::warn!(%peer, "connection refused: {}", gate.connections_full());
     let service = service_fn(move |req: Request<Incoming>| {
         let err = gate.connections_full();
-        let mut response = dialect::render(&err, dialect::guess(req.uri().path()));
+        let mut response = respond::render(&err, dialect::guess(req.uri().path()));
         response
             .headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));

@@ -55,7 +55,8 @@ impl Server {
         let public = snapshot.table.listeners.iter().map(|l| l.addr).enumerate();
         let admin = snapshot.table.admin.addr.map(|addr| (None, addr));
         for (index, addr) in public.map(|(i, a)| (Some(i), a)).chain(admin) {
-            let bound = bind(addr).map_err(|source| StartError::Bind { addr, source })?;
+            let bound = crate::http::socket::bind(addr)
+                .map_err(|source| StartError::Bind { addr, source })?;
             listeners.push((index, bound));
         }
         let triggers = reloader.triggers();
@@ -103,7 +104,7 @@ impl Server {
         let deadline = self.reloader.snapshot().table.limits.drain;
         tracing::info!(
             "shutting down: no new connections; draining for up to {}",
-            crate::error::humanize(deadline)
+            crate::base::units::format_duration(deadline)
         );
         let _ = stop_tx.send(true);
         for task in accept_tasks {
@@ -115,19 +116,6 @@ impl Server {
             () = tokio::time::sleep(deadline) => tracing::warn!("drain deadline reached; closing the remaining connections"),
         }
     }
-}
-
-/// Binds a listener with a deep accept queue (the kernel caps it at `somaxconn`), so that a
-/// burst of new connections waits in the queue instead of being dropped and retried.
-pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(4096)
 }
 
 async fn accept_loop(

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::chat::ChatError;
 use super::params::{self, err};
 use super::sse;
-use super::usage::{Tally, Usage};
+use crate::base::usage::{Tally, Usage};
 
 /// The official API's default completion length.
 pub const DEFAULT_MAX_TOKENS: u64 = 16;

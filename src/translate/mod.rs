@@ -7,13 +7,14 @@
 pub mod chat;
 pub mod completions;
 pub mod embeddings;
+pub mod links;
 pub mod models;
 pub mod ndjson;
 pub mod params;
+pub mod splice;
 pub mod sse;
-pub mod usage;
 
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
 
 /// A client endpoint lingo can translate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -109,7 +109,7 @@ pub fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::secret::Secret;
+    use crate::base::secret::Secret;
 
     fn fwd(auth: Option<&Auth>) -> Forwarding<'_> {
         Forwarding {
@@ -146,7 +146,7 @@ mod tests {
             header: AUTHORIZATION,
             value: HeaderValue::from_static("Bearer up-key"),
             key: Secret::new("up-key"),
-            source: crate::config::secret::SecretSource::Inline,
+            source: crate::base::secret::SecretSource::Inline,
         };
         let mut h = client_headers();
         to_upstream(&mut h, &fwd(Some(&auth)));

@@ -17,11 +17,11 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use crate::body::Body;
 use crate::error::{ProxyError, TimeoutKind};
+use crate::http::body::Body;
+use crate::http::idle::IdleTimeout;
 use crate::mock::{self, knobs::Knobs};
 use crate::table::{Target, Upstream};
-use crate::timeout::IdleTimeout;
 
 /// Timed as a whole: the connect timeout covers name lookup, TCP and the TLS handshake.
 pub type Connector = connect::Timed<HttpsConnector<HttpConnector>>;

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use hyper::Response;
 use serde_json::Value;
 
-use lingo::body::Body;
+use lingo::http::body::Body;
 
 use super::Answer;
 

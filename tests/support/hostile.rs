@@ -8,7 +8,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use lingo::body::Body;
+use lingo::http::body::Body;
 use lingo::inference::reframe::{Merged, Reframe, Translator};
 use lingo::metrics::RequestStats;
 use lingo::translate::ndjson::{FrameError, LineFramer};
@@ -162,7 +162,7 @@ pub fn stream_shape(events: &[Value]) -> Result<(), String> {
 /// slash, backslash or dot, none of these after an upstream's own decoding either; and
 /// normalising again changes nothing (nor does normalising a path with no `%` at all).
 pub fn path_properties(raw: &str) -> Result<(), String> {
-    let Ok(out) = lingo::path::normalize(raw) else {
+    let Ok(out) = lingo::http::path::normalize(raw) else {
         return Ok(());
     };
     let says = || format!("{raw:?} -> {out:?}");
@@ -185,7 +185,7 @@ pub fn path_properties(raw: &str) -> Result<(), String> {
             || format!("{}: segment {segment:?} decodes to {decoded:?}", says()),
         )?;
     }
-    let again = lingo::path::normalize(&out);
+    let again = lingo::http::path::normalize(&out);
     ensure(again.as_deref() == Ok(&*out), || {
         format!("not idempotent: {}", says())
     })?;
@@ -194,12 +194,12 @@ pub fn path_properties(raw: &str) -> Result<(), String> {
     })
 }
 
-/// Key redaction over `pieces` of `data` (see `lingo::redact`): the joined output is `data`
+/// Key redaction over `pieces` of `data` (see `lingo::http::redact`): the joined output is `data`
 /// with each occurrence of `key` (leftmost first, not overlapping) replaced, which no
 /// occurrence survives, and the redactor never holds back as much as the key.
 pub fn redaction_properties(key: &[u8], data: &[u8], pieces: &[Bytes]) -> Result<(), String> {
-    use lingo::config::secret::Secret;
-    use lingo::redact::Redactor;
+    use lingo::base::secret::Secret;
+    use lingo::http::redact::Redactor;
     let Ok(key_text) = std::str::from_utf8(key) else {
         return Ok(()); // keys come from YAML: text
     };

@@ -31,7 +31,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-use lingo::body::Body;
+use lingo::http::body::Body;
 use lingo::reload::Reloader;
 use lingo::server::Server;
 
@@ -300,7 +300,7 @@ pub async fn scripted_backend() -> (Backend, tokio::sync::mpsc::UnboundedSender<
     let backend = Backend::start(move |_| {
         let lines_rx = Arc::clone(&lines_rx);
         async move {
-            let (mut tx, body) = Channel::<Bytes, lingo::body::BoxError>::new(1);
+            let (mut tx, body) = Channel::<Bytes, lingo::http::body::BoxError>::new(1);
             tokio::spawn(async move {
                 let mut rx = lines_rx.lock().await;
                 while let Some(line) = rx.recv().await {

@@ -11,9 +11,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::native::{self, Event};
-use crate::ids;
+use crate::base::ids;
+pub use crate::base::usage::{Tally, Usage};
 use crate::translate::sse;
-pub use crate::translate::usage::{Tally, Usage};
 
 const FINGERPRINT: &str = "fp_lingo";
 

@@ -12,8 +12,10 @@ use std::time::Duration;
 use hyper::Uri;
 use hyper::header::{HeaderName, HeaderValue};
 
-use crate::config::secret::{Secret, SecretSource};
-use crate::dialect::Dialect;
+use crate::base::dialect::Dialect;
+use crate::base::secret::{Secret, SecretSource};
+
+pub mod router;
 
 /// Default request body limit: the web-data API itself refuses JSON bodies over 10 MB.
 pub const DEFAULT_MAX_BODY: u64 = 10 * 1024 * 1024;
@@ -216,7 +218,7 @@ impl RouteTable {
     /// The route for a (normalised) request path: an exact match beats any prefix, a longer
     /// prefix beats a shorter one, and on a tie the first in the file wins.
     pub fn find(&self, path: &str) -> Option<&Route> {
-        crate::router::find(&self.routes, path)
+        router::find(&self.routes, path)
     }
 }
 

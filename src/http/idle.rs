@@ -14,11 +14,11 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep, sleep};
 
-use crate::body::BoxError;
+use crate::http::body::BoxError;
 
 /// The upstream sent nothing for longer than the idle limit.
 #[derive(Debug, thiserror::Error)]
-#[error("upstream sent nothing for {}", crate::error::humanize(*.0))]
+#[error("upstream sent nothing for {}", crate::base::units::format_duration(*.0))]
 pub struct IdleTimeout(pub Duration);
 
 pin_project! {

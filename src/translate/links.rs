@@ -6,13 +6,13 @@
 //! `url` and `next` of a JSON object are touched: they are the API's own links in every
 //! documented answer, whereas nested `url`s are scraped pages' addresses.
 //!
-//! The answer is scanned without building a tree ([`crate::splice`]), and the output is the
+//! The answer is scanned without building a tree ([`crate::translate::splice`]), and the output is the
 //! original buffer sliced around the replaced values: one answer in memory, no copy.
 
 use bytes::Bytes;
 use hyper::Uri;
 
-use crate::splice;
+use crate::translate::splice;
 
 /// The top-level fields that hold API links.
 const LINK_FIELDS: [&str; 2] = ["url", "next"];

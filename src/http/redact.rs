@@ -14,7 +14,7 @@ use http_body::{Frame, SizeHint};
 use hyper::header::{HeaderMap, HeaderValue};
 use pin_project_lite::pin_project;
 
-use crate::config::secret::Secret;
+use crate::base::secret::Secret;
 
 /// What an occurrence of the key becomes.
 const MARK: &[u8] = b"<redacted>";

@@ -4,7 +4,7 @@
 //! Pure and allocation-free: it runs on every request against a table compiled once.
 //! Prefixes match whole segments, so `/v1` never answers for `/v10`.
 
-use crate::table::{PathMatch, Route};
+use super::{PathMatch, Route};
 
 /// The route for `path` (already normalised by the caller), or `None` (404).
 pub fn find<'a>(routes: &'a [Route], path: &str) -> Option<&'a Route> {
@@ -35,7 +35,7 @@ fn prefix_matches(prefix: &str, path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::Dialect;
+    use crate::base::dialect::Dialect;
 
     /// A route whose `line` identifies it in the expectations.
     fn route(matcher: PathMatch, line: usize) -> Route {

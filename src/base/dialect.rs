@@ -1,0 +1,96 @@
+//! The three wire dialects lingo speaks: their names in `proxy.yaml`, and which one a path
+//! implies when no route decided it.
+
+/// A wire dialect: what a client or an upstream speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// `/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/models`.
+    Chat,
+    /// `/api/chat`, `/api/generate`, `/api/embed(dings)`, `/api/tags`, `/api/show`.
+    Native,
+    /// The scrape/crawl API (`/v1/...`, `/v2/...`).
+    WebData,
+}
+
+// === impl Dialect ===
+
+impl Dialect {
+    /// The name used in `proxy.yaml`'s `speaks:`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Chat => "chat-completions",
+            Dialect::Native => "native",
+            Dialect::WebData => "web-data",
+        }
+    }
+
+    /// Parses a `speaks:` value; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "chat-completions" => Some(Dialect::Chat),
+            "native" => Some(Dialect::Native),
+            "web-data" => Some(Dialect::WebData),
+            _ => None,
+        }
+    }
+
+    /// All dialects, in the order they are documented.
+    pub const ALL: [Dialect; 3] = [Dialect::Chat, Dialect::Native, Dialect::WebData];
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The dialect to answer in when no route decided it (no route matched, or the path was
+/// refused before routing): guessed from the path the way the seeds' services split `/v1`.
+pub fn guess(path: &str) -> Dialect {
+    const CHAT: [&str; 4] = [
+        "/v1/chat/completions",
+        "/v1/completions",
+        "/v1/embeddings",
+        "/v1/models",
+    ];
+    let is_under = |p: &str| path == p || path.starts_with(&format!("{p}/"));
+    if is_under("/api") {
+        Dialect::Native
+    } else if CHAT.iter().any(|p| is_under(p)) {
+        Dialect::Chat
+    } else if is_under("/v1") || is_under("/v2") {
+        Dialect::WebData
+    } else {
+        Dialect::Chat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guess_follows_the_seeds_split_of_v1() {
+        for (path, want) in [
+            ("/api/tags", Dialect::Native),
+            ("/api", Dialect::Native),
+            ("/apix", Dialect::Chat),
+            ("/v1/chat/completions", Dialect::Chat),
+            ("/v1/models/llama3:8b", Dialect::Chat),
+            ("/v1/scrape", Dialect::WebData),
+            ("/v1/modelsx", Dialect::WebData),
+            ("/v2/crawl/1", Dialect::WebData),
+            ("/", Dialect::Chat),
+        ] {
+            assert_eq!(guess(path), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn parse_round_trips() {
+        for d in Dialect::ALL {
+            assert_eq!(Dialect::parse(d.as_str()), Some(d));
+        }
+        assert_eq!(Dialect::parse("openai"), None);
+    }
+}
