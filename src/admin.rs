@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::auth;
 use crate::error::ProxyError;
 use crate::http::body::Body;
-use crate::metrics::{self, Metrics};
+use crate::observe::metrics::{self, Metrics};
 use crate::reload::Snapshot;
 use crate::table::Target;
 

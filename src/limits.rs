@@ -6,11 +6,14 @@
 //! Each connection has an [`Activity`] so that it can be closed once it has been idle (no
 //! request in flight) for the idle timeout.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper::HeaderMap;
+use pin_project_lite::pin_project;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ProxyError;
@@ -122,6 +125,42 @@ impl Activity {
                 () = tokio::time::sleep(idle) => return,
             }
         }
+    }
+}
+
+pin_project! {
+    /// An answer's body that keeps its request's [`InFlight`] slot until it has ended or been
+    /// dropped: a streamed answer is in flight until its last frame.
+    pub struct Held<B> {
+        #[pin]
+        inner: B,
+        slot: Option<InFlight>,
+    }
+}
+
+impl<B> Held<B> {
+    pub fn new(inner: B, slot: Option<InFlight>) -> Self {
+        Held { inner, slot }
+    }
+}
+
+impl<B: http_body::Body> http_body::Body for Held<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        self.project().inner.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use lingo::cli::{self, Command};
 use lingo::mock::knobs::Knobs;
 use lingo::table::MockSpec;
-use lingo::{config, server, telemetry};
+use lingo::{config, observe, server};
 
 fn main() -> ExitCode {
     let command = match cli::parse() {
@@ -28,14 +28,14 @@ fn main() -> ExitCode {
             }
         },
         Command::Serve { config } => {
-            telemetry::init();
+            observe::init();
             if let Err(e) = runtime().block_on(server::serve(&config)) {
                 eprintln!("error: {e}");
                 return ExitCode::FAILURE;
             }
         }
         Command::Mock { listen, knobs } => {
-            telemetry::init();
+            observe::init();
             let mut defaults = Knobs::from_spec(&MockSpec::default());
             if let Err(e) = defaults.apply(&knobs) {
                 eprintln!("error: {e}");

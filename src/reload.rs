@@ -23,7 +23,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::config::{self, ConfigErrors};
-use crate::metrics::Metrics;
+use crate::observe::Metrics;
 use crate::table::RouteTable;
 use crate::upstream::UpstreamClient;
 

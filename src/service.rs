@@ -19,12 +19,11 @@ use crate::base::ids;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::path;
-use crate::limits::{self, Activity, Gate};
-use crate::metrics::{Finish, RequestStats};
+use crate::limits::{self, Activity, Gate, Held};
+use crate::observe::{AccessLog, Ended, Finish, Record, RequestStats};
 use crate::reload::{Reloader, Snapshot};
 use crate::respond;
 use crate::table::{Route, RouteTable, Upstream};
-use crate::telemetry::{AccessLog, Logged};
 use crate::translate::{self, Endpoint};
 use crate::upstream::UpstreamClient;
 use crate::upstream::headers::{self, X_REQUEST_ID};
@@ -107,7 +106,7 @@ pub async fn handle(
             .insert(CONNECTION, HeaderValue::from_static("close"));
         log.status = 400;
         log.error = Some(why.to_owned());
-        return Ok(response.map(|body| Body::new(Logged::new(body, log))));
+        return Ok(response.map(|body| Body::new(Ended::new(body, Record::new(log, None)))));
     }
     let (held, refused) = match conn.gate.admit_request(&conn.activity) {
         Ok(held) => (Some(held), None),
@@ -140,7 +139,8 @@ pub async fn handle(
     response.headers_mut().insert(X_REQUEST_ID, request_id);
     log.status = response.status().as_u16();
     let finish = Finish::new(Arc::clone(metrics), &log, stats);
-    Ok(response.map(|body| Body::new(Logged::new(body, log).holding(held).recording(finish))))
+    let record = Record::new(log, Some(finish));
+    Ok(response.map(|body| Body::new(Held::new(Ended::new(body, record), held))))
 }
 
 /// The built-in endpoint this request is for, if any. Whether there is an admin listener is

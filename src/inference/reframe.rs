@@ -20,7 +20,7 @@ use pin_project_lite::pin_project;
 use crate::base::secret::Secret;
 use crate::base::usage::{Tally, Usage};
 use crate::http::body::{Body, BoxError};
-use crate::metrics::{Outcome, RequestStats};
+use crate::observe::{Outcome, RequestStats};
 use crate::table::Upstream;
 use crate::translate::ndjson::{FrameError, LineFramer};
 use crate::translate::sse;

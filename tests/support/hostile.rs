@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 use lingo::http::body::Body;
 use lingo::inference::reframe::{Merged, Reframe, Translator};
-use lingo::metrics::RequestStats;
+use lingo::observe::RequestStats;
 use lingo::translate::ndjson::{FrameError, LineFramer};
 use serde_json::Value;
 

@@ -16,11 +16,11 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use super::Outcome;
+use super::access::AccessLog;
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 use crate::error::{ProxyError, TimeoutKind};
-use crate::http::idle::IdleTimeout;
-use crate::telemetry::AccessLog;
 
 /// The `Content-Type` of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -71,21 +71,6 @@ pub struct Metrics {
     reloads: Family<ReloadLabels, Counter>,
     generation: Gauge,
     tokens: Family<TokenLabels, Counter>,
-}
-
-/// How an answer's body ended: what the access line and `lingo_requests_total` say.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Everything was sent.
-    Complete,
-    /// The client went away before the end.
-    ClientClosed,
-    /// The upstream broke off, sent an error line or something lingo could not read.
-    UpstreamFailed,
-    /// The upstream went silent for longer than its idle limit.
-    IdleTimeout,
-    /// An upstream line was longer than `limits.max_line`.
-    LineCap,
 }
 
 /// What one request's handlers learnt on the way, read when its answer has ended.
@@ -303,41 +288,6 @@ impl Finish {
     /// How the stream failed, if it said so itself.
     pub fn stream_failure(&self) -> Option<(Outcome, String)> {
         self.stats.failure()
-    }
-}
-
-// === impl Outcome ===
-
-impl Outcome {
-    /// The name in the access line and the `outcome` label.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Complete => "complete",
-            Outcome::ClientClosed => "client_closed",
-            Outcome::UpstreamFailed => "upstream_failed",
-            Outcome::IdleTimeout => "idle_timeout",
-            Outcome::LineCap => "line_cap",
-        }
-    }
-
-    /// Whether the upstream's side broke the answer (counted as a `mid_stream` error).
-    pub const fn is_upstream_failure(self) -> bool {
-        matches!(
-            self,
-            Outcome::UpstreamFailed | Outcome::IdleTimeout | Outcome::LineCap
-        )
-    }
-
-    /// What a body error that cut an answer means: the idle limit, or another failure.
-    pub fn of_error(err: &(dyn std::error::Error + 'static)) -> Outcome {
-        let mut source = Some(err);
-        while let Some(err) = source {
-            if err.is::<IdleTimeout>() {
-                return Outcome::IdleTimeout;
-            }
-            source = err.source();
-        }
-        Outcome::UpstreamFailed
     }
 }
 

@@ -1,0 +1,74 @@
+//! Logging: the tracing subscriber and the one access-log line per request.
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use super::Outcome;
+use crate::base::dialect::Dialect;
+
+/// Installs the global subscriber: `RUST_LOG` filters (default `info`), output on stderr.
+pub fn init() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Everything the access-log line says, filled in as the request goes.
+#[derive(Debug)]
+pub struct AccessLog {
+    pub method: String,
+    pub path: String,
+    pub request_id: String,
+    pub route: Option<String>,
+    pub upstream: Option<String>,
+    /// The client key's *name*, never the key.
+    pub client: Option<String>,
+    pub status: u16,
+    /// Why lingo answered an error itself, or why the stream broke.
+    pub error: Option<String>,
+    /// The dialect the client was answered in, once known.
+    pub dialect: Option<Dialect>,
+    pub bytes: u64,
+    pub started: Instant,
+}
+
+// === impl AccessLog ===
+
+impl AccessLog {
+    pub fn new(method: &str, path: &str, request_id: &str) -> Self {
+        AccessLog {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            request_id: request_id.to_owned(),
+            route: None,
+            upstream: None,
+            client: None,
+            status: 0,
+            error: None,
+            dialect: None,
+            bytes: 0,
+            started: Instant::now(),
+        }
+    }
+
+    pub(super) fn emit(&self, outcome: Outcome) {
+        tracing::info!(
+            target: "lingo::access",
+            method = %self.method,
+            path = %self.path,
+            route = %self.route.as_deref().unwrap_or("-"),
+            upstream = %self.upstream.as_deref().unwrap_or("-"),
+            status = self.status,
+            duration_ms = %format_args!("{:.3}", self.started.elapsed().as_secs_f64() * 1000.0),
+            bytes = self.bytes,
+            client = %self.client.as_deref().unwrap_or("-"),
+            request_id = %self.request_id,
+            outcome = %outcome.as_str(),
+            error = self.error.as_deref().unwrap_or(""),
+        );
+    }
+}
