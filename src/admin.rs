@@ -17,7 +17,7 @@ use crate::auth;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::observe::metrics::{self, Metrics};
-use crate::reload::Snapshot;
+use crate::runtime::Snapshot;
 use crate::table::Target;
 
 /// How long `/readyz` waits for an upstream to accept a TCP connection.

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -24,22 +24,11 @@ use tokio::sync::mpsc;
 
 use crate::config::{self, ConfigErrors};
 use crate::observe::Metrics;
+use crate::runtime::Snapshot;
 use crate::table::RouteTable;
-use crate::upstream::UpstreamClient;
 
 /// Quiet time after the last file event before reloading: editors write in several steps.
 const DEBOUNCE: Duration = Duration::from_millis(200);
-
-/// Everything derived from one version of the file, swapped as one.
-pub struct Snapshot {
-    pub table: RouteTable,
-    /// Parallel to `table.upstreams`.
-    pub clients: Vec<UpstreamClient>,
-    /// Parallel to `table.upstreams`: learnt that it has only the legacy `/api/embeddings`.
-    pub legacy_embeddings: Vec<AtomicBool>,
-    /// 1 for the table lingo started with, +1 per successful reload.
-    pub generation: u64,
-}
 
 /// The live table and how to replace it.
 pub struct Reloader {
@@ -75,29 +64,6 @@ pub enum ReloadError {
     Invalid(#[from] ConfigErrors),
     #[error("unchanged")]
     Unchanged,
-}
-
-// === impl Snapshot ===
-
-impl Snapshot {
-    pub fn new(table: RouteTable, generation: u64) -> Self {
-        let clients = table
-            .upstreams
-            .iter()
-            .map(|u| UpstreamClient::new(u))
-            .collect();
-        let legacy_embeddings = table
-            .upstreams
-            .iter()
-            .map(|_| AtomicBool::new(false))
-            .collect();
-        Snapshot {
-            table,
-            clients,
-            legacy_embeddings,
-            generation,
-        }
-    }
 }
 
 // === impl Reloader ===

@@ -7,8 +7,8 @@ use std::path::Path;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use lingo::http::body::Body;
-use lingo::inference::reframe::{Merged, Reframe};
 use lingo::observe::RequestStats;
+use lingo::proxy::run::reframe::{Merged, Reframe};
 use lingo::translate::chat::{ChatStream, ResponseMeta};
 use lingo::translate::completions::{CompletionStream, Meta};
 

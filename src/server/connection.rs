@@ -25,9 +25,9 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 use crate::base::dialect;
 use crate::http::body::Body;
 use crate::limits::{Activity, ConnectionSlot, Gate};
+use crate::proxy::pipeline::{self, ConnInfo};
+use crate::proxy::respond;
 use crate::reload::Reloader;
-use crate::respond;
-use crate::service::{self, ConnInfo};
 use crate::table::Limits;
 
 /// Longest a TLS handshake may take.
@@ -111,7 +111,7 @@ pub async fn serve(accepted: Accepted, slot: ConnectionSlot) {
         activity: Arc::clone(&activity),
     });
     let service =
-        service_fn(move |req| service::handle(Arc::clone(&reloader), Arc::clone(&conn), req));
+        service_fn(move |req| pipeline::handle(Arc::clone(&reloader), Arc::clone(&conn), req));
     let builder = builder(&limits);
     let idle = activity.idle_for(limits.idle_timeout);
     let result = match tls {

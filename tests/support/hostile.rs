@@ -9,8 +9,8 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use lingo::http::body::Body;
-use lingo::inference::reframe::{Merged, Reframe, Translator};
 use lingo::observe::RequestStats;
+use lingo::proxy::run::reframe::{Merged, Reframe, Translator};
 use lingo::translate::ndjson::{FrameError, LineFramer};
 use serde_json::Value;
 

@@ -14,6 +14,7 @@ use hyper::header::{CONNECTION, CONTENT_LENGTH, HOST, HeaderValue};
 use hyper::{Request, Response};
 
 use crate::admin::Builtin;
+use crate::auth;
 use crate::base::dialect::{self, Dialect};
 use crate::base::ids;
 use crate::error::ProxyError;
@@ -21,13 +22,14 @@ use crate::http::body::Body;
 use crate::http::path;
 use crate::limits::{self, Activity, Gate, Held};
 use crate::observe::{AccessLog, Ended, Finish, Record, RequestStats};
-use crate::reload::{Reloader, Snapshot};
-use crate::respond;
+use crate::proxy::respond;
+use crate::proxy::run::{self as inference, pass as passthrough, tunnel as websocket};
+use crate::reload::Reloader;
+use crate::runtime::Snapshot;
 use crate::table::{Route, RouteTable, Upstream};
 use crate::translate::{self, Endpoint};
 use crate::upstream::UpstreamClient;
 use crate::upstream::headers::{self, X_REQUEST_ID};
-use crate::{auth, inference, passthrough, websocket};
 
 /// What lingo knows about the connection a request came on.
 #[derive(Debug)]
@@ -69,7 +71,7 @@ impl<'a> Call<'a> {
             snapshot: self.snapshot,
             route: self.route,
             upstream: self.snapshot.table.upstream(index),
-            client: &self.snapshot.clients[index],
+            client: &self.snapshot.peer(index).client,
             conn: self.conn,
             path_and_query: self.path_and_query.clone(),
             request_id: self.request_id.clone(),
@@ -215,7 +217,7 @@ async fn dispatch(
         snapshot,
         route,
         upstream,
-        client: &snapshot.clients[route.upstream],
+        client: &snapshot.peer(route.upstream).client,
         conn,
         path_and_query,
         request_id,
@@ -240,8 +242,8 @@ async fn dispatch(
         None if inference::tags::lists_aliases(&call, &call.path_and_query[..path_len]) => {
             inference::tags::handle(&call, req).await
         }
-        None if inference::native::renames_models(&call, &call.path_and_query[..path_len]) => {
-            inference::native::handle(&call, req).await
+        None if inference::rename::renames_models(&call, &call.path_and_query[..path_len]) => {
+            inference::rename::handle(&call, req).await
         }
         None => passthrough::forward(&call, req).await,
     };

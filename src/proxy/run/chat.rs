@@ -14,13 +14,13 @@ use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response};
 
 use super::reframe::{Merged, Reframe, Translator, UsageFrame};
-use super::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
+use super::shared::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
 use crate::base::dialect::Dialect;
 use crate::base::ids;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::join::join_all;
-use crate::service::Call;
+use crate::proxy::pipeline::Call;
 use crate::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults, Usage};
 
 /// Serves one chat completion.
@@ -44,7 +44,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
     };
     request.set_model(&model);
     let native = Bytes::from(request.native_body());
-    let client = &call.snapshot.clients[index];
+    let client = &call.snapshot.peer(index).client;
     let sends: Vec<Sending<'_>> = (0..request.n())
         .map(|_| {
             Box::pin(send_native(

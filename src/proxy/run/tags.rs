@@ -19,13 +19,13 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::{HeaderMap, Method, Request, Response};
 
-use super::{bad_gateway, json, send, upstream_failure, whole};
+use super::shared::{bad_gateway, json, send, upstream_failure, whole};
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::join::join_all;
-use crate::passthrough;
-use crate::service::Call;
+use crate::proxy::pipeline::Call;
+use crate::proxy::run::pass;
 use crate::table::{ModelAlias, RouteTable};
 use crate::translate::chat;
 use crate::translate::models::{self, AliasEntry, TagList};
@@ -57,7 +57,7 @@ fn usable(table: &RouteTable) -> impl Iterator<Item = (&str, &ModelAlias)> {
 /// other methods (`HEAD` included: there is no list to merge) pass through.
 pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<Body>, ProxyError> {
     if req.method() != Method::GET {
-        return passthrough::forward(call, req).await;
+        return pass::forward(call, req).await;
     }
     let own_index = call.route.upstream;
     let (aliases, others) = plan(&call.snapshot.table, own_index);
@@ -119,7 +119,7 @@ fn plan(table: &RouteTable, own_index: usize) -> (Vec<(&str, &ModelAlias)>, Vec<
 /// pass-through would show: its status and message, the upstream's key redacted.
 async fn fetch(call: &Call<'_>, index: usize, headers: &HeaderMap, path: &str) -> Fetched {
     let upstream = call.snapshot.table.upstream(index);
-    let client = &call.snapshot.clients[index];
+    let client = &call.snapshot.peer(index).client;
     let answer = send(
         call,
         upstream,

@@ -16,7 +16,7 @@ use crate::error::ProxyError;
 use crate::http::body::{Body, BoxError, Prepend};
 use crate::http::idle::Idle;
 use crate::http::redact::{Redacting, redact_headers};
-use crate::service::Call;
+use crate::proxy::pipeline::Call;
 use crate::table::{Target, Upstream};
 use crate::translate::links;
 use crate::upstream::{self, headers};

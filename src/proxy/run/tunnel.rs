@@ -18,8 +18,8 @@ use crate::auth;
 use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::Body;
 use crate::http::idle::Idle;
-use crate::passthrough::forwarding;
-use crate::service::Call;
+use crate::proxy::pipeline::Call;
+use crate::proxy::run::pass::forwarding;
 use crate::table::Auth;
 use crate::upstream::{self, UpstreamClient, headers};
 

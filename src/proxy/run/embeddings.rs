@@ -5,19 +5,17 @@
 //! call per input, concurrently, and lingo remembers that for the upstream until the next
 //! reload.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 
-use super::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
+use super::shared::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::join::join_all;
-use crate::service::Call;
+use crate::proxy::pipeline::Call;
 use crate::table::Upstream;
 use crate::translate::chat;
 use crate::translate::embeddings::{self, EmbedRequest};
@@ -34,9 +32,9 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
     if upstream.speaks != Dialect::Native {
         return Err(super::chat::wrong_upstream(&request.model, upstream));
     }
-    let legacy = &call.snapshot.legacy_embeddings[index];
-    if !legacy.load(Ordering::Relaxed) {
-        let client = &call.snapshot.clients[index];
+    let peer = call.snapshot.peer(index);
+    if !peer.legacy_embeddings() {
+        let client = &call.snapshot.peer(index).client;
         let answer = send_native(
             call,
             upstream,
@@ -58,7 +56,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
                 });
             }
             tracing::info!(upstream = %upstream.name, "no /api/embed: using /api/embeddings from now on");
-            legacy.store(true, Ordering::Relaxed);
+            peer.learn_legacy_embeddings();
         } else if !answer.status().is_success() {
             return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
         } else {
@@ -93,7 +91,7 @@ async fn legacy_embeddings(
     request: &EmbedRequest,
     headers: &hyper::HeaderMap,
 ) -> Answer {
-    let client = &call.snapshot.clients[index];
+    let client = &call.snapshot.peer(index).client;
     let sends: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + '_>>> =
         request
             .inputs

@@ -1,16 +1,6 @@
-//! The I/O shell of the translating routes (chat-completions clients, native upstreams).
-//!
-//! The translators in [`crate::translate`] are pure; this module reads the client's body,
-//! resolves model aliases, sends the native request(s), and wires the answers back through
-//! the translators, streaming where the client asked for a stream.
-
-pub mod chat;
-pub mod completions;
-pub mod embeddings;
-pub mod models;
-pub mod native;
-pub mod reframe;
-pub mod tags;
+//! What the runs share: reading the client's body, resolving a model alias, sending one
+//! request upstream with the pass-through header rules, reading an answer whole, and
+//! re-telling an upstream's error.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -24,8 +14,8 @@ use hyper::{Method, Request, Response, StatusCode, Version};
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::idle::Idle;
-use crate::passthrough::forwarding;
-use crate::service::Call;
+use crate::proxy::pipeline::Call;
+use crate::proxy::run::pass::forwarding;
 use crate::table::Upstream;
 use crate::upstream::{self, UpstreamClient, headers};
 

@@ -9,13 +9,13 @@ use hyper::{Request, Response};
 
 use super::chat::{invalid, sse, wrong_upstream};
 use super::reframe::{Merged, Reframe, Translator, UsageFrame};
-use super::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
+use super::shared::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
 use crate::base::dialect::Dialect;
 use crate::base::ids;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::join::join_all;
-use crate::service::Call;
+use crate::proxy::pipeline::Call;
 use crate::translate::chat::{self, Usage};
 use crate::translate::completions::{self, CompletionStream, Meta};
 
@@ -37,7 +37,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
             .map_or(0, |d| d.as_secs()),
         model: request.model.clone(),
     };
-    let client = &call.snapshot.clients[index];
+    let client = &call.snapshot.peer(index).client;
     let sends: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + '_>>> = (0
         ..request.prompts.len())
         .map(|i| {

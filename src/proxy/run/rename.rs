@@ -14,13 +14,13 @@ use hyper::body::Incoming;
 use hyper::header::CONTENT_LENGTH;
 use hyper::{Request, Response};
 
-use super::read_body;
 use super::reframe::{Reframe, Translator};
+use super::shared::read_body;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
-use crate::passthrough;
-use crate::service::Call;
+use crate::proxy::pipeline::Call;
+use crate::proxy::run::pass;
 use crate::translate::chat::Usage;
 use crate::translate::splice;
 
@@ -46,7 +46,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
     let (parts, body) = req.into_parts();
     let body = read_body(body, call.route.max_body).await?;
     let Some((index, alias, model, renamed)) = resolve(call, &body) else {
-        return passthrough::forward(call, Request::from_parts(parts, Full::new(body))).await;
+        return pass::forward(call, Request::from_parts(parts, Full::new(body))).await;
     };
     let upstream = call.snapshot.table.upstream(index);
     if upstream.speaks != Dialect::Native {
@@ -59,8 +59,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
         });
     }
     let aliased = call.to_upstream(index);
-    let response =
-        passthrough::forward(&aliased, Request::from_parts(parts, Full::new(renamed))).await?;
+    let response = pass::forward(&aliased, Request::from_parts(parts, Full::new(renamed))).await?;
     let max_line = usize::try_from(call.snapshot.table.limits.max_line).unwrap_or(usize::MAX);
     let (mut parts, body) = response.into_parts();
     parts.headers.remove(CONTENT_LENGTH);

@@ -4,17 +4,20 @@ use bytes::Bytes;
 use hyper::{HeaderMap, Method, Response};
 use serde_json::json;
 
-use super::{bad_gateway, json, resolve, send, upstream_failure, whole};
+use super::shared::{bad_gateway, json, resolve, send, upstream_failure, whole};
 use crate::error::ProxyError;
 use crate::http::body::Body;
-use crate::service::Call;
+use crate::proxy::pipeline::Call;
 use crate::translate::{chat, models};
 
 type Answer = Result<Response<Body>, ProxyError>;
 
 /// The route upstream's models, then the table's aliases.
 pub async fn list(call: &Call<'_>) -> Answer {
-    let (upstream, client) = (call.upstream, &call.snapshot.clients[call.route.upstream]);
+    let (upstream, client) = (
+        call.upstream,
+        &call.snapshot.peer(call.route.upstream).client,
+    );
     let answer = send(
         call,
         upstream,
@@ -45,7 +48,7 @@ pub async fn list(call: &Call<'_>) -> Answer {
 pub async fn one(call: &Call<'_>, path: &str) -> Answer {
     let id = percent_decode(path.trim_start_matches("/v1/models/"));
     let (index, upstream, model) = resolve(call, &id);
-    let client = &call.snapshot.clients[index];
+    let client = &call.snapshot.peer(index).client;
     let body = Bytes::from(json!({"model": model}).to_string());
     let answer = send(
         call,

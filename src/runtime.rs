@@ -1,0 +1,72 @@
+//! What one version of the route table is at run time: the compiled table plus, for each of
+//! its upstreams, the pooled client and what lingo has learnt about it. One [`Snapshot`] is
+//! swapped in by a reload and held by each request from its start to its end.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::table::{RouteTable, Upstream};
+use crate::upstream::UpstreamClient;
+
+/// Everything derived from one version of the file, swapped as one.
+pub struct Snapshot {
+    pub table: RouteTable,
+    /// One per `table.upstreams`, in the same order.
+    peers: Vec<Peer>,
+    /// 1 for the table lingo started with, +1 per successful reload.
+    pub generation: u64,
+}
+
+/// One upstream as requests use it.
+pub struct Peer {
+    /// Its compiled settings.
+    pub spec: Arc<Upstream>,
+    /// Its pooled connections (or its mock).
+    pub client: UpstreamClient,
+    /// Learnt that it has only the legacy `/api/embeddings` (forgotten on reload).
+    legacy_embeddings: AtomicBool,
+}
+
+// === impl Snapshot ===
+
+impl Snapshot {
+    pub fn new(table: RouteTable, generation: u64) -> Self {
+        let peers = table
+            .upstreams
+            .iter()
+            .map(|spec| Peer {
+                spec: Arc::clone(spec),
+                client: UpstreamClient::new(spec),
+                legacy_embeddings: AtomicBool::new(false),
+            })
+            .collect();
+        Snapshot {
+            table,
+            peers,
+            generation,
+        }
+    }
+
+    /// The upstream at `index` of the table (route and alias targets are such indexes).
+    pub fn peer(&self, index: usize) -> &Peer {
+        &self.peers[index]
+    }
+
+    pub fn peers(&self) -> &[Peer] {
+        &self.peers
+    }
+}
+
+// === impl Peer ===
+
+impl Peer {
+    /// Whether the upstream answered `/api/embed` with a plain 404 before.
+    pub fn legacy_embeddings(&self) -> bool {
+        self.legacy_embeddings.load(Ordering::Relaxed)
+    }
+
+    /// Remembers that the upstream has only the legacy `/api/embeddings`.
+    pub fn learn_legacy_embeddings(&self) {
+        self.legacy_embeddings.store(true, Ordering::Relaxed);
+    }
+}
