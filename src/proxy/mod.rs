@@ -1,6 +1,9 @@
-//! The proxy: one request's life, read top-down in [`pipeline`], run by one of [`run`]'s
-//! modules, every error answered by [`respond`].
+//! The proxy: one request's life, read top-down in [`pipeline`]: its [`exchange`], the
+//! [`plan`] decided once, the [`run`] that carries it out, and [`respond`], the only place an
+//! error becomes an answer.
 
+pub mod exchange;
 pub mod pipeline;
+pub mod plan;
 pub mod respond;
 pub mod run;

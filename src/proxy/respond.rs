@@ -5,13 +5,53 @@
 //! shape its SDK parses.
 
 use bytes::Bytes;
-use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
+use super::exchange::Arrival;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
+use crate::observe::{AccessLog, Metrics};
+use crate::upstream::headers::X_REQUEST_ID;
+
+/// The answer to a request: the run's, or its error told in the request's dialect (an
+/// upstream's failure counted); either way with the request id, and its status logged.
+pub fn answer(
+    result: Result<Response<Body>, ProxyError>,
+    metrics: &Metrics,
+    arrival: &Arrival,
+    log: &mut AccessLog,
+) -> Response<Body> {
+    let mut response = match result {
+        Ok(response) => response,
+        Err(err) => {
+            metrics.upstream_error(&err);
+            log.error = Some(err.to_string());
+            log.dialect.get_or_insert(arrival.dialect);
+            render(&err, arrival.dialect)
+        }
+    };
+    response
+        .headers_mut()
+        .insert(X_REQUEST_ID, arrival.request_id.clone());
+    log.status = response.status().as_u16();
+    response
+}
+
+/// A request whose framing or headers are unsound: refused before it is admitted, and the
+/// connection closed after (the rest of it cannot be trusted to be framed the way lingo
+/// reads it).
+pub fn unframed(why: &'static str, arrival: &Arrival, log: &mut AccessLog) -> Response<Body> {
+    let mut response = render(&ProxyError::BadRequest(why), arrival.dialect);
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    log.status = 400;
+    log.error = Some(why.to_owned());
+    response
+}
 
 /// Renders an error lingo produced in the given dialect, with its status.
 ///

@@ -220,6 +220,16 @@ impl RouteTable {
     pub fn find(&self, path: &str) -> Option<&Route> {
         router::find(&self.routes, path)
     }
+
+    /// The aliases a native client can use: those on native upstreams (a native request for
+    /// an alias on another dialect's upstream is refused, so listing it would offer a name
+    /// that fails).
+    pub fn native_aliases(&self) -> impl Iterator<Item = (&str, &ModelAlias)> {
+        self.models
+            .iter()
+            .filter(|(_, alias)| self.upstream(alias.upstream).speaks == Dialect::Native)
+            .map(|(name, alias)| (name.as_str(), alias))
+    }
 }
 
 // === impl PathMatch ===

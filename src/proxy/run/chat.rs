@@ -20,11 +20,14 @@ use crate::base::ids;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::join::join_all;
-use crate::proxy::pipeline::Call;
+use crate::proxy::exchange::Exchange;
 use crate::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults, Usage};
 
 /// Serves one chat completion.
-pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<Body>, ProxyError> {
+pub async fn handle(
+    call: &Exchange<'_>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ProxyError> {
     let (parts, body) = req.into_parts();
     let body = read_body(body, call.route.max_body).await?;
     let defaults = RouteDefaults {

@@ -15,14 +15,14 @@ use crate::base::ids;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::join::join_all;
-use crate::proxy::pipeline::Call;
+use crate::proxy::exchange::Exchange;
 use crate::translate::chat::{self, Usage};
 use crate::translate::completions::{self, CompletionStream, Meta};
 
 type Answer = Result<Response<Body>, ProxyError>;
 
 /// Serves one completions request (a prompt, or a batch of them).
-pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
+pub async fn handle(call: &Exchange<'_>, req: Request<Incoming>) -> Answer {
     let (parts, body) = req.into_parts();
     let body = read_body(body, call.route.max_body).await?;
     let request = completions::request(&body, &call.route.options).map_err(invalid)?;

@@ -15,7 +15,7 @@ use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::join::join_all;
-use crate::proxy::pipeline::Call;
+use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
 use crate::translate::chat;
 use crate::translate::embeddings::{self, EmbedRequest};
@@ -24,7 +24,7 @@ use crate::upstream;
 type Answer = Result<Response<Body>, ProxyError>;
 
 /// Serves one embeddings request.
-pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
+pub async fn handle(call: &Exchange<'_>, req: Request<Incoming>) -> Answer {
     let (parts, body) = req.into_parts();
     let body = read_body(body, call.route.max_body).await?;
     let request = embeddings::request(&body).map_err(super::chat::invalid)?;
@@ -84,7 +84,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Answer {
 
 /// One `/api/embeddings` call per input, concurrently.
 async fn legacy_embeddings(
-    call: &Call<'_>,
+    call: &Exchange<'_>,
     index: usize,
     upstream: &Upstream,
     model: &str,

@@ -14,3 +14,31 @@ pub mod rename;
 pub mod shared;
 pub mod tags;
 pub mod tunnel;
+
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+
+use super::exchange::Exchange;
+use super::plan::Plan;
+use crate::error::ProxyError;
+use crate::http::body::Body;
+use crate::translate::Endpoint;
+
+/// Runs the plan for one exchange.
+pub async fn run(
+    plan: Plan,
+    x: &Exchange<'_>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ProxyError> {
+    match plan {
+        Plan::Translate(Endpoint::ChatCompletions) => chat::handle(x, req).await,
+        Plan::Translate(Endpoint::Completions) => completions::handle(x, req).await,
+        Plan::Translate(Endpoint::Embeddings) => embeddings::handle(x, req).await,
+        Plan::Translate(Endpoint::Models) => models::list(x).await,
+        Plan::Translate(Endpoint::Model) => models::one(x, x.path()).await,
+        Plan::Tunnel => tunnel::proxy(x, req).await,
+        Plan::ListTags => tags::handle(x, req).await,
+        Plan::Rename => rename::handle(x, req).await,
+        Plan::Pass => pass::forward(x, req).await,
+    }
+}

@@ -7,13 +7,13 @@ use serde_json::json;
 use super::shared::{bad_gateway, json, resolve, send, upstream_failure, whole};
 use crate::error::ProxyError;
 use crate::http::body::Body;
-use crate::proxy::pipeline::Call;
+use crate::proxy::exchange::Exchange;
 use crate::translate::{chat, models};
 
 type Answer = Result<Response<Body>, ProxyError>;
 
 /// The route upstream's models, then the table's aliases.
-pub async fn list(call: &Call<'_>) -> Answer {
+pub async fn list(call: &Exchange<'_>) -> Answer {
     let (upstream, client) = (
         call.upstream,
         &call.snapshot.peer(call.route.upstream).client,
@@ -45,7 +45,7 @@ pub async fn list(call: &Call<'_>) -> Answer {
 }
 
 /// One model (`path` is `/v1/models/<id>`; the id may contain `/`).
-pub async fn one(call: &Call<'_>, path: &str) -> Answer {
+pub async fn one(call: &Exchange<'_>, path: &str) -> Answer {
     let id = percent_decode(path.trim_start_matches("/v1/models/"));
     let (index, upstream, model) = resolve(call, &id);
     let client = &call.snapshot.peer(index).client;

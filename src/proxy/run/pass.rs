@@ -16,13 +16,13 @@ use crate::error::ProxyError;
 use crate::http::body::{Body, BoxError, Prepend};
 use crate::http::idle::Idle;
 use crate::http::redact::{Redacting, redact_headers};
-use crate::proxy::pipeline::Call;
+use crate::proxy::exchange::Exchange;
 use crate::table::{Target, Upstream};
 use crate::translate::links;
 use crate::upstream::{self, headers};
 
 /// Forwards `req` to the call's upstream and streams the answer back.
-pub async fn forward<B>(call: &Call<'_>, req: Request<B>) -> Result<Response<Body>, ProxyError>
+pub async fn forward<B>(call: &Exchange<'_>, req: Request<B>) -> Result<Response<Body>, ProxyError>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
@@ -90,7 +90,7 @@ where
 }
 
 /// The header facts for this call.
-pub fn forwarding<'a>(call: &'a Call<'_>, upgrade: bool) -> headers::Forwarding<'a> {
+pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forwarding<'a> {
     headers::Forwarding {
         host: upstream::host_header(call.upstream),
         client_ip: HeaderValue::from_str(&call.conn.peer.ip().to_string())

@@ -19,30 +19,16 @@ use super::shared::read_body;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
-use crate::proxy::pipeline::Call;
+use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass;
 use crate::translate::chat::Usage;
 use crate::translate::splice;
 
-/// The native endpoints whose body names a model.
-const MODEL_PATHS: [&str; 5] = [
-    "/api/chat",
-    "/api/generate",
-    "/api/embed",
-    "/api/embeddings",
-    "/api/show",
-];
-
-/// Whether this call may need an alias resolved.
-pub fn renames_models(call: &Call<'_>, path: &str) -> bool {
-    call.upstream.speaks == Dialect::Native
-        && call.route.speaks == Dialect::Native
-        && !call.snapshot.table.models.is_empty()
-        && MODEL_PATHS.contains(&path)
-}
-
 /// Forwards a native call, resolving a model alias if it names one.
-pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<Body>, ProxyError> {
+pub async fn handle(
+    call: &Exchange<'_>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ProxyError> {
     let (parts, body) = req.into_parts();
     let body = read_body(body, call.route.max_body).await?;
     let Some((index, alias, model, renamed)) = resolve(call, &body) else {
@@ -78,7 +64,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
 /// Only the model's value changes: it is spliced in place, so everything else reaches the
 /// upstream exactly as the client wrote it. The model is `model`, or `name` on `/api/show`
 /// (the native server reads `model` first).
-fn resolve(call: &Call<'_>, body: &[u8]) -> Option<(usize, String, String, Bytes)> {
+fn resolve(call: &Exchange<'_>, body: &[u8]) -> Option<(usize, String, String, Bytes)> {
     let found = splice::find(body, &["model", "name"])?;
     let named = found
         .iter()

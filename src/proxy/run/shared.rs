@@ -14,7 +14,7 @@ use hyper::{Method, Request, Response, StatusCode, Version};
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::idle::Idle;
-use crate::proxy::pipeline::Call;
+use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
 use crate::table::Upstream;
 use crate::upstream::{self, UpstreamClient, headers};
@@ -35,7 +35,7 @@ pub async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, ProxyError> 
 
 /// Where a client-facing model name goes: an alias picks the upstream and its model name;
 /// any other name goes to the route's upstream unchanged.
-pub fn resolve<'a>(call: &'a Call<'_>, model: &str) -> (usize, &'a Upstream, String) {
+pub fn resolve<'a>(call: &'a Exchange<'_>, model: &str) -> (usize, &'a Upstream, String) {
     let table = &call.snapshot.table;
     match table.models.get(model) {
         Some(alias) => (
@@ -68,7 +68,7 @@ fn end_to_end(client: &HeaderMap) -> HeaderMap {
 /// upstream's key instead of the client's). The answer's body is under the upstream's idle
 /// limit.
 pub async fn send_native(
-    call: &Call<'_>,
+    call: &Exchange<'_>,
     upstream: &Upstream,
     client: &UpstreamClient,
     client_headers: &HeaderMap,
@@ -89,7 +89,7 @@ pub async fn send_native(
 
 /// Sends one native request with the pass-through header rules; see [`send_native`].
 pub async fn send(
-    call: &Call<'_>,
+    call: &Exchange<'_>,
     upstream: &Upstream,
     client: &UpstreamClient,
     method: Method,
@@ -142,7 +142,7 @@ pub async fn upstream_failure(
 /// upstream that never stops must not grow lingo without bound); the idle limit applies. The
 /// time it takes is the upstream's, not lingo's.
 pub async fn whole(
-    call: &Call<'_>,
+    call: &Exchange<'_>,
     upstream: &Upstream,
     answer: Response<Body>,
 ) -> Result<Bytes, ProxyError> {

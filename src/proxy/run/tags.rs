@@ -2,7 +2,7 @@
 //!
 //! A native client (an Ollama-style model picker, `ollama.list()`) learns the names it may ask
 //! for from `/api/tags`; without this, the aliases lingo resolves on native routes (see
-//! [`super::native`]) would be names no native client can discover. Only a `GET /api/tags` on
+//! [`super::rename`]) would be names no native client can discover. Only a `GET /api/tags` on
 //! a native route to a native upstream, when the table has aliases a native client can use,
 //! is read here; everything else, and every table without such aliases, passes through
 //! untouched (no body read).
@@ -20,11 +20,10 @@ use hyper::body::Incoming;
 use hyper::{HeaderMap, Method, Request, Response};
 
 use super::shared::{bad_gateway, json, send, upstream_failure, whole};
-use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::join::join_all;
-use crate::proxy::pipeline::Call;
+use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass;
 use crate::table::{ModelAlias, RouteTable};
 use crate::translate::chat;
@@ -33,29 +32,12 @@ use crate::translate::models::{self, AliasEntry, TagList};
 /// One upstream's model list, or why there is none.
 type Fetched = Result<Bytes, ProxyError>;
 
-/// Whether this call is a native model listing that should show the table's aliases (whatever
-/// its method: [`handle`] passes all but `GET` through).
-pub fn lists_aliases(call: &Call<'_>, path: &str) -> bool {
-    path == "/api/tags"
-        && call.route.speaks == Dialect::Native
-        && call.upstream.speaks == Dialect::Native
-        && usable(&call.snapshot.table).next().is_some()
-}
-
-/// The aliases a native client can use: those on native upstreams (a native request for an
-/// alias on another dialect's upstream is refused, so listing it would offer a name that
-/// fails).
-fn usable(table: &RouteTable) -> impl Iterator<Item = (&str, &ModelAlias)> {
-    table
-        .models
-        .iter()
-        .filter(|(_, alias)| table.upstream(alias.upstream).speaks == Dialect::Native)
-        .map(|(name, alias)| (name.as_str(), alias))
-}
-
 /// Answers `GET /api/tags` with the route upstream's list and one entry per usable alias;
 /// other methods (`HEAD` included: there is no list to merge) pass through.
-pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<Body>, ProxyError> {
+pub async fn handle(
+    call: &Exchange<'_>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ProxyError> {
     if req.method() != Method::GET {
         return pass::forward(call, req).await;
     }
@@ -102,7 +84,7 @@ pub async fn handle(call: &Call<'_>, req: Request<Incoming>) -> Result<Response<
 /// The usable aliases in name order (the order they are listed in), and the other upstreams
 /// that list their targets, each once.
 fn plan(table: &RouteTable, own_index: usize) -> (Vec<(&str, &ModelAlias)>, Vec<usize>) {
-    let mut aliases: Vec<(&str, &ModelAlias)> = usable(table).collect();
+    let mut aliases: Vec<(&str, &ModelAlias)> = table.native_aliases().collect();
     aliases.sort_unstable_by_key(|(name, _)| *name);
     let mut others: Vec<usize> = aliases
         .iter()
@@ -117,7 +99,7 @@ fn plan(table: &RouteTable, own_index: usize) -> (Vec<(&str, &ModelAlias)>, Vec<
 /// One upstream's `/api/tags`, read whole (under `limits.max_answer`), with the client's
 /// end-to-end headers and the upstream's own key. An error answer becomes the error
 /// pass-through would show: its status and message, the upstream's key redacted.
-async fn fetch(call: &Call<'_>, index: usize, headers: &HeaderMap, path: &str) -> Fetched {
+async fn fetch(call: &Exchange<'_>, index: usize, headers: &HeaderMap, path: &str) -> Fetched {
     let upstream = call.snapshot.table.upstream(index);
     let client = &call.snapshot.peer(index).client;
     let answer = send(
@@ -138,7 +120,7 @@ async fn fetch(call: &Call<'_>, index: usize, headers: &HeaderMap, path: &str) -
 
 /// Another upstream's list, when it could be had and read; a warning when not (its aliases
 /// are still listed, without their target's details).
-fn readable(call: &Call<'_>, index: usize, answer: Fetched) -> Option<TagList> {
+fn readable(call: &Exchange<'_>, index: usize, answer: Fetched) -> Option<TagList> {
     let upstream = call.snapshot.table.upstream(index);
     let list = answer.and_then(|tags| TagList::parse(&tags).map_err(|m| bad_gateway(upstream, m)));
     match list {

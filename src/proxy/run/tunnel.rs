@@ -18,14 +18,14 @@ use crate::auth;
 use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::Body;
 use crate::http::idle::Idle;
-use crate::proxy::pipeline::Call;
+use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
 use crate::table::Auth;
 use crate::upstream::{self, UpstreamClient, headers};
 
 /// Tunnels a WebSocket upgrade to the call's upstream.
 pub async fn proxy(
-    call: &Call<'_>,
+    call: &Exchange<'_>,
     mut req: Request<Incoming>,
 ) -> Result<Response<Body>, ProxyError> {
     let upstream = call.upstream;

@@ -1,0 +1,161 @@
+//! One request in flight, as every phase and every run sees it: the table it is served on,
+//! its route and upstream, the connection it came on, its ids, the dialect its errors are
+//! told in, and what the runs learn for the metrics.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use hyper::Request;
+use hyper::body::Incoming;
+use hyper::header::{HOST, HeaderValue};
+
+use crate::base::dialect::{self, Dialect};
+use crate::base::ids;
+use crate::limits::{Activity, Gate};
+use crate::observe::RequestStats;
+use crate::runtime::Snapshot;
+use crate::table::{Route, RouteTable, Upstream};
+use crate::upstream::UpstreamClient;
+use crate::upstream::headers::X_REQUEST_ID;
+
+/// What lingo knows about the connection a request came on.
+#[derive(Debug)]
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    /// Index of the listener in the table's `listen` list; `None` on the `admin:` listener.
+    pub listener: Option<usize>,
+    pub tls: bool,
+    /// The listener's connection and in-flight pools.
+    pub gate: Arc<Gate>,
+    /// Whether this connection has requests in flight (for its idle timer).
+    pub activity: Arc<Activity>,
+}
+
+/// A routed request: everything a run needs, decided before anything is sent upstream.
+pub struct Exchange<'a> {
+    pub snapshot: &'a Snapshot,
+    pub route: &'a Route,
+    pub upstream: &'a Upstream,
+    pub client: &'a UpstreamClient,
+    pub conn: &'a ConnInfo,
+    /// The normalised path plus the original query.
+    pub path_and_query: String,
+    /// Where the path ends in `path_and_query`.
+    path_len: usize,
+    pub request_id: HeaderValue,
+    /// The `Host` the client addressed (the `:authority` on HTTP/2).
+    pub client_host: Option<HeaderValue>,
+    /// `scheme://authority` clients use to reach lingo, for rewriting upstream links.
+    pub public_base: String,
+    /// What the runs learn for the metrics (upstream wait, tokens, a failed stream).
+    pub stats: Arc<RequestStats>,
+}
+
+/// What is known of a request before it is routed: enough to answer an error in the
+/// dialect its path implies and to log it.
+pub struct Arrival {
+    pub request_id: HeaderValue,
+    pub stats: Arc<RequestStats>,
+    /// The dialect errors are told in: the path's guess until a route decides it.
+    pub dialect: Dialect,
+}
+
+// === impl Arrival ===
+
+impl Arrival {
+    pub fn new(req: &Request<Incoming>) -> Self {
+        Arrival {
+            request_id: request_id(req),
+            stats: RequestStats::new(),
+            dialect: dialect::guess(req.uri().path()),
+        }
+    }
+}
+
+// === impl Exchange ===
+
+impl<'a> Exchange<'a> {
+    /// The exchange for `req` routed to `route` on the path `path` (normalised).
+    pub fn new(
+        snapshot: &'a Snapshot,
+        conn: &'a ConnInfo,
+        route: &'a Route,
+        path: &str,
+        req: &Request<Incoming>,
+        arrival: &Arrival,
+    ) -> Self {
+        let path_and_query = match req.uri().query() {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_owned(),
+        };
+        let client_host = req.headers().get(HOST).cloned().or_else(|| {
+            let authority = req.uri().authority()?;
+            HeaderValue::from_str(authority.as_str()).ok()
+        });
+        let public_base = public_base(&snapshot.table, conn, client_host.as_ref());
+        let peer = snapshot.peer(route.upstream);
+        Exchange {
+            snapshot,
+            route,
+            upstream: &peer.spec,
+            client: &peer.client,
+            conn,
+            path_and_query,
+            path_len: path.len(),
+            request_id: arrival.request_id.clone(),
+            client_host,
+            public_base,
+            stats: Arc::clone(&arrival.stats),
+        }
+    }
+
+    /// The normalised path, without the query.
+    pub fn path(&self) -> &str {
+        &self.path_and_query[..self.path_len]
+    }
+
+    /// The same exchange, sent to another upstream of the table (a model alias's).
+    pub fn to_upstream(&self, index: usize) -> Exchange<'a> {
+        let peer = self.snapshot.peer(index);
+        Exchange {
+            snapshot: self.snapshot,
+            route: self.route,
+            upstream: &peer.spec,
+            client: &peer.client,
+            conn: self.conn,
+            path_and_query: self.path_and_query.clone(),
+            path_len: self.path_len,
+            request_id: self.request_id.clone(),
+            client_host: self.client_host.clone(),
+            public_base: self.public_base.clone(),
+            stats: Arc::clone(&self.stats),
+        }
+    }
+}
+
+/// The request id: the client's `X-Request-Id` when it sent a sane one, else a new one.
+fn request_id(req: &Request<Incoming>) -> HeaderValue {
+    req.headers()
+        .get(X_REQUEST_ID)
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.to_str().is_ok())
+        .cloned()
+        .unwrap_or_else(|| {
+            HeaderValue::from_str(&ids::random_hex()).expect("hex is a valid header")
+        })
+}
+
+/// `scheme://authority` of lingo as this client addressed it.
+fn public_base(table: &RouteTable, conn: &ConnInfo, client_host: Option<&HeaderValue>) -> String {
+    let listener = conn.listener.and_then(|i| table.listeners.get(i));
+    if let Some(url) = listener.and_then(|l| l.public_url.as_ref()) {
+        return url.to_string().trim_end_matches('/').to_owned();
+    }
+    let scheme = if conn.tls { "https" } else { "http" };
+    match client_host.and_then(|h| h.to_str().ok()) {
+        Some(host) => format!("{scheme}://{host}"),
+        None => format!(
+            "{scheme}://{}",
+            listener.map_or_else(String::new, |l| l.addr.to_string())
+        ),
+    }
+}

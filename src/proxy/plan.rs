@@ -1,0 +1,127 @@
+//! What a request will be, decided once, before anything is sent upstream: translated (and
+//! by which endpoint's translation), tunnelled, served with the table's model aliases, or
+//! passed through. What the route refuses (model management, a body declared too large, a
+//! path it has no translator for) is refused here.
+
+use hyper::Request;
+use hyper::body::Incoming;
+use hyper::header::CONTENT_LENGTH;
+
+use super::exchange::Exchange;
+use crate::base::dialect::Dialect;
+use crate::error::ProxyError;
+use crate::translate::{self, Endpoint};
+use crate::upstream::headers;
+
+/// The native endpoints whose body names a model.
+const MODEL_PATHS: [&str; 5] = [
+    "/api/chat",
+    "/api/generate",
+    "/api/embed",
+    "/api/embeddings",
+    "/api/show",
+];
+
+/// What a request will be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Translated by this endpoint's translation.
+    Translate(Endpoint),
+    /// A WebSocket upgrade, tunnelled.
+    Tunnel,
+    /// A native model listing, answered with the table's aliases added.
+    ListTags,
+    /// A native call that may name a model alias.
+    Rename,
+    /// Forwarded unchanged.
+    Pass,
+}
+
+// === impl Plan ===
+
+impl Plan {
+    /// Decides the plan for `req`, or what the route refuses.
+    pub fn decide(x: &Exchange<'_>, req: &Request<Incoming>) -> Result<Plan, ProxyError> {
+        let (route, upstream, path) = (x.route, x.upstream, x.path());
+        let endpoint = translate::endpoint(route.speaks, upstream.speaks, path);
+        if route.translates(upstream) && endpoint.is_none() {
+            return Err(ProxyError::NoTranslator {
+                client: route.speaks,
+                upstream: upstream.speaks,
+            });
+        }
+        refuse(x, req)?;
+        let native = route.speaks == Dialect::Native && upstream.speaks == Dialect::Native;
+        let table = &x.snapshot.table;
+        Ok(match endpoint {
+            Some(endpoint) => Plan::Translate(endpoint),
+            None if headers::is_websocket_upgrade(req.headers()) => Plan::Tunnel,
+            None if native && path == "/api/tags" && table.native_aliases().next().is_some() => {
+                Plan::ListTags
+            }
+            None if native && !table.models.is_empty() && MODEL_PATHS.contains(&path) => {
+                Plan::Rename
+            }
+            None => Plan::Pass,
+        })
+    }
+}
+
+/// What the route itself refuses: model management where it is not allowed, and a body
+/// declared larger than the route takes.
+fn refuse(x: &Exchange<'_>, req: &Request<Incoming>) -> Result<(), ProxyError> {
+    if x.upstream.speaks == Dialect::Native
+        && !x.route.allow_model_management
+        && is_model_management(x.path())
+    {
+        return Err(ProxyError::ModelManagement {
+            path: x.path().to_owned(),
+        });
+    }
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > x.route.max_body) {
+        return Err(ProxyError::BodyTooLarge {
+            limit: x.route.max_body,
+        });
+    }
+    Ok(())
+}
+
+/// The native endpoints that change what the server holds (pull, push, create, copy,
+/// delete, blobs). Compared without case and trailing slash, as a lenient upstream router
+/// might match them.
+pub fn is_model_management(path: &str) -> bool {
+    const BLOCKED: [&str; 5] = [
+        "/api/pull",
+        "/api/push",
+        "/api/create",
+        "/api/copy",
+        "/api/delete",
+    ];
+    let path = path.trim_end_matches('/').to_ascii_lowercase();
+    BLOCKED.contains(&path.as_str()) || path == "/api/blobs" || path.starts_with("/api/blobs/")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn model_management_paths() {
+        for (path, blocked) in [
+            ("/api/pull", true),
+            ("/api/pull/", true),
+            ("/API/Delete", true),
+            ("/api/blobs/sha256:abc", true),
+            ("/api/blobs", true),
+            ("/api/chat", false),
+            ("/api/pulling", false),
+            ("/api/blobsx", false),
+            ("/api/tags", false),
+        ] {
+            assert_eq!(super::is_model_management(path), blocked, "{path}");
+        }
+    }
+}
