@@ -7,7 +7,8 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use lingo::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults};
+use lingo::translate::Meta;
+use lingo::translate::chat::{self, ChatStream, RouteDefaults};
 use lingo::translate::ndjson::LineFramer;
 
 const REQUEST: &str = r#"{"model":"gpt-4o-mini","stream":true,"temperature":0.7,"max_tokens":256,
@@ -21,8 +22,8 @@ const REQUEST: &str = r#"{"model":"gpt-4o-mini","stream":true,"temperature":0.7,
 const TOKEN: &[u8] = br#"{"model":"llama3.2","created_at":"2025-07-07T20:22:19.1Z","message":{"role":"assistant","content":" sky"},"done":false}
 "#;
 
-fn meta() -> ResponseMeta {
-    ResponseMeta {
+fn meta() -> Meta {
+    Meta {
         id: "chatcmpl-bench".into(),
         created: 1_700_000_000,
         model: "gpt-4o-mini".into(),

@@ -9,13 +9,14 @@ use http_body_util::BodyExt;
 use lingo::http::body::Body;
 use lingo::observe::RequestStats;
 use lingo::proxy::run::reframe::{Merged, Reframe};
-use lingo::translate::chat::{ChatStream, ResponseMeta};
-use lingo::translate::completions::{CompletionStream, Meta};
+use lingo::translate::Meta;
+use lingo::translate::chat::ChatStream;
+use lingo::translate::completions::CompletionStream;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
-fn meta() -> ResponseMeta {
-    ResponseMeta {
+fn meta() -> Meta {
+    Meta {
         id: "chatcmpl-golden".into(),
         created: 1_700_000_000,
         model: "gpt-4o-mini".into(),
@@ -35,7 +36,7 @@ async fn reframe(name: &str, chunks: Vec<Bytes>) -> String {
         let stream = CompletionStream::new(&meta, 0, true, None);
         Merged::new(
             vec![Reframe::new(body, 1 << 20, stream)],
-            None,
+            Box::new(|_| vec![lingo::translate::sse::done()]),
             RequestStats::new(),
         )
         .collect()
@@ -44,7 +45,7 @@ async fn reframe(name: &str, chunks: Vec<Bytes>) -> String {
         let stream = ChatStream::new(&meta(), 0, true);
         Merged::new(
             vec![Reframe::new(body, 1 << 20, stream)],
-            None,
+            Box::new(|_| vec![lingo::translate::sse::done()]),
             RequestStats::new(),
         )
         .collect()
@@ -116,7 +117,7 @@ async fn a_line_over_the_cap_is_an_upstream_error() {
     ));
     let body = Merged::new(
         vec![Reframe::new(Body::pieces(vec![line]), 64, stream)],
-        None,
+        Box::new(|_| vec![lingo::translate::sse::done()]),
         RequestStats::new(),
     );
     let out = String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap();

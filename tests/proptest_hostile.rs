@@ -16,8 +16,9 @@ use hostile::{
     frame_payload, framed, path_properties, redaction_properties, reframe, stream_shape,
     without_call_ids,
 };
-use lingo::translate::chat::{self, ChatStream, ResponseMeta, RouteDefaults};
-use lingo::translate::completions::{self, CompletionStream, Meta};
+use lingo::translate::Meta;
+use lingo::translate::chat::{self, ChatStream, RouteDefaults};
+use lingo::translate::completions::{self, CompletionStream};
 use lingo::translate::embeddings;
 use lingo::translate::ndjson::{FrameError, LineFramer};
 use lingo::translate::sse;
@@ -233,8 +234,8 @@ fn model_lines(data: &[u8], max: usize) -> Vec<Result<Vec<u8>, FrameError>> {
     out
 }
 
-fn chat_meta() -> ResponseMeta {
-    ResponseMeta {
+fn chat_meta() -> Meta {
+    Meta {
         id: "chatcmpl-prop".into(),
         created: 1_700_000_000,
         model: "m".into(),

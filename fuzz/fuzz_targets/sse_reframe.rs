@@ -10,8 +10,9 @@ mod hostile;
 use bytes::Bytes;
 use hostile::{chunks, frame_payload, reframe, stream_shape, without_call_ids};
 use libfuzzer_sys::fuzz_target;
-use lingo::translate::chat::{ChatStream, ResponseMeta};
-use lingo::translate::completions::{CompletionStream, Meta};
+use lingo::translate::Meta;
+use lingo::translate::chat::ChatStream;
+use lingo::translate::completions::CompletionStream;
 use lingo::translate::sse;
 use serde_json::Value;
 
@@ -34,7 +35,7 @@ fuzz_target!(|input: &[u8]| {
     let whole = vec![Bytes::copy_from_slice(data)];
     let split = chunks(data, mode, 22);
     let (a, b) = if mode & 2 == 0 {
-        let meta = ResponseMeta {
+        let meta = Meta {
             id: "chatcmpl-fuzz".into(),
             created: 0,
             model: "m".into(),

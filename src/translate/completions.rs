@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::chat::ChatError;
 use super::params::{self, err};
 use super::sse;
+use super::translation::{FINGERPRINT, LineTranslator, Meta, Translation, UpstreamCall};
 use crate::base::usage::{Tally, Usage};
 
 /// The official API's default completion length.
@@ -133,15 +134,6 @@ fn usage(event: &Event<'_>) -> Usage {
     Usage::new(event.prompt_eval_count, event.eval_count)
 }
 
-/// What every chunk of one completion shares.
-#[derive(Debug, Clone)]
-pub struct Meta {
-    /// `cmpl-` + a random token.
-    pub id: String,
-    pub created: u64,
-    pub model: String,
-}
-
 #[derive(Serialize)]
 struct Out<'a> {
     id: &'a str,
@@ -168,7 +160,7 @@ fn envelope<'a>(meta: &'a Meta, choices: Vec<OutChoice<'a>>, usage: Option<Usage
         object: "text_completion",
         created: meta.created,
         model: &meta.model,
-        system_fingerprint: "fp_lingo",
+        system_fingerprint: FINGERPRINT,
         choices,
         usage,
     }
@@ -289,6 +281,85 @@ impl CompletionStream {
     /// The chunk with `choices: []` and the usage.
     pub fn usage_chunk(&self, usage: Usage) -> Bytes {
         sse::data(&envelope(&self.meta, Vec::new(), Some(usage)))
+    }
+}
+
+/// A completions request as a [`Translation`]: one `/api/generate` per prompt, each answer's
+/// stream through a [`CompletionStream`], one usage chunk for a batch, then `data: [DONE]`.
+pub struct Completions {
+    request: CompletionRequest,
+    meta: Meta,
+}
+
+impl Completions {
+    pub fn new(request: CompletionRequest, meta: Meta) -> Self {
+        Completions { request, meta }
+    }
+}
+
+impl Translation for Completions {
+    type Stream = CompletionStream;
+
+    fn model(&self) -> &str {
+        &self.request.model
+    }
+
+    fn streams(&self) -> bool {
+        self.request.stream
+    }
+
+    fn calls(&mut self, model: &str) -> Vec<UpstreamCall> {
+        (0..self.request.prompts.len())
+            .map(|i| UpstreamCall {
+                path: "/api/generate",
+                body: self.request.native_body(model, i),
+            })
+            .collect()
+    }
+
+    fn stream(&self, i: usize, count: usize) -> CompletionStream {
+        let echo = self.request.echo.then(|| self.request.prompts[i].clone());
+        let own_usage = count == 1 && self.request.include_usage;
+        CompletionStream::new(&self.meta, i as u32, own_usage, echo)
+    }
+
+    fn closing(&self, usage: Option<Usage>, count: usize) -> Vec<Bytes> {
+        let mut frames = Vec::with_capacity(2);
+        if let Some(usage) = usage.filter(|_| count > 1 && self.request.include_usage) {
+            frames.push(CompletionStream::new(&self.meta, 0, true, None).usage_chunk(usage));
+        }
+        frames.push(sse::done());
+        frames
+    }
+
+    fn whole(&self, answers: &[Bytes]) -> Result<(Bytes, Usage), String> {
+        completion(answers, &self.request, &self.meta)
+    }
+
+    fn upstream_error(&self, status: u16, body: &[u8]) -> (u16, String, Option<&'static str>) {
+        super::chat::upstream_error(status, body)
+    }
+}
+
+impl LineTranslator for CompletionStream {
+    fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
+        CompletionStream::on_line(self, line)
+    }
+
+    fn finish(&mut self) -> Result<Vec<Bytes>, String> {
+        CompletionStream::finish(self)
+    }
+
+    fn error_frame(&self, message: &str) -> Bytes {
+        super::chat::error_frame(message)
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        CompletionStream::usage(self)
+    }
+
+    fn prompt(&self) -> usize {
+        CompletionStream::prompt(self)
     }
 }
 

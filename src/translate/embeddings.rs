@@ -9,6 +9,8 @@ use serde_json::{Map, Value, json};
 
 use super::chat::ChatError;
 use super::params::{self, err};
+use super::translation::{NoStream, Translation, UpstreamCall};
+use crate::base::usage::Usage;
 
 /// A translated embeddings request.
 #[derive(Debug)]
@@ -182,6 +184,101 @@ pub fn encode_base64(vector: &[f32]) -> String {
         }
     }
     out
+}
+
+/// An embeddings request as a [`Translation`]: all inputs in one `/api/embed` call, or, on an
+/// upstream that only has the older endpoint, one `/api/embeddings` call per input. Never
+/// streamed.
+pub struct Embeddings {
+    request: EmbedRequest,
+    legacy: bool,
+}
+
+impl Embeddings {
+    pub fn new(request: EmbedRequest) -> Self {
+        Embeddings {
+            request,
+            legacy: false,
+        }
+    }
+
+    /// The same request for an upstream that only has `/api/embeddings`.
+    pub fn legacy(self) -> Self {
+        Embeddings {
+            legacy: true,
+            ..self
+        }
+    }
+
+    /// The whole answer from one `/api/embed` answer.
+    fn embedded(&self, answer: &[u8]) -> Result<(Bytes, Usage), String> {
+        let (vectors, tokens) = parse_embed(answer)?;
+        let inputs = self.request.inputs.len();
+        if vectors.len() != inputs {
+            return Err(format!(
+                "answered {} embeddings for {inputs} inputs",
+                vectors.len()
+            ));
+        }
+        let body = response(&vectors, tokens, &self.request.model, self.request.base64);
+        Ok((body, Usage::new(tokens, 0)))
+    }
+}
+
+impl Translation for Embeddings {
+    type Stream = NoStream;
+
+    fn model(&self) -> &str {
+        &self.request.model
+    }
+
+    fn streams(&self) -> bool {
+        false
+    }
+
+    fn calls(&mut self, model: &str) -> Vec<UpstreamCall> {
+        if !self.legacy {
+            let body = self.request.embed_body(model);
+            return vec![UpstreamCall {
+                path: "/api/embed",
+                body,
+            }];
+        }
+        let request = &self.request;
+        request
+            .inputs
+            .iter()
+            .map(|input| UpstreamCall {
+                path: "/api/embeddings",
+                body: request.legacy_body(model, input),
+            })
+            .collect()
+    }
+
+    fn stream(&self, _: usize, _: usize) -> NoStream {
+        unreachable!("an embeddings request is never streamed")
+    }
+
+    fn closing(&self, _: Option<Usage>, _: usize) -> Vec<Bytes> {
+        Vec::new()
+    }
+
+    fn whole(&self, answers: &[Bytes]) -> Result<(Bytes, Usage), String> {
+        if !self.legacy {
+            return self.embedded(answers.first().map_or(&[][..], |a| &a[..]));
+        }
+        let vectors = answers
+            .iter()
+            .map(|a| parse_legacy(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        // The legacy endpoint reports no token counts.
+        let body = response(&vectors, 0, &self.request.model, self.request.base64);
+        Ok((body, Usage::default()))
+    }
+
+    fn upstream_error(&self, status: u16, body: &[u8]) -> (u16, String, Option<&'static str>) {
+        super::chat::upstream_error(status, body)
+    }
 }
 
 #[cfg(test)]

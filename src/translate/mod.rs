@@ -11,10 +11,14 @@ pub mod links;
 pub mod models;
 pub mod ndjson;
 pub mod params;
+pub mod rename;
 pub mod splice;
 pub mod sse;
+pub mod translation;
 
 use crate::base::dialect::Dialect;
+
+pub use translation::{FINGERPRINT, LineTranslator, Meta, NoStream, Translation, UpstreamCall};
 
 /// A client endpoint lingo can translate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

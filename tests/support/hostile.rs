@@ -10,7 +10,8 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 use lingo::http::body::Body;
 use lingo::observe::RequestStats;
-use lingo::proxy::run::reframe::{Merged, Reframe, Translator};
+use lingo::proxy::run::reframe::{Merged, Reframe};
+use lingo::translate::LineTranslator;
 use lingo::translate::ndjson::{FrameError, LineFramer};
 use serde_json::Value;
 
@@ -53,10 +54,14 @@ pub fn chunks(data: &[u8], seed: u8, longest: usize) -> Vec<Bytes> {
 /// One upstream body re-framed as lingo serves it (`Reframe` inside `Merged`), polled to its
 /// end: the pieces are all ready, so the body never waits, and it never fails (a failure is
 /// an error frame).
-pub fn reframe<T: Translator>(pieces: Vec<Bytes>, max_line: usize, translator: T) -> Vec<Bytes> {
+pub fn reframe<T: LineTranslator>(
+    pieces: Vec<Bytes>,
+    max_line: usize,
+    translator: T,
+) -> Vec<Bytes> {
     let body = Merged::new(
         vec![Reframe::new(Body::pieces(pieces), max_line, translator)],
-        None,
+        Box::new(|_| vec![lingo::translate::sse::done()]),
         RequestStats::new(),
     );
     let mut body = pin!(body);

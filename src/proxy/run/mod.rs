@@ -1,11 +1,10 @@
 //! Running a plan: each way a request can go, one module each.
 //!
 //! [`pass`] forwards unchanged; [`tunnel`] tunnels a WebSocket; [`rename`] and [`tags`] serve
-//! model aliases on native routes; [`chat`], [`completions`], [`embeddings`] and [`models`]
-//! translate, re-framing streams through [`reframe`]; [`shared`] is what they all use.
+//! model aliases on native routes; [`translate`] drives every translation (chat,
+//! completions, and [`embeddings`]), re-framing streams through [`reframe`]; [`models`]
+//! translates the model listings; [`shared`] is what they all use.
 
-pub mod chat;
-pub mod completions;
 pub mod embeddings;
 pub mod models;
 pub mod pass;
@@ -13,6 +12,7 @@ pub mod reframe;
 pub mod rename;
 pub mod shared;
 pub mod tags;
+pub mod translate;
 pub mod tunnel;
 
 use hyper::body::Incoming;
@@ -31,8 +31,8 @@ pub async fn run(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ProxyError> {
     match plan {
-        Plan::Translate(Endpoint::ChatCompletions) => chat::handle(x, req).await,
-        Plan::Translate(Endpoint::Completions) => completions::handle(x, req).await,
+        Plan::Translate(Endpoint::ChatCompletions) => translate::chat(x, req).await,
+        Plan::Translate(Endpoint::Completions) => translate::completions(x, req).await,
         Plan::Translate(Endpoint::Embeddings) => embeddings::handle(x, req).await,
         Plan::Translate(Endpoint::Models) => models::list(x).await,
         Plan::Translate(Endpoint::Model) => models::one(x, x.path()).await,

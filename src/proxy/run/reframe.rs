@@ -22,29 +22,12 @@ use crate::base::usage::{Tally, Usage};
 use crate::http::body::{Body, BoxError};
 use crate::observe::{Outcome, RequestStats};
 use crate::table::Upstream;
+use crate::translate::LineTranslator;
 use crate::translate::ndjson::{FrameError, LineFramer};
-use crate::translate::sse;
 
-/// A per-stream translator: native lines in, SSE frames out.
-pub trait Translator: Send + 'static {
-    /// Frames for one complete native line; `Err(message)` ends the stream with an error.
-    fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String>;
-    /// Frames at the clean end of the upstream body; `Err` when the answer was incomplete.
-    fn finish(&mut self) -> Result<Vec<Bytes>, String>;
-    /// The error frame for `message`.
-    fn error_frame(&self, message: &str) -> Bytes;
-    /// The token counts the stream reported, once it has ended.
-    fn usage(&self) -> Option<Usage>;
-    /// Which prompt of the request the stream answers (see [`Tally`]): the `n` choices of a
-    /// chat completion all answer prompt 0.
-    fn prompt(&self) -> usize {
-        0
-    }
-}
-
-/// The closing frame that reports the summed usage of all streams (`include_usage` with
-/// `n` > 1: one usage chunk for the whole completion, as the official API sends).
-pub type UsageFrame = Box<dyn FnOnce(Usage) -> Bytes + Send>;
+/// What is sent after every stream of a request ended cleanly, given the request's usage
+/// (a usage chunk when asked for, then `data: [DONE]`).
+pub type Closing = Box<dyn FnOnce(Option<Usage>) -> Vec<Bytes> + Send>;
 
 /// Where a stream is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +80,7 @@ impl Failure {
 
 // === impl Reframe ===
 
-impl<T: Translator> Reframe<T> {
+impl<T: LineTranslator> Reframe<T> {
     pub fn new(inner: Body, max_line: usize, translator: T) -> Self {
         Reframe {
             inner,
@@ -127,7 +110,7 @@ impl<T: Translator> Reframe<T> {
     }
 }
 
-impl<T: Translator> http_body::Body for Reframe<T> {
+impl<T: LineTranslator> http_body::Body for Reframe<T> {
     type Data = Bytes;
     type Error = BoxError;
 
@@ -191,7 +174,7 @@ impl<T: Translator> http_body::Body for Reframe<T> {
 }
 
 /// Translates every complete line the framer holds.
-fn drain<T: Translator>(
+fn drain<T: LineTranslator>(
     framer: &mut LineFramer,
     translator: &mut T,
     queue: &mut VecDeque<Bytes>,
@@ -204,7 +187,7 @@ fn drain<T: Translator>(
 }
 
 /// The upstream body ended: the last line (maybe without a newline), then the translator's end.
-fn end<T: Translator>(
+fn end<T: LineTranslator>(
     framer: &mut LineFramer,
     translator: &mut T,
     queue: &mut VecDeque<Bytes>,
@@ -227,7 +210,7 @@ pub struct Merged<T> {
     next: usize,
     finished: bool,
     usage: Tally,
-    usage_frame: Option<UsageFrame>,
+    closing_frames: Option<Closing>,
     /// Frames left to send after the last stream ended.
     closing: VecDeque<Bytes>,
     /// Where the summed usage is reported (lingo's token counters).
@@ -236,12 +219,8 @@ pub struct Merged<T> {
 
 // === impl Merged ===
 
-impl<T: Translator> Merged<T> {
-    pub fn new(
-        streams: Vec<Reframe<T>>,
-        usage_frame: Option<UsageFrame>,
-        stats: Arc<RequestStats>,
-    ) -> Self {
+impl<T: LineTranslator> Merged<T> {
+    pub fn new(streams: Vec<Reframe<T>>, closing: Closing, stats: Arc<RequestStats>) -> Self {
         Merged {
             streams: streams
                 .into_iter()
@@ -250,27 +229,26 @@ impl<T: Translator> Merged<T> {
             next: 0,
             finished: false,
             usage: Tally::default(),
-            usage_frame,
+            closing_frames: Some(closing),
             closing: VecDeque::new(),
             stats,
         }
     }
 
-    /// Everything ended cleanly: the usage frame (if asked for), then `[DONE]`.
+    /// Everything ended cleanly: the usage is counted, then the closing frames.
     fn close(&mut self) {
         self.finished = true;
-        if !self.usage.is_empty() {
-            let usage = self.usage.total();
+        let usage = (!self.usage.is_empty()).then(|| self.usage.total());
+        if let Some(usage) = usage {
             self.stats.used(usage);
-            if let Some(frame) = self.usage_frame.take() {
-                self.closing.push_back(frame(usage));
-            }
         }
-        self.closing.push_back(sse::done());
+        if let Some(closing) = self.closing_frames.take() {
+            self.closing.extend(closing(usage));
+        }
     }
 }
 
-impl<T: Translator> http_body::Body for Merged<T> {
+impl<T: LineTranslator> http_body::Body for Merged<T> {
     type Data = Bytes;
     type Error = BoxError;
 

@@ -6,22 +6,20 @@
 //! unchanged. Only the endpoints that name a model read the request body, and only when the
 //! table has aliases.
 
-use std::ops::Range;
-
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::CONTENT_LENGTH;
 use hyper::{Request, Response};
 
-use super::reframe::{Reframe, Translator};
+use super::reframe::Reframe;
 use super::shared::read_body;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass;
-use crate::translate::chat::Usage;
+use crate::translate::rename::Rename;
 use crate::translate::splice;
 
 /// Forwards a native call, resolving a model alias if it names one.
@@ -75,53 +73,4 @@ fn resolve(call: &Exchange<'_>, body: &[u8]) -> Option<(usize, String, String, B
     let literal = splice::string_literal(&target.model);
     let renamed = splice::replaced(body, named.range.clone(), &literal).freeze();
     Some((target.upstream, alias, target.model.clone(), renamed))
-}
-
-/// Puts the alias back into each answer line's top-level `model`, however the upstream
-/// spaces its JSON; a line whose `model` is another name (or that is not JSON) is left alone.
-struct Rename {
-    model: String,
-    alias: Bytes,
-}
-
-impl Rename {
-    fn new(model: &str, alias: &str) -> Self {
-        Rename {
-            model: model.to_owned(),
-            alias: splice::string_literal(alias),
-        }
-    }
-
-    /// Where the line's `model` names the upstream's model.
-    fn model_at(&self, line: &[u8]) -> Option<Range<usize>> {
-        let found = splice::find(line, &["model"])?.pop()?;
-        (found.string()? == self.model).then_some(found.range)
-    }
-}
-
-impl Translator for Rename {
-    fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
-        let mut out = match self.model_at(line) {
-            Some(range) => splice::replaced(line, range, &self.alias),
-            None => BytesMut::from(line),
-        };
-        out.extend_from_slice(b"\n");
-        Ok(vec![out.freeze()])
-    }
-
-    fn finish(&mut self) -> Result<Vec<Bytes>, String> {
-        Ok(Vec::new())
-    }
-
-    fn error_frame(&self, message: &str) -> Bytes {
-        let mut line = serde_json::json!({ "error": message })
-            .to_string()
-            .into_bytes();
-        line.push(b'\n');
-        Bytes::from(line)
-    }
-
-    fn usage(&self) -> Option<Usage> {
-        None
-    }
 }

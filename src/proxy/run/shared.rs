@@ -124,12 +124,28 @@ pub async fn upstream_failure(
 ) -> ProxyError {
     let status = response.status().as_u16();
     let retry_after = response.headers().get(RETRY_AFTER).cloned();
-    // An error body is small; do not let a broken upstream make lingo read forever.
+    let body = error_body(response).await;
+    retold(upstream, status, &body, retry_after, retell)
+}
+
+/// An error answer's body: small, so read whole, but bounded (64 KiB) so that a broken
+/// upstream cannot make lingo read forever.
+pub async fn error_body(response: Response<Body>) -> Bytes {
     let body = Limited::new(response.into_body(), 64 * 1024)
         .collect()
         .await;
-    let body = body.map(|c| c.to_bytes()).unwrap_or_default();
-    let (status, message, code) = retell(status, &body);
+    body.map(|c| c.to_bytes()).unwrap_or_default()
+}
+
+/// An upstream's error answer re-told in the client's dialect, the upstream's key kept out.
+pub fn retold(
+    upstream: &Upstream,
+    status: u16,
+    body: &[u8],
+    retry_after: Option<HeaderValue>,
+    retell: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
+) -> ProxyError {
+    let (status, message, code) = retell(status, body);
     ProxyError::Upstream {
         status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
         message: upstream::redact(upstream, &message).into_owned(),

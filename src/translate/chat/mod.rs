@@ -4,11 +4,11 @@ mod messages;
 mod native;
 mod request;
 mod response;
+mod translation;
 
 pub use request::{ChatError, ChatRequest, MAX_N, RouteDefaults, request};
-pub use response::{
-    ChatStream, ResponseMeta, StreamError, Usage, completion, error_frame, upstream_error,
-};
+pub use response::{ChatStream, StreamError, Usage, completion, error_frame, upstream_error};
+pub use translation::Chat;
 
 #[cfg(test)]
 mod tests;

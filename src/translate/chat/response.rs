@@ -11,22 +11,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::native::{self, Event};
-use crate::base::ids;
 pub use crate::base::usage::{Tally, Usage};
 use crate::translate::sse;
-
-const FINGERPRINT: &str = "fp_lingo";
-
-/// What every chunk and answer of one completion shares.
-#[derive(Debug, Clone)]
-pub struct ResponseMeta {
-    /// `chatcmpl-` + a random token.
-    pub id: String,
-    /// Unix seconds.
-    pub created: u64,
-    /// The model name the client asked for.
-    pub model: String,
-}
+use crate::translate::translation::{FINGERPRINT, Meta, call_id};
 
 impl Usage {
     fn of(event: &Event<'_>) -> Self {
@@ -49,8 +36,9 @@ struct OutFunction<'a> {
     arguments: &'a str,
 }
 
-/// Tool calls in the chat-completions shape, `index` counted from `*next`.
-fn calls<'a>(event: &'a Event<'_>, next: &mut u32) -> Vec<OutCall<'a>> {
+/// Tool calls in the chat-completions shape, `index` counted from `*next`; a call without an
+/// id gets one derived from the response's (see [`call_id`]).
+fn calls<'a>(event: &'a Event<'_>, meta: &Meta, choice: u32, next: &mut u32) -> Vec<OutCall<'a>> {
     let Some(message) = &event.message else {
         return Vec::new();
     };
@@ -62,7 +50,7 @@ fn calls<'a>(event: &'a Event<'_>, next: &mut u32) -> Vec<OutCall<'a>> {
             *next += 1;
             let id = match call.id.as_deref() {
                 Some(id) if !id.is_empty() => id.to_owned(),
-                _ => format!("call_{}", &ids::random_hex()[..24]),
+                _ => call_id(meta, choice, index),
             };
             let arguments = call.function.arguments.map_or("{}", RawValue::get);
             OutCall {
@@ -131,7 +119,7 @@ struct OutMessage<'a> {
 
 /// The `chat.completion` object for the native answers of the `n` choices, in order, and
 /// their summed usage (for lingo's token counters).
-pub fn completion(answers: &[Bytes], meta: &ResponseMeta) -> Result<(Bytes, Usage), String> {
+pub fn completion(answers: &[Bytes], meta: &Meta) -> Result<(Bytes, Usage), String> {
     let events = answers
         .iter()
         .map(|a| native::parse(a))
@@ -143,7 +131,7 @@ pub fn completion(answers: &[Bytes], meta: &ResponseMeta) -> Result<(Bytes, Usag
     let mut choices = Vec::with_capacity(events.len());
     for (i, event) in events.iter().enumerate() {
         let mut next = 0;
-        let tool_calls = calls(event, &mut next);
+        let tool_calls = calls(event, meta, i as u32, &mut next);
         let message = event.message.as_ref();
         let thinking = message.and_then(|m| text(&m.thinking));
         choices.push(Choice {
@@ -226,7 +214,7 @@ pub enum StreamError {
 /// adds it once every choice has ended cleanly).
 #[derive(Debug)]
 pub struct ChatStream {
-    meta: ResponseMeta,
+    meta: Meta,
     index: u32,
     include_usage: bool,
     first_sent: bool,
@@ -238,7 +226,7 @@ pub struct ChatStream {
 // === impl ChatStream ===
 
 impl ChatStream {
-    pub fn new(meta: &ResponseMeta, index: u32, include_usage: bool) -> Self {
+    pub fn new(meta: &Meta, index: u32, include_usage: bool) -> Self {
         ChatStream {
             meta: meta.clone(),
             index,
@@ -263,7 +251,7 @@ impl ChatStream {
         let message = event.message.as_ref();
         let content = message.map_or("", |m| &m.content);
         let thinking = message.and_then(|m| text(&m.thinking));
-        let tool_calls = calls(&event, &mut self.next_call);
+        let tool_calls = calls(&event, &self.meta, self.index, &mut self.next_call);
         let has_news = !content.is_empty()
             || thinking.is_some()
             || !tool_calls.is_empty()

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::*;
+use crate::translate::Meta;
 
 fn translate(body: Value) -> Result<Map<String, Value>, ChatError> {
     let defaults = RouteDefaults {
@@ -248,7 +249,7 @@ fn bad_messages_are_refused() {
 
 #[test]
 fn whole_answers() {
-    let meta = ResponseMeta {
+    let meta = Meta {
         id: "chatcmpl-x".into(),
         created: 1,
         model: "alias".into(),

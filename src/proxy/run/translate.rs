@@ -1,0 +1,180 @@
+//! The one I/O shell of every translation (see [`Translation`]).
+//!
+//! Read the client's body, let the endpoint's pure translator read it, resolve the model
+//! alias, send the upstream requests concurrently and check their answers before anything
+//! is sent to the client (an upstream error keeps its status); then re-frame each answer's
+//! stream as it arrives ([`Reframe`], merged by [`Merged`]), or read them whole and let the
+//! translator assemble the answer.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use hyper::body::Incoming;
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderValue};
+use hyper::{Request, Response};
+
+use super::reframe::{Closing, Merged, Reframe};
+use super::shared::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
+use crate::base::dialect::Dialect;
+use crate::base::ids;
+use crate::error::ProxyError;
+use crate::http::body::Body;
+use crate::http::join::join_all;
+use crate::proxy::exchange::Exchange;
+use crate::table::Upstream;
+use crate::translate::chat::{self, Chat, ChatError, RouteDefaults};
+use crate::translate::completions::{self, Completions};
+use crate::translate::{Meta, Translation, UpstreamCall};
+
+type Answer = Result<Response<Body>, ProxyError>;
+
+/// Serves `/v1/chat/completions`.
+pub async fn chat(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+    let (parts, body) = req.into_parts();
+    let body = read_body(body, x.route.max_body).await?;
+    let defaults = RouteDefaults {
+        options: x.route.options.clone(),
+    };
+    let request = chat::request(&body, &defaults).map_err(invalid)?;
+    let meta = meta("chatcmpl", request.model());
+    run(x, &parts.headers, Chat::new(request, meta)).await
+}
+
+/// Serves `/v1/completions`.
+pub async fn completions(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+    let (parts, body) = req.into_parts();
+    let body = read_body(body, x.route.max_body).await?;
+    let request = completions::request(&body, &x.route.options).map_err(invalid)?;
+    let meta = meta("cmpl", &request.model);
+    run(x, &parts.headers, Completions::new(request, meta)).await
+}
+
+/// Runs a translation: its upstream requests, then its streamed or whole answer.
+pub async fn run<T: Translation>(x: &Exchange<'_>, headers: &HeaderMap, mut t: T) -> Answer {
+    let (index, upstream, model) = target(x, t.model())?;
+    let calls = t.calls(&model);
+    let answers = send_all(x, index, headers, calls).await;
+    let answers = checked(upstream, answers, &t).await?;
+    if t.streams() {
+        return Ok(sse(streamed(x, upstream, t, answers)));
+    }
+    answered(x, upstream, &t, answers).await
+}
+
+/// Where the client's model goes: the alias's upstream and its name there, or the route's.
+pub fn target<'a>(
+    x: &'a Exchange<'_>,
+    model: &str,
+) -> Result<(usize, &'a Upstream, String), ProxyError> {
+    let (index, upstream, upstream_model) = resolve(x, model);
+    if upstream.speaks != Dialect::Native {
+        return Err(ProxyError::Invalid {
+            message: format!(
+                "model `{model}` is served by a {} upstream; this route needs a native one",
+                upstream.speaks
+            ),
+            param: Some("model".into()),
+        });
+    }
+    Ok((index, upstream, upstream_model))
+}
+
+/// Sends every upstream request at once; the answers' heads, in order.
+pub async fn send_all(
+    x: &Exchange<'_>,
+    index: usize,
+    headers: &HeaderMap,
+    calls: Vec<UpstreamCall>,
+) -> Vec<Answer> {
+    let peer = x.snapshot.peer(index);
+    let sends = calls
+        .into_iter()
+        .map(|call| {
+            let send = send_native(x, &peer.spec, &peer.client, headers, call.path, call.body);
+            Box::pin(send) as std::pin::Pin<Box<dyn Future<Output = Answer> + Send + '_>>
+        })
+        .collect();
+    join_all(sends).await
+}
+
+/// The answers, if every one of them is a success; else the first failure, re-told.
+pub async fn checked<T: Translation>(
+    upstream: &Upstream,
+    answers: Vec<Answer>,
+    t: &T,
+) -> Result<Vec<Response<Body>>, ProxyError> {
+    let mut ok = Vec::with_capacity(answers.len());
+    for answer in answers {
+        let answer = answer?;
+        if !answer.status().is_success() {
+            let retell = |status, body: &[u8]| t.upstream_error(status, body);
+            return Err(upstream_failure(upstream, answer, retell).await);
+        }
+        ok.push(answer);
+    }
+    Ok(ok)
+}
+
+/// The answers' streams re-framed as they arrive, merged, then the translation's closing.
+fn streamed<T: Translation>(
+    x: &Exchange<'_>,
+    upstream: &Upstream,
+    t: T,
+    answers: Vec<Response<Body>>,
+) -> Body {
+    let max_line = usize::try_from(x.snapshot.table.limits.max_line).unwrap_or(usize::MAX);
+    let count = answers.len();
+    let streams = answers
+        .into_iter()
+        .enumerate()
+        .map(|(i, answer)| {
+            Reframe::new(answer.into_body(), max_line, t.stream(i, count)).redacting(upstream)
+        })
+        .collect();
+    let closing: Closing = Box::new(move |usage| t.closing(usage, count));
+    Body::new(Merged::new(streams, closing, Arc::clone(&x.stats)))
+}
+
+/// The whole answers read, the whole answer assembled, its usage counted.
+pub async fn answered<T: Translation>(
+    x: &Exchange<'_>,
+    upstream: &Upstream,
+    t: &T,
+    answers: Vec<Response<Body>>,
+) -> Answer {
+    let mut wholes = Vec::with_capacity(answers.len());
+    for answer in answers {
+        wholes.push(whole(x, upstream, answer).await?);
+    }
+    let (body, usage) = t.whole(&wholes).map_err(|m| bad_gateway(upstream, m))?;
+    x.stats.used(usage);
+    Ok(json(body))
+}
+
+/// What every chunk of one response shares: a fresh id, now, the client's model name.
+fn meta(prefix: &str, model: &str) -> Meta {
+    Meta {
+        id: format!("{prefix}-{}", ids::random_hex()),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        model: model.to_owned(),
+    }
+}
+
+/// A client request lingo refuses: 400, naming the parameter at fault.
+pub fn invalid(err: ChatError) -> ProxyError {
+    ProxyError::Invalid {
+        message: err.message,
+        param: err.param.map(Into::into),
+    }
+}
+
+/// A server-sent-events answer.
+fn sse(body: Body) -> Response<Body> {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}

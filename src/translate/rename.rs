@@ -1,0 +1,59 @@
+//! Model aliases on native routes, the answer side: each answer line's top-level `model` is
+//! the alias again. (The request side splices the upstream's name in: see `splice`.)
+
+use std::ops::Range;
+
+use bytes::{Bytes, BytesMut};
+
+use super::splice;
+use super::translation::LineTranslator;
+use crate::base::usage::Usage;
+
+/// Puts the alias back into each answer line's top-level `model`, however the upstream
+/// spaces its JSON; a line whose `model` is another name (or that is not JSON) is left alone.
+pub struct Rename {
+    model: String,
+    alias: Bytes,
+}
+
+impl Rename {
+    pub fn new(model: &str, alias: &str) -> Self {
+        Rename {
+            model: model.to_owned(),
+            alias: splice::string_literal(alias),
+        }
+    }
+
+    /// Where the line's `model` names the upstream's model.
+    fn model_at(&self, line: &[u8]) -> Option<Range<usize>> {
+        let found = splice::find(line, &["model"])?.pop()?;
+        (found.string()? == self.model).then_some(found.range)
+    }
+}
+
+impl LineTranslator for Rename {
+    fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
+        let mut out = match self.model_at(line) {
+            Some(range) => splice::replaced(line, range, &self.alias),
+            None => BytesMut::from(line),
+        };
+        out.extend_from_slice(b"\n");
+        Ok(vec![out.freeze()])
+    }
+
+    fn finish(&mut self) -> Result<Vec<Bytes>, String> {
+        Ok(Vec::new())
+    }
+
+    fn error_frame(&self, message: &str) -> Bytes {
+        let mut line = serde_json::json!({ "error": message })
+            .to_string()
+            .into_bytes();
+        line.push(b'\n');
+        Bytes::from(line)
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        None
+    }
+}

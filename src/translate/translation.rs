@@ -1,0 +1,133 @@
+//! What a translation is, for the one I/O shell that drives them all (`proxy::run::translate`).
+//!
+//! A client request, once read, becomes a [`Translation`]: the upstream requests it makes,
+//! the [`LineTranslator`] each answer's stream goes through, the closing frames, and the
+//! whole answer made from whole upstream answers. Usage from several answers is added up by
+//! [`crate::base::usage::Tally`]. Everything here is pure: ids and clocks come in through
+//! [`Meta`].
+
+use bytes::Bytes;
+
+use crate::base::usage::Usage;
+
+/// What every chunk and answer of one translated response shares.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    /// `chatcmpl-` or `cmpl-` + a random token.
+    pub id: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model name the client asked for.
+    pub model: String,
+}
+
+/// The `system_fingerprint` of lingo's chat-completions answers.
+pub const FINGERPRINT: &str = "fp_lingo";
+
+/// One upstream request a translation makes (a `POST` of a JSON body).
+#[derive(Debug, Clone)]
+pub struct UpstreamCall {
+    pub path: &'static str,
+    pub body: Bytes,
+}
+
+/// A per-stream translator: upstream lines in, client frames out.
+pub trait LineTranslator: Send + 'static {
+    /// Frames for one complete upstream line; `Err(message)` ends the stream with an error.
+    fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String>;
+    /// Frames at the clean end of the upstream body; `Err` when the answer was incomplete.
+    fn finish(&mut self) -> Result<Vec<Bytes>, String>;
+    /// The error frame for `message`.
+    fn error_frame(&self, message: &str) -> Bytes;
+    /// The token counts the stream reported, once it has ended.
+    fn usage(&self) -> Option<Usage>;
+    /// Which prompt of the request the stream answers: the `n` choices of a chat completion
+    /// all answer prompt 0; a completions batch has one prompt per stream.
+    fn prompt(&self) -> usize {
+        0
+    }
+}
+
+/// One client request, translated.
+pub trait Translation: Send + 'static {
+    /// What each answer's stream goes through.
+    type Stream: LineTranslator;
+    /// The model the client named (the shell resolves aliases).
+    fn model(&self) -> &str;
+    /// Whether the client asked for a stream.
+    fn streams(&self) -> bool;
+    /// The upstream requests, naming the upstream's `model`.
+    fn calls(&mut self, model: &str) -> Vec<UpstreamCall>;
+    /// The translator for answer `i`'s stream, of `count`.
+    fn stream(&self, i: usize, count: usize) -> Self::Stream;
+    /// The frames after every stream ended cleanly, with the request's usage if any stream
+    /// reported one.
+    fn closing(&self, usage: Option<Usage>, count: usize) -> Vec<Bytes>;
+    /// The whole answer from the upstream's whole answers, and its usage.
+    fn whole(&self, answers: &[Bytes]) -> Result<(Bytes, Usage), String>;
+    /// An upstream's error answer re-told: `(status, message, code)`.
+    fn upstream_error(&self, status: u16, body: &[u8]) -> (u16, String, Option<&'static str>);
+}
+
+/// The stream of a translation that never streams.
+pub enum NoStream {}
+
+impl LineTranslator for NoStream {
+    fn on_line(&mut self, _: &[u8]) -> Result<Vec<Bytes>, String> {
+        match *self {}
+    }
+
+    fn finish(&mut self) -> Result<Vec<Bytes>, String> {
+        match *self {}
+    }
+
+    fn error_frame(&self, _: &str) -> Bytes {
+        match *self {}
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        match *self {}
+    }
+}
+
+/// A tool call's id when the upstream gave none: derived from the response's own random id,
+/// the choice and the call's number, so that the translator stays pure and the ids stay
+/// unique and unguessable (`call_` + 24 hex, the official length).
+pub fn call_id(meta: &Meta, choice: u32, n: u32) -> String {
+    let random: String = meta
+        .id
+        .rsplit('-')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(16)
+        .collect();
+    format!(
+        "call_{random:0>16}{:02x}{:06x}",
+        choice & 0xff,
+        n & 0xff_ffff
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_ids_are_official_length_and_distinct() {
+        let meta = Meta {
+            id: "chatcmpl-0123456789abcdef0123456789abcdef".into(),
+            created: 0,
+            model: "m".into(),
+        };
+        let ids = [
+            call_id(&meta, 0, 0),
+            call_id(&meta, 0, 1),
+            call_id(&meta, 1, 0),
+        ];
+        assert_eq!(ids[0], "call_0123456789abcdef00000000");
+        assert!(ids.iter().all(|id| id.len() == 29));
+        assert_ne!(ids[1], ids[2]);
+    }
+}
