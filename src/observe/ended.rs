@@ -112,7 +112,9 @@ where
             Poll::Ready(None) => Some((Outcome::Complete, None)),
             Poll::Pending => None,
         };
-        if let (Some((outcome, error)), Some(record)) = (told, this.record.take()) {
+        if let Some((outcome, error)) = told
+            && let Some(record) = this.record.take()
+        {
             record.tell(outcome, error);
         }
         polled
