@@ -543,7 +543,7 @@ proptest! {
         prop_assert_eq!(&v["error"]["message"], &Value::from(message.clone()));
         prop_assert_eq!(&v["error"]["type"], &Value::from(kind));
         prop_assert_eq!(&v["error"]["code"], &Value::from(code));
-        let v = assert_one_frame(&chat::error_frame(&message))?;
+        let v = assert_one_frame(&lingo::proxy::respond::stream_error(lingo::base::dialect::Dialect::Chat, &message))?;
         prop_assert_eq!(&v["error"]["message"], &Value::from(message));
     }
 

@@ -84,9 +84,7 @@ pub(super) fn compile(
             None => seen.push((matcher.clone(), line)),
         }
         let what = format!("route {label}");
-        let max_body = r
-            .max_body
-            .map(|s| cx.size(&s, &format!("{what}: max_body")));
+        let max_body = (r.max_body.as_ref()).map(|s| cx.size(s, &format!("{what}: max_body")));
         let index = upstream::find(cx, upstreams, &r.to, &what);
         let client = r.speaks.as_ref().map(|s| cx.dialect(s, &what));
         let Some(index) = index else { continue };
@@ -96,31 +94,8 @@ pub(super) fn compile(
         let Some(speaks) = client.unwrap_or(Some(upstream_speaks)) else {
             continue;
         };
-        if r.allow_model_management {
-            let name = &upstreams[index].name;
-            let why = match (upstream_speaks, speaks) {
-                (Dialect::Native, Dialect::Native) => None,
-                (Dialect::Native, _) => Some(format!("this route translates {speaks} to native")),
-                _ => Some(format!(
-                    "this route goes to {upstream_speaks} upstream `{name}`"
-                )),
-            };
-            if let Some(why) = why {
-                let message = format!(
-                    "{what}: allow_model_management only means something on a native pass-through route; {why}"
-                );
-                cx.error(&place, message);
-            }
-        }
-        let translates_to_native = speaks != upstream_speaks && upstream_speaks == Dialect::Native;
-        if let Some(options) = &r.options
-            && !translates_to_native
-        {
-            let message = format!(
-                "{what}: options (default native options) only mean something on a route that translates to a native upstream"
-            );
-            cx.error(&options.place(), message);
-        }
+        let settings = (r.allow_model_management, r.options.as_ref());
+        check_options(cx, (&place, &what), settings, &upstreams[index], speaks);
         if let Some(status) = translator_status(speaks, upstream_speaks, &matcher) {
             cx.warnings.push(format!("{what} (line {line}): {status}"));
         }
@@ -138,6 +113,49 @@ pub(super) fn compile(
         });
     }
     out
+}
+
+/// `allow_model_management` and `options` are refused where they would mean nothing: model
+/// management off a native pass-through route, default native options off a route that
+/// translates to a native upstream.
+fn check_options(
+    cx: &mut Ctx<'_>,
+    (place, what): (&At<()>, &str),
+    (allow_model_management, options): (
+        bool,
+        Option<&At<serde_json::Map<String, serde_json::Value>>>,
+    ),
+    upstream: &Declared,
+    speaks: Dialect,
+) {
+    let Some(upstream_speaks) = upstream.speaks else {
+        return;
+    };
+    if allow_model_management {
+        let name = &upstream.name;
+        let why = match (upstream_speaks, speaks) {
+            (Dialect::Native, Dialect::Native) => None,
+            (Dialect::Native, _) => Some(format!("this route translates {speaks} to native")),
+            _ => Some(format!(
+                "this route goes to {upstream_speaks} upstream `{name}`"
+            )),
+        };
+        if let Some(why) = why {
+            let message = format!(
+                "{what}: allow_model_management only means something on a native pass-through route; {why}"
+            );
+            cx.error(place, message);
+        }
+    }
+    let translates_to_native = speaks != upstream_speaks && upstream_speaks == Dialect::Native;
+    if let Some(options) = options
+        && !translates_to_native
+    {
+        let message = format!(
+            "{what}: options (default native options) only mean something on a route that translates to a native upstream"
+        );
+        cx.error(&options.place(), message);
+    }
 }
 
 /// The route's matcher and its label in messages (the path as written).

@@ -15,14 +15,31 @@ pub fn summary(table: &RouteTable) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail; `let _` keeps the sections readable.
     let _ = writeln!(out, "{}: OK", table.source.display());
+    listeners(&mut out, table);
+    clients(&mut out, table);
+    upstreams(&mut out, table);
+    models(&mut out, table);
+    routes(&mut out, table);
+    let limits = &table.limits;
+    let (max_body, drain) = (format_size(limits.max_body), format_duration(limits.drain));
+    let _ = writeln!(out, "\nlimits: max_body {max_body}, drain {drain}");
+    if !table.warnings.is_empty() {
+        let _ = writeln!(out, "\nwarnings");
+        for w in &table.warnings {
+            let _ = writeln!(out, "  {w}");
+        }
+    }
+    out
+}
 
+/// The widest of `items`, to align a column.
+fn width<T>(items: &[T], len: impl Fn(&T) -> usize) -> usize {
+    items.iter().map(len).max().unwrap_or(0)
+}
+
+fn listeners(out: &mut String, table: &RouteTable) {
     let _ = writeln!(out, "\nlisten");
-    let width = table
-        .listeners
-        .iter()
-        .map(|l| l.addr.to_string().len())
-        .max()
-        .unwrap_or(0);
+    let width = width(&table.listeners, |l| l.addr.to_string().len());
     for l in &table.listeners {
         let scheme = if l.tls.is_some() {
             "https (tls)"
@@ -36,7 +53,9 @@ pub fn summary(table: &RouteTable) -> String {
             .unwrap_or_default();
         let _ = writeln!(out, "  {:<width$}  {scheme}{public}", l.addr.to_string());
     }
+}
 
+fn clients(out: &mut String, table: &RouteTable) {
     let names: Vec<&str> = table.clients.iter().map(|c| c.name.as_str()).collect();
     match names.len() {
         0 => out.push_str("\nclients: none (open proxy: anyone who reaches lingo may call it)\n"),
@@ -44,14 +63,11 @@ pub fn summary(table: &RouteTable) -> String {
             let _ = writeln!(out, "\nclients: {n} ({})", names.join(", "));
         }
     }
+}
 
+fn upstreams(out: &mut String, table: &RouteTable) {
     let _ = writeln!(out, "\nupstreams");
-    let width = table
-        .upstreams
-        .iter()
-        .map(|u| u.name.len())
-        .max()
-        .unwrap_or(0);
+    let width = width(&table.upstreams, |u| u.name.len());
     for u in &table.upstreams {
         let target = match &u.target {
             Target::Url(url) => url.to_string(),
@@ -70,24 +86,24 @@ pub fn summary(table: &RouteTable) -> String {
             let _ = writeln!(out, "    auth: {} (key from {})", auth.header, auth.source);
         }
     }
+}
 
-    if !table.models.is_empty() {
-        let _ = writeln!(out, "\nmodels");
-        let mut aliases: Vec<_> = table.models.iter().collect();
-        aliases.sort_by_key(|(alias, _)| alias.as_str());
-        for (alias, m) in aliases {
-            let upstream = &table.upstream(m.upstream).name;
-            let _ = writeln!(out, "  {alias} -> {upstream} as {}", m.model);
-        }
+fn models(out: &mut String, table: &RouteTable) {
+    if table.models.is_empty() {
+        return;
     }
+    let _ = writeln!(out, "\nmodels");
+    let mut aliases: Vec<_> = table.models.iter().collect();
+    aliases.sort_by_key(|(alias, _)| alias.as_str());
+    for (alias, m) in aliases {
+        let upstream = &table.upstream(m.upstream).name;
+        let _ = writeln!(out, "  {alias} -> {upstream} as {}", m.model);
+    }
+}
 
+fn routes(out: &mut String, table: &RouteTable) {
     let _ = writeln!(out, "\nroutes");
-    let width = table
-        .routes
-        .iter()
-        .map(|r| r.matcher.to_string().len())
-        .max()
-        .unwrap_or(0);
+    let width = width(&table.routes, |r| r.matcher.to_string().len());
     for r in &table.routes {
         let upstream = table.upstream(r.upstream);
         let mode = match translator_status(r.speaks, upstream.speaks, &r.matcher) {
@@ -110,16 +126,4 @@ pub fn summary(table: &RouteTable) -> String {
             "  {matcher:<width$}  {speaks} -> {name} ({their})  {mode}{extras}"
         );
     }
-
-    let limits = &table.limits;
-    let (max_body, drain) = (format_size(limits.max_body), format_duration(limits.drain));
-    let _ = writeln!(out, "\nlimits: max_body {max_body}, drain {drain}");
-
-    if !table.warnings.is_empty() {
-        let _ = writeln!(out, "\nwarnings");
-        for w in &table.warnings {
-            let _ = writeln!(out, "  {w}");
-        }
-    }
-    out
 }

@@ -60,6 +60,19 @@ struct ReloadLabels {
 
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
+/// What each metric counts, as `/metrics` says it.
+mod help {
+    pub const REQUESTS: &str = "Requests answered, by route, upstream, status, the client's dialect and how the answer ended (outcome)";
+    pub const DURATION: &str = "Time from request received to answer ended";
+    pub const OVERHEAD: &str = "lingo's own time before the answer starts: time to the answer's head not spent waiting on upstreams";
+    pub const OPEN: &str = "Answers being sent to clients right now";
+    pub const ERRORS: &str = "Failures talking to upstreams, by kind (unreachable, connect_timeout, first_byte_timeout, idle_timeout, bad_answer before the answer; mid_stream after it started)";
+    pub const RELOADS: &str = "Route table reloads, by result (ok or refused)";
+    pub const GENERATION: &str =
+        "Generation of the route table being served (1 at start, +1 per reload)";
+    pub const TOKENS: &str = "Tokens from the upstreams' usage counts on translated routes, by route, client key name and direction (in = prompt, out = completion)";
+}
+
 /// Every metric lingo exports.
 pub struct Metrics {
     registry: Registry,
@@ -117,59 +130,27 @@ impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("lingo");
         let requests = Family::default();
-        registry.register(
-            "requests",
-            "Requests answered, by route, upstream, status, the client's dialect and how the answer ended (outcome)",
-            requests.clone(),
-        );
+        registry.register("requests", help::REQUESTS, requests.clone());
         // 100 µs .. ~105 s
         let duration = Histograms::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.0001, 4.0, 11))
         });
-        registry.register(
-            "request_duration_seconds",
-            "Time from request received to answer ended",
-            duration.clone(),
-        );
+        registry.register("request_duration_seconds", help::DURATION, duration.clone());
         // 10 µs .. ~2.6 s
         let overhead = Histograms::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.00001, 4.0, 10))
         });
-        registry.register(
-            "overhead_seconds",
-            "lingo's own time before the answer starts: time to the answer's head not spent waiting on upstreams",
-            overhead.clone(),
-        );
+        registry.register("overhead_seconds", help::OVERHEAD, overhead.clone());
         let open_streams = Gauge::default();
-        registry.register(
-            "open_streams",
-            "Answers being sent to clients right now",
-            open_streams.clone(),
-        );
+        registry.register("open_streams", help::OPEN, open_streams.clone());
         let upstream_errors = Family::default();
-        registry.register(
-            "upstream_errors",
-            "Failures talking to upstreams, by kind (unreachable, connect_timeout, first_byte_timeout, idle_timeout, bad_answer before the answer; mid_stream after it started)",
-            upstream_errors.clone(),
-        );
+        registry.register("upstream_errors", help::ERRORS, upstream_errors.clone());
         let reloads = Family::default();
-        registry.register(
-            "reloads",
-            "Route table reloads, by result (ok or refused)",
-            reloads.clone(),
-        );
+        registry.register("reloads", help::RELOADS, reloads.clone());
         let generation = Gauge::default();
-        registry.register(
-            "table_generation",
-            "Generation of the route table being served (1 at start, +1 per reload)",
-            generation.clone(),
-        );
+        registry.register("table_generation", help::GENERATION, generation.clone());
         let tokens = Family::default();
-        registry.register(
-            "tokens",
-            "Tokens from the upstreams' usage counts on translated routes, by route, client key name and direction (in = prompt, out = completion)",
-            tokens.clone(),
-        );
+        registry.register("tokens", help::TOKENS, tokens.clone());
         generation.set(1);
         Metrics {
             registry,

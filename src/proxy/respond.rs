@@ -87,6 +87,23 @@ pub fn render(err: &ProxyError, dialect: Dialect) -> Response<Body> {
     response
 }
 
+/// The last frame of a stream that broke after its head was sent, in the stream's dialect:
+/// a chat-completions error event (and no `[DONE]` after it), or a native `{"error"}` line
+/// (and no `done: true` line after it).
+pub fn stream_error(dialect: Dialect, message: &str) -> Bytes {
+    match dialect {
+        Dialect::Chat => {
+            let kind = chat_type(StatusCode::BAD_GATEWAY);
+            crate::translate::sse::error_frame(message, kind, "upstream_error")
+        }
+        Dialect::Native | Dialect::WebData => {
+            let mut line = json!({ "error": message }).to_string().into_bytes();
+            line.push(b'\n');
+            Bytes::from(line)
+        }
+    }
+}
+
 /// The chat-completions error `type` for a status, as the official API assigns them: every
 /// client error (a wrong key and an unknown model included; `code` tells them apart) is an
 /// `invalid_request_error`, every server-side failure a `server_error`.

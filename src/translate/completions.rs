@@ -14,6 +14,7 @@ use super::chat::ChatError;
 use super::params::{self, err};
 use super::sse;
 use super::translation::{FINGERPRINT, LineTranslator, Meta, Translation, UpstreamCall};
+use crate::base::dialect::Dialect;
 use crate::base::usage::{Tally, Usage};
 
 /// The official API's default completion length.
@@ -350,8 +351,8 @@ impl LineTranslator for CompletionStream {
         CompletionStream::finish(self)
     }
 
-    fn error_frame(&self, message: &str) -> Bytes {
-        super::chat::error_frame(message)
+    fn dialect(&self) -> Dialect {
+        Dialect::Chat
     }
 
     fn usage(&self) -> Option<Usage> {

@@ -7,6 +7,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::splice;
 use super::translation::LineTranslator;
+use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 
 /// Puts the alias back into each answer line's top-level `model`, however the upstream
@@ -45,12 +46,8 @@ impl LineTranslator for Rename {
         Ok(Vec::new())
     }
 
-    fn error_frame(&self, message: &str) -> Bytes {
-        let mut line = serde_json::json!({ "error": message })
-            .to_string()
-            .into_bytes();
-        line.push(b'\n');
-        Bytes::from(line)
+    fn dialect(&self) -> Dialect {
+        Dialect::Native
     }
 
     fn usage(&self) -> Option<Usage> {

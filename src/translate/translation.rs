@@ -8,6 +8,7 @@
 
 use bytes::Bytes;
 
+use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 
 /// What every chunk and answer of one translated response shares.
@@ -37,8 +38,8 @@ pub trait LineTranslator: Send + 'static {
     fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String>;
     /// Frames at the clean end of the upstream body; `Err` when the answer was incomplete.
     fn finish(&mut self) -> Result<Vec<Bytes>, String>;
-    /// The error frame for `message`.
-    fn error_frame(&self, message: &str) -> Bytes;
+    /// The dialect its frames are in (a failed stream's last frame is told in it).
+    fn dialect(&self) -> Dialect;
     /// The token counts the stream reported, once it has ended.
     fn usage(&self) -> Option<Usage>;
     /// Which prompt of the request the stream answers: the `n` choices of a chat completion
@@ -81,7 +82,7 @@ impl LineTranslator for NoStream {
         match *self {}
     }
 
-    fn error_frame(&self, _: &str) -> Bytes {
+    fn dialect(&self) -> Dialect {
         match *self {}
     }
 

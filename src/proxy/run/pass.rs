@@ -27,36 +27,14 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let (mut parts, body) = req.into_parts();
-    parts.uri = upstream::target_uri(call.upstream, &call.path_and_query);
-    // The client's HTTP version is its hop's business; the pool picks the upstream's.
-    parts.version = Version::HTTP_11;
-    headers::to_upstream(&mut parts.headers, &forwarding(call, false));
-    // The body is framed by what is sent, not by what the client declared: hyper writes the
-    // length of a body that knows it (the client's own, unchanged, or one rewritten on the
-    // way, such as an alias) and chunks one that does not.
-    parts.headers.remove(CONTENT_LENGTH);
-    let rewrites = call.upstream.speaks == Dialect::WebData;
-    if rewrites || call.upstream.auth.is_some() {
-        // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
-        parts
-            .headers
-            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
-    }
-    let body = Body::new(Limited::new(
-        body,
-        usize::try_from(call.route.max_body).unwrap_or(usize::MAX),
-    ));
-    let request = Request::from_parts(parts, body);
-
+    let request = upward(call, req);
     let waiting = call.stats.waiting();
     let response = call
         .client
         .send(call.upstream, request, call.route.max_body)
         .await;
     drop(waiting);
-    let response = response?;
-    let (mut parts, body) = response.into_parts();
+    let (mut parts, body) = response?.into_parts();
     headers::to_client(&mut parts.headers, &call.request_id, false);
     let body = Idle::new(body, call.upstream.timeouts.idle);
     if let Some(auth) = &call.upstream.auth
@@ -68,25 +46,39 @@ where
         let body = Body::new(Redacting::new(body, &auth.key));
         return Ok(Response::from_parts(parts, body));
     }
-    if rewrites && is_json(&parts.headers) {
-        let base_path = match &call.upstream.target {
-            Target::Url(uri) => uri.path().trim_end_matches('/'),
-            Target::Mock(_) => "",
-        };
+    if call.upstream.speaks == Dialect::WebData && is_json(&parts.headers) {
         let waiting = call.stats.waiting();
-        let body = rebase_answer(
-            call.upstream,
-            &mut parts.headers,
-            Box::pin(body),
-            &call.public_base,
-            base_path,
-            usize::try_from(call.snapshot.table.limits.max_answer).unwrap_or(usize::MAX),
-        )
-        .await?;
+        let body = rebase_answer(call, &mut parts.headers, Box::pin(body)).await?;
         drop(waiting);
         return Ok(Response::from_parts(parts, body));
     }
     Ok(Response::from_parts(parts, Body::new(body)))
+}
+
+/// The request as it goes up: the upstream's URI, the header rules, framed by its body, the
+/// body under the route's size limit.
+fn upward<B>(call: &Exchange<'_>, req: Request<B>) -> Request<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (mut parts, body) = req.into_parts();
+    parts.uri = upstream::target_uri(call.upstream, &call.path_and_query);
+    // The client's HTTP version is its hop's business; the pool picks the upstream's.
+    parts.version = Version::HTTP_11;
+    headers::to_upstream(&mut parts.headers, &forwarding(call, false));
+    // The body is framed by what is sent, not by what the client declared: hyper writes the
+    // length of a body that knows it (the client's own, unchanged, or one rewritten on the
+    // way, such as an alias) and chunks one that does not.
+    parts.headers.remove(CONTENT_LENGTH);
+    if call.upstream.speaks == Dialect::WebData || call.upstream.auth.is_some() {
+        // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
+        parts
+            .headers
+            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+    }
+    let limit = usize::try_from(call.route.max_body).unwrap_or(usize::MAX);
+    Request::from_parts(parts, Body::new(Limited::new(body, limit)))
 }
 
 /// The header facts for this call.
@@ -114,21 +106,19 @@ fn is_json(headers: &hyper::HeaderMap) -> bool {
         })
 }
 
-/// Reads a JSON answer (up to `cap`, `limits.max_answer`; the API's own status pages stop at
-/// 10 MiB) and re-bases its links. An answer over the cap is passed on as read so far plus
-/// the rest, unchanged (and logged).
+/// Reads a JSON answer (up to `limits.max_answer`; the API's own status pages stop at
+/// 10 MiB) and re-bases its links onto the address the client used. An answer over the cap
+/// is passed on as read so far plus the rest, unchanged (and logged).
 async fn rebase_answer<B>(
-    upstream: &Upstream,
+    call: &Exchange<'_>,
     headers: &mut hyper::HeaderMap,
     body: B,
-    public_base: &str,
-    base_path: &str,
-    cap: usize,
 ) -> Result<Body, ProxyError>
 where
     B: http_body::Body<Data = Bytes, Error = BoxError> + Send + Unpin + 'static,
 {
-    let whole = match read_up_to(upstream, body, cap).await? {
+    let cap = usize::try_from(call.snapshot.table.limits.max_answer).unwrap_or(usize::MAX);
+    let whole = match read_up_to(call.upstream, body, cap).await? {
         Read::Whole(whole) => whole,
         Read::Over(body) => {
             tracing::warn!(
@@ -137,7 +127,11 @@ where
             return Ok(body);
         }
     };
-    match links::rebase_links(&whole, public_base, base_path) {
+    let base_path = match &call.upstream.target {
+        Target::Url(uri) => uri.path().trim_end_matches('/'),
+        Target::Mock(_) => "",
+    };
+    match links::rebase_links(&whole, &call.public_base, base_path) {
         Some(pieces) => {
             headers.remove(CONTENT_LENGTH);
             Ok(Body::pieces(pieces))

@@ -21,6 +21,7 @@ use crate::base::secret::Secret;
 use crate::base::usage::{Tally, Usage};
 use crate::http::body::{Body, BoxError};
 use crate::observe::{Outcome, RequestStats};
+use crate::proxy::respond;
 use crate::table::Upstream;
 use crate::translate::LineTranslator;
 use crate::translate::ndjson::{FrameError, LineFramer};
@@ -161,7 +162,8 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
                     if let Some(stats) = this.stats {
                         stats.stream_failed(outcome, &message);
                     }
-                    this.queue.push_back(this.translator.error_frame(&message));
+                    this.queue
+                        .push_back(respond::stream_error(this.translator.dialect(), &message));
                     *this.state = State::Failed;
                 }
             }

@@ -23,7 +23,8 @@ use crate::proxy::run::pass::forwarding;
 use crate::table::Auth;
 use crate::upstream::{self, UpstreamClient, headers};
 
-/// Tunnels a WebSocket upgrade to the call's upstream.
+/// Tunnels a WebSocket upgrade to the call's upstream: connect, send the handshake with the
+/// key swapped in, and once both sides have switched protocols, copy bytes both ways.
 pub async fn proxy(
     call: &Exchange<'_>,
     mut req: Request<Incoming>,
@@ -36,15 +37,37 @@ pub async fn proxy(
     headers::to_upstream(&mut parts.headers, &forwarding(call, true));
     // The handshake goes up without a body, so it must not announce one.
     parts.headers.remove(hyper::header::CONTENT_LENGTH);
-    let keys: Vec<&str> = call
-        .snapshot
-        .table
-        .clients
-        .iter()
+    let keys: Vec<&str> = (call.snapshot.table.clients.iter())
         .map(|c| c.key.expose())
         .collect();
     let altered = swap_offer(&mut parts.headers, upstream.auth.as_ref(), &keys);
+    parts.uri = call
+        .path_and_query
+        .parse()
+        .map_err(|_| ProxyError::BadPath("unparsable"))?;
+    let mut response = handshake(call, Request::from_parts(parts, Body::empty())).await?;
+    let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+    headers::to_client(response.headers_mut(), &call.request_id, switching);
+    if let Some(auth) = &upstream.auth {
+        scrub(response.headers_mut(), auth, offer.as_ref(), altered);
+    }
+    if !switching {
+        let idle = upstream.timeouts.idle;
+        return Ok(response.map(|b| Body::new(Idle::new(b, idle))));
+    }
+    let upstream_upgrade = hyper::upgrade::on(&mut response);
+    tokio::spawn(relay(client_upgrade, upstream_upgrade));
+    let (parts, _) = response.into_parts();
+    Ok(Response::from_parts(parts, Body::empty()))
+}
 
+/// Opens a connection of its own to the upstream (an upgraded connection cannot go back to
+/// the pool) and sends the handshake, each step under its timeout.
+async fn handshake(
+    call: &Exchange<'_>,
+    request: Request<Body>,
+) -> Result<Response<Incoming>, ProxyError> {
+    let upstream = call.upstream;
     let uri = upstream::target_uri(upstream, &call.path_and_query);
     let mut connector = match call.client {
         UpstreamClient::Http { ws_connector, .. } => ws_connector.clone(),
@@ -69,45 +92,25 @@ pub async fn proxy(
         .await
         .map_err(|e| upstream::classify(upstream, &e, 0))?;
     tokio::spawn(conn.with_upgrades());
-
-    parts.uri = call
-        .path_and_query
-        .parse()
-        .map_err(|_| ProxyError::BadPath("unparsable"))?;
     let limit = upstream.timeouts.first_byte;
-    let mut response = match tokio::time::timeout(
-        limit,
-        sender.send_request(Request::from_parts(parts, Body::empty())),
-    )
-    .await
-    {
-        Ok(Ok(response)) => response,
-        Ok(Err(err)) => return Err(upstream::classify(upstream, &err, 0)),
-        Err(_) => return Err(timeout(upstream, TimeoutKind::FirstByte, limit)),
-    };
-    let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
-    headers::to_client(response.headers_mut(), &call.request_id, switching);
-    if let Some(auth) = &upstream.auth {
-        scrub(response.headers_mut(), auth, offer.as_ref(), altered);
+    match tokio::time::timeout(limit, sender.send_request(request)).await {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(err)) => Err(upstream::classify(upstream, &err, 0)),
+        Err(_) => Err(timeout(upstream, TimeoutKind::FirstByte, limit)),
     }
-    if !switching {
-        let idle = upstream.timeouts.idle;
-        return Ok(response.map(|b| Body::new(Idle::new(b, idle))));
-    }
-    let upstream_upgrade = hyper::upgrade::on(&mut response);
-    tokio::spawn(async move {
-        match tokio::try_join!(client_upgrade, upstream_upgrade) {
-            Ok((client, upstream)) => {
-                let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
-                if let Err(err) = tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
-                    tracing::debug!("websocket tunnel closed: {err}");
-                }
+}
+
+/// Copies bytes both ways once both sides have switched protocols.
+async fn relay(client: hyper::upgrade::OnUpgrade, upstream: hyper::upgrade::OnUpgrade) {
+    match tokio::try_join!(client, upstream) {
+        Ok((client, upstream)) => {
+            let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
+            if let Err(err) = tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+                tracing::debug!("websocket tunnel closed: {err}");
             }
-            Err(err) => tracing::warn!("websocket upgrade failed: {err}"),
         }
-    });
-    let (parts, _) = response.into_parts();
-    Ok(Response::from_parts(parts, Body::empty()))
+        Err(err) => tracing::warn!("websocket upgrade failed: {err}"),
+    }
 }
 
 /// Replaces the client's subprotocol offer going up: with the upstream's key when it has one

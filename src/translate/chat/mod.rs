@@ -7,7 +7,7 @@ mod response;
 mod translation;
 
 pub use request::{ChatError, ChatRequest, MAX_N, RouteDefaults, request};
-pub use response::{ChatStream, StreamError, Usage, completion, error_frame, upstream_error};
+pub use response::{ChatStream, StreamError, Usage, completion, upstream_error};
 pub use translation::Chat;
 
 #[cfg(test)]

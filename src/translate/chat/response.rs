@@ -331,11 +331,6 @@ impl ChatStream {
     }
 }
 
-/// The frame that ends a broken stream.
-pub fn error_frame(message: &str) -> Bytes {
-    sse::error_frame(message, "server_error", "upstream_error")
-}
-
 /// A native error answer (before any byte was sent) as (status, message, code).
 pub fn upstream_error(status: u16, body: &[u8]) -> (u16, String, Option<&'static str>) {
     let status = if status >= 400 { status } else { 502 };

@@ -5,7 +5,8 @@
 use bytes::Bytes;
 
 use super::request::ChatRequest;
-use super::response::{ChatStream, completion, error_frame, upstream_error};
+use super::response::{ChatStream, completion, upstream_error};
+use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 use crate::translate::sse;
 use crate::translate::translation::{LineTranslator, Meta, Translation, UpstreamCall};
@@ -77,8 +78,8 @@ impl LineTranslator for ChatStream {
         ChatStream::finish(self).map_err(|e| e.to_string())
     }
 
-    fn error_frame(&self, message: &str) -> Bytes {
-        error_frame(message)
+    fn dialect(&self) -> Dialect {
+        Dialect::Chat
     }
 
     fn usage(&self) -> Option<Usage> {
