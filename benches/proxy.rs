@@ -1,6 +1,6 @@
 //! The load bench: the same requests straight to the backend and through lingo, in one run
 //! on one machine, printed as a table of absolute figures and ratios (through lingo /
-//! direct). `cargo bench --bench proxy` (or `bench/load.sh`).
+//! direct). `cargo bench --bench proxy` (or `benches/load.sh`).
 //!
 //! The backend is `lingo mock` in its own process and lingo runs in its own process, both
 //! release builds, so neither is measured as part of the other; lingo's CPU and memory are

@@ -132,10 +132,5 @@ async fn probe(url: &hyper::Uri) -> Result<(), String> {
 }
 
 fn json(status: StatusCode, value: &Value) -> Response<Body> {
-    let mut response = Response::new(Body::full(Bytes::from(value.to_string())));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+    crate::http::body::json(status, value.to_string())
 }

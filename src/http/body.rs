@@ -46,6 +46,17 @@ impl Body {
     }
 }
 
+/// A JSON answer with `status`: lingo's own answers (errors, translated answers, health).
+pub fn json(status: hyper::StatusCode, body: impl Into<Bytes>) -> hyper::Response<Body> {
+    let mut response = hyper::Response::new(Body::full(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 impl Default for Body {
     fn default() -> Self {
         Body::empty()

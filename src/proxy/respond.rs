@@ -5,7 +5,7 @@
 //! shape its SDK parses.
 
 use bytes::Bytes;
-use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::header::{CONNECTION, HeaderValue, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
@@ -77,12 +77,9 @@ pub fn render(err: &ProxyError, dialect: Dialect) -> Response<Body> {
             None => json!({"success": false, "error": message}),
         },
     };
-    let mut response = Response::new(Body::full(Bytes::from(value.to_string())));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut response = crate::http::body::json(status, value.to_string());
     if let Some(value) = err.retry_after() {
-        headers.insert(RETRY_AFTER, value);
+        response.headers_mut().insert(RETRY_AFTER, value);
     }
     response
 }

@@ -10,9 +10,9 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::chat::ChatError;
 use super::params::{self, err};
 use super::sse;
+use super::translation::Refusal;
 use super::translation::{FINGERPRINT, LineTranslator, Meta, Translation, UpstreamCall};
 use crate::base::dialect::Dialect;
 use crate::base::usage::{Tally, Usage};
@@ -43,7 +43,7 @@ impl CompletionRequest {
 }
 
 /// Reads a completions request.
-pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionRequest, ChatError> {
+pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionRequest, Refusal> {
     let body = params::object(body)?;
     let model = params::model(&body)?;
     let bad_prompt = || {
@@ -369,7 +369,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn native(body: Value) -> Result<Value, ChatError> {
+    fn native(body: Value) -> Result<Value, Refusal> {
         let r = request(body.to_string().as_bytes(), &Map::new())?;
         Ok(serde_json::from_slice(&r.native_body("up", 0)).unwrap())
     }

@@ -7,8 +7,8 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::chat::ChatError;
 use super::params::{self, err};
+use super::translation::Refusal;
 use super::translation::{NoStream, Translation, UpstreamCall};
 use crate::base::usage::Usage;
 
@@ -24,7 +24,7 @@ pub struct EmbedRequest {
 }
 
 /// Reads a chat-completions embeddings request.
-pub fn request(body: &[u8]) -> Result<EmbedRequest, ChatError> {
+pub fn request(body: &[u8]) -> Result<EmbedRequest, Refusal> {
     let body = params::object(body)?;
     let model = params::model(&body)?;
     let bad_input = || {

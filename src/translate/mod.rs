@@ -18,7 +18,9 @@ pub mod translation;
 
 use crate::base::dialect::Dialect;
 
-pub use translation::{FINGERPRINT, LineTranslator, Meta, NoStream, Translation, UpstreamCall};
+pub use translation::{
+    FINGERPRINT, LineTranslator, Meta, NoStream, Refusal, Translation, UpstreamCall,
+};
 
 /// A client endpoint lingo can translate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,25 +5,25 @@
 
 use serde_json::{Map, Value, json};
 
-use super::chat::ChatError;
+use super::translation::Refusal;
 
 /// A 400 naming `param`.
-pub fn err(param: &'static str, message: impl Into<String>) -> ChatError {
-    ChatError {
+pub fn err(param: &'static str, message: impl Into<String>) -> Refusal {
+    Refusal {
         message: message.into(),
         param: Some(param),
     }
 }
 
-fn whole_body(message: String) -> ChatError {
-    ChatError {
+fn whole_body(message: String) -> Refusal {
+    Refusal {
         message,
         param: None,
     }
 }
 
 /// The body as a JSON object.
-pub fn object(body: &[u8]) -> Result<Map<String, Value>, ChatError> {
+pub fn object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(whole_body(
             "the request body is empty; send a JSON request".into(),
@@ -39,7 +39,7 @@ pub fn object(body: &[u8]) -> Result<Map<String, Value>, ChatError> {
 }
 
 /// The required, non-blank `model`.
-pub fn model(body: &Map<String, Value>) -> Result<String, ChatError> {
+pub fn model(body: &Map<String, Value>) -> Result<String, Refusal> {
     match body.get("model") {
         Some(Value::String(m)) if !m.trim().is_empty() => Ok(m.clone()),
         _ => Err(err("model", "you must provide a model parameter")),
@@ -47,7 +47,7 @@ pub fn model(body: &Map<String, Value>) -> Result<String, ChatError> {
 }
 
 /// A boolean field; absent or null is false.
-pub fn flag(map: &Map<String, Value>, key: &'static str) -> Result<bool, ChatError> {
+pub fn flag(map: &Map<String, Value>, key: &'static str) -> Result<bool, Refusal> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
@@ -56,7 +56,7 @@ pub fn flag(map: &Map<String, Value>, key: &'static str) -> Result<bool, ChatErr
 }
 
 /// `stream_options.include_usage`.
-pub fn include_usage(body: &Map<String, Value>) -> Result<bool, ChatError> {
+pub fn include_usage(body: &Map<String, Value>) -> Result<bool, Refusal> {
     match body.get("stream_options") {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Object(o)) => flag(o, "include_usage").map_err(|_| {
@@ -74,7 +74,7 @@ pub fn include_usage(body: &Map<String, Value>) -> Result<bool, ChatError> {
 pub fn options(
     body: &Map<String, Value>,
     defaults: &Map<String, Value>,
-) -> Result<Map<String, Value>, ChatError> {
+) -> Result<Map<String, Value>, Refusal> {
     let mut options = defaults.clone();
     match body.get("options") {
         None | Some(Value::Null) => {}
@@ -131,7 +131,7 @@ pub fn options(
 }
 
 /// A positive integer token limit (`max_tokens`, `max_completion_tokens`).
-pub fn token_limit(body: &Map<String, Value>, key: &'static str) -> Result<Option<u64>, ChatError> {
+pub fn token_limit(body: &Map<String, Value>, key: &'static str) -> Result<Option<u64>, Refusal> {
     match body.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v

@@ -25,6 +25,14 @@ pub struct Meta {
 /// The `system_fingerprint` of lingo's chat-completions answers.
 pub const FINGERPRINT: &str = "fp_lingo";
 
+/// A client request a translator refuses: a 400 in the client's dialect, naming the
+/// parameter at fault (every translator's request errors are this one type).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub message: String,
+    pub param: Option<&'static str>,
+}
+
 /// One upstream request a translation makes (a `POST` of a JSON body).
 #[derive(Debug, Clone)]
 pub struct UpstreamCall {

@@ -188,11 +188,7 @@ pub fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
     }
 }
 
-/// A JSON answer.
+/// A JSON answer (200).
 pub fn json(body: Bytes) -> Response<Body> {
-    let mut response = Response::new(Body::full(body));
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+    crate::http::body::json(StatusCode::OK, body)
 }

@@ -22,7 +22,8 @@ use crate::http::body::Body;
 use crate::http::join::join_all;
 use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
-use crate::translate::chat::{self, Chat, ChatError, RouteDefaults};
+use crate::translate::Refusal;
+use crate::translate::chat::{self, Chat, RouteDefaults};
 use crate::translate::completions::{self, Completions};
 use crate::translate::{Meta, Translation, UpstreamCall};
 
@@ -163,7 +164,7 @@ fn meta(prefix: &str, model: &str) -> Meta {
 }
 
 /// A client request lingo refuses: 400, naming the parameter at fault.
-pub fn invalid(err: ChatError) -> ProxyError {
+pub fn invalid(err: Refusal) -> ProxyError {
     ProxyError::Invalid {
         message: err.message,
         param: err.param.map(Into::into),

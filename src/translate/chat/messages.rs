@@ -10,17 +10,17 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use super::request::ChatError;
+use crate::translate::Refusal;
 
-fn bad(message: String) -> ChatError {
-    ChatError {
+fn bad(message: String) -> Refusal {
+    Refusal {
         message,
         param: Some("messages"),
     }
 }
 
 /// Translates every message, in order.
-pub fn translate(messages: &[Value]) -> Result<Vec<Value>, ChatError> {
+pub fn translate(messages: &[Value]) -> Result<Vec<Value>, Refusal> {
     let names = tool_call_names(messages);
     messages
         .iter()
@@ -44,7 +44,7 @@ fn tool_call_names(messages: &[Value]) -> HashMap<&str, &str> {
         .collect()
 }
 
-fn message(i: usize, m: &Value, names: &HashMap<&str, &str>) -> Result<Value, ChatError> {
+fn message(i: usize, m: &Value, names: &HashMap<&str, &str>) -> Result<Value, Refusal> {
     let Some(m) = m.as_object() else {
         return Err(bad(format!("messages[{i}] must be an object")));
     };
@@ -89,7 +89,7 @@ fn message(i: usize, m: &Value, names: &HashMap<&str, &str>) -> Result<Value, Ch
 }
 
 /// The text and the images of a message's `content`.
-fn content(i: usize, content: Option<&Value>) -> Result<(String, Vec<String>), ChatError> {
+fn content(i: usize, content: Option<&Value>) -> Result<(String, Vec<String>), Refusal> {
     let parts = match content {
         None | Some(Value::Null) => return Ok((String::new(), Vec::new())),
         Some(Value::String(s)) => return Ok((s.clone(), Vec::new())),
@@ -142,7 +142,7 @@ fn content(i: usize, content: Option<&Value>) -> Result<(String, Vec<String>), C
 }
 
 /// The bare base64 of a `data:image/...;base64,` URL.
-fn image(at: &str, url: &str) -> Result<String, ChatError> {
+fn image(at: &str, url: &str) -> Result<String, Refusal> {
     let lower = url.get(..12).unwrap_or(url).to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
         return Err(bad(format!(
@@ -165,7 +165,7 @@ fn image(at: &str, url: &str) -> Result<String, ChatError> {
 }
 
 /// `data` with line breaks removed, if it is standard base64.
-fn base64(at: &str, data: &str) -> Result<String, ChatError> {
+fn base64(at: &str, data: &str) -> Result<String, Refusal> {
     let clean: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     let valid = !clean.is_empty()
         && clean.len().is_multiple_of(4)
@@ -181,7 +181,7 @@ fn base64(at: &str, data: &str) -> Result<String, ChatError> {
 }
 
 /// Assistant tool calls -> native: arguments string -> object (`""`/`"null"` -> `{}`).
-fn tool_calls(i: usize, calls: &Value) -> Result<Value, ChatError> {
+fn tool_calls(i: usize, calls: &Value) -> Result<Value, Refusal> {
     let calls = calls
         .as_array()
         .ok_or_else(|| bad(format!("messages[{i}].tool_calls must be an array")))?;

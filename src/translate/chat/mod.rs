@@ -6,7 +6,7 @@ mod request;
 mod response;
 mod translation;
 
-pub use request::{ChatError, ChatRequest, MAX_N, RouteDefaults, request};
+pub use request::{ChatRequest, MAX_N, RouteDefaults, request};
 pub use response::{ChatStream, StreamError, Usage, completion, upstream_error};
 pub use translation::Chat;
 

@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::translate::Refusal;
 use crate::translate::params::{self, err};
 
 /// Most choices one request may ask for: each is a full upstream generation.
@@ -15,13 +16,6 @@ pub const MAX_N: u64 = 8;
 #[derive(Debug, Clone, Default)]
 pub struct RouteDefaults {
     pub options: Map<String, Value>,
-}
-
-/// A request lingo refuses: 400, naming the parameter at fault.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChatError {
-    pub message: String,
-    pub param: Option<&'static str>,
 }
 
 /// A translated request, before its model is resolved.
@@ -71,7 +65,7 @@ impl ChatRequest {
 }
 
 /// Translates a chat-completions body.
-pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, ChatError> {
+pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Refusal> {
     let body = params::object(body)?;
     let model = params::model(&body)?;
     let messages = match body.get("messages") {
@@ -128,7 +122,7 @@ pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Cha
 }
 
 /// `response_format` -> native `format`.
-fn format(body: &Map<String, Value>) -> Result<Option<Value>, ChatError> {
+fn format(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
     let Some(rf) = body.get("response_format").filter(|v| !v.is_null()) else {
         return Ok(None);
     };
@@ -151,7 +145,7 @@ fn format(body: &Map<String, Value>) -> Result<Option<Value>, ChatError> {
 }
 
 /// `tools` as they are, filtered by `tool_choice`.
-fn tools(body: &Map<String, Value>) -> Result<Option<Value>, ChatError> {
+fn tools(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
     let tools = match body.get("tools") {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Array(t)) => t,
@@ -194,7 +188,7 @@ fn tools(body: &Map<String, Value>) -> Result<Option<Value>, ChatError> {
 }
 
 /// `reasoning.effort` / `reasoning_effort` -> `think`; an explicit `think` wins.
-fn think(body: &Map<String, Value>) -> Result<Option<Value>, ChatError> {
+fn think(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
     if let Some(think) = body.get("think").filter(|v| !v.is_null()) {
         return Ok(Some(think.clone()));
     }

@@ -5,9 +5,9 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::translate::Meta;
+use crate::translate::{Meta, Refusal};
 
-fn translate(body: Value) -> Result<Map<String, Value>, ChatError> {
+fn translate(body: Value) -> Result<Map<String, Value>, Refusal> {
     let defaults = RouteDefaults {
         options: json!({"num_ctx": 4096, "temperature": 0.5})
             .as_object()
