@@ -1,8 +1,8 @@
 //! `ProxyError`: every failure lingo answers for itself, with its status.
 //!
 //! One enum, one exhaustive status mapping (no `_ =>`), and no dialect knowledge: rendering
-//! into the caller's JSON shape is [`crate::base::dialect::render`]'s job. Messages never contain a
-//! key: variants carry names and durations, not header values.
+//! into the caller's JSON shape is the proxy's `respond::render`'s job. Messages never contain
+//! a key: variants carry names and durations, not header values.
 
 use std::time::Duration;
 

@@ -2,33 +2,44 @@
 //!
 //! # Layout
 //!
-//! - [`cli`]: argv to a [`cli::Command`].
-//! - [`config`]: `proxy.yaml` -> raw serde structs -> a validated [`table::RouteTable`];
-//!   `lingo check` runs exactly this path.
-//! - [`table`], [`router`]: the compiled table and how a path finds its route.
-//! - [`reload`]: the one `ArcSwap` holding the live table; file watch and SIGHUP.
-//! - [`server`]: listeners, TLS, hyper connections, idle and graceful shutdown; [`limits`]:
-//!   connection and in-flight pools per listener, header limits.
-//! - [`service`]: one request's life cycle (route, auth, dispatch, access log).
-//! - [`passthrough`], [`websocket`], [`rewrite`]: forwarding unchanged, tunnelling
-//!   upgrades, re-basing web-data links.
-//! - [`translate`]: the pure translators (chat, completions, embeddings, models), the NDJSON
-//!   line framer and the SSE frames; [`inference`]: their I/O shell (alias resolution, fan-out,
-//!   `Reframe`, native aliases).
+//! Each module uses only the ones above it in this list, never one below
+//! (`python3 ../shared/tools/layers.py src` lists the arrows: no cycles).
+//!
+//! - [`base`]: leaf facts, no lingo imports: dialect names, secrets that cannot print,
+//!   duration and size units, token usage and its merge rule, unguessable ids.
+//! - [`http`]: plumbing: the one boxed [`http::body::Body`], the idle timeout, streaming key
+//!   redaction, HTTP/1.1 framing rules, path normalisation, futures joined on one task,
+//!   listening sockets.
+//! - [`translate`]: the pure translators (sans-IO: bytes in, bytes out; ids and clocks passed
+//!   in): the [`translate::Translation`] trait every endpoint implements (chat, completions,
+//!   embeddings), the NDJSON framer, SSE frames, link re-basing, in-place JSON splicing.
+//! - [`error`]: [`error::ProxyError`], everything lingo answers for, with its status.
+//! - [`table`]: the compiled, immutable route table and its router; knows nothing of config.
+//! - [`config`]: `proxy.yaml` -> raw serde structs -> checked -> a [`table::RouteTable`]
+//!   (one way); `lingo check` runs exactly this path.
+//! - [`auth`], [`limits`]: client keys; connection and in-flight pools, header limits.
 //! - [`mock`]: the built-in deterministic backend (`mock:` upstreams, `lingo mock`).
-//! - [`framing`], [`path`], [`auth`], [`ids`], [`splice`]: HTTP/1.1 framing rules, path
-//!   normalisation, client keys, unguessable ids, one JSON value replaced in place.
-//! - [`upstream`]: pooled clients and the header rules towards upstreams.
-//! - [`error`], [`dialect`]: what can go wrong, and how each dialect is told.
-//! - [`body`], [`timeout`], [`telemetry`]: body plumbing, idle timeouts, access log.
-//! - [`admin`], [`metrics`]: `/healthz`, `/readyz`, `/metrics`, and what is counted.
+//! - [`upstream`]: pooled clients, connecting, the header rules towards upstreams.
+//! - [`observe`]: one record per request, told as the access line and as metrics when its
+//!   answer ends.
+//! - [`runtime`], [`reload`]: what one table is at run time (a [`runtime::Snapshot`] of
+//!   peers: settings, client, what was learnt), and the one `ArcSwap` that swaps it (file
+//!   watch, SIGHUP).
+//! - [`admin`]: `/healthz`, `/readyz`, `/metrics`.
+//! - [`proxy`]: a request's life (below).
+//! - [`server`]: listeners, TLS, connections, graceful drain; [`cli`]: argv.
 //!
 //! # A request's life
 //!
-//! accept (TLS?) -> hyper -> [`service::handle`]: snapshot the table once -> normalise the
-//! path ([`path`]) -> route -> client key ([`auth`]) -> route checks (translator, model
-//! management, body size) -> a translator for the endpoint, or pass-through, or a WebSocket
-//! tunnel -> answer streamed back through the idle timeout and the access-log counter.
+//! accept (TLS?) -> hyper -> [`proxy::pipeline::handle`]: snapshot the table once ->
+//! **admit** (in-flight slot; lingo's own endpoints first) -> **route** (normalise the path,
+//! find the route: from here errors speak the route's dialect) -> **authenticate** (header
+//! limits, client key) -> **plan** ([`proxy::plan::Plan`], decided once: translate an
+//! endpoint, tunnel a WebSocket, list or rename native aliases, or pass through) -> **run**
+//! ([`proxy::run`]: the translation driver, pass-through, ...) -> **respond**
+//! ([`proxy::respond`], the only place an error becomes an answer) -> the answer streams
+//! back through the idle timeout and [`observe::Ended`], which writes the request's record
+//! when it ends.
 
 pub mod admin;
 pub mod auth;
