@@ -11,11 +11,10 @@ use super::knobs::Knobs;
 use super::stream::{Drip, Ending, Script};
 use super::{Answer, error_answer, json_answer};
 use crate::body::Body;
+use crate::ids::{FNV_OFFSET, digest, fnv1a};
 
 /// Fixed timestamp of every event.
 const CREATED_AT: &str = "2026-01-01T00:00:00Z";
-/// FNV-1a's standard offset basis.
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// The models `/api/tags` lists: the target of the shipped table's alias (`gpt-4o-mini` ->
 /// `llama3.2:3b`, also what the README's native examples ask for) and an embedding model, so
@@ -334,13 +333,6 @@ pub fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Answer {
     json_answer(200, &json!({"embedding": embedding}))
 }
 
-/// FNV-1a of `bytes` from `seed` (`FNV_OFFSET` is the standard one).
-fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(seed, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    })
-}
-
 /// A deterministic vector for `text` (FNV-1a seeded xorshift).
 fn vector(text: &str, size: usize, normalise: bool) -> Vec<f32> {
     let mut state = fnv1a(FNV_OFFSET, text.as_bytes());
@@ -428,17 +420,4 @@ impl Listed {
             "quantization_level": self.quantization_level,
         })
     }
-}
-
-/// A stable 64-hex digest per model name. The real server's is the SHA-256 of the model's
-/// manifest; the mock has no manifest, so four FNV-1a hashes of the name, each from its own
-/// seed, stand in: deterministic, different per model, the right shape for clients that
-/// shorten or compare digests.
-fn digest(name: &str) -> String {
-    (0..4_u64)
-        .map(|round| {
-            let seed = FNV_OFFSET ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            format!("{:016x}", fnv1a(seed, name.as_bytes()))
-        })
-        .collect()
 }

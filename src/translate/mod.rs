@@ -8,6 +8,7 @@ pub mod chat;
 pub mod completions;
 pub mod embeddings;
 pub mod models;
+pub mod native;
 pub mod ndjson;
 pub mod params;
 pub mod sse;
