@@ -14,14 +14,14 @@ use crate::body::Body;
 use crate::ids::{FNV_OFFSET, digest, fnv1a};
 
 /// Fixed timestamp of every event.
-const CREATED_AT: &str = "2026-01-01T00:00:00Z";
+pub(super) const CREATED_AT: &str = "2026-01-01T00:00:00Z";
 
 /// The models `/api/tags` lists: the target of the shipped table's alias (`gpt-4o-mini` ->
 /// `llama3.2:3b`, also what the README's native examples ask for) and an embedding model, so
 /// the default demo's `/v1/models` and `/api/tags` show each alias beside its target. Sizes
 /// and counts are close to the real models' in their usual quantisations. (The mock answers
 /// every model name; these are only what it says it has.)
-const MODELS: [Listed; 2] = [
+pub(super) const MODELS: [Listed; 2] = [
     Listed {
         name: "llama3.2:3b",
         family: "llama",
@@ -61,8 +61,8 @@ enum Kind {
 }
 
 /// A model the mock lists, and what it says of it.
-struct Listed {
-    name: &'static str,
+pub(super) struct Listed {
+    pub(super) name: &'static str,
     family: &'static str,
     parameter_size: &'static str,
     quantization_level: &'static str,
@@ -216,7 +216,7 @@ fn line(event: Map<String, Value>) -> Bytes {
     Bytes::from(bytes)
 }
 
-fn word_pieces(tokens: u32) -> Vec<String> {
+pub(super) fn word_pieces(tokens: u32) -> Vec<String> {
     (0..tokens as usize)
         .map(|i| {
             let word = WORDS[i % WORDS.len()];
@@ -230,7 +230,7 @@ fn word_pieces(tokens: u32) -> Vec<String> {
 }
 
 /// JSON content for a `format` request, in pieces of a few characters.
-fn json_pieces(format: &Value) -> Vec<String> {
+pub(super) fn json_pieces(format: &Value) -> Vec<String> {
     let value = match format {
         Value::Object(schema) => sample(&Value::Object(schema.clone())),
         _ => json!({"answer": "mock"}),
@@ -261,31 +261,32 @@ fn sample(schema: &Value) -> Value {
 
 /// One call of the first tool, with every required argument filled in.
 fn tool_call(tool: &Value) -> Value {
-    let function = &tool["function"];
-    let name = function["name"].as_str().unwrap_or("tool");
-    let arguments = match function.get("parameters") {
-        Some(params) => {
-            let full = sample(params);
-            let required: Vec<&str> = params["required"]
-                .as_array()
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match full {
-                Value::Object(map) => Value::Object(
-                    map.into_iter()
-                        .filter(|(k, _)| required.contains(&k.as_str()))
-                        .collect(),
-                ),
-                other => other,
-            }
-        }
-        None => json!({}),
-    };
+    let name = tool["function"]["name"].as_str().unwrap_or("tool");
+    let arguments = arguments(tool);
     json!([{"id": "call_mock0000", "function": {"index": 0, "name": name, "arguments": arguments}}])
 }
 
+/// Arguments for a call of `tool`: every required parameter, filled in by its type.
+pub(super) fn arguments(tool: &Value) -> Value {
+    let Some(params) = tool["function"].get("parameters") else {
+        return json!({});
+    };
+    let required: Vec<&str> = params["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match sample(params) {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(k, _)| required.contains(&k.as_str()))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// Whitespace-separated words in the prompt: a stand-in for a tokenizer.
-fn prompt_tokens(request: &Value) -> u64 {
+pub(super) fn prompt_tokens(request: &Value) -> u64 {
     let count = |v: &Value| {
         v.as_str()
             .map_or(0, |s| s.split_whitespace().count() as u64)
@@ -334,7 +335,7 @@ pub fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Answer {
 }
 
 /// A deterministic vector for `text` (FNV-1a seeded xorshift).
-fn vector(text: &str, size: usize, normalise: bool) -> Vec<f32> {
+pub(super) fn vector(text: &str, size: usize, normalise: bool) -> Vec<f32> {
     let mut state = fnv1a(FNV_OFFSET, text.as_bytes());
     let mut v: Vec<f32> = (0..size)
         .map(|_| {
