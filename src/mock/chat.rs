@@ -61,10 +61,7 @@ fn missing(model: &str) -> String {
 }
 
 fn chat(request: &Value, knobs: &Knobs, model: &str) -> Answer {
-    if !request["messages"]
-        .as_array()
-        .is_some_and(|m| !m.is_empty())
-    {
+    if request["messages"].as_array().is_none_or(Vec::is_empty) {
         return error(400, "messages must be a non-empty array");
     }
     let format = match request

@@ -51,21 +51,7 @@ pub fn request(body: &[u8], extras: Extras) -> Result<Translated, Refusal> {
         completion(&body, &mut out, &prompt, &suffix, &system, has_images)?;
         COMPLETIONS_PATH
     } else {
-        let mut turns = Vec::new();
-        if !system.is_empty() {
-            turns.push(json!({"role": "system", "content": system}));
-        }
-        let mut user = json!({"role": "user", "content": prompt});
-        if let Some(images) = images {
-            user["images"] = images.clone();
-        }
-        turns.push(user);
-        let mut no_ids = || String::new();
-        out.insert(
-            "messages".into(),
-            messages::translate(&turns, &mut no_ids)?.into(),
-        );
-        super::chat::common(&body, &mut out)?;
+        chat(&body, &mut out, &prompt, &system, images)?;
         CHAT_PATH
     };
     params::set_stream(&mut out, stream);
@@ -78,6 +64,33 @@ pub fn request(body: &[u8], extras: Extras) -> Result<Translated, Refusal> {
         dropped,
         load_only: prompt.is_empty() && !has_images,
     })
+}
+
+/// The chat fields: `system` and the prompt (with its `images`) as the turns, then what
+/// `/api/chat` also sends.
+fn chat(
+    body: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    prompt: &str,
+    system: &str,
+    images: Option<&Value>,
+) -> Result<(), Refusal> {
+    let mut turns = Vec::new();
+    if !system.is_empty() {
+        turns.push(json!({"role": "system", "content": system}));
+    }
+    let mut user = json!({"role": "user", "content": prompt});
+    if let Some(images) = images {
+        user["images"] = images.clone();
+    }
+    turns.push(user);
+    // Made from strings only: no tool calls, so no ids are needed.
+    let mut no_ids = String::new;
+    out.insert(
+        "messages".into(),
+        messages::translate(&turns, &mut no_ids)?.into(),
+    );
+    super::chat::common(body, out)
 }
 
 /// The `/v1/completions` fields: `prompt` and `suffix`; what it cannot carry is refused.
