@@ -11,7 +11,6 @@
 //! and everything else as the web-data API.
 
 mod chat;
-mod chat_reply;
 pub mod knobs;
 mod native;
 mod stream;

@@ -10,7 +10,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::stream::Script;
+use crate::mock::stream::Script;
 use crate::translate::sse;
 
 /// Unix seconds of the mock's fixed timestamp (`2026-01-01T00:00:00Z`).
@@ -199,7 +199,7 @@ impl Script for Reply {
     }
 
     fn error(&mut self, n: u32) -> Bytes {
-        sse::data(&super::chat::error_body(
+        sse::data(&super::error_body(
             500,
             &format!("mock error after {n} tokens"),
         ))
