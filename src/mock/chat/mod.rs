@@ -22,7 +22,6 @@ use super::{Answer, json_answer};
 use crate::body::Body;
 use crate::translate::embeddings::encode_base64;
 use reply::{CREATED, Call, Kind, Reply};
-use reply::{CREATED, Call, Kind, Reply};
 
 /// The official error object: `invalid_request_error` for 4xx, `server_error` for 5xx.
 pub fn error_body(status: u16, message: &str) -> Value {
