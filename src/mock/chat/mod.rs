@@ -10,10 +10,10 @@
 //! `max_completion_tokens`/`max_tokens` under the words -> cut there, `finish_reason:
 //! length` (`/v1/completions`: `max_tokens` defaults to 16, as the official API).
 
+mod reply;
+
 use hyper::Method;
 use serde_json::{Value, json};
-
-mod reply;
 
 use super::knobs::Knobs;
 use super::native::{self, MODELS};
