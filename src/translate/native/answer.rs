@@ -34,12 +34,41 @@ pub struct Stamp {
     pub elapsed: Duration,
 }
 
-/// What one line says: text, reasoning and whole tool calls (native shape).
+/// What one line says: text, reasoning, whole tool calls (native shape) and the log
+/// probabilities of its tokens (the entries of the official `logprobs.content`, whose
+/// `token`/`logprob`/`bytes`/`top_logprobs` shape the native `logprobs` shares).
 #[derive(Debug, Default)]
 pub struct Piece {
     pub content: String,
     pub thinking: String,
     pub tool_calls: Vec<Value>,
+    pub logprobs: Vec<Value>,
+}
+
+// === impl Piece ===
+
+impl Piece {
+    /// Text, reasoning and log probabilities of a delta, message or text choice.
+    pub fn of(choice: &Value, message: &Value) -> Self {
+        let text = message.get("content").or_else(|| choice.get("text"));
+        let logprobs = choice
+            .pointer("/logprobs/content")
+            .and_then(Value::as_array);
+        Piece {
+            content: text.and_then(Value::as_str).unwrap_or("").to_owned(),
+            thinking: reasoning(message).to_owned(),
+            tool_calls: Vec::new(),
+            logprobs: logprobs.cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Whether it says anything a native client would see.
+    pub fn is_empty(&self) -> bool {
+        self.content.is_empty()
+            && self.thinking.is_empty()
+            && self.tool_calls.is_empty()
+            && self.logprobs.is_empty()
+    }
 }
 
 /// The closing line's facts: `done_reason`, token counts and durations (nanoseconds).
@@ -76,6 +105,8 @@ struct Line<'a> {
     #[serde(skip_serializing_if = "<[Value]>::is_empty")]
     tool_calls: &'a [Value],
     done: bool,
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    logprobs: &'a [Value],
     #[serde(flatten)]
     end: Option<&'a End>,
 }
@@ -116,6 +147,7 @@ impl Meta {
             thinking: thinking.filter(|_| !chat),
             tool_calls: if chat { &[] } else { &piece.tool_calls },
             done: end.is_some(),
+            logprobs: &piece.logprobs,
             end,
         };
         let mut out = serde_json::to_vec(&line).unwrap_or_default();
@@ -219,12 +251,7 @@ pub fn whole(body: &[u8], meta: &Meta, stamp: &Stamp) -> Result<(Bytes, Usage), 
         .pointer("/choices/0")
         .ok_or("upstream sent a completion without choices")?;
     let message = choice.get("message").unwrap_or(&Value::Null);
-    let text = message.get("content").or_else(|| choice.get("text"));
-    let mut piece = Piece {
-        content: text.and_then(Value::as_str).unwrap_or("").to_owned(),
-        thinking: reasoning(message).to_owned(),
-        tool_calls: Vec::new(),
-    };
+    let mut piece = Piece::of(choice, message);
     let calls = message
         .get("tool_calls")
         .and_then(Value::as_array)

@@ -90,7 +90,7 @@ impl NativeStream {
             return Ok(Vec::new());
         };
         let piece = self.piece(choice)?;
-        if piece.content.is_empty() && piece.thinking.is_empty() && piece.tool_calls.is_empty() {
+        if piece.is_empty() {
             return Ok(Vec::new());
         }
         let stamp = (self.clock)();
@@ -101,12 +101,7 @@ impl NativeStream {
     /// What one choice adds: its text, reasoning, and the tool calls it completes.
     fn piece(&mut self, choice: &Value) -> Result<Piece, StreamError> {
         let delta = choice.get("delta").unwrap_or(&Value::Null);
-        let text = delta.get("content").or_else(|| choice.get("text"));
-        let mut piece = Piece {
-            content: text.and_then(Value::as_str).unwrap_or("").to_owned(),
-            thinking: answer::reasoning(delta).to_owned(),
-            tool_calls: Vec::new(),
-        };
+        let mut piece = Piece::of(choice, delta);
         let fragments = delta.get("tool_calls").and_then(Value::as_array);
         for fragment in fragments.into_iter().flatten() {
             self.fragment(fragment, &mut piece)?;

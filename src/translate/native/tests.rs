@@ -380,6 +380,13 @@ fn streams_end_cleanly_or_fail() {
         run(&mut stream(Output::Chat), &[bad_args]),
         Err(StreamError::Malformed(_))
     ));
+    let logprobs = r#"data: {"choices":[{"index":0,"delta":{"content":""},"logprobs":{"content":[{"token":"a","logprob":-0.1,"bytes":[97],"top_logprobs":[]}]}}]}"#;
+    let out = run(&mut stream(Output::Chat), &[logprobs, finish]).unwrap();
+    assert_eq!(
+        out[0]["logprobs"],
+        json!([{"token": "a", "logprob": -0.1, "bytes": [97], "top_logprobs": []}])
+    );
+    assert_eq!(out[0]["message"]["content"], "");
     let completions = r#"data: {"choices":[{"index":0,"text":"def","finish_reason":null}]}"#;
     let out = run(
         &mut stream(Output::Generate),
