@@ -249,6 +249,15 @@ pub fn rfc3339(unix: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}Z")
 }
 
+/// The RFC 3339 time (UTC, nanoseconds) of a time since the Unix epoch, as native servers
+/// write `created_at` (`2026-01-01T00:00:00.123456789Z`): the shell passes its clock's
+/// reading (`SystemTime::now().duration_since(UNIX_EPOCH)`), the translators read none.
+pub fn rfc3339_nanos(since_epoch: std::time::Duration) -> String {
+    let whole = rfc3339(since_epoch.as_secs());
+    let seconds = whole.strip_suffix('Z').unwrap_or(&whole);
+    format!("{seconds}.{:09}Z", since_epoch.subsec_nanos())
+}
+
 /// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm,
 /// the inverse of [`days_from_civil`]).
 fn civil_from_days(z: i64) -> (i64, i64, i64) {
@@ -308,6 +317,9 @@ mod tests {
             assert_eq!(rfc3339(unix), text);
             assert_eq!(unix_seconds(text), unix);
         }
+        let at = std::time::Duration::new(1_721_680_408, 123_648_000);
+        assert_eq!(rfc3339_nanos(at), "2024-07-22T20:33:28.123648000Z");
+        assert_eq!(unix_seconds(&rfc3339_nanos(at)), 1_721_680_408);
     }
 
     #[test]

@@ -11,10 +11,33 @@
 //! (the upstream applies its own). With `raw` or `suffix`, `system`, `images` and `format`
 //! are refused (a text completion has no place for them) and `think` is ignored.
 
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::params::{self, Extras};
-use super::{CHAT_PATH, COMPLETIONS_PATH, Refusal, Translated, messages};
+use super::{
+    CHAT_PATH, COMPLETIONS_PATH, Clock, Meta, NativeStream, Output, Refusal, Stamp, Translated,
+    messages,
+};
+use crate::translate::usage::Usage;
+
+/// The stream translator of an `/api/generate` answer (from either upstream path).
+pub fn stream(model: &str, clock: Clock) -> NativeStream {
+    NativeStream::new(meta(model), clock)
+}
+
+/// A whole (`stream: false`) chat or text completion as the native `/api/generate` answer.
+pub fn answer(body: &[u8], model: &str, stamp: &Stamp) -> Result<(Bytes, Usage), String> {
+    super::whole(body, &meta(model), stamp)
+}
+
+/// What the lines of an `/api/generate` answer share.
+pub fn meta(model: &str) -> Meta {
+    Meta {
+        model: model.to_owned(),
+        output: Output::Generate,
+    }
+}
 
 /// Translates an `/api/generate` body.
 pub fn request(body: &[u8], extras: Extras) -> Result<Translated, Refusal> {
