@@ -1,8 +1,8 @@
-//! `/api/chat` -> `/v1/chat/completions`. The answer comes back through
-//! [`super::NativeStream`] (streamed) or [`super::whole`] (`stream: false`) with
-//! [`super::Output::Chat`].
+//! `/api/chat` -> `/v1/chat/completions`, and the answer back: [`stream`] (a
+//! [`NativeStream`] of `/api/chat` lines) or [`answer`] (`stream: false`).
 //!
-//! Sent: `model`, `messages` (see [`super::messages`](super)), `stream` (native default true;
+//! Sent: `model`, `messages` (images as `data:` parts, tool calls with string arguments and
+//! ids, `thinking` as `reasoning_content`, tool results with their call's id), `stream` (native default true;
 //! with `stream_options.include_usage` when streaming), `tools` as they are (the shapes
 //! coincide), `format` -> `response_format`, `think` -> `reasoning_effort`, `options` ->
 //! top-level sampling fields (the extras by the [`Extras`] policy), `logprobs` and

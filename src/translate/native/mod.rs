@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 pub use answer::{Meta, Output, Stamp, done_reason, whole};
 pub use messages::{data_uri, sniff};
-pub use params::Extras;
+pub use params::{EXTRA_OPTIONS, Extras};
 pub use request::Translated;
 pub use stream::{Clock, NativeStream};
 
