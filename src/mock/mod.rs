@@ -7,7 +7,7 @@
 //! [`handle`]. Knobs (see [`knobs`]) come from the table or flags, and per request from an
 //! `X-Mock` header or a `model@knob=value` model name. A `mock:` upstream answers in the
 //! dialect it `speaks` (the `speaks` knob): chat-completions mocks serve the official `/v1/*`
-//! inference paths (`chat.rs`); the others, and the standalone mock, answer `/api/*` natively
+//! inference paths (`chat/`); the others, and the standalone mock, answer `/api/*` natively
 //! and everything else as the web-data API.
 
 mod chat;
