@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use super::chunk::{self, Choice, Chunk};
 use crate::translate::usage::Usage;
 
 /// What every line of one native answer shares.
@@ -38,27 +40,26 @@ pub struct Stamp {
 /// probabilities of its tokens (the entries of the official `logprobs.content`, whose
 /// `token`/`logprob`/`bytes`/`top_logprobs` shape the native `logprobs` shares).
 #[derive(Debug, Default)]
-pub struct Piece {
-    pub content: String,
-    pub thinking: String,
+pub struct Piece<'a> {
+    pub content: &'a str,
+    pub thinking: &'a str,
     pub tool_calls: Vec<Value>,
-    pub logprobs: Vec<Value>,
+    pub logprobs: Option<&'a RawValue>,
 }
 
 // === impl Piece ===
 
-impl Piece {
-    /// Text, reasoning and log probabilities of a delta, message or text choice.
-    pub fn of(choice: &Value, message: &Value) -> Self {
-        let text = message.get("content").or_else(|| choice.get("text"));
-        let logprobs = choice
-            .pointer("/logprobs/content")
-            .and_then(Value::as_array);
+impl<'a> Piece<'a> {
+    /// Text, reasoning and log probabilities of a choice and its delta or message (a text
+    /// completion's choice has only `text`).
+    pub fn of(choice: &'a Choice<'_>, message: Option<&'a chunk::Message<'_>>) -> Self {
+        let content = message.and_then(|m| m.content.as_deref());
+        let logprobs = choice.logprobs.as_ref().and_then(|l| l.content);
         Piece {
-            content: text.and_then(Value::as_str).unwrap_or("").to_owned(),
-            thinking: reasoning(message).to_owned(),
+            content: content.or(choice.text.as_deref()).unwrap_or(""),
+            thinking: message.map_or("", chunk::Message::reasoning),
             tool_calls: Vec::new(),
-            logprobs: logprobs.cloned().unwrap_or_default(),
+            logprobs: logprobs.filter(|l| l.get().trim() != "[]"),
         }
     }
 
@@ -67,7 +68,7 @@ impl Piece {
         self.content.is_empty()
             && self.thinking.is_empty()
             && self.tool_calls.is_empty()
-            && self.logprobs.is_empty()
+            && self.logprobs.is_none()
     }
 }
 
@@ -105,8 +106,8 @@ struct Line<'a> {
     #[serde(skip_serializing_if = "<[Value]>::is_empty")]
     tool_calls: &'a [Value],
     done: bool,
-    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
-    logprobs: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<&'a RawValue>,
     #[serde(flatten)]
     end: Option<&'a End>,
 }
@@ -132,22 +133,22 @@ impl Meta {
     /// One native line: compact JSON and `\n`. `/api/chat` puts the text in `message`;
     /// `/api/generate` in `response`, with `thinking` beside it.
     pub fn line(&self, stamp: &Stamp, piece: &Piece, end: Option<&End>) -> Bytes {
-        let thinking = Some(piece.thinking.as_str()).filter(|t| !t.is_empty());
+        let thinking = Some(piece.thinking).filter(|t| !t.is_empty());
         let chat = self.output == Output::Chat;
         let line = Line {
             model: &self.model,
             created_at: &stamp.created_at,
             message: chat.then_some(Message {
                 role: "assistant",
-                content: &piece.content,
+                content: piece.content,
                 thinking,
                 tool_calls: &piece.tool_calls,
             }),
-            response: (!chat).then_some(piece.content.as_str()),
+            response: (!chat).then_some(piece.content),
             thinking: thinking.filter(|_| !chat),
             tool_calls: if chat { &[] } else { &piece.tool_calls },
             done: end.is_some(),
-            logprobs: &piece.logprobs,
+            logprobs: piece.logprobs,
             end,
         };
         let mut out = serde_json::to_vec(&line).unwrap_or_default();
@@ -225,49 +226,28 @@ pub fn usage_of(usage: &Value) -> Usage {
     Usage::new(count("prompt_tokens"), count("completion_tokens"))
 }
 
-/// The reasoning of a message or delta: `reasoning_content`, or `reasoning` (both names are
-/// in use).
-pub fn reasoning(message: &Value) -> &str {
-    ["reasoning_content", "reasoning"]
-        .iter()
-        .find_map(|k| {
-            message
-                .get(*k)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-        })
-        .unwrap_or("")
-}
-
 /// A whole (`stream: false`) chat completion or text completion as one native object, and
 /// its usage (for lingo's token counters). An `{"error": ...}` body is an `Err`.
 pub fn whole(body: &[u8], meta: &Meta, stamp: &Stamp) -> Result<(Bytes, Usage), String> {
-    let answer: Value = serde_json::from_slice(body)
-        .map_err(|e| format!("upstream sent something that is not a completion: {e}"))?;
-    if let Some(error) = answer.get("error").filter(|e| !e.is_null()) {
-        return Err(format!("upstream error: {}", error_message(error)));
+    let answer = Chunk::parse(body)?;
+    if let Some(error) = answer.error() {
+        return Err(format!("upstream error: {error}"));
     }
     let choice = answer
-        .pointer("/choices/0")
+        .choice_zero()
         .ok_or("upstream sent a completion without choices")?;
-    let message = choice.get("message").unwrap_or(&Value::Null);
+    let message = choice.message.as_ref().or(choice.delta.as_ref());
     let mut piece = Piece::of(choice, message);
-    let calls = message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
+    let calls = message.and_then(|m| m.tool_calls.as_deref()).unwrap_or(&[]);
     for (i, call) in calls.iter().enumerate() {
-        let field = |p: &str| call.pointer(p).and_then(Value::as_str).unwrap_or("");
-        let name = field("/function/name");
-        piece.tool_calls.push(native_call(
-            i,
-            field("/id"),
-            name,
-            field("/function/arguments"),
-        )?);
+        let function = call.function.as_ref();
+        let name = function.and_then(|f| f.name.as_deref()).unwrap_or("");
+        let arguments = function.and_then(|f| f.arguments.as_deref()).unwrap_or("");
+        let id = call.id.as_deref().unwrap_or("");
+        piece.tool_calls.push(native_call(i, id, name, arguments)?);
     }
-    let usage = answer.get("usage").map(usage_of).unwrap_or_default();
-    let reason = done_reason(choice.get("finish_reason").and_then(Value::as_str));
+    let usage = answer.usage.as_ref().map(Usage::from).unwrap_or_default();
+    let reason = done_reason(choice.finish_reason.as_deref());
     let end = End::new(reason, stamp.elapsed, None, usage);
     let mut line = meta.line(stamp, &piece, Some(&end));
     line.truncate(line.len() - 1);

@@ -11,6 +11,7 @@
 
 mod answer;
 pub mod chat;
+mod chunk;
 pub mod embed;
 pub mod generate;
 mod messages;
@@ -72,13 +73,8 @@ pub fn error_body(message: &str) -> Bytes {
 pub fn upstream_error(status: u16, body: &[u8]) -> (u16, Bytes) {
     let status = if status >= 400 { status } else { 502 };
     let message = match serde_json::from_slice::<Value>(body) {
-        Ok(v) => match (v.get("error"), v.get("message")) {
-            (Some(Value::String(s)), _) => s.clone(),
-            (Some(e), _) if e.get("message").is_some_and(Value::is_string) => {
-                e["message"].as_str().unwrap_or_default().to_owned()
-            }
-            (None, Some(Value::String(s))) => s.clone(),
-            (Some(other), _) => other.to_string(),
+        Ok(v) => match v.get("error").or_else(|| v.get("message")) {
+            Some(error) if !error.is_null() => answer::error_message(error),
             _ => format!("upstream answered {status} without an error message"),
         },
         Err(_) => match String::from_utf8_lossy(body).trim() {

@@ -18,9 +18,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::Value;
 
 use super::answer::{self, End, Meta, Piece, Stamp};
+use super::chunk::{Call, Choice, Chunk};
 use crate::translate::chat::StreamError;
 use crate::translate::usage::Usage;
 
@@ -77,16 +77,14 @@ impl NativeStream {
         if data == b"[DONE]" {
             return self.close().map(|line| vec![line]);
         }
-        let chunk: Value = serde_json::from_slice(data).map_err(|e| {
-            StreamError::Malformed(format!("upstream sent an event that is not JSON: {e}"))
-        })?;
-        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
-            return Err(StreamError::Upstream(answer::error_message(error)));
+        let chunk = Chunk::parse(data).map_err(StreamError::Malformed)?;
+        if let Some(error) = chunk.error() {
+            return Err(StreamError::Upstream(error));
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(answer::usage_of(usage));
+        if let Some(usage) = &chunk.usage {
+            self.usage = Some(usage.into());
         }
-        let Some(choice) = choice_zero(&chunk) else {
+        let Some(choice) = chunk.choice_zero() else {
             return Ok(Vec::new());
         };
         let piece = self.piece(choice)?;
@@ -99,14 +97,14 @@ impl NativeStream {
     }
 
     /// What one choice adds: its text, reasoning, and the tool calls it completes.
-    fn piece(&mut self, choice: &Value) -> Result<Piece, StreamError> {
-        let delta = choice.get("delta").unwrap_or(&Value::Null);
+    fn piece<'a>(&mut self, choice: &'a Choice<'_>) -> Result<Piece<'a>, StreamError> {
+        let delta = choice.delta.as_ref();
         let mut piece = Piece::of(choice, delta);
-        let fragments = delta.get("tool_calls").and_then(Value::as_array);
-        for fragment in fragments.into_iter().flatten() {
+        let fragments = delta.and_then(|d| d.tool_calls.as_deref()).unwrap_or(&[]);
+        for fragment in fragments {
             self.fragment(fragment, &mut piece)?;
         }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        if let Some(reason) = choice.finish_reason.as_deref() {
             self.finish_reason = Some(reason.to_owned());
             self.complete(|_| true, &mut piece)?;
         }
@@ -114,12 +112,11 @@ impl NativeStream {
     }
 
     /// Adds one fragment; a fragment of a higher `index` completes the calls before it.
-    fn fragment(&mut self, fragment: &Value, piece: &mut Piece) -> Result<(), StreamError> {
+    fn fragment(&mut self, fragment: &Call<'_>, piece: &mut Piece<'_>) -> Result<(), StreamError> {
         let last = self.calls.last().map(|c| c.index);
-        let index = fragment.get("index").and_then(Value::as_u64);
-        let index = index.unwrap_or_else(|| match last {
+        let index = fragment.index.unwrap_or_else(|| match last {
             // No index: a fragment with an id starts a new call, else continues the last.
-            Some(i) if fragment.get("id").is_none() => i,
+            Some(i) if fragment.id.is_none() => i,
             Some(i) => i + 1,
             None => 0,
         });
@@ -135,14 +132,18 @@ impl NativeStream {
             }
         };
         let call = &mut self.calls[at];
-        let field = |p: &str| fragment.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let function = fragment.function.as_ref();
         if call.id.is_empty() {
-            call.id = field("/id").to_owned();
+            call.id = fragment.id.as_deref().unwrap_or("").to_owned();
         }
         if call.name.is_empty() {
-            call.name = field("/function/name").to_owned();
+            call.name = function
+                .and_then(|f| f.name.as_deref())
+                .unwrap_or("")
+                .to_owned();
         }
-        call.arguments.push_str(field("/function/arguments"));
+        call.arguments
+            .push_str(function.and_then(|f| f.arguments.as_deref()).unwrap_or(""));
         Ok(())
     }
 
@@ -150,7 +151,7 @@ impl NativeStream {
     fn complete(
         &mut self,
         done: impl Fn(&Partial) -> bool,
-        piece: &mut Piece,
+        piece: &mut Piece<'_>,
     ) -> Result<(), StreamError> {
         let (ready, rest) = std::mem::take(&mut self.calls)
             .into_iter()
@@ -203,13 +204,4 @@ impl NativeStream {
     pub fn usage(&self) -> Option<Usage> {
         self.ended.then(|| self.usage.unwrap_or_default())
     }
-}
-
-/// The choice of index 0 (or the first, if none says its index).
-fn choice_zero(chunk: &Value) -> Option<&Value> {
-    let choices = chunk.get("choices")?.as_array()?;
-    choices
-        .iter()
-        .find(|c| c.get("index").and_then(Value::as_u64) == Some(0))
-        .or_else(|| choices.iter().find(|c| c.get("index").is_none()))
 }
