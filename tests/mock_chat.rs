@@ -213,3 +213,32 @@ async fn knobs_and_failures_in_the_official_shapes() {
 fn events_of(answer: &Answer) -> Vec<Value> {
     events(&answer.body)
 }
+
+/// `lingo mock --speaks chat-completions` (and the knob per request) serves the same dialect
+/// on its own, for load tests of a chat-completions backend.
+#[tokio::test]
+async fn the_standalone_mock_speaks_it_when_told() {
+    use lingo::mock::knobs::Knobs;
+    use lingo::table::MockSpec;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(lingo::mock::serve_on(
+        listener,
+        Knobs::from_spec(&MockSpec::default()),
+    ));
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}).to_string();
+    let web_data = send(request(Method::POST, &url, &[], &body)).await;
+    assert_eq!(
+        web_data.json()["success"],
+        false,
+        "by default /v1/* is the web-data API"
+    );
+    let header = [("x-mock", "speaks=chat-completions,tokens=2")];
+    let chat = send(request(Method::POST, &url, &header, &body))
+        .await
+        .json();
+    assert_eq!(chat["choices"][0]["message"]["content"], "Lingo is");
+}
