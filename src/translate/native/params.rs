@@ -49,16 +49,9 @@ pub const EXTRA_OPTIONS: [(&str, &str); 8] = [
     ("mirostat_eta", "mirostat_eta"),
 ];
 
-/// The body as a JSON object, and its required `model`.
+/// The body as a JSON object (read as every translator reads it), and its required `model`.
 pub fn object(body: &[u8]) -> Result<(Map<String, Value>, String), Refusal> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(Refusal::bad("missing request body"));
-    }
-    let map = match serde_json::from_slice(body) {
-        Ok(Value::Object(map)) => map,
-        Ok(_) => return Err(Refusal::bad("the request body must be a JSON object")),
-        Err(e) => return Err(Refusal::bad(format!("invalid JSON: {e}"))),
-    };
+    let map = crate::translate::params::object(body).map_err(|e| Refusal::bad(e.message))?;
     match map.get("model") {
         Some(Value::String(m)) if !m.trim().is_empty() => {
             let model = m.clone();

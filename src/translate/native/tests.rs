@@ -135,9 +135,9 @@ fn extras_policy() {
 #[test]
 fn chat_refusals() {
     for (body, says) in [
-        ("", "missing request body"),
-        ("[]", "JSON object"),
-        ("{", "invalid JSON"),
+        ("", "the request body is empty"),
+        ("[]", "must be a JSON object"),
+        ("{", "not valid JSON"),
         (r#"{"messages":[]}"#, "model is required"),
         (
             r#"{"model":"m","messages":{}}"#,
