@@ -3,14 +3,19 @@
 //! (`tests/fixtures/expected/native/*.ndjson`), through the `LineFramer` and `NativeStream`,
 //! whole, split at every byte boundary, and one byte at a time. A stream that fails ends with
 //! the native error line and no `done: true` line, as the shell will write it.
-//! `LINGO_BLESS=1 cargo test --test golden_native` rewrites the expected files.
+//! The same files also go through the shell's own `Reframe` body behind today's `Translator`
+//! trait. `LINGO_BLESS=1 cargo test --test golden_native` rewrites the expected files.
 
 use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
+use http_body_util::BodyExt;
+use lingo::body::Body;
+use lingo::inference::reframe::{Reframe, Translator};
 use lingo::translate::native::{Meta, NativeStream, Output, Stamp};
 use lingo::translate::ndjson::LineFramer;
+use lingo::translate::usage::Usage;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
@@ -106,5 +111,53 @@ fn golden_native_streams() {
             expected,
             "{name} one byte at a time"
         );
+    }
+}
+
+/// The wiring the shell will do: today's `Translator` trait over the inherent methods, as
+/// `ChatStream`'s adapter does it.
+struct Native(NativeStream);
+
+impl Translator for Native {
+    fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
+        self.0.on_line(line).map_err(|e| e.to_string())
+    }
+
+    fn finish(&mut self) -> Result<Vec<Bytes>, String> {
+        self.0.finish().map_err(|e| e.to_string())
+    }
+
+    fn error_frame(&self, message: &str) -> Bytes {
+        self.0.error_frame(message)
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        self.0.usage()
+    }
+}
+
+/// The same files through the shell's own `Reframe` body: the translator fits it as it is.
+#[tokio::test]
+async fn golden_native_streams_through_reframe() {
+    let mut inputs: Vec<_> = std::fs::read_dir(Path::new(FIXTURES).join("sse"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    inputs.sort();
+    for input in inputs {
+        let name = input.file_stem().unwrap().to_str().unwrap().to_owned();
+        let bytes = Bytes::from(std::fs::read(&input).unwrap());
+        let expected_path = Path::new(FIXTURES)
+            .join("expected/native")
+            .join(format!("{name}.ndjson"));
+        let expected = std::fs::read_to_string(&expected_path).unwrap();
+        for chunks in [
+            vec![bytes.clone()],
+            (0..bytes.len()).map(|i| bytes.slice(i..i + 1)).collect(),
+        ] {
+            let body = Reframe::new(Body::pieces(chunks), 1 << 20, Native(stream(&name)));
+            let out = body.collect().await.unwrap().to_bytes();
+            assert_eq!(std::str::from_utf8(&out).unwrap(), expected, "{name}");
+        }
     }
 }
