@@ -9,7 +9,10 @@
 //! lose the conversation the client thinks it continues. lingo's answers carry no `context`,
 //! so a client that sends back what it got sends none. `template` is refused the same way
 //! (the upstream applies its own). With `raw` or `suffix`, `system`, `images` and `format`
-//! are refused (a text completion has no place for them) and `think` is ignored.
+//! are refused (a text completion has no place for them) and `think` is ignored. Beware: a
+//! text completion without `max_tokens` stops at 16 tokens on the official API and vLLM (the
+//! native default is no limit); lingo cannot know the model's context to send a better one,
+//! so a client that wants more sets `options.num_predict`.
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
