@@ -22,6 +22,7 @@ usage:
                           run the built-in mock backend alone (default 127.0.0.1:11435);
                           knobs: --tokens N --token-delay D --first-token-delay D
                           --embedding-size N --status CODE --error-after N --cut-after N
+                          --speaks chat-completions (answer /v1/* inference calls)
   lingo --help            print this help
   lingo --version         print the version
 

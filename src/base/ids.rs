@@ -1,4 +1,5 @@
-//! Unguessable identifiers (request ids, and later response ids) without a RNG crate.
+//! Unguessable identifiers (request ids, and later response ids) without a RNG crate, and
+//! the stable digests of model names.
 //!
 //! `RandomState` is seeded from the OS per process; hashing a counter with it gives
 //! SipHash-keyed output that differs per process and per call.
@@ -14,6 +15,30 @@ pub fn random_hex() -> String {
     let (a, b) = STATE.get_or_init(|| (RandomState::new(), RandomState::new()));
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{:016x}{:016x}", a.hash_one(n), b.hash_one(n))
+}
+
+/// FNV-1a's standard offset basis.
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a of `bytes` from `seed` (`FNV_OFFSET` is the standard one).
+pub fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(seed, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// A stable 64-hex digest per model name. A native server's is the SHA-256 of the model's
+/// manifest; the mock and the native translators (over an upstream that has no manifest)
+/// have none, so four FNV-1a hashes of the name, each from its own seed, stand in:
+/// deterministic, different per model, the right shape for clients that shorten or compare
+/// digests.
+pub fn digest(name: &str) -> String {
+    (0..4_u64)
+        .map(|round| {
+            let seed = FNV_OFFSET ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            format!("{:016x}", fnv1a(seed, name.as_bytes()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

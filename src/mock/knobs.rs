@@ -2,10 +2,11 @@
 //! request by an `X-Mock` header or a `@knob=value,...` suffix on the model name.
 //!
 //! `tokens=3,token_delay=20ms,first_token_delay=1s,embedding_size=8,status=503,
-//! error_after=2,cut_after=2`
+//! error_after=2,cut_after=2,speaks=chat-completions`
 
 use std::time::Duration;
 
+use crate::base::dialect::Dialect;
 use crate::table::MockSpec;
 
 /// Everything that shapes one mock answer.
@@ -24,6 +25,9 @@ pub struct Knobs {
     pub error_after: Option<u32>,
     /// Cut the connection after this many tokens.
     pub cut_after: Option<u32>,
+    /// The dialect to answer in: a `mock:` upstream's `speaks`. `None` (the standalone
+    /// `lingo mock`) answers `/api/*` natively and the rest as the web-data API.
+    pub speaks: Option<Dialect>,
 }
 
 pub const DEFAULT_TOKENS: u32 = 16;
@@ -41,6 +45,15 @@ impl Knobs {
             status: None,
             error_after: None,
             cut_after: None,
+            speaks: None,
+        }
+    }
+
+    /// The knobs of a `mock:` upstream that speaks `dialect`.
+    pub fn speaking(self, dialect: Dialect) -> Self {
+        Knobs {
+            speaks: Some(dialect),
+            ..self
         }
     }
 
@@ -67,6 +80,7 @@ impl Knobs {
                 "status" => self.status = Some(value.parse().map_err(|_| bad())?),
                 "error_after" => self.error_after = Some(value.parse().map_err(|_| bad())?),
                 "cut_after" => self.cut_after = Some(value.parse().map_err(|_| bad())?),
+                "speaks" => self.speaks = Some(Dialect::parse(value).ok_or_else(bad)?),
                 _ => return Err(format!("unknown mock knob `{key}`")),
             }
         }
@@ -111,7 +125,16 @@ mod tests {
             (k.status, k.error_after, k.cut_after, k.embedding_size),
             (Some(503), Some(2), Some(1), 4)
         );
-        for bad in ["tokens", "tokens=x", "colour=red", "token_delay=5h"] {
+        assert_eq!(k.speaks, None);
+        k.apply("speaks=chat-completions").unwrap();
+        assert_eq!(k.speaks, Some(Dialect::Chat));
+        for bad in [
+            "tokens",
+            "tokens=x",
+            "colour=red",
+            "token_delay=5h",
+            "speaks=klingon",
+        ] {
             assert!(k.apply(bad).is_err(), "{bad}");
         }
         assert_eq!(split_model("m@tokens=2"), ("m", Some("tokens=2")));

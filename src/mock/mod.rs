@@ -1,11 +1,16 @@
-//! The built-in deterministic backend: native and web-data dialects, with knobs.
+//! The built-in deterministic backend: native, chat-completions and web-data dialects, with
+//! knobs.
 //!
 //! It runs two ways: inside lingo, as an upstream with `mock:` in the table (so the shipped
 //! `proxy.yaml` answers on a machine with no model server), and on its own as
 //! `lingo mock --listen ADDR` (a load-test backend in its own process). Both call
 //! [`handle`]. Knobs (see [`knobs`]) come from the table or flags, and per request from an
-//! `X-Mock` header or a `model@knob=value` model name.
+//! `X-Mock` header or a `model@knob=value` model name. A `mock:` upstream answers in the
+//! dialect it `speaks` (the `speaks` knob): chat-completions mocks serve the official `/v1/*`
+//! inference paths (`chat/`); the others, and the standalone mock, answer `/api/*` natively
+//! and everything else as the web-data API.
 
+mod chat;
 pub mod knobs;
 mod native;
 mod stream;
@@ -21,6 +26,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+use crate::base::dialect::Dialect;
 use crate::http::body::Body;
 use knobs::Knobs;
 
@@ -72,20 +78,28 @@ fn error_answer(status: u16, message: &str, webdata: bool) -> Answer {
     json_answer(status, &body)
 }
 
+/// An error in the shape of the dialect `knobs` speak at `path`.
+fn refuse(knobs: &Knobs, path: &str, status: u16, message: &str) -> Answer {
+    match knobs.speaks {
+        Some(Dialect::Chat) => chat::error(status, message),
+        _ => error_answer(status, message, !path.starts_with("/api/")),
+    }
+}
+
 /// Serves one request with `defaults` overridden by the request's own knobs.
 pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
     let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
     let bytes = match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => return error_answer(413, "request body too large for the mock", false),
+        Err(_) => return refuse(defaults, path, 413, "request body too large for the mock"),
     };
-    let webdata = !parts.uri.path().starts_with("/api/");
     let request: Value = if bytes.is_empty() {
         Value::Null
     } else {
         match serde_json::from_slice(&bytes) {
             Ok(v) => v,
-            Err(e) => return error_answer(400, &e.to_string(), webdata),
+            Err(e) => return refuse(defaults, path, 400, &e.to_string()),
         }
     };
     let mut knobs = defaults.clone();
@@ -93,14 +107,22 @@ pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
     let (model, model_knobs) = knobs::split_model(request["model"].as_str().unwrap_or(""));
     for spec in [header, model_knobs].into_iter().flatten() {
         if let Err(e) = knobs.apply(spec) {
-            return error_answer(400, &e, webdata);
+            return refuse(&knobs, path, 400, &e);
         }
     }
     if !knobs.first_token_delay.is_zero() {
         tokio::time::sleep(knobs.first_token_delay).await;
     }
     if let Some(status) = knobs.status {
-        return error_answer(status, &format!("mock failure: status {status}"), webdata);
+        return refuse(
+            &knobs,
+            path,
+            status,
+            &format!("mock failure: status {status}"),
+        );
+    }
+    if knobs.speaks == Some(Dialect::Chat) {
+        return chat::route(&parts.method, path, &request, &knobs, model);
     }
     let host = parts
         .headers
@@ -109,7 +131,7 @@ pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
         .unwrap_or("localhost");
     route(
         &parts.method,
-        parts.uri.path(),
+        path,
         parts.uri.query().unwrap_or(""),
         &request,
         &knobs,

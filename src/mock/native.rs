@@ -10,19 +10,18 @@ use serde_json::{Map, Value, json};
 use super::knobs::Knobs;
 use super::stream::{Drip, Ending, Script};
 use super::{Answer, error_answer, json_answer};
+use crate::base::ids::{FNV_OFFSET, digest, fnv1a};
 use crate::http::body::Body;
 
 /// Fixed timestamp of every event.
-const CREATED_AT: &str = "2026-01-01T00:00:00Z";
-/// FNV-1a's standard offset basis.
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+pub(super) const CREATED_AT: &str = "2026-01-01T00:00:00Z";
 
 /// The models `/api/tags` lists: the target of the shipped table's alias (`gpt-4o-mini` ->
 /// `llama3.2:3b`, also what the README's native examples ask for) and an embedding model, so
 /// the default demo's `/v1/models` and `/api/tags` show each alias beside its target. Sizes
 /// and counts are close to the real models' in their usual quantisations. (The mock answers
 /// every model name; these are only what it says it has.)
-const MODELS: [Listed; 2] = [
+pub(super) const MODELS: [Listed; 2] = [
     Listed {
         name: "llama3.2:3b",
         family: "llama",
@@ -62,8 +61,8 @@ enum Kind {
 }
 
 /// A model the mock lists, and what it says of it.
-struct Listed {
-    name: &'static str,
+pub(super) struct Listed {
+    pub(super) name: &'static str,
     family: &'static str,
     parameter_size: &'static str,
     quantization_level: &'static str,
@@ -217,7 +216,7 @@ fn line(event: Map<String, Value>) -> Bytes {
     Bytes::from(bytes)
 }
 
-fn word_pieces(tokens: u32) -> Vec<String> {
+pub(super) fn word_pieces(tokens: u32) -> Vec<String> {
     (0..tokens as usize)
         .map(|i| {
             let word = WORDS[i % WORDS.len()];
@@ -231,7 +230,7 @@ fn word_pieces(tokens: u32) -> Vec<String> {
 }
 
 /// JSON content for a `format` request, in pieces of a few characters.
-fn json_pieces(format: &Value) -> Vec<String> {
+pub(super) fn json_pieces(format: &Value) -> Vec<String> {
     let value = match format {
         Value::Object(schema) => sample(&Value::Object(schema.clone())),
         _ => json!({"answer": "mock"}),
@@ -262,31 +261,32 @@ fn sample(schema: &Value) -> Value {
 
 /// One call of the first tool, with every required argument filled in.
 fn tool_call(tool: &Value) -> Value {
-    let function = &tool["function"];
-    let name = function["name"].as_str().unwrap_or("tool");
-    let arguments = match function.get("parameters") {
-        Some(params) => {
-            let full = sample(params);
-            let required: Vec<&str> = params["required"]
-                .as_array()
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match full {
-                Value::Object(map) => Value::Object(
-                    map.into_iter()
-                        .filter(|(k, _)| required.contains(&k.as_str()))
-                        .collect(),
-                ),
-                other => other,
-            }
-        }
-        None => json!({}),
-    };
+    let name = tool["function"]["name"].as_str().unwrap_or("tool");
+    let arguments = arguments(tool);
     json!([{"id": "call_mock0000", "function": {"index": 0, "name": name, "arguments": arguments}}])
 }
 
+/// Arguments for a call of `tool`: every required parameter, filled in by its type.
+pub(super) fn arguments(tool: &Value) -> Value {
+    let Some(params) = tool["function"].get("parameters") else {
+        return json!({});
+    };
+    let required: Vec<&str> = params["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match sample(params) {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(k, _)| required.contains(&k.as_str()))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// Whitespace-separated words in the prompt: a stand-in for a tokenizer.
-fn prompt_tokens(request: &Value) -> u64 {
+pub(super) fn prompt_tokens(request: &Value) -> u64 {
     let count = |v: &Value| {
         v.as_str()
             .map_or(0, |s| s.split_whitespace().count() as u64)
@@ -334,15 +334,8 @@ pub fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Answer {
     json_answer(200, &json!({"embedding": embedding}))
 }
 
-/// FNV-1a of `bytes` from `seed` (`FNV_OFFSET` is the standard one).
-fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(seed, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    })
-}
-
 /// A deterministic vector for `text` (FNV-1a seeded xorshift).
-fn vector(text: &str, size: usize, normalise: bool) -> Vec<f32> {
+pub(super) fn vector(text: &str, size: usize, normalise: bool) -> Vec<f32> {
     let mut state = fnv1a(FNV_OFFSET, text.as_bytes());
     let mut v: Vec<f32> = (0..size)
         .map(|_| {
@@ -428,17 +421,4 @@ impl Listed {
             "quantization_level": self.quantization_level,
         })
     }
-}
-
-/// A stable 64-hex digest per model name. The real server's is the SHA-256 of the model's
-/// manifest; the mock has no manifest, so four FNV-1a hashes of the name, each from its own
-/// seed, stand in: deterministic, different per model, the right shape for clients that
-/// shorten or compare digests.
-fn digest(name: &str) -> String {
-    (0..4_u64)
-        .map(|round| {
-            let seed = FNV_OFFSET ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            format!("{:016x}", fnv1a(seed, name.as_bytes()))
-        })
-        .collect()
 }

@@ -1,4 +1,5 @@
-//! The mock's streamed answer: NDJSON lines made one at a time, paced by the knobs.
+//! The mock's streamed answer: NDJSON lines (or SSE frames) made one at a time, paced by the
+//! knobs.
 //!
 //! Lines are built when they are due, not up front, so ten thousand slow streams cost a few
 //! hundred bytes each, and a token delay is a timer, not a sleeping task.
@@ -23,6 +24,11 @@ pub trait Script: Send + 'static {
     fn done(&mut self) -> Bytes;
     /// How many token lines come before the closing line.
     fn len(&self) -> u32;
+    /// The error that ends the stream after `n` tokens (`error_after`): a native
+    /// `{"error": ...}` line unless the dialect says otherwise.
+    fn error(&mut self, n: u32) -> Bytes {
+        Bytes::from(format!("{{\"error\":\"mock error after {n} tokens\"}}\n"))
+    }
 }
 
 /// How the stream ends.
@@ -86,8 +92,7 @@ impl<S: Script> http_body::Body for Drip<S> {
         match *this.ending {
             Ending::ErrorAfter(n) if i == n => {
                 *this.finished = true;
-                let line = format!("{{\"error\":\"mock error after {n} tokens\"}}\n");
-                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(line)))));
+                return Poll::Ready(Some(Ok(Frame::data(this.script.error(n)))));
             }
             Ending::CutAfter(n) if i == n => {
                 // Yield once first: hyper flushes what it has written when a body is

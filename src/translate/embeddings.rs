@@ -165,10 +165,16 @@ pub fn response(vectors: &[Vec<f32>], tokens: u64, model: &str, base64: bool) ->
     Bytes::from(body.to_string())
 }
 
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
 /// Standard base64 (with padding) of the vector's little-endian float32 bytes.
 pub fn encode_base64(vector: &[f32]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let bytes: Vec<u8> = vector.iter().flat_map(|f| f.to_le_bytes()).collect();
+    encode_bytes(&bytes)
+}
+
+/// Standard base64 (with padding) of `bytes`.
+pub fn encode_bytes(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let n = chunk
@@ -281,6 +287,39 @@ impl Translation for Embeddings {
     }
 }
 
+/// The bytes of standard base64 text (padding optional, ASCII whitespace skipped); `None`
+/// when it is not base64. Native images and base64 vectors are read with it.
+pub fn decode_bytes(text: &str) -> Option<Vec<u8>> {
+    let clean: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    let body = clean
+        .strip_suffix(b"==")
+        .or_else(|| clean.strip_suffix(b"="));
+    let body = body.unwrap_or(&clean);
+    if body.len() % 4 == 1 || (body.len() < clean.len() && !clean.len().is_multiple_of(4)) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() / 4 * 3 + 2);
+    for chunk in body.chunks(4) {
+        let n = chunk.iter().enumerate().try_fold(0u32, |n, (i, b)| {
+            let v = ALPHABET.iter().position(|a| a == b)? as u32;
+            Some(n | (v << (18 - 6 * i)))
+        })?;
+        out.extend(n.to_be_bytes()[1..chunk.len()].iter());
+    }
+    Some(out)
+}
+
+/// The float32 vector of little-endian base64 (what `encoding_format: base64` answers hold).
+pub fn decode_base64(text: &str) -> Option<Vec<f32>> {
+    let bytes = decode_bytes(text)?;
+    bytes.len().is_multiple_of(4).then(|| {
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,6 +330,29 @@ mod tests {
         assert_eq!(encode_base64(&[0.1, -0.2, 0.3]), "zczMPc3MTL6amZk+");
         assert_eq!(encode_base64(&[1.0]), "AACAPw==");
         assert_eq!(encode_base64(&[]), "");
+    }
+
+    #[test]
+    fn base64_decodes_what_it_encodes() {
+        for bytes in [
+            &b""[..],
+            b"a",
+            b"ab",
+            b"abc",
+            b"abcd",
+            b"\x89PNG\r\n\x1a\n\0\xff",
+        ] {
+            assert_eq!(decode_bytes(&encode_bytes(bytes)).as_deref(), Some(bytes));
+        }
+        assert_eq!(decode_bytes("YWJj\nZA"), Some(b"abcd".to_vec()));
+        for bad in ["a", "ab!c", "YQ=", "Y===", "YWJjZA=x"] {
+            assert_eq!(decode_bytes(bad), None, "{bad}");
+        }
+        assert_eq!(
+            decode_base64("zczMPc3MTL6amZk+"),
+            Some(vec![0.1, -0.2, 0.3])
+        );
+        assert_eq!(decode_base64("YWJ"), None);
     }
 
     #[test]

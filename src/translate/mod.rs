@@ -9,6 +9,7 @@ pub mod completions;
 pub mod embeddings;
 pub mod links;
 pub mod models;
+pub mod native;
 pub mod ndjson;
 pub mod params;
 pub mod rename;

@@ -181,7 +181,7 @@ fn alias_entry(alias: &AliasEntry<'_>) -> Map<String, Value> {
 /// The entry of a model no list describes: every field a native client reads, present and
 /// empty (the epoch, as `/v1/models` says `created: 0` of it), so that clients which parse
 /// the entry strictly still show the alias.
-fn unlisted() -> Map<String, Value> {
+pub fn unlisted() -> Map<String, Value> {
     let details = json!({
         "parent_model": "", "format": "", "family": "", "families": null,
         "parameter_size": "", "quantization_level": "",
@@ -240,6 +240,46 @@ fn parse_rfc3339(time: &str) -> Option<i64> {
     Some(days_from_civil(y, m, day) * 86_400 + h * 3600 + min * 60 + s - offset)
 }
 
+/// The RFC 3339 time (UTC, whole seconds) of Unix seconds: `modified_at` of a model whose
+/// upstream tells only its `created`.
+pub fn rfc3339(unix: u64) -> String {
+    let (days, secs) = (unix / 86_400, unix % 86_400);
+    let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(i64::MAX / 2));
+    let (h, min, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}Z")
+}
+
+/// The RFC 3339 time (UTC, nanoseconds) of a time since the Unix epoch, as native servers
+/// write `created_at` (`2026-01-01T00:00:00.123456789Z`): the shell passes its clock's
+/// reading (`SystemTime::now().duration_since(UNIX_EPOCH)`), the translators read none.
+pub fn rfc3339_nanos(since_epoch: std::time::Duration) -> String {
+    let whole = rfc3339(since_epoch.as_secs());
+    let seconds = whole.strip_suffix('Z').unwrap_or(&whole);
+    format!("{seconds}.{:09}Z", since_epoch.subsec_nanos())
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm,
+/// the inverse of [`days_from_civil`]).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -268,6 +308,18 @@ mod tests {
         ] {
             assert_eq!(unix_seconds(text), want, "{text}");
         }
+        for (unix, text) in [
+            (0, "1970-01-01T00:00:00Z"),
+            (951_782_400, "2000-02-29T00:00:00Z"),
+            (1_721_680_408, "2024-07-22T20:33:28Z"),
+            (1_767_225_599, "2025-12-31T23:59:59Z"),
+        ] {
+            assert_eq!(rfc3339(unix), text);
+            assert_eq!(unix_seconds(text), unix);
+        }
+        let at = std::time::Duration::new(1_721_680_408, 123_648_000);
+        assert_eq!(rfc3339_nanos(at), "2024-07-22T20:33:28.123648000Z");
+        assert_eq!(unix_seconds(&rfc3339_nanos(at)), 1_721_680_408);
     }
 
     #[test]

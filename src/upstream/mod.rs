@@ -51,7 +51,7 @@ pub enum UpstreamClient {
 impl UpstreamClient {
     pub fn new(upstream: &Upstream) -> Self {
         if let Target::Mock(spec) = &upstream.target {
-            return UpstreamClient::Mock(Knobs::from_spec(spec));
+            return UpstreamClient::Mock(Knobs::from_spec(spec).speaking(upstream.speaks));
         }
         let connect = upstream.timeouts.connect;
         let tls = || (*upstream.tls).clone();

@@ -1,0 +1,87 @@
+//! `/api/chat` -> `/v1/chat/completions`, and the answer back: [`stream`] (a
+//! [`NativeStream`] of `/api/chat` lines) or [`answer`] (`stream: false`).
+//!
+//! Sent: `model`, `messages` (images as `data:` parts, tool calls with string arguments and
+//! ids, `thinking` as `reasoning_content`, tool results with their call's id), `stream` (native default true;
+//! with `stream_options.include_usage` when streaming), `tools` as they are (the shapes
+//! coincide), `format` -> `response_format`, `think` -> `reasoning_effort`, `options` ->
+//! top-level sampling fields (the extras by the [`Extras`] policy), `logprobs` and
+//! `top_logprobs`. Ignored: `keep_alive`, `truncate`, `shift` (no chat-completions meaning).
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+
+use super::params::{self, Extras};
+use super::{CHAT_PATH, Clock, Meta, NativeStream, Output, Refusal, Stamp, Translated, messages};
+use crate::base::usage::Usage;
+
+/// The stream translator of an `/api/chat` answer labelled `model` (the client's name).
+pub fn stream(model: &str, clock: Clock) -> NativeStream {
+    NativeStream::new(meta(model), clock)
+}
+
+/// A whole (`stream: false`) chat completion as the native `/api/chat` answer.
+pub fn answer(body: &[u8], model: &str, stamp: &Stamp) -> Result<(Bytes, Usage), String> {
+    super::whole(body, &meta(model), stamp)
+}
+
+/// What the lines of an `/api/chat` answer share.
+pub fn meta(model: &str) -> Meta {
+    Meta {
+        model: model.to_owned(),
+        output: Output::Chat,
+    }
+}
+
+/// Translates an `/api/chat` body; `ids` makes ids for history tool calls that have none.
+pub fn request(
+    body: &[u8],
+    extras: Extras,
+    ids: &mut dyn FnMut() -> String,
+) -> Result<Translated, Refusal> {
+    let (body, model) = params::object(body)?;
+    let messages = match body.get("messages") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(m)) => messages::translate(m, ids)?,
+        Some(_) => return Err(Refusal::bad("messages must be an array")),
+    };
+    let stream = params::stream(&body)?;
+    let mut out = Map::new();
+    out.insert("model".into(), model.clone().into());
+    let load_only = messages.is_empty();
+    out.insert("messages".into(), Value::Array(messages));
+    params::set_stream(&mut out, stream);
+    match body.get("tools") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(tools)) if tools.is_empty() => {}
+        Some(tools @ Value::Array(_)) => {
+            out.insert("tools".into(), tools.clone());
+        }
+        Some(_) => return Err(Refusal::bad("tools must be an array")),
+    }
+    common(&body, &mut out)?;
+    let dropped = params::options(&body, &mut out, extras)?;
+    Ok(Translated {
+        path: CHAT_PATH,
+        model,
+        body: out,
+        stream,
+        dropped,
+        load_only,
+    })
+}
+
+/// `format`, `think` and `logprobs`: what `/api/chat` and a chat-bound `/api/generate` share.
+pub(super) fn common(
+    body: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+) -> Result<(), Refusal> {
+    if let Some(format) = params::format(body)? {
+        out.insert("response_format".into(), format);
+    }
+    if let Some(effort) = params::think(body)? {
+        out.insert("reasoning_effort".into(), effort.into());
+    }
+    params::logprobs(body, out);
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! Native clients over a chat-completions upstream (issue #16): `/api/chat`, `/api/generate`,
+//! `/api/embed(dings)`, `/api/tags`, `/api/show`, `/api/version`, `/api/ps` in, the official
+//! `/v1/*` shapes out, and the answers back. Pure and sans-IO like the other translators:
+//! ids, timestamps and measured durations come in as arguments ([`Stamp`], id closures).
+//!
+//! - [`chat`]: `/api/chat` -> `/v1/chat/completions`, and the answer (streamed or whole).
+//! - [`generate`]: `/api/generate` -> a chat completion, or `/v1/completions` (`raw`, `suffix`).
+//! - [`embed`]: `/api/embed` and `/api/embeddings` -> `/v1/embeddings`.
+//! - [`models`]: `/api/tags`, `/api/show`, `/api/version`, `/api/ps`; management refused.
+//! - [`NativeStream`]: SSE lines in (behind the same `LineFramer`), NDJSON lines out.
+
+mod answer;
+pub mod chat;
+mod chunk;
+pub mod embed;
+pub mod generate;
+mod messages;
+pub mod models;
+mod params;
+mod request;
+mod stream;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+pub use answer::{Meta, Output, Stamp, done_reason, whole};
+pub use messages::{data_uri, sniff};
+pub use params::{EXTRA_OPTIONS, Extras};
+pub use request::Translated;
+pub use stream::{Clock, NativeStream};
+
+/// The upstream path of a chat completion.
+pub const CHAT_PATH: &str = "/v1/chat/completions";
+/// The upstream path of a text completion (`/api/generate` with `raw` or `suffix`).
+pub const COMPLETIONS_PATH: &str = "/v1/completions";
+/// The upstream path of embeddings.
+pub const EMBEDDINGS_PATH: &str = "/v1/embeddings";
+
+/// A request lingo refuses, answered in the native shape (`{"error": ...}`) with `status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: u16,
+    pub message: String,
+}
+
+// === impl Refusal ===
+
+impl Refusal {
+    /// A 400: the client's request is at fault.
+    pub fn bad(message: impl Into<String>) -> Self {
+        Refusal {
+            status: 400,
+            message: message.into(),
+        }
+    }
+
+    /// The native error body.
+    pub fn body(&self) -> Bytes {
+        error_body(&self.message)
+    }
+}
+
+/// `{"error": message}`: the native error shape, whole answers and stream lines alike (a
+/// stream line adds the newline).
+pub fn error_body(message: &str) -> Bytes {
+    Bytes::from(json!({ "error": message }).to_string())
+}
+
+/// A chat-completions error answer (status + `{"error":{"message",...}}`) as the native
+/// (status, `{"error":"<message>"}`) a native client reads. The status is kept; a non-error
+/// status (an upstream that answered garbage with 200) is a 502. A body that is not the
+/// official shape still says something: `{"error":"..."}`, `{"message":...}`, or its text.
+pub fn upstream_error(status: u16, body: &[u8]) -> (u16, Bytes) {
+    let status = if status >= 400 { status } else { 502 };
+    let message = match serde_json::from_slice::<Value>(body) {
+        Ok(v) => match v.get("error").or_else(|| v.get("message")) {
+            Some(error) if !error.is_null() => answer::error_message(error),
+            _ => format!("upstream answered {status} without an error message"),
+        },
+        Err(_) => match String::from_utf8_lossy(body).trim() {
+            "" => format!("upstream answered {status}"),
+            text => text.chars().take(1000).collect(),
+        },
+    };
+    (status, error_body(&message))
+}
+
+/// Model management (`/api/pull`, `push`, `create`, `copy`, `delete`, `blobs`) has no
+/// chat-completions counterpart: a 501 naming the path.
+pub fn not_implemented(path: &str) -> (u16, Bytes) {
+    let message = format!(
+        "{path} is not available: this route's upstream speaks chat-completions, which has no model management"
+    );
+    (501, error_body(&message))
+}
+
+#[cfg(test)]
+mod tests;
