@@ -1,0 +1,51 @@
+//! Every request lingo forwards is framed by the bytes it sends, not by what the client
+//! declared. (Aliased native bodies: `tests/native_alias.rs`.) A WebSocket handshake goes up
+//! without a body, so a `Content-Length` the client sent must not go with it: the upstream
+//! would wait for bytes that never come.
+
+mod support;
+
+use std::time::Duration;
+
+use hyper::{Response, StatusCode};
+use lingo::http::body::Body;
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+#[tokio::test]
+async fn a_websocket_handshake_goes_up_without_the_clients_body_length() {
+    let backend = Backend::start(|_| async {
+        Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header("connection", "upgrade")
+            .header("upgrade", "websocket")
+            .body(Body::empty())
+            .unwrap()
+    })
+    .await;
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  webdata:\n    url: {}\n    speaks: web-data\n    timeouts: {{ first_byte: 3s }}\n\
+         routes:\n  - {{ prefix: /v1, to: webdata }}\n",
+        backend.url()
+    )))
+    .await;
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    let request = "GET /v1/crawl/abc HTTP/1.1\r\nHost: lingo\r\nConnection: Upgrade\r\n\
+                   Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+                   Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nContent-Length: 5\r\n\r\nhello";
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf));
+        let n = read.await.expect("an answer").unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&head));
+        head.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&head);
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let seen = backend.last();
+    assert!(seen.headers.get("content-length").is_none(), "{:?}", seen.headers);
+    assert!(seen.body.is_empty());
+}
