@@ -228,11 +228,28 @@ async fn requests_over_the_in_flight_cap_get_503_with_retry_after() {
     assert_eq!(first.status(), 200);
 
     let refused = send(chat(false)).await;
-    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_shape(
+        &refused,
+        "chat",
+        503,
+        Some("overloaded"),
+        "limit of 1 requests",
+    );
     assert_eq!(refused.headers["retry-after"], "1");
-    assert_eq!(refused.json()["error"]["code"], "overloaded");
-    // Probes are still answered.
+    let native = get(&lingo.url("/api/tags")).await;
+    assert_shape(&native, "native", 503, None, "limit of 1 requests");
+    // Probes are still answered, all three.
     assert_eq!(get(&lingo.url("/healthz")).await.status, 200);
+    let ready = get(&lingo.url("/readyz")).await;
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    assert_eq!(ready.json()["status"], "ready");
+    let metrics = get(&lingo.url("/metrics")).await;
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics.body.contains("lingo_open_streams"),
+        "{}",
+        metrics.body
+    );
 
     lines
         .send(Bytes::from_static(
