@@ -161,9 +161,22 @@ async fn translating_route_without_translator_is_501() {
 async fn refused_paths_are_400() {
     let backend = Backend::json(200, "{}").await;
     let lingo = Lingo::start(&routes_to(&backend.url(), "")).await;
-    for path in ["/api/../v1/x", "/v1%2fscrape", "/api//tags"] {
+    // Refused before routing: answered in the dialect the path implies.
+    for (dialect, path, needle) in [
+        ("native", "/api/../v1/x", "dot segments"),
+        ("native", "/api//tags", "not acceptable"),
+        ("chat", "/v1/chat/completions/%2e%2e/x", "dot segments"),
+        ("chat", "/v1%2fscrape", "encoded"),
+        ("web-data", "/v1/scrape%2fx", "encoded"),
+        ("web-data", "/v2/crawl/..%5cx", "encoded slashes"),
+    ] {
         let answer = get(&lingo.url(path)).await;
-        assert_eq!(answer.status, 400, "{path}");
+        assert_shape(&answer, dialect, 400, Some("invalid_path"), needle);
+        assert!(
+            answer.body.contains("the request path is not acceptable"),
+            "{path}: {}",
+            answer.body
+        );
     }
     assert!(backend.requests().is_empty());
 }
