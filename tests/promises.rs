@@ -945,3 +945,130 @@ async fn a_broken_upload_to_a_mock_upstream_is_the_clients_fault() {
         );
     }
 }
+
+// === shutdown over HTTP/2 ===
+
+/// On shutdown an HTTP/2 client is told GOAWAY: the stream it has in flight finishes whole,
+/// and a new stream on the same connection is refused rather than served.
+#[tokio::test]
+async fn shutdown_sends_http2_clients_goaway_and_finishes_their_streams() {
+    let (backend, lines) = scripted_backend().await;
+    let lingo = Lingo::start(&routed(&backend.url(), "native", "/api", "")).await;
+    let addr = lingo.addr;
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tcp),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn);
+    let req = |path: &str| {
+        let method = if path == "/healthz" { "GET" } else { "POST" };
+        hyper::Request::builder()
+            .method(method)
+            .uri(format!("http://{addr}{path}"))
+            .body(http_body_util::Full::new(Bytes::from_static(b"{}")))
+            .unwrap()
+    };
+    let response = sender.send_request(req("/api/chat")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    lines.send(Bytes::from_static(b"one\n")).unwrap();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(first, "one\n");
+
+    let stopped = tokio::spawn(lingo.shutdown());
+    // Until the GOAWAY arrives a new stream may still be served; after it, none is.
+    guarded("a new stream refused after GOAWAY", async {
+        loop {
+            match sender.send_request(req("/healthz")).await {
+                Err(_) => break,
+                Ok(r) => assert_eq!(r.status(), 200),
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    lines.send(Bytes::from_static(b"two\n")).unwrap();
+    drop(lines);
+    let rest = body.collect().await.expect("the stream in flight finished");
+    assert_eq!(rest.to_bytes(), "two\n");
+    guarded("lingo stopped", stopped).await.unwrap();
+}
+
+// === limits after a reload ===
+
+/// `max_body` and lingo's header check apply at once after a reload, on a connection opened
+/// before it; `max_in_flight` is sized when the listener is bound and needs a restart.
+#[tokio::test]
+async fn a_reload_applies_body_and_header_limits_at_once_but_not_the_pools() {
+    let (held_backend, lines) = scripted_backend().await;
+    let backend = Backend::json(200, "{}").await;
+    let yaml = |limits: &str| {
+        table(&format!(
+            "{limits}upstreams:\n  held:\n    url: {}\n    speaks: native\n  \
+             up:\n    url: {}\n    speaks: native\n\
+             routes:\n  - {{ path: /api/chat, to: held }}\n  - {{ prefix: /api, to: up }}\n",
+            held_backend.url(),
+            backend.url()
+        ))
+    };
+    let lingo = Lingo::start(&yaml("")).await;
+    let tcp = TcpStream::connect(lingo.addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let host = lingo.addr.to_string();
+    let post = |path: &str, headers: usize, body: &'static str| {
+        let mut req = hyper::Request::post(path).header("host", &host);
+        for i in 0..headers {
+            req = req.header(format!("x-h{i}"), "v");
+        }
+        req.body(http_body_util::Full::new(Bytes::from_static(
+            body.as_bytes(),
+        )))
+        .unwrap()
+    };
+    let big = "{\"model\":\"a-model-name-well-over-sixteen-bytes\"}";
+    // Held open: the first answer streams until `lines` is dropped.
+    let held = sender
+        .send_request(post("/api/chat", 8, big))
+        .await
+        .unwrap();
+    assert_eq!(held.status(), 200);
+
+    let after = yaml("limits: { max_body: 16, max_headers: 5, max_in_flight: 1 }\n");
+    std::fs::write(lingo.config_path(), after).unwrap();
+    lingo.reloader.reload(true).unwrap();
+    // Pools are not resized: a second request while one is in flight is still served.
+    let second = get(&lingo.url("/healthz")).await;
+    assert_eq!(second.status, 200);
+    let other = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
+    assert_eq!(
+        other.status, 200,
+        "max_in_flight is read at start: {}",
+        other.body
+    );
+
+    drop(lines);
+    held.into_body().collect().await.unwrap();
+    // The same connection, opened before the reload: the new limits hold at once.
+    let too_big = sender
+        .send_request(post("/api/show", 0, big))
+        .await
+        .unwrap();
+    assert_eq!(too_big.status(), 413);
+    let body = too_big.into_body().collect().await.unwrap().to_bytes();
+    assert!(
+        String::from_utf8_lossy(&body).contains("limit of 16 bytes"),
+        "{body:?}"
+    );
+    let crowded = sender
+        .send_request(post("/api/show", 8, "{}"))
+        .await
+        .unwrap();
+    assert_eq!(crowded.status(), 431);
+}
