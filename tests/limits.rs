@@ -272,3 +272,53 @@ async fn requests_over_the_in_flight_cap_get_503_with_retry_after() {
     .await;
     assert!(native.is_ok(), "the in-flight slot was never released");
 }
+
+/// Past `max_connections`, at most 64 connections at a time are being told 503; one more is
+/// closed unanswered. The 64 are held by clients that send nothing (each refusal waits up to
+/// 5 s for a request); should a slow machine let that wait run out before the 65th is
+/// accepted (a slot frees and it is told 503), the attempt is made again from scratch: a
+/// wrong cap fails every attempt.
+#[tokio::test]
+async fn at_most_64_over_the_cap_are_refused_at_once_the_rest_are_closed() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&limited(&backend.url(), "max_connections: 1")).await;
+    let mut held = TcpStream::connect(lingo.addr).await.unwrap();
+    held.write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let n = held.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+
+    let mut attempts = Vec::new();
+    for _ in 0..3 {
+        let mut silent = Vec::new();
+        for _ in 0..64 {
+            silent.push(TcpStream::connect(lingo.addr).await.unwrap());
+        }
+        let mut probe = TcpStream::connect(lingo.addr).await.unwrap();
+        // lingo may close before reading it: a failed write is an answer too.
+        let _ = probe
+            .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\n\r\n")
+            .await;
+        let said = read_to_close(&mut probe).await;
+        if said.is_empty() {
+            // The 64th, still being refused, is answered 503 when it asks (a cap below 64
+            // would have closed it).
+            let mut last = silent.pop().unwrap();
+            last.write_all(b"GET /v1/chat/completions HTTP/1.1\r\nhost: lingo\r\n\r\n")
+                .await
+                .unwrap();
+            let refused = read_to_close(&mut last).await;
+            if refused.starts_with("HTTP/1.1 503") {
+                assert!(refused.contains(r#""code":"overloaded""#), "{refused}");
+                return;
+            }
+            attempts.push(format!("the 64th got {refused:?}"));
+        } else {
+            attempts.push(format!("the 65th got {said:?}"));
+        }
+        drop(silent);
+    }
+    panic!("no attempt saw 64 refusals and a 65th closed: {attempts:#?}");
+}
