@@ -239,6 +239,19 @@ async fn hop_by_hop_headers_stay_on_their_hop() {
         );
     }
     assert_eq!(down["x-up-end"], "kept");
+
+    // Half a WebSocket handshake is no upgrade: `Upgrade: websocket` without `Connection:
+    // upgrade`, or the reverse, is an ordinary request and its `Upgrade` stays on its hop.
+    for half in [
+        &[("upgrade", "websocket")][..],
+        &[("connection", "upgrade")][..],
+    ] {
+        let answer = send(request(Method::GET, &lingo.url("/api/tags"), half, "")).await;
+        assert_eq!(answer.status, 200, "{half:?}: {}", answer.body);
+        let up = backend.last().headers;
+        assert!(!up.contains_key("upgrade"), "{half:?}: {up:?}");
+        assert!(!up.contains_key("connection"), "{half:?}: {up:?}");
+    }
 }
 
 // === redaction and Content-Length ===
