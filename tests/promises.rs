@@ -1085,3 +1085,56 @@ async fn a_reload_applies_body_and_header_limits_at_once_but_not_the_pools() {
         .unwrap();
     assert_eq!(crowded.status(), 431);
 }
+
+/// `idle_timeout` changed by a reload applies to connections accepted after it: a new
+/// connection is closed once idle for the new limit, while one opened before the reload (and
+/// idle for longer) is still served under the old one.
+#[tokio::test]
+async fn a_reloaded_idle_timeout_applies_to_new_connections_only() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&routed(&backend.url(), "native", "/api", "")).await;
+    let open = || async {
+        let tcp = TcpStream::connect(lingo.addr).await.unwrap();
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+                .await
+                .unwrap();
+        let conn = tokio::spawn(conn);
+        let req = hyper::Request::get("/api/tags")
+            .header("host", lingo.addr.to_string())
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap();
+        let response = sender.send_request(req).await.unwrap();
+        assert_eq!(response.status(), 200);
+        response.into_body().collect().await.unwrap();
+        (sender, conn)
+    };
+    let (mut old, _old_conn) = open().await;
+    std::fs::write(
+        lingo.config_path(),
+        routed(
+            &backend.url(),
+            "native",
+            "/api",
+            "limits: { idle_timeout: 300ms }\n",
+        ),
+    )
+    .unwrap();
+    lingo.reloader.reload(true).unwrap();
+    let (_new, new_conn) = open().await;
+    guarded("the new connection closed when idle", new_conn)
+        .await
+        .unwrap()
+        .unwrap();
+    // The old connection has been idle longer than the new one was: under the new limit it
+    // would be gone too.
+    let req = hyper::Request::get("/api/tags")
+        .header("host", lingo.addr.to_string())
+        .body(http_body_util::Empty::<Bytes>::new())
+        .unwrap();
+    let response = old
+        .send_request(req)
+        .await
+        .expect("the old connection is open");
+    assert_eq!(response.status(), 200);
+}
