@@ -1138,3 +1138,33 @@ async fn a_reloaded_idle_timeout_applies_to_new_connections_only() {
         .expect("the old connection is open");
     assert_eq!(response.status(), 200);
 }
+
+/// `max_answer` and `max_line` changed by a reload apply to the next request.
+#[tokio::test]
+async fn a_reloaded_max_answer_and_max_line_apply_at_once() {
+    let yaml = |limits: &str| {
+        table(&format!(
+            "{limits}upstreams:\n  models:\n    mock: {{ tokens: 200 }}\n    speaks: native\n\
+             routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n"
+        ))
+    };
+    let lingo = Lingo::start(&yaml("")).await;
+    assert_eq!(chat(&lingo, false).await.status, 200);
+    let streamed = chat(&lingo, true).await;
+    assert!(
+        streamed.body.ends_with("data: [DONE]\n\n"),
+        "{}",
+        streamed.body
+    );
+
+    std::fs::write(
+        lingo.config_path(),
+        yaml("limits: { max_answer: 1KiB, max_line: 64 }\n"),
+    )
+    .unwrap();
+    lingo.reloader.reload(true).unwrap();
+    let whole = chat(&lingo, false).await;
+    assert_shape(&whole, "chat", 502, None, "limits.max_answer (1024 bytes)");
+    let streamed = chat(&lingo, true).await;
+    assert_failed_stream(&streamed.body, "longer than 64 bytes");
+}
