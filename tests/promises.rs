@@ -1168,3 +1168,65 @@ async fn a_reloaded_max_answer_and_max_line_apply_at_once() {
     let streamed = chat(&lingo, true).await;
     assert_failed_stream(&streamed.body, "longer than 64 bytes");
 }
+
+/// `header_timeout` changed by a reload applies to connections accepted after it: a new
+/// client slow to send its headers is dropped after the new limit, while one that started
+/// before the reload (and has been slow for longer) still gets its answer.
+#[tokio::test]
+async fn a_reloaded_header_timeout_applies_to_new_connections_only() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&routed(&backend.url(), "native", "/api", "")).await;
+    // Each connection is served one whole request first, so it is surely accepted (before the
+    // reload, for the old one), then starts its next request's headers and stalls.
+    let open = || async {
+        let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+        stream
+            .write_all(b"GET /api/tags HTTP/1.1\r\nHost: lingo\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !String::from_utf8_lossy(&got).ends_with("{}") {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(got.starts_with(b"HTTP/1.1 200"));
+        stream
+            .write_all(b"GET /api/tags HTTP/1.1\r\n")
+            .await
+            .unwrap();
+        stream
+    };
+    let mut old = open().await;
+    std::fs::write(
+        lingo.config_path(),
+        routed(
+            &backend.url(),
+            "native",
+            "/api",
+            "limits: { header_timeout: 300ms }\n",
+        ),
+    )
+    .unwrap();
+    lingo.reloader.reload(true).unwrap();
+    let mut new = open().await;
+    let mut buf = [0u8; 1024];
+    let read = guarded("the slow new client was dropped", new.read(&mut buf)).await;
+    assert!(
+        matches!(read, Ok(0) | Err(_)) || buf.starts_with(b"HTTP/1.1 408"),
+        "{read:?}"
+    );
+    old.write_all(b"Host: lingo\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    guarded("the old client's answer", old.read_to_end(&mut answer))
+        .await
+        .unwrap();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
