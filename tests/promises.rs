@@ -1230,3 +1230,49 @@ async fn a_reloaded_header_timeout_applies_to_new_connections_only() {
         String::from_utf8_lossy(&answer)
     );
 }
+
+/// `limits.drain` changed by a reload is the one a shutdown uses: with the table's first
+/// drain of an hour, a shutdown with a stream still open ends at the reloaded 100 ms deadline.
+#[tokio::test]
+async fn a_reloaded_drain_is_the_one_shutdown_uses() {
+    let (backend, lines) = scripted_backend().await;
+    let lingo = Lingo::start(&routed(
+        &backend.url(),
+        "native",
+        "/api",
+        "limits: { drain: 1h }\n",
+    ))
+    .await;
+    // Served once: the server is running on the first table before the reload.
+    assert_eq!(get(&lingo.url("/healthz")).await.status, 200);
+    std::fs::write(
+        lingo.config_path(),
+        routed(
+            &backend.url(),
+            "native",
+            "/api",
+            "limits: { drain: 100ms }\n",
+        ),
+    )
+    .unwrap();
+    lingo.reloader.reload(true).unwrap();
+    let response = client()
+        .request(request(Method::POST, &lingo.url("/api/chat"), &[], "{}"))
+        .await
+        .unwrap();
+    lines.send(Bytes::from_static(b"one\n")).unwrap();
+    let mut body = response.into_body();
+    assert_eq!(
+        body.frame().await.unwrap().unwrap().into_data().unwrap(),
+        "one\n"
+    );
+    // The upstream never finishes (`lines` stays open): only the drain deadline lets the
+    // server return (in the binary the process then exits and the stream is cut, see
+    // process.rs; here the test's runtime would keep the connection's task alive).
+    guarded(
+        "shutdown returned at the reloaded drain deadline",
+        lingo.shutdown(),
+    )
+    .await;
+    drop((body, lines));
+}
