@@ -33,7 +33,7 @@ area() {
 
 for a in ${*:-path router headers errors translate}; do
     case $a in
-    path) area path src/path.rs "smuggling errors" ;;
+    path) area path src/path.rs "normalize smuggling errors" ;;
     router) area router src/router.rs "errors promises" ;;
     headers) area headers src/upstream/headers.rs "passthrough promises websocket" ;;
     errors) area errors "src/dialect.rs src/error.rs" "errors promises limits renderer" ;;
