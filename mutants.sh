@@ -38,7 +38,7 @@ for a in ${*:-path router headers errors translate}; do
     headers) area headers src/upstream/headers.rs "passthrough promises websocket" ;;
     errors) area errors "src/dialect.rs src/error.rs" "errors promises limits renderer" ;;
     translate) area translate "src/translate/*.rs src/translate/*/*.rs" \
-        "translate_chat translate_other golden faults" ;;
+        "ndjson translate_chat translate_other golden faults upstream_limits" ;;
     *) echo "unknown area $a" >&2; exit 2 ;;
     esac
 done
