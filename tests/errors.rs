@@ -43,7 +43,13 @@ async fn no_route_is_404_in_the_dialect_the_path_implies() {
         ("chat", "/elsewhere"),
     ] {
         let answer = get(&lingo.url(path)).await;
-        assert_shape(&answer, dialect, 404, "no route for GET");
+        assert_shape(
+            &answer,
+            dialect,
+            404,
+            Some("unknown_url"),
+            "no route for GET",
+        );
     }
     let chat = get(&lingo.url("/v1/models")).await.json();
     assert_eq!(chat["error"]["type"], "invalid_request_error");
@@ -56,7 +62,13 @@ async fn unreachable_upstream_is_502() {
     let lingo = Lingo::start(&routes_to(&dead, "")).await;
     for (dialect, path) in PATHS {
         let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
-        assert_shape(&answer, dialect, 502, "unreachable");
+        assert_shape(
+            &answer,
+            dialect,
+            502,
+            Some("upstream_unreachable"),
+            "unreachable",
+        );
     }
 }
 
@@ -71,7 +83,13 @@ async fn slow_upstream_is_504_naming_the_limit() {
     let lingo = Lingo::start(&routes_to(&backend.url(), timeouts)).await;
     for (dialect, path) in PATHS {
         let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
-        assert_shape(&answer, dialect, 504, "first-byte timeout of 300ms");
+        assert_shape(
+            &answer,
+            dialect,
+            504,
+            Some("upstream_timeout"),
+            "first-byte timeout of 300ms",
+        );
     }
 }
 
@@ -82,7 +100,13 @@ async fn body_over_the_limit_is_413_declared_or_streamed() {
     let big = "y".repeat(2048);
     for (dialect, path) in PATHS {
         let answer = send(request(Method::POST, &lingo.url(path), &[], &big)).await;
-        assert_shape(&answer, dialect, 413, "1024 bytes");
+        assert_shape(
+            &answer,
+            dialect,
+            413,
+            Some("request_too_large"),
+            "1024 bytes",
+        );
     }
     // Without Content-Length (chunked), the limit is enforced while streaming up.
     let (mut tx, body) =
@@ -123,7 +147,13 @@ async fn translating_route_without_translator_is_501() {
         "{}",
     ))
     .await;
-    assert_shape(&answer, "chat", 501, "chat-completions to native");
+    assert_shape(
+        &answer,
+        "chat",
+        501,
+        Some("not_implemented"),
+        "chat-completions to native",
+    );
     assert!(backend.requests().is_empty());
 }
 
@@ -131,9 +161,22 @@ async fn translating_route_without_translator_is_501() {
 async fn refused_paths_are_400() {
     let backend = Backend::json(200, "{}").await;
     let lingo = Lingo::start(&routes_to(&backend.url(), "")).await;
-    for path in ["/api/../v1/x", "/v1%2fscrape", "/api//tags"] {
+    // Refused before routing: answered in the dialect the path implies.
+    for (dialect, path, needle) in [
+        ("native", "/api/../v1/x", "dot segments"),
+        ("native", "/api//tags", "not acceptable"),
+        ("chat", "/v1/chat/completions/%2e%2e/x", "dot segments"),
+        ("chat", "/v1%2fscrape", "encoded"),
+        ("web-data", "/v1/scrape%2fx", "encoded"),
+        ("web-data", "/v2/crawl/..%5cx", "encoded slashes"),
+    ] {
         let answer = get(&lingo.url(path)).await;
-        assert_eq!(answer.status, 400, "{path}");
+        assert_shape(&answer, dialect, 400, Some("invalid_path"), needle);
+        assert!(
+            answer.body.contains("the request path is not acceptable"),
+            "{path}: {}",
+            answer.body
+        );
     }
     assert!(backend.requests().is_empty());
 }

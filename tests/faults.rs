@@ -76,7 +76,7 @@ async fn garbage_as_a_whole_answer_is_502() {
     let backend = Backend::start(|_| async { json_response(200, "<html>oops</html>") }).await;
     let lingo = chat_lingo(&backend.url()).await;
     let answer = chat(&lingo, false).await;
-    assert_shape(&answer, "chat", 502, "not a native chat event");
+    assert_shape(&answer, "chat", 502, None, "not a native chat event");
 }
 
 // === error statuses ===
@@ -123,7 +123,7 @@ async fn upstream_error_statuses_are_mapped_with_the_cause_and_retry_after() {
         let lingo = chat_lingo(&backend.url()).await;
         for stream in [false, true] {
             let answer = chat(&lingo, stream).await;
-            assert_shape(&answer, "chat", status, needle);
+            assert_shape(&answer, "chat", status, None, needle);
             assert_eq!(
                 answer
                     .headers
@@ -151,7 +151,7 @@ async fn retry_after_as_a_date_is_kept() {
     .await;
     let lingo = chat_lingo(&backend.url()).await;
     let answer = chat(&lingo, false).await;
-    assert_shape(&answer, "chat", 503, "maintenance");
+    assert_shape(&answer, "chat", 503, None, "maintenance");
     assert_eq!(
         answer
             .headers
@@ -235,7 +235,13 @@ async fn a_reset_before_the_answer_is_502() {
     reset.send(()).unwrap();
     let lingo = chat_lingo(&url).await;
     let answer = chat(&lingo, true).await;
-    assert_shape(&answer, "chat", 502, "unreachable");
+    assert_shape(
+        &answer,
+        "chat",
+        502,
+        Some("upstream_unreachable"),
+        "unreachable",
+    );
 }
 
 // === bugs found ===
@@ -296,7 +302,7 @@ async fn an_embed_answer_with_the_wrong_vector_count_is_502() {
     ))
     .await;
     assert_eq!(backend.requests().len(), 1);
-    assert_shape(&answer, "chat", 502, "2");
+    assert_shape(&answer, "chat", 502, None, "2");
 }
 
 // === hot reload under load ===

@@ -228,11 +228,28 @@ async fn requests_over_the_in_flight_cap_get_503_with_retry_after() {
     assert_eq!(first.status(), 200);
 
     let refused = send(chat(false)).await;
-    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_shape(
+        &refused,
+        "chat",
+        503,
+        Some("overloaded"),
+        "limit of 1 requests",
+    );
     assert_eq!(refused.headers["retry-after"], "1");
-    assert_eq!(refused.json()["error"]["code"], "overloaded");
-    // Probes are still answered.
+    let native = get(&lingo.url("/api/tags")).await;
+    assert_shape(&native, "native", 503, None, "limit of 1 requests");
+    // Probes are still answered, all three.
     assert_eq!(get(&lingo.url("/healthz")).await.status, 200);
+    let ready = get(&lingo.url("/readyz")).await;
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    assert_eq!(ready.json()["status"], "ready");
+    let metrics = get(&lingo.url("/metrics")).await;
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics.body.contains("lingo_open_streams"),
+        "{}",
+        metrics.body
+    );
 
     lines
         .send(Bytes::from_static(
@@ -254,4 +271,54 @@ async fn requests_over_the_in_flight_cap_get_503_with_retry_after() {
     })
     .await;
     assert!(native.is_ok(), "the in-flight slot was never released");
+}
+
+/// Past `max_connections`, at most 64 connections at a time are being told 503; one more is
+/// closed unanswered. The 64 are held by clients that send nothing (each refusal waits up to
+/// 5 s for a request); should a slow machine let that wait run out before the 65th is
+/// accepted (a slot frees and it is told 503), the attempt is made again from scratch: a
+/// wrong cap fails every attempt.
+#[tokio::test]
+async fn at_most_64_over_the_cap_are_refused_at_once_the_rest_are_closed() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&limited(&backend.url(), "max_connections: 1")).await;
+    let mut held = TcpStream::connect(lingo.addr).await.unwrap();
+    held.write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let n = held.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+
+    let mut attempts = Vec::new();
+    for _ in 0..3 {
+        let mut silent = Vec::new();
+        for _ in 0..64 {
+            silent.push(TcpStream::connect(lingo.addr).await.unwrap());
+        }
+        let mut probe = TcpStream::connect(lingo.addr).await.unwrap();
+        // lingo may close before reading it: a failed write is an answer too.
+        let _ = probe
+            .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\n\r\n")
+            .await;
+        let said = read_to_close(&mut probe).await;
+        if said.is_empty() {
+            // The 64th, still being refused, is answered 503 when it asks (a cap below 64
+            // would have closed it).
+            let mut last = silent.pop().unwrap();
+            last.write_all(b"GET /v1/chat/completions HTTP/1.1\r\nhost: lingo\r\n\r\n")
+                .await
+                .unwrap();
+            let refused = read_to_close(&mut last).await;
+            if refused.starts_with("HTTP/1.1 503") {
+                assert!(refused.contains(r#""code":"overloaded""#), "{refused}");
+                return;
+            }
+            attempts.push(format!("the 64th got {refused:?}"));
+        } else {
+            attempts.push(format!("the 65th got {said:?}"));
+        }
+        drop(silent);
+    }
+    panic!("no attempt saw 64 refusals and a 65th closed: {attempts:#?}");
 }

@@ -225,7 +225,25 @@ async fn admin_listener_takes_metrics_and_readyz_and_can_require_a_key() {
 
     // On the admin listener: the key is required for /metrics and /readyz, not /healthz.
     assert_eq!(get(&admin_url("/healthz")).await.status, 200);
-    assert_eq!(get(&admin_url("/metrics")).await.status, 401);
+    for path in ["/metrics", "/readyz"] {
+        let answer = get(&admin_url(path)).await;
+        assert_shape(
+            &answer,
+            "chat",
+            401,
+            Some("missing_api_key"),
+            "missing client key",
+        );
+        let wrong = [("authorization", "Bearer nope")];
+        let answer = send(request(Method::GET, &admin_url(path), &wrong, "")).await;
+        assert_shape(
+            &answer,
+            "chat",
+            401,
+            Some("invalid_api_key"),
+            "invalid client key",
+        );
+    }
     let metrics = send(request(Method::GET, &admin_url("/metrics"), &[KEY], "")).await;
     assert_eq!(metrics.status, 200);
     let ready = send(request(Method::GET, &admin_url("/readyz"), &[KEY], "")).await;
@@ -240,11 +258,13 @@ async fn admin_listener_takes_metrics_and_readyz_and_can_require_a_key() {
     .await;
     assert_eq!(chat.status, 404);
 
-    // On the public listener: /healthz stays, /metrics and /readyz are gone.
+    // On the public listener: /healthz stays, /metrics and /readyz are gone (routed like any
+    // other path: no route here).
     assert_eq!(get(&lingo.url("/healthz")).await.status, 200);
-    let metrics = send(request(Method::GET, &lingo.url("/metrics"), &[KEY], "")).await;
-    assert_eq!(metrics.status, 404);
-    assert!(!metrics.body.contains("lingo_requests_total"));
+    for path in ["/metrics", "/readyz"] {
+        let gone = send(request(Method::GET, &lingo.url(path), &[KEY], "")).await;
+        assert_shape(&gone, "chat", 404, Some("unknown_url"), "no route for GET");
+    }
 }
 
 /// The admin listener is bound at startup only, so a reload that adds or drops `admin.addr`

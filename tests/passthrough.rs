@@ -273,25 +273,42 @@ async fn client_key_is_required_when_configured() {
 async fn model_management_needs_an_opt_in() {
     let backend = Backend::json(200, "{}").await;
     let lingo = Lingo::start(&native_table(&backend, "")).await;
-    for path in [
-        "/api/pull",
-        "/api/delete",
-        "/api/blobs/sha256:0",
-        "/api/%70ull",
-        "/api/create/",
-        "/api/tags/../pull",
+    // Each endpoint, and spellings that normalise to one: 403 in the native shape (which has
+    // no `code`; the message names the refusal).
+    for (path, normalised) in [
+        ("/api/pull", "/api/pull"),
+        ("/api/push", "/api/push"),
+        ("/api/create", "/api/create"),
+        ("/api/copy", "/api/copy"),
+        ("/api/delete", "/api/delete"),
+        ("/api/blobs/sha256:0", "/api/blobs/sha256:0"),
+        ("/api/%70ull", "/api/pull"),
+        ("/api/create/", "/api/create/"),
     ] {
         let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
-        assert!(
-            matches!(answer.status.as_u16(), 400 | 403),
-            "{path}: {}",
-            answer.status
-        );
-        assert!(
-            answer.json()["error"].is_string(),
-            "{path}: native error shape"
+        assert_shape(
+            &answer,
+            "native",
+            403,
+            None,
+            &format!("{normalised} is a model-management call; this route does not allow it"),
         );
     }
+    // A dot segment is refused before anything else: 400, the path refusal.
+    let answer = send(request(
+        Method::POST,
+        &lingo.url("/api/tags/../pull"),
+        &[],
+        "{}",
+    ))
+    .await;
+    assert_shape(
+        &answer,
+        "native",
+        400,
+        None,
+        "the request path is not acceptable",
+    );
     assert!(
         backend.requests().is_empty(),
         "no model-management call reached the upstream"

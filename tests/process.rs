@@ -239,15 +239,23 @@ async fn sigterm_cuts_what_is_still_running_at_the_drain_deadline() {
     drop(lines_tx);
 }
 
+/// SIGTERM and SIGINT alike: new connections are refused at once, the stream in flight
+/// finishes, and lingo exits 0.
 #[tokio::test]
 async fn sigterm_refuses_new_connections_and_drains_streams() {
+    for signal in ["TERM", "INT"] {
+        stops_and_drains_on(signal).await;
+    }
+}
+
+async fn stops_and_drains_on(signal: &str) {
     let (mut lingo, mut body, lines_tx, _dir) = streaming_through("60s").await;
     assert_eq!(
         body.frame().await.unwrap().unwrap().into_data().unwrap(),
         "one\n"
     );
 
-    lingo.signal("TERM");
+    lingo.signal(signal);
     let mut refused = false;
     for _ in 0..100 {
         if tokio::net::TcpStream::connect(lingo.addr).await.is_err() {
@@ -256,7 +264,7 @@ async fn sigterm_refuses_new_connections_and_drains_streams() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(refused, "new connections are refused after SIGTERM");
+    assert!(refused, "new connections are refused after SIG{signal}");
 
     lines_tx.send(Bytes::from_static(b"two\n")).unwrap();
     drop(lines_tx);
@@ -269,7 +277,96 @@ async fn sigterm_refuses_new_connections_and_drains_streams() {
     let status = tokio::task::spawn_blocking(move || lingo.child.wait().unwrap())
         .await
         .unwrap();
-    assert!(status.success(), "exit status {status:?}");
+    assert!(status.success(), "SIG{signal}: exit status {status:?}");
+}
+
+/// Each request writes one `lingo::access` line when its answer ends, with every field the
+/// README names: method, path, route, upstream, status, duration, bytes, the client key's
+/// name, the request id, the outcome and lingo's own error.
+#[tokio::test]
+async fn each_answer_writes_one_access_line_with_its_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proxy.yaml");
+    let yaml = table(
+        "clients:\n  - { name: app-one, key: { value: k-app-one } }\n\
+         upstreams:\n  models:\n    mock: { tokens: 2 }\n    speaks: native\n\
+         routes:\n  - { prefix: /api, to: models }\n",
+    );
+    std::fs::write(&config, yaml).unwrap();
+    let lingo = Proc::start(&config);
+    let answer = send(request(
+        Method::POST,
+        &lingo.url("/api/chat"),
+        &[
+            ("authorization", "Bearer k-app-one"),
+            ("x-request-id", "rid-access-1"),
+        ],
+        CHAT,
+    ))
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let refused = send(request(
+        Method::GET,
+        &lingo.url("/api/tags"),
+        &[("x-request-id", "rid-access-2")],
+        "",
+    ))
+    .await;
+    assert_eq!(refused.status, 401);
+    let line = |rid: &str| {
+        lingo
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| l.contains("lingo::access") && l.contains(&format!("request_id={rid}")))
+            .cloned()
+    };
+    // The line is written when the answer's end reaches the server, a moment after the client
+    // read it: wait for it.
+    let mut found = None;
+    for _ in 0..1000 {
+        if let (Some(a), Some(b)) = (line("rid-access-1"), line("rid-access-2")) {
+            found = Some((a, b));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (ok, refused) = found.unwrap_or_else(|| panic!("no access lines:\n{}", lingo.log_text()));
+    for field in [
+        "method=POST",
+        "path=/api/chat",
+        "route=",
+        "upstream=models",
+        "status=200",
+        "duration_ms=",
+        "bytes=",
+        "client=app-one",
+        "request_id=rid-access-1",
+        "outcome=complete",
+        "error=",
+    ] {
+        assert!(ok.contains(field), "{field} missing: {ok}");
+    }
+    assert!(
+        !ok.contains("bytes=0 "),
+        "the answer's bytes are counted: {ok}"
+    );
+    for field in ["method=GET", "path=/api/tags", "status=401", "error="] {
+        assert!(refused.contains(field), "{field} missing: {refused}");
+    }
+    assert!(refused.contains("missing client key"), "{refused}");
+    assert_eq!(
+        lingo
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains("lingo::access") && l.contains("rid-access-1"))
+            .count(),
+        1,
+        "one line per request"
+    );
 }
 
 const CHAT: &str = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;

@@ -34,6 +34,23 @@ impl Exchange {
     fn refused(&self) -> bool {
         matches!(self.statuses.first(), None | Some(400))
     }
+
+    /// The first answer's body as JSON (lingo's errors carry a `Content-Length`).
+    fn first_json(&self) -> serde_json::Value {
+        let (head, rest) = self
+            .raw
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("no answer: {:?}", self.raw));
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse().unwrap())
+            })
+            .unwrap_or_else(|| panic!("no content-length: {head}"));
+        serde_json::from_str(&rest[..len]).unwrap_or_else(|e| panic!("{e}: {rest}"))
+    }
 }
 
 /// Writes `bytes` (then the closing health check) and reads until lingo closes.
@@ -188,8 +205,10 @@ async fn content_length_with_transfer_encoding_never_smuggles_past_lingo() {
     );
 }
 
-/// A chunked upload whose framing breaks part-way is the client's fault: 400, not an
-/// upstream failure.
+/// A chunked upload whose framing breaks part-way is the client's fault: answered 400
+/// `invalid_request_body` (here in the native shape, `{"error"}` naming it; the codes in the
+/// other dialects are in promises.rs), not an upstream failure, and the connection is closed
+/// after it (the closing health check is never answered).
 #[tokio::test]
 async fn a_malformed_chunked_body_is_a_client_error() {
     let (lingo, _api, _public) = setup().await;
@@ -202,11 +221,15 @@ async fn a_malformed_chunked_body_is_a_client_error() {
             "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n{body}"
         );
         let answer = exchange(&lingo, request.as_bytes()).await;
+        assert_eq!(answer.statuses, [400], "{body:?}\n{}", answer.raw);
+        let json = answer.first_json();
+        assert_eq!(json.as_object().unwrap().len(), 1, "{json}");
         assert!(
-            answer.refused(),
-            "{body:?}: {:?}\n{}",
-            answer.statuses,
-            answer.raw
+            json["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("the request body could not be read"),
+            "{json}"
         );
     }
 }
@@ -392,10 +415,40 @@ async fn bare_lf_request_lines_are_read_as_crlf() {
     }
 }
 
-/// RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without a Host.
+/// RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without a Host: answered
+/// (not just closed) with lingo's `invalid_request` error, then the connection is closed.
 #[tokio::test]
 async fn missing_host_is_refused() {
     assert_refused(&[("no Host", b"GET /api/tags HTTP/1.1\r\n\r\n")]).await;
+    let (lingo, api, _public) = setup().await;
+    for (path, code) in [
+        ("/api/tags", None),
+        ("/v1/chat/completions", Some("invalid_request")),
+        ("/v1/scrape", Some("INVALID_REQUEST")),
+    ] {
+        let answer = exchange(&lingo, format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes()).await;
+        assert_eq!(answer.statuses, [400], "{path}: {}", answer.raw);
+        assert!(
+            answer
+                .raw
+                .to_ascii_lowercase()
+                .contains("connection: close")
+        );
+        let json = answer.first_json();
+        let message = match code {
+            None => json["error"].as_str().unwrap().to_owned(),
+            Some("invalid_request") => {
+                assert_eq!(json["error"]["code"], "invalid_request", "{json}");
+                json["error"]["message"].as_str().unwrap().to_owned()
+            }
+            Some(code) => {
+                assert_eq!(json["code"], code, "{json}");
+                json["error"].as_str().unwrap().to_owned()
+            }
+        };
+        assert!(message.contains("Host"), "{path}: {message}");
+    }
+    assert!(api.requests().is_empty());
 }
 
 /// RFC 9112 §3.2: ... and to one with two Host lines. lingo uses the client's Host to

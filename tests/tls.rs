@@ -232,3 +232,84 @@ async fn a_tls_connection_over_the_cap_is_told_503_over_tls() {
     );
     assert_eq!(backend.requests().len(), 1);
 }
+
+/// A web-data upstream answering a crawl start with a `url` on its own address.
+async fn crawl_backend() -> Backend {
+    Backend::start(|seen| async move {
+        let host = seen.headers["host"].to_str().unwrap().to_owned();
+        json_response(
+            200,
+            &format!(r#"{{"success":true,"id":"a","url":"http://{host}/v1/crawl/a"}}"#),
+        )
+    })
+    .await
+}
+
+/// POSTs `/v1/crawl` over HTTP/1.1 on TLS with `Host: localhost:PORT`; the answer's `url`.
+async fn crawl_over_tls(addr: std::net::SocketAddr, ca: &TestCa) -> String {
+    let tls = handshake(addr, ca, b"http/1.1").await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = Request::post(format!("https://localhost:{}/v1/crawl", addr.port()))
+        .header("host", format!("localhost:{}", addr.port()))
+        .body(http_body_util::Full::new(Bytes::from_static(b"{}")))
+        .unwrap();
+    let response = sender.send_request(req).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    json["url"].as_str().unwrap().to_owned()
+}
+
+/// On a TLS listener, web-data links are re-based onto `https://` and the client's `Host`;
+/// with `public_url`, onto that.
+#[tokio::test]
+async fn web_data_links_are_rebased_onto_https_or_the_public_url_on_tls() {
+    let (ca, dir) = issued();
+    let backend = crawl_backend().await;
+    for public_url in [None, Some("https://proxy.example.com")] {
+        let yaml = format!(
+            "listen:\n  - addr: 127.0.0.1:0\n    tls: {{ cert: {dir}/cert.pem, key: {dir}/cert.key }}\n{public}\
+             upstreams:\n  web:\n    url: {}\n    speaks: web-data\nroutes:\n  - {{ prefix: /v1, to: web }}\n",
+            backend.url(),
+            dir = dir.path().display(),
+            public = public_url
+                .map(|u| format!("    public_url: {u}\n"))
+                .unwrap_or_default(),
+        );
+        let lingo = Lingo::start(&yaml).await;
+        let url = crawl_over_tls(lingo.addr, &ca).await;
+        let want = match public_url {
+            None => format!("https://localhost:{}/v1/crawl/a", lingo.addr.port()),
+            Some(base) => format!("{base}/v1/crawl/a"),
+        };
+        assert_eq!(url, want);
+        assert_eq!(backend.last().headers["x-forwarded-proto"], "https");
+    }
+}
+
+/// A client that opens a TCP connection to a TLS listener and never starts the handshake is
+/// dropped once the 10 s handshake limit passes (never before it: only a lower bound is
+/// checked, which load cannot break).
+#[tokio::test]
+async fn a_tls_handshake_that_never_starts_is_dropped_after_10s() {
+    use tokio::io::AsyncReadExt;
+    let (_ca, dir) = issued();
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&tls_table(dir.path(), &backend)).await;
+    let mut silent = TcpStream::connect(lingo.addr).await.unwrap();
+    let opened = std::time::Instant::now();
+    let mut buf = [0u8; 64];
+    // A guard, not a threshold: the connection must end by itself well before it.
+    let read = tokio::time::timeout(std::time::Duration::from_secs(120), silent.read(&mut buf))
+        .await
+        .expect("a silent TLS client was never dropped");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(
+        opened.elapsed() >= std::time::Duration::from_secs(10),
+        "dropped after {:?}, before the 10 s limit",
+        opened.elapsed()
+    );
+}

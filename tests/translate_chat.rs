@@ -58,8 +58,16 @@ async fn non_stream_answer_has_the_official_shape() {
     .await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     let body = answer.json();
-    assert!(body["id"].as_str().unwrap().starts_with("chatcmpl-"));
-    assert!(body["id"].as_str().unwrap().len() >= 24 + 9);
+    // `chatcmpl-` and 32 lower-case hex characters, nothing else.
+    let id = body["id"].as_str().unwrap();
+    let hex = id
+        .strip_prefix("chatcmpl-")
+        .unwrap_or_else(|| panic!("{id}"));
+    assert_eq!(hex.len(), 32, "{id}");
+    assert!(
+        hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+        "{id}"
+    );
     assert_eq!(body["object"], "chat.completion");
     assert_eq!(
         body["model"], "gpt-4o-mini",

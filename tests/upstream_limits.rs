@@ -90,7 +90,13 @@ async fn an_upstream_that_never_accepts_is_504_after_the_connect_timeout() {
     ] {
         let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
         let answer = send(request(Method::POST, &lingo.url(path), &[], body)).await;
-        assert_shape(&answer, dialect, 504, "connect timeout of 250ms");
+        assert_shape(
+            &answer,
+            dialect,
+            504,
+            Some("upstream_timeout"),
+            "connect timeout of 250ms",
+        );
         let body = answer.json();
         let code = match dialect {
             "chat" => &body["error"]["code"],
@@ -126,9 +132,15 @@ async fn a_tls_handshake_that_never_finishes_is_a_connect_timeout() {
     let timeouts = "    timeouts: { connect: 250ms, first_byte: 2s }\n";
     let lingo = lingo_for(&format!("https://localhost:{}", addr.port()), timeouts, "").await;
     let answer = chat(&lingo, false).await;
-    assert_shape(&answer, "chat", 504, "connect timeout of 250ms");
+    assert_shape(
+        &answer,
+        "chat",
+        504,
+        Some("upstream_timeout"),
+        "connect timeout of 250ms",
+    );
     let native = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
-    assert_shape(&native, "native", 504, "connect timeout of 250ms");
+    assert_shape(&native, "native", 504, None, "connect timeout of 250ms");
     assert_eq!(
         upstream_errors(&lingo, "models", "connect_timeout", 2).await,
         2
@@ -178,7 +190,13 @@ async fn a_whole_answer_that_stalls_is_504() {
     let timeouts = "    timeouts: { idle: 300ms }\n";
     let lingo = lingo_for(&backend.url(), timeouts, "").await;
     let answer = chat(&lingo, false).await;
-    assert_shape(&answer, "chat", 504, "idle timeout of 300ms");
+    assert_shape(
+        &answer,
+        "chat",
+        504,
+        Some("upstream_timeout"),
+        "idle timeout of 300ms",
+    );
     assert_eq!(
         upstream_errors(&lingo, "models", "idle_timeout", 1).await,
         1
@@ -258,7 +276,13 @@ async fn a_whole_answer_over_limits_max_answer_is_502_and_not_read_on() {
     let answer = tokio::time::timeout(Duration::from_secs(20), chat(&lingo, false))
         .await
         .expect("lingo stops reading at the cap");
-    assert_shape(&answer, "chat", 502, "limits.max_answer (65536 bytes)");
+    assert_shape(
+        &answer,
+        "chat",
+        502,
+        None,
+        "limits.max_answer (65536 bytes)",
+    );
     assert_eq!(upstream_errors(&lingo, "models", "bad_answer", 1).await, 1);
     // lingo dropped the upstream answer rather than reading on.
     for _ in 0..100 {

@@ -107,6 +107,25 @@ async fn crawl_watcher_upgrade_is_tunnelled_with_the_key_swapped() {
     assert_eq!(&echo, b"\x81\x04ping");
 }
 
+/// Reads the head and the `Content-Length` body that follows it.
+async fn read_answer(stream: &mut TcpStream) -> (String, serde_json::Value) {
+    let head = read_head(stream).await;
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no content-length: {head}"));
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).await.unwrap();
+    (head, serde_json::from_slice(&body).unwrap())
+}
+
+/// An upgrade with no key at all (neither `Authorization` nor a `Sec-WebSocket-Protocol`
+/// offer) and one with a wrong key are each refused with 401 in the web-data shape, with the
+/// code that tells them apart, and never reach the upstream.
 #[tokio::test]
 async fn upgrade_without_a_client_key_is_401() {
     let (upstream_url, seen) = echo_upstream().await;
@@ -116,12 +135,21 @@ async fn upgrade_without_a_client_key_is_401() {
          routes:\n  - {{ prefix: /v2, to: webdata }}\n"
     ));
     let lingo = Lingo::start(&yaml).await;
-    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
-    let handshake = "GET /v2/crawl/1 HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
-         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-         Sec-WebSocket-Protocol: wrong\r\n\r\n";
-    stream.write_all(handshake.as_bytes()).await.unwrap();
-    let head = read_head(&mut stream).await;
-    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    for (key, code) in [
+        ("", "MISSING_API_KEY"),
+        ("Sec-WebSocket-Protocol: wrong\r\n", "INVALID_API_KEY"),
+        ("Authorization: Bearer wrong\r\n", "INVALID_API_KEY"),
+    ] {
+        let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+        let handshake = format!(
+            "GET /v2/crawl/1 HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{key}\r\n"
+        );
+        stream.write_all(handshake.as_bytes()).await.unwrap();
+        let (head, body) = read_answer(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 401"), "{key:?}: {head}");
+        assert_eq!(body["success"], false, "{body}");
+        assert_eq!(body["code"], code, "{key:?}: {body}");
+    }
     assert!(seen.lock().unwrap().is_none());
 }

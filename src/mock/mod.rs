@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use crate::base::dialect::Dialect;
-use crate::http::body::Body;
+use crate::http::body::{Body, BoxError};
 use knobs::Knobs;
 
 /// Largest request body the mock reads.
@@ -38,6 +38,11 @@ pub enum Answer {
     Response(Response<Body>),
     /// Drop the connection without an answer (`cut_after` on a non-streamed request).
     Cut,
+    /// The request body could not be read (it broke off, was malformed, or went over a
+    /// limit): the caller's fault, not the mock's, and no answer of the mock's own. In
+    /// process, lingo answers it as it would a real upstream's failed upload (400
+    /// `invalid_request_body`, or 413 over the route's `max_body`) in the route's dialect.
+    BadBody(BoxError),
 }
 
 // === impl Answer ===
@@ -92,7 +97,7 @@ pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
     let path = parts.uri.path();
     let bytes = match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => return refuse(defaults, path, 413, "request body too large for the mock"),
+        Err(err) => return Answer::BadBody(err),
     };
     let request: Value = if bytes.is_empty() {
         Value::Null
@@ -190,6 +195,7 @@ pub async fn serve_on(listener: TcpListener, defaults: Knobs) -> std::io::Result
                     match handle(&defaults, req.map(Body::new)).await {
                         Answer::Response(r) => Ok::<_, MockCut>(r),
                         Answer::Cut => Err(MockCut),
+                        Answer::BadBody(err) => Ok(bad_body(err.as_ref())),
                     }
                 }
             });
@@ -200,6 +206,25 @@ pub async fn serve_on(listener: TcpListener, defaults: Knobs) -> std::io::Result
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
+    }
+}
+
+/// The mock's own answer to an upload it could not read (when it serves on its own socket):
+/// 413 over its limit, else 400, in the native shape (what the real server answers).
+fn bad_body(err: &(dyn std::error::Error + 'static)) -> Response<Body> {
+    let chain = || std::iter::successors(Some(err), |&e| e.source());
+    let answer = if chain().any(|e| e.is::<http_body_util::LengthLimitError>()) {
+        error_answer(413, "request body too large for the mock", false)
+    } else {
+        error_answer(
+            400,
+            &format!("the request body could not be read: {err}"),
+            false,
+        )
+    };
+    match answer {
+        Answer::Response(response) => response,
+        Answer::Cut | Answer::BadBody(_) => unreachable!("error_answer answers"),
     }
 }
 

@@ -98,7 +98,9 @@ impl UpstreamClient {
     ) -> Result<Response<Body>, ProxyError> {
         let client = match self {
             UpstreamClient::Http { client, .. } => client,
-            UpstreamClient::Mock(knobs) => return send_to_mock(upstream, knobs, req).await,
+            UpstreamClient::Mock(knobs) => {
+                return send_to_mock(upstream, knobs, req, body_limit).await;
+            }
         };
         let limit = upstream.timeouts.first_byte;
         match tokio::time::timeout(limit, client.request(req)).await {
@@ -118,10 +120,14 @@ async fn send_to_mock(
     upstream: &Upstream,
     knobs: &Knobs,
     req: Request<Body>,
+    body_limit: u64,
 ) -> Result<Response<Body>, ProxyError> {
     let limit = upstream.timeouts.first_byte;
     match tokio::time::timeout(limit, mock::handle(knobs, req)).await {
         Ok(mock::Answer::Response(response)) => Ok(response),
+        // The client's upload failed on its way into the mock, as it would on its way to a
+        // real upstream: the same answer (413 over the route's limit, else 400).
+        Ok(mock::Answer::BadBody(err)) => Err(upload_failed(err.as_ref(), body_limit)),
         Ok(mock::Answer::Cut) => Err(ProxyError::Unreachable {
             upstream: upstream.name.clone(),
             reason: mock::MockCut.to_string(),
@@ -131,6 +137,18 @@ async fn send_to_mock(
             kind: TimeoutKind::FirstByte,
             limit,
         }),
+    }
+}
+
+/// A client body that could not be read whole (the mock reads it before answering).
+fn upload_failed(err: &(dyn StdError + 'static), body_limit: u64) -> ProxyError {
+    let chain = || std::iter::successors(Some(err), |&e| e.source());
+    if chain().any(|e| e.is::<http_body_util::LengthLimitError>()) {
+        ProxyError::BodyTooLarge { limit: body_limit }
+    } else {
+        ProxyError::BadBody {
+            reason: reason(err),
+        }
     }
 }
 

@@ -10,21 +10,39 @@ use lingo::http::body::Body;
 use super::Answer;
 
 /// An error answer in `dialect`'s shape (`chat`, `native` or `web-data`) with `status`, its
-/// message naming `needle`.
-pub fn assert_shape(answer: &Answer, dialect: &str, status: u16, needle: &str) {
+/// message naming `needle`, and its machine-readable `code` where the dialect has one: the
+/// chat-completions `code` as it is (`None` is `null`), with the `type` the official API gives
+/// the status; the web-data `code` upper-cased (absent for `None`). The native shape is
+/// `{"error": message}` and nothing else.
+pub fn assert_shape(answer: &Answer, dialect: &str, status: u16, code: Option<&str>, needle: &str) {
     assert_eq!(answer.status, status, "{dialect}: {}", answer.body);
-    assert_eq!(answer.headers["content-type"], "application/json");
+    assert_eq!(
+        answer.headers["content-type"], "application/json",
+        "{dialect}: {}",
+        answer.body
+    );
     let body = answer.json();
     let message = match dialect {
         "chat" => {
             let error = &body["error"];
-            for field in ["message", "type", "param", "code"] {
-                assert!(
-                    error.get(field).is_some(),
-                    "chat error lacks {field}: {body}"
-                );
-            }
-            assert!(error["type"].is_string(), "{body}");
+            assert_eq!(
+                body.as_object().unwrap().len(),
+                1,
+                "chat error is just {{error}}: {body}"
+            );
+            assert_eq!(
+                error.as_object().unwrap().len(),
+                4,
+                "chat error has message, type, param, code: {body}"
+            );
+            let want_type = if status < 500 {
+                "invalid_request_error"
+            } else {
+                "server_error"
+            };
+            assert_eq!(error["type"], want_type, "{body}");
+            assert_eq!(error["code"], serde_json::json!(code), "{body}");
+            assert!(error.get("param").is_some(), "{body}");
             error["message"].as_str().unwrap().to_owned()
         }
         "native" => {
@@ -37,6 +55,14 @@ pub fn assert_shape(answer: &Answer, dialect: &str, status: u16, needle: &str) {
         }
         "web-data" => {
             assert_eq!(body["success"], false, "{body}");
+            let want = code.map(str::to_ascii_uppercase);
+            assert_eq!(
+                body.get("code").map(|c| c.as_str().unwrap().to_owned()),
+                want,
+                "{body}"
+            );
+            let fields = if code.is_some() { 3 } else { 2 };
+            assert_eq!(body.as_object().unwrap().len(), fields, "{body}");
             body["error"].as_str().unwrap().to_owned()
         }
         _ => unreachable!(),

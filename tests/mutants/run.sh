@@ -1,0 +1,44 @@
+#!/bin/sh
+# Mutation testing of the areas issue #17 names, by hand (not in CI: too slow).
+#
+#   tests/mutants/run.sh [AREA...]      AREA: path router headers errors translate (default: all)
+#
+# Each area runs in two passes: every mutant against the library's unit tests (one test
+# binary to rebuild: fast), then only the survivors again with the socket tests that cover
+# the area (`--iterate` skips what the first pass caught). Results: target/mutants/AREA/
+# mutants.out/{caught,missed,timeout,unviable}.txt. A survivor is killed by a new test or
+# explained in tests/mutants/README.md. Needs `cargo install cargo-mutants --locked`.
+#
+# Tip: `--in-place` in a separate `git worktree` (with its own CARGO_TARGET_DIR) skips the
+# copy of the tree cargo-mutants otherwise makes for every run: MUTANTS_FLAGS=--in-place.
+set -eu
+cd "$(dirname "$0")/../.."
+
+area() {
+    name=$1 files=$2 tests=$3
+    out=target/mutants/$name
+    file_args=""
+    for f in $files; do file_args="$file_args --file $f"; done
+    test_args=""
+    for t in $tests; do test_args="$test_args -C --test=$t"; done
+    echo "== $name: unit tests"
+    # cargo-mutants exits non-zero when mutants survive; the second pass retries them.
+    cargo mutants ${MUTANTS_FLAGS:-} $file_args -C --lib --output "$out" || true
+    echo "== $name: survivors against the socket tests ($tests)"
+    cargo mutants ${MUTANTS_FLAGS:-} --iterate $file_args -C --lib $test_args --output "$out" || true
+    for kind in previously_caught caught missed timeout unviable; do
+        printf '%s %s: %s\n' "$name" "$kind" "$(grep -c . "$out/mutants.out/$kind.txt" 2>/dev/null || echo 0)"
+    done
+}
+
+for a in ${*:-path router headers errors translate}; do
+    case $a in
+    path) area path src/http/path.rs "normalize smuggling errors" ;;
+    router) area router src/table/router.rs "errors promises" ;;
+    headers) area headers src/upstream/headers.rs "passthrough promises websocket" ;;
+    errors) area errors "src/base/dialect.rs src/proxy/respond.rs src/error.rs" "errors promises limits renderer" ;;
+    translate) area translate "src/translate/*.rs src/translate/*/*.rs" \
+        "ndjson translate_chat translate_other golden faults upstream_limits" ;;
+    *) echo "unknown area $a" >&2; exit 2 ;;
+    esac
+done
