@@ -3,7 +3,7 @@
 //! # Layout
 //!
 //! Each module uses only the ones above it in this list, never one below
-//! (`python3 ../shared/tools/layers.py src` lists the arrows: no cycles).
+//! (the team's `layers.py` tool lists the arrows: no cycles).
 //!
 //! - [`base`]: leaf facts, no lingo imports: dialect names, secrets that cannot print,
 //!   duration and size units, token usage and its merge rule, unguessable ids.
