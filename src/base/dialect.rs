@@ -44,19 +44,23 @@ impl std::fmt::Display for Dialect {
     }
 }
 
+/// The chat-completions dialect's inference paths, spelled once (everything else under `/v1`
+/// is the web-data API's).
+pub mod paths {
+    pub const CHAT: &str = "/v1/chat/completions";
+    pub const COMPLETIONS: &str = "/v1/completions";
+    pub const EMBEDDINGS: &str = "/v1/embeddings";
+    pub const MODELS: &str = "/v1/models";
+    pub const ALL: [&str; 4] = [CHAT, COMPLETIONS, EMBEDDINGS, MODELS];
+}
+
 /// The dialect to answer in when no route decided it (no route matched, or the path was
 /// refused before routing): guessed from the path the way the seeds' services split `/v1`.
 pub fn guess(path: &str) -> Dialect {
-    const CHAT: [&str; 4] = [
-        "/v1/chat/completions",
-        "/v1/completions",
-        "/v1/embeddings",
-        "/v1/models",
-    ];
     let is_under = |p: &str| path == p || path.starts_with(&format!("{p}/"));
     if is_under("/api") {
         Dialect::Native
-    } else if CHAT.iter().any(|p| is_under(p)) {
+    } else if paths::ALL.iter().any(|p| is_under(p)) {
         Dialect::Chat
     } else if is_under("/v1") || is_under("/v2") {
         Dialect::WebData

@@ -17,7 +17,7 @@ pub mod splice;
 pub mod sse;
 pub mod translation;
 
-use crate::base::dialect::Dialect;
+use crate::base::dialect::{Dialect, paths};
 
 pub use translation::{
     FINGERPRINT, LineTranslator, Meta, NoStream, Refusal, Translation, UpstreamCall,
@@ -44,25 +44,25 @@ pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 5] = [
     (
         Dialect::Chat,
         Dialect::Native,
-        "/v1/chat/completions",
+        paths::CHAT,
         Endpoint::ChatCompletions,
     ),
     (
         Dialect::Chat,
         Dialect::Native,
-        "/v1/completions",
+        paths::COMPLETIONS,
         Endpoint::Completions,
     ),
     (
         Dialect::Chat,
         Dialect::Native,
-        "/v1/embeddings",
+        paths::EMBEDDINGS,
         Endpoint::Embeddings,
     ),
     (
         Dialect::Chat,
         Dialect::Native,
-        "/v1/models",
+        paths::MODELS,
         Endpoint::Models,
     ),
     (

@@ -30,11 +30,11 @@ pub use request::Translated;
 pub use stream::{Clock, NativeStream};
 
 /// The upstream path of a chat completion.
-pub const CHAT_PATH: &str = "/v1/chat/completions";
+pub const CHAT_PATH: &str = crate::base::dialect::paths::CHAT;
 /// The upstream path of a text completion (`/api/generate` with `raw` or `suffix`).
-pub const COMPLETIONS_PATH: &str = "/v1/completions";
+pub const COMPLETIONS_PATH: &str = crate::base::dialect::paths::COMPLETIONS;
 /// The upstream path of embeddings.
-pub const EMBEDDINGS_PATH: &str = "/v1/embeddings";
+pub const EMBEDDINGS_PATH: &str = crate::base::dialect::paths::EMBEDDINGS;
 
 /// A request lingo refuses, answered in the native shape (`{"error": ...}`) with `status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
