@@ -40,14 +40,14 @@ pub fn translator_status(
         (_, _, PathMatch::Prefix(p))
             if !translated.is_empty()
                 && translated.iter().all(|t| t.starts_with(p.as_str()))
-                && !["/v1", "", "/"].contains(&p.as_str()) =>
+                && !["/v1", "/api", "", "/"].contains(&p.as_str()) =>
         {
             None
         }
-        (Chat, Native, _) if translated.is_empty() => Some(format!(
+        (Chat, Native, _) | (Native, Chat, _) if translated.is_empty() => Some(format!(
             "no translator from {client} to {upstream} for this path yet; answers 501"
         )),
-        (Chat, Native, _) => Some(format!(
+        (Chat, Native, _) | (Native, Chat, _) => Some(format!(
             "only {} translated from {client} to {upstream} yet; other paths answer 501",
             translated.join(", ")
         )),

@@ -36,11 +36,19 @@ pub enum Endpoint {
     Models,
     /// `/v1/models/{id}` -> `/api/show` (the id may contain `/`).
     Model,
+    /// `/api/chat` -> `/v1/chat/completions` (native clients, issue #16).
+    NativeChat,
+    /// `/api/generate` -> `/v1/chat/completions` (or `/v1/completions`: `raw`, `suffix`).
+    NativeGenerate,
+    /// `/api/embed` -> `/v1/embeddings`.
+    NativeEmbed,
+    /// The legacy `/api/embeddings` -> `/v1/embeddings`.
+    NativeEmbeddings,
 }
 
 /// Every translated endpoint: (client dialect, upstream dialect, path, endpoint). A path
 /// ending in `*` matches anything non-empty in its place.
-pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 5] = [
+pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 9] = [
     (
         Dialect::Chat,
         Dialect::Native,
@@ -70,6 +78,30 @@ pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 5] = [
         Dialect::Native,
         "/v1/models/*",
         Endpoint::Model,
+    ),
+    (
+        Dialect::Native,
+        Dialect::Chat,
+        "/api/chat",
+        Endpoint::NativeChat,
+    ),
+    (
+        Dialect::Native,
+        Dialect::Chat,
+        "/api/generate",
+        Endpoint::NativeGenerate,
+    ),
+    (
+        Dialect::Native,
+        Dialect::Chat,
+        "/api/embed",
+        Endpoint::NativeEmbed,
+    ),
+    (
+        Dialect::Native,
+        Dialect::Chat,
+        "/api/embeddings",
+        Endpoint::NativeEmbeddings,
     ),
 ];
 

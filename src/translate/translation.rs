@@ -61,6 +61,12 @@ pub trait LineTranslator: Send + 'static {
 pub trait Translation: Send + 'static {
     /// What each answer's stream goes through.
     type Stream: LineTranslator;
+    /// The dialect the upstream must speak (an alias may point at another upstream; the
+    /// shell refuses one that speaks something else). Most translations go to native servers.
+    const UPSTREAM: Dialect = Dialect::Native;
+    /// The content type of a streamed answer: server-sent events unless the client's dialect
+    /// streams something else (native clients read NDJSON).
+    const STREAM_TYPE: &'static str = "text/event-stream";
     /// The model the client named (the shell resolves aliases).
     fn model(&self) -> &str;
     /// Whether the client asked for a stream.

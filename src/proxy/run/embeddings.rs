@@ -24,7 +24,7 @@ pub async fn handle(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let mut t = Embeddings::new(embeddings::request(&body).map_err(invalid)?);
-    let (index, upstream, model) = target(x, t.model())?;
+    let (index, upstream, model) = target(x, t.model(), Embeddings::UPSTREAM)?;
     let peer = x.snapshot.peer(index);
     if !peer.legacy_embeddings() {
         let answers = send_all(x, index, &parts.headers, t.calls(&model)).await;

@@ -2,11 +2,13 @@
 //!
 //! [`pass`] forwards unchanged; [`tunnel`] tunnels a WebSocket; [`rename`] and [`tags`] serve
 //! model aliases on native routes; [`translate`] drives every translation (chat,
-//! completions, and [`embeddings`]), re-framing streams through [`reframe`]; [`models`]
+//! completions, [`embeddings`], and [`native`] clients over a chat-completions upstream),
+//! re-framing streams through [`reframe`]; [`models`]
 //! translates the model listings; [`shared`] is what they all use.
 
 pub mod embeddings;
 pub mod models;
+pub mod native;
 pub mod pass;
 pub mod reframe;
 pub mod rename;
@@ -36,6 +38,10 @@ pub async fn run(
         Plan::Translate(Endpoint::Embeddings) => embeddings::handle(x, req).await,
         Plan::Translate(Endpoint::Models) => models::list(x).await,
         Plan::Translate(Endpoint::Model) => models::one(x, x.path()).await,
+        Plan::Translate(Endpoint::NativeChat) => native::chat(x, req).await,
+        Plan::Translate(Endpoint::NativeGenerate) => native::generate(x, req).await,
+        Plan::Translate(Endpoint::NativeEmbed) => native::embed(x, req, false).await,
+        Plan::Translate(Endpoint::NativeEmbeddings) => native::embed(x, req, true).await,
         Plan::Tunnel => tunnel::proxy(x, req).await,
         Plan::ListTags => tags::handle(x, req).await,
         Plan::Rename => rename::handle(x, req).await,

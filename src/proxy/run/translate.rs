@@ -52,26 +52,28 @@ pub async fn completions(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
 
 /// Runs a translation: its upstream requests, then its streamed or whole answer.
 pub async fn run<T: Translation>(x: &Exchange<'_>, headers: &HeaderMap, mut t: T) -> Answer {
-    let (index, upstream, model) = target(x, t.model())?;
+    let (index, upstream, model) = target(x, t.model(), T::UPSTREAM)?;
     let calls = t.calls(&model);
     let answers = send_all(x, index, headers, calls).await;
     let answers = checked(upstream, answers, &t).await?;
     if t.streams() {
-        return Ok(sse(streamed(x, upstream, t, answers)));
+        return Ok(streaming(streamed(x, upstream, t, answers), T::STREAM_TYPE));
     }
     answered(x, upstream, &t, answers).await
 }
 
-/// Where the client's model goes: the alias's upstream and its name there, or the route's.
+/// Where the client's model goes: the alias's upstream and its name there, or the route's;
+/// refused when that upstream does not speak `needs` (the translation's upstream dialect).
 pub fn target<'a>(
     x: &'a Exchange<'_>,
     model: &str,
+    needs: Dialect,
 ) -> Result<(usize, &'a Upstream, String), ProxyError> {
     let (index, upstream, upstream_model) = resolve(x, model);
-    if upstream.speaks != Dialect::Native {
+    if upstream.speaks != needs {
         return Err(ProxyError::Invalid {
             message: format!(
-                "model `{model}` is served by a {} upstream; this route needs a native one",
+                "model `{model}` is served by a {} upstream; this route needs a {needs} one",
                 upstream.speaks
             ),
             param: Some("model".into()),
@@ -171,11 +173,11 @@ pub fn invalid(err: Refusal) -> ProxyError {
     }
 }
 
-/// A server-sent-events answer.
-fn sse(body: Body) -> Response<Body> {
+/// A streamed answer: server-sent events, or NDJSON lines for native clients.
+pub fn streaming(body: Body, content_type: &'static str) -> Response<Body> {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }

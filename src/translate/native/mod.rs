@@ -8,6 +8,8 @@
 //! - [`embed`]: `/api/embed` and `/api/embeddings` -> `/v1/embeddings`.
 //! - [`models`]: `/api/tags`, `/api/show`, `/api/version`, `/api/ps`; management refused.
 //! - [`NativeStream`]: SSE lines in (behind the same `LineFramer`), NDJSON lines out.
+//! - [`Generation`], [`Embed`]: the above as [`crate::translate::Translation`]s, for the
+//!   one driver (`proxy::run::translate`).
 
 mod answer;
 pub mod chat;
@@ -19,6 +21,7 @@ pub mod models;
 mod params;
 mod request;
 mod stream;
+mod translation;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -28,6 +31,7 @@ pub use messages::{data_uri, sniff};
 pub use params::{EXTRA_OPTIONS, Extras};
 pub use request::Translated;
 pub use stream::{Clock, NativeStream};
+pub use translation::{Embed, Generation, Now};
 
 /// The upstream path of a chat completion.
 pub const CHAT_PATH: &str = crate::base::dialect::paths::CHAT;
@@ -71,6 +75,13 @@ pub fn error_body(message: &str) -> Bytes {
 /// status (an upstream that answered garbage with 200) is a 502. A body that is not the
 /// official shape still says something: `{"error":"..."}`, `{"message":...}`, or its text.
 pub fn upstream_error(status: u16, body: &[u8]) -> (u16, Bytes) {
+    let (status, message) = upstream_message(status, body);
+    (status, error_body(&message))
+}
+
+/// [`upstream_error`]'s status and message, for a shell that renders the native error shape
+/// itself (lingo's `ProxyError` is told in the route's dialect in one place).
+pub fn upstream_message(status: u16, body: &[u8]) -> (u16, String) {
     let status = if status >= 400 { status } else { 502 };
     let message = match serde_json::from_slice::<Value>(body) {
         Ok(v) => match v.get("error").or_else(|| v.get("message")) {
@@ -82,7 +93,7 @@ pub fn upstream_error(status: u16, body: &[u8]) -> (u16, Bytes) {
             text => text.chars().take(1000).collect(),
         },
     };
-    (status, error_body(&message))
+    (status, message)
 }
 
 /// Model management (`/api/pull`, `push`, `create`, `copy`, `delete`, `blobs`) has no

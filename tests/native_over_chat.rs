@@ -1,0 +1,326 @@
+//! Native clients over a chat-completions upstream (issue #16), over sockets: a route
+//! `speaks: native` to a `mock:` upstream that `speaks: chat-completions`. `/api/chat` and
+//! `/api/generate` streamed (NDJSON, the last line `done: true` with the counts) and whole,
+//! a stream that fails midway, `/api/embed` and `/api/embeddings`, aliases, the upstream's
+//! errors and lingo's refusals in the native shape, and a round trip through a second lingo
+//! (chat-completions over native) that must say what the native mock says directly.
+
+mod support;
+
+use hyper::Method;
+use serde_json::{Value, json};
+use support::*;
+
+/// A native route over a chat-completions mock (4 tokens an answer), with two aliases: one
+/// that changes the answer's length, one to a model the mock does not have.
+async fn lingo() -> Lingo {
+    let yaml = table(
+        "upstreams:\n  oai:\n    mock: { tokens: 4 }\n    speaks: chat-completions\n    \
+         timeouts: { first_byte: 2s, idle: 2s }\n\
+         models:\n  short: { upstream: oai, model: \"m@tokens=2\" }\n  \
+         gone: { upstream: oai, model: \"missing-model\" }\n\
+         routes:\n  - { prefix: /api, speaks: native, to: oai }\n",
+    );
+    Lingo::start(&yaml).await
+}
+
+async fn post(lingo: &Lingo, path: &str, body: &Value) -> Answer {
+    send(request(
+        Method::POST,
+        &lingo.url(path),
+        &[],
+        &body.to_string(),
+    ))
+    .await
+}
+
+/// The lines of an NDJSON body, each parsed.
+fn lines(body: &str) -> Vec<Value> {
+    assert!(body.ends_with('\n'), "NDJSON ends with a newline: {body:?}");
+    body.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}")))
+        .collect()
+}
+
+fn chat(model: &str, stream: Option<bool>) -> Value {
+    let mut body =
+        json!({"model": model, "messages": [{"role": "user", "content": "hello there"}]});
+    if let Some(stream) = stream {
+        body["stream"] = stream.into();
+    }
+    body
+}
+
+/// Every line but the last says something and is not done; the last is `done: true`.
+fn assert_complete(lines: &[Value], model: &str, text: &str) {
+    let (last, pieces) = lines.split_last().expect("no lines");
+    assert!(pieces.len() >= 2, "several lines: {lines:?}");
+    assert!(
+        pieces
+            .iter()
+            .all(|l| l["done"] == false && l["model"] == model)
+    );
+    assert_eq!(last["done"], true);
+    assert_eq!(last["done_reason"], "stop");
+    assert!(last["eval_count"].as_u64().unwrap() > 0, "{last}");
+    assert!(last["prompt_eval_count"].as_u64().unwrap() > 0, "{last}");
+    assert!(last["total_duration"].as_u64().is_some());
+    assert!(last["created_at"].as_str().unwrap().ends_with('Z'));
+    assert!(!text.is_empty());
+}
+
+fn chat_text(lines: &[Value]) -> String {
+    lines
+        .iter()
+        .filter_map(|l| l["message"]["content"].as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn chat_streams_ndjson_by_default_and_ends_with_done() {
+    let lingo = lingo().await;
+    let answer = post(&lingo, "/api/chat", &chat("m", None)).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.headers["content-type"], "application/x-ndjson");
+    assert!(!answer.body.contains("[DONE]"), "{}", answer.body);
+    let lines = lines(&answer.body);
+    assert_complete(&lines, "m", &chat_text(&lines));
+    assert_eq!(lines.last().unwrap()["eval_count"], 4);
+    assert_eq!(lines[0]["message"]["role"], "assistant");
+}
+
+#[tokio::test]
+async fn chat_whole_is_one_object() {
+    let lingo = lingo().await;
+    let answer = post(&lingo, "/api/chat", &chat("m", Some(false))).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.headers["content-type"], "application/json");
+    let body = answer.json();
+    assert_eq!(body["model"], "m");
+    assert_eq!(body["done"], true);
+    assert_eq!(body["eval_count"], 4);
+    assert!(!body["message"]["content"].as_str().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_stream_that_fails_midway_ends_with_an_error_line_and_no_done() {
+    let lingo = lingo().await;
+    let answer = post(&lingo, "/api/chat", &chat("m@error_after=2", None)).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let lines = lines(&answer.body);
+    let (last, before) = lines.split_last().unwrap();
+    assert!(
+        last["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{last}"
+    );
+    assert_eq!(
+        before.len(),
+        2,
+        "two tokens, then the error: {}",
+        answer.body
+    );
+    assert!(lines.iter().all(|l| l["done"] != true), "{}", answer.body);
+}
+
+#[tokio::test]
+async fn generate_streamed_and_whole() {
+    let lingo = lingo().await;
+    let body = json!({"model": "m", "prompt": "why is the sky blue?"});
+    let answer = post(&lingo, "/api/generate", &body).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.headers["content-type"], "application/x-ndjson");
+    let lines = lines(&answer.body);
+    let text: String = lines
+        .iter()
+        .filter_map(|l| l["response"].as_str())
+        .collect();
+    assert_complete(&lines, "m", &text);
+    assert!(lines.iter().all(|l| l.get("message").is_none()));
+
+    let whole = json!({"model": "m", "prompt": "why is the sky blue?", "stream": false});
+    let answer = post(&lingo, "/api/generate", &whole).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.json();
+    assert_eq!(body["done"], true);
+    assert_eq!(body["response"].as_str().unwrap(), text);
+    assert_eq!(body["eval_count"], 4);
+}
+
+#[tokio::test]
+async fn raw_generate_goes_as_a_text_completion() {
+    let lingo = lingo().await;
+    let body = json!({"model": "m", "prompt": "Once", "raw": true, "stream": false});
+    let answer = post(&lingo, "/api/generate", &body).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.json();
+    assert_eq!(body["done"], true);
+    assert!(!body["response"].as_str().unwrap().is_empty(), "{body}");
+}
+
+#[tokio::test]
+async fn embed_and_legacy_embeddings() {
+    let lingo = lingo().await;
+    let body = json!({"model": "e", "input": ["one", "two"]});
+    let answer = post(&lingo, "/api/embed", &body).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.json();
+    assert_eq!(body["model"], "e");
+    let embeddings = body["embeddings"].as_array().unwrap();
+    assert_eq!(embeddings.len(), 2);
+    assert_eq!(embeddings[0].as_array().unwrap().len(), 16);
+    assert!(body["prompt_eval_count"].as_u64().unwrap() > 0);
+
+    let answer = post(
+        &lingo,
+        "/api/embeddings",
+        &json!({"model": "e", "prompt": "one"}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.json();
+    assert_eq!(body["embedding"].as_array().unwrap().len(), 16);
+    assert_eq!(
+        body["embedding"], embeddings[0],
+        "the same text, the same vector"
+    );
+
+    let answer = post(&lingo, "/api/embed", &json!({"model": "e", "input": []})).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.json(), json!({"model": "e", "embeddings": []}));
+}
+
+#[tokio::test]
+async fn an_alias_resolves_and_answers_under_its_own_name() {
+    let lingo = lingo().await;
+    let answer = post(&lingo, "/api/chat", &chat("short", Some(false))).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.json();
+    assert_eq!(body["model"], "short");
+    assert_eq!(
+        body["eval_count"], 2,
+        "the alias's target model (2 tokens): {body}"
+    );
+
+    let answer = post(&lingo, "/api/chat", &chat("gone", None)).await;
+    assert_eq!(answer.status, 404, "{}", answer.body);
+    assert!(
+        answer.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("missing-model")
+    );
+}
+
+#[tokio::test]
+async fn a_missing_model_is_a_native_404() {
+    let lingo = lingo().await;
+    for path in ["/api/chat", "/api/generate"] {
+        let body = json!({"model": "missing-x", "prompt": "p",
+            "messages": [{"role": "user", "content": "hi"}]});
+        let answer = post(&lingo, path, &body).await;
+        assert_eq!(answer.status, 404, "{path}: {}", answer.body);
+        assert_eq!(answer.headers["content-type"], "application/json");
+        let body = answer.json();
+        let error = body["error"].as_str().expect("native error shape");
+        assert!(error.contains("missing-x"), "{error}");
+    }
+    let answer = post(
+        &lingo,
+        "/api/embed",
+        &json!({"model": "missing-x", "input": "a"}),
+    )
+    .await;
+    assert_eq!(answer.status, 404, "{}", answer.body);
+    assert!(answer.json()["error"].is_string());
+}
+
+#[tokio::test]
+async fn bad_requests_are_native_400s() {
+    let lingo = lingo().await;
+    for (path, body) in [
+        ("/api/chat", json!({"messages": []})),
+        ("/api/chat", json!({"model": "m", "messages": "hi"})),
+        (
+            "/api/generate",
+            json!({"model": "m", "prompt": "p", "context": [1, 2]}),
+        ),
+        ("/api/embed", json!({"model": "m", "input": 3})),
+    ] {
+        let answer = post(&lingo, path, &body).await;
+        assert_eq!(answer.status, 400, "{path} {body}: {}", answer.body);
+        let error = answer.json();
+        assert!(
+            error["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{error}"
+        );
+    }
+    let answer = send(request(
+        Method::POST,
+        &lingo.url("/api/chat"),
+        &[],
+        "{not json",
+    ))
+    .await;
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert!(answer.json()["error"].is_string());
+}
+
+#[tokio::test]
+async fn a_request_with_nothing_to_generate_only_loads() {
+    let lingo = lingo().await;
+    let answer = post(&lingo, "/api/chat", &json!({"model": "m", "messages": []})).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let lines = lines(&answer.body);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["done_reason"], "load");
+}
+
+#[tokio::test]
+async fn unwired_native_paths_answer_501_in_the_native_shape() {
+    let lingo = lingo().await;
+    let answer = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
+    assert_eq!(answer.status, 501, "{}", answer.body);
+    assert!(answer.json()["error"].is_string());
+}
+
+/// lingo (native over chat-completions) -> lingo (chat-completions over native) -> the
+/// native mock says what the native mock says directly: the same text, the same counts.
+#[tokio::test]
+async fn a_round_trip_through_both_translations_changes_nothing() {
+    let inner = Lingo::start(&table(
+        "upstreams:\n  ollama:\n    mock: { tokens: 5 }\n    speaks: native\n\
+         routes:\n  - { prefix: /v1, speaks: chat-completions, to: ollama }\n  \
+         - { prefix: /api, speaks: native, to: ollama }\n",
+    ))
+    .await;
+    let outer = Lingo::start(&table(&format!(
+        "upstreams:\n  inner:\n    url: {}\n    speaks: chat-completions\n\
+         routes:\n  - {{ prefix: /api, speaks: native, to: inner }}\n",
+        inner.url("")
+    )))
+    .await;
+    for stream in [true, false] {
+        let body = chat("llama3.2:3b", Some(stream));
+        let direct = post(&inner, "/api/chat", &body).await;
+        let around = post(&outer, "/api/chat", &body).await;
+        assert_eq!(direct.status, 200, "{}", direct.body);
+        assert_eq!(around.status, 200, "{}", around.body);
+        let (direct, around) = if stream {
+            (lines(&direct.body), lines(&around.body))
+        } else {
+            (vec![direct.json()], vec![around.json()])
+        };
+        assert!(!chat_text(&direct).is_empty(), "stream: {stream}");
+        assert_eq!(chat_text(&direct), chat_text(&around), "stream: {stream}");
+        let (d, a) = (direct.last().unwrap(), around.last().unwrap());
+        for key in [
+            "done",
+            "done_reason",
+            "eval_count",
+            "prompt_eval_count",
+            "model",
+        ] {
+            assert_eq!(d[key], a[key], "{key}, stream: {stream}\n{d}\n{a}");
+        }
+    }
+}
