@@ -266,6 +266,18 @@ async fn bad_requests_are_native_400s() {
 }
 
 #[tokio::test]
+async fn options_become_top_level_fields_and_load_time_ones_are_dropped() {
+    let lingo = lingo().await;
+    let mut body = chat("m", Some(false));
+    body["options"] = json!({"num_predict": 2, "num_ctx": 4096, "top_k": 5, "temperature": 0.1});
+    let answer = post(&lingo, "/api/chat", &body).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.json();
+    assert_eq!(body["eval_count"], 2, "num_predict is max_tokens: {body}");
+    assert_eq!(body["done_reason"], "length");
+}
+
+#[tokio::test]
 async fn a_request_with_nothing_to_generate_only_loads() {
     let lingo = lingo().await;
     let answer = post(&lingo, "/api/chat", &json!({"model": "m", "messages": []})).await;

@@ -575,6 +575,23 @@ fn translator_status_covers_every_pair() {
 }
 
 #[test]
+fn native_clients_over_chat_completions_are_translated_in_part() {
+    let chat = PathMatch::Exact("/api/chat".into());
+    assert_eq!(
+        translator_status(Dialect::Native, Dialect::Chat, &chat),
+        None
+    );
+    // `/api/tags`, `/api/show`, ... are not wired yet: a prefix route says so.
+    let api = PathMatch::Prefix("/api".into());
+    assert_eq!(
+        translator_status(Dialect::Native, Dialect::Chat, &api).as_deref(),
+        Some(
+            "only /api/chat, /api/generate, /api/embed, /api/embeddings translated from native to chat-completions yet; other paths answer 501"
+        )
+    );
+}
+
+#[test]
 fn every_error_is_reported_at_once() {
     let text = "\
 listen:

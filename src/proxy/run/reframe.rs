@@ -7,6 +7,9 @@
 //! becomes one error frame and the end of the stream, without `[DONE]`, so no client mistakes
 //! a cut answer for a complete one. `Merge` interleaves the `n` streams of one request and
 //! `Done` adds the final `data: [DONE]` when (and only when) everything ended cleanly.
+//! The same machinery runs the other direction (a chat-completions SSE answer re-framed as
+//! native NDJSON lines): the translator and its closing decide the frames, and a native
+//! translation's closing is empty, so a native stream never gets `data: [DONE]`.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
