@@ -288,11 +288,74 @@ async fn a_request_with_nothing_to_generate_only_loads() {
 }
 
 #[tokio::test]
-async fn unwired_native_paths_answer_501_in_the_native_shape() {
+async fn tags_list_the_upstream_models_then_the_aliases() {
     let lingo = lingo().await;
     let answer = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
-    assert_eq!(answer.status, 501, "{}", answer.body);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.json();
+    let names: Vec<&str> = body["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"llama3.2:3b"), "{names:?}");
+    assert_eq!(
+        names[names.len() - 2..],
+        ["gone", "short"],
+        "aliases last, by name"
+    );
+    let first = &body["models"][0];
+    for key in ["model", "modified_at", "size", "digest", "details"] {
+        assert!(!first[key].is_null(), "{key}: {first}");
+    }
+}
+
+#[tokio::test]
+async fn show_describes_a_model_and_a_missing_one_is_a_native_404() {
+    let lingo = lingo().await;
+    let answer = post(&lingo, "/api/show", &json!({"model": "llama3.2:3b"})).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.json();
+    assert_eq!(body["details"]["family"], "llama");
+    assert_eq!(body["details"]["parameter_size"], "3B");
+    let answer = post(&lingo, "/api/show", &json!({"name": "short"})).await;
+    assert_eq!(
+        answer.status, 200,
+        "the older `name`, an alias: {}",
+        answer.body
+    );
+    assert_eq!(answer.json()["model"], "short");
+
+    let answer = post(&lingo, "/api/show", &json!({"model": "gone"})).await;
+    assert_eq!(answer.status, 404, "{}", answer.body);
+    assert!(
+        answer.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("missing-model")
+    );
+    let answer = post(&lingo, "/api/show", &json!({})).await;
+    assert_eq!(answer.status, 400, "{}", answer.body);
     assert!(answer.json()["error"].is_string());
+}
+
+#[tokio::test]
+async fn ps_says_nothing_is_loaded() {
+    let lingo = lingo().await;
+    let answer = send(request(Method::GET, &lingo.url("/api/ps"), &[], "")).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.json(), json!({"models": []}));
+}
+
+#[tokio::test]
+async fn unwired_native_paths_answer_501_in_the_native_shape() {
+    let lingo = lingo().await;
+    for (method, path) in [(Method::GET, "/api/version"), (Method::POST, "/api/pull")] {
+        let answer = send(request(method, &lingo.url(path), &[], "{}")).await;
+        assert_eq!(answer.status, 501, "{path}: {}", answer.body);
+        assert!(answer.json()["error"].is_string(), "{path}");
+    }
 }
 
 /// lingo (native over chat-completions) -> lingo (chat-completions over native) -> the

@@ -581,12 +581,12 @@ fn native_clients_over_chat_completions_are_translated_in_part() {
         translator_status(Dialect::Native, Dialect::Chat, &chat),
         None
     );
-    // `/api/tags`, `/api/show`, ... are not wired yet: a prefix route says so.
+    // `/api/version` and model management are not wired: a prefix route says so.
     let api = PathMatch::Prefix("/api".into());
     assert_eq!(
         translator_status(Dialect::Native, Dialect::Chat, &api).as_deref(),
         Some(
-            "only /api/chat, /api/generate, /api/embed, /api/embeddings translated from native to chat-completions yet; other paths answer 501"
+            "only /api/chat, /api/generate, /api/embed, /api/embeddings, /api/tags, /api/show, /api/ps translated from native to chat-completions yet; other paths answer 501"
         )
     );
 }

@@ -44,11 +44,17 @@ pub enum Endpoint {
     NativeEmbed,
     /// The legacy `/api/embeddings` -> `/v1/embeddings`.
     NativeEmbeddings,
+    /// `/api/tags` -> `/v1/models` (plus the table's aliases).
+    NativeTags,
+    /// `/api/show` -> `/v1/models/{id}`.
+    NativeShow,
+    /// `/api/ps`: answered by lingo (no model is known to be loaded).
+    NativePs,
 }
 
 /// Every translated endpoint: (client dialect, upstream dialect, path, endpoint). A path
 /// ending in `*` matches anything non-empty in its place.
-pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 9] = [
+pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 12] = [
     (
         Dialect::Chat,
         Dialect::Native,
@@ -102,6 +108,24 @@ pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 9] = [
         Dialect::Chat,
         "/api/embeddings",
         Endpoint::NativeEmbeddings,
+    ),
+    (
+        Dialect::Native,
+        Dialect::Chat,
+        "/api/tags",
+        Endpoint::NativeTags,
+    ),
+    (
+        Dialect::Native,
+        Dialect::Chat,
+        "/api/show",
+        Endpoint::NativeShow,
+    ),
+    (
+        Dialect::Native,
+        Dialect::Chat,
+        "/api/ps",
+        Endpoint::NativePs,
     ),
 ];
 

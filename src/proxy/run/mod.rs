@@ -2,13 +2,15 @@
 //!
 //! [`pass`] forwards unchanged; [`tunnel`] tunnels a WebSocket; [`rename`] and [`tags`] serve
 //! model aliases on native routes; [`translate`] drives every translation (chat,
-//! completions, [`embeddings`], and [`native`] clients over a chat-completions upstream),
+//! completions, [`embeddings`], and [`native`] clients over a chat-completions upstream;
+//! their model listings in [`native_models`]),
 //! re-framing streams through [`reframe`]; [`models`]
 //! translates the model listings; [`shared`] is what they all use.
 
 pub mod embeddings;
 pub mod models;
 pub mod native;
+pub mod native_models;
 pub mod pass;
 pub mod reframe;
 pub mod rename;
@@ -42,6 +44,9 @@ pub async fn run(
         Plan::Translate(Endpoint::NativeGenerate) => native::generate(x, req).await,
         Plan::Translate(Endpoint::NativeEmbed) => native::embed(x, req, false).await,
         Plan::Translate(Endpoint::NativeEmbeddings) => native::embed(x, req, true).await,
+        Plan::Translate(Endpoint::NativeTags) => native_models::tags(x).await,
+        Plan::Translate(Endpoint::NativeShow) => native_models::show(x, req).await,
+        Plan::Translate(Endpoint::NativePs) => native_models::ps(),
         Plan::Tunnel => tunnel::proxy(x, req).await,
         Plan::ListTags => tags::handle(x, req).await,
         Plan::Rename => rename::handle(x, req).await,
