@@ -46,6 +46,10 @@ async fn a_websocket_handshake_goes_up_without_the_clients_body_length() {
     let head = String::from_utf8_lossy(&head);
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     let seen = backend.last();
-    assert!(seen.headers.get("content-length").is_none(), "{:?}", seen.headers);
+    assert!(
+        seen.headers.get("content-length").is_none(),
+        "{:?}",
+        seen.headers
+    );
     assert!(seen.body.is_empty());
 }

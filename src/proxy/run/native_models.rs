@@ -8,7 +8,7 @@ use hyper::{HeaderMap, Method, Request, Response};
 use serde_json::Value;
 
 use super::shared::{bad_gateway, json, read_body, resolve, send, upstream_failure, whole};
-use crate::base::dialect::Dialect;
+use crate::base::dialect::{Dialect, paths};
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::proxy::exchange::Exchange;
@@ -21,7 +21,7 @@ type Answer = Result<Response<Body>, ProxyError>;
 /// chat-completions upstreams (in name order; each described by its target's entry when the
 /// route's upstream lists it, else by an empty one).
 pub async fn tags(x: &Exchange<'_>) -> Answer {
-    let list = get(x, x.route.upstream, x.upstream, "/v1/models").await?;
+    let list = get(x, x.route.upstream, x.upstream, paths::MODELS).await?;
     let table = &x.snapshot.table;
     let mut aliases: Vec<(&str, &str)> = table
         .models
@@ -46,7 +46,7 @@ pub async fn show(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
             param: None,
         });
     }
-    let path = format!("/v1/models/{}", path_escape(&model));
+    let path = format!("{}/{}", paths::MODELS, path_escape(&model));
     let answer = get(x, index, upstream, &path).await?;
     let body = models::show(&name, &answer).map_err(|m| bad_gateway(upstream, m))?;
     Ok(json(body))
