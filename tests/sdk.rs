@@ -1,8 +1,12 @@
-//! The official OpenAI Python SDK against lingo (`tests/sdk/openai_chat.py`).
+//! The official client libraries against lingo: the OpenAI Python SDK
+//! (`tests/sdk/openai_chat.py`) on a chat-completions route, and the Ollama Python and
+//! JavaScript clients (`tests/sdk/ollama_native.py`, `tests/sdk/ollama_native.mjs`) on a
+//! native route over a chat-completions upstream.
 //!
-//! CI installs the SDK (`.ci/run`); where it is missing outside CI, the test prints a
-//! `SKIPPED:` line in `cargo test`'s normal output (`pip install openai` enables it). With `CI`
-//! set, a missing SDK fails.
+//! CI installs them (`.ci/run`); where one is missing outside CI, its test prints a
+//! `SKIPPED:` line in `cargo test`'s normal output (`pip install openai`, `pip install ollama`,
+//! `npm install --no-save --prefix tests/sdk ollama` enable them). With `CI` set, a missing
+//! client fails.
 
 mod support;
 
@@ -40,4 +44,67 @@ async fn openai_python_sdk_works_unchanged() {
         "the SDK script failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains("openai sdk: ok"), "{stdout}");
+}
+
+/// A native route over a `mock:` chat-completions upstream, with an alias for a model the
+/// upstream lists.
+const NATIVE_OVER_CHAT_COMPLETIONS: &str = "upstreams:\n  chat:\n    mock: { tokens: 4 }\n    \
+     speaks: chat-completions\n\
+     models:\n  llama3: { upstream: chat, model: \"llama3.2:3b\" }\n\
+     routes:\n  - { prefix: /api, speaks: native, to: chat }\n";
+
+/// Runs `program script base_url` off the runtime and asserts it succeeded and printed `ok`.
+async fn run_client(program: &'static str, script: &'static str, base_url: String, ok: &str) {
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(program).arg(script).arg(base_url).output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the client script failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains(ok), "{stdout}");
+}
+
+#[tokio::test]
+async fn ollama_python_client_works_unchanged_over_chat_completions() {
+    let has_client = Command::new("python3")
+        .args(["-c", "import ollama"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_client && !can_run("the ollama Python package", "pip install ollama") {
+        return;
+    }
+    let lingo = Lingo::start(&table(NATIVE_OVER_CHAT_COMPLETIONS)).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/ollama_native.py");
+    run_client("python3", script, lingo.url(""), "ollama sdk: ok").await;
+}
+
+#[tokio::test]
+async fn ollama_js_client_works_unchanged_over_chat_completions() {
+    // Where `.ci/run` installs it: `npm install --no-save --prefix tests/sdk ollama`.
+    let module = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/node_modules/ollama/package.json"
+    );
+    let has_client = std::path::Path::new(module).is_file()
+        && Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !has_client
+        && !can_run(
+            "node with the ollama npm package in tests/sdk/node_modules",
+            "npm install --no-save --prefix tests/sdk ollama",
+        )
+    {
+        return;
+    }
+    let lingo = Lingo::start(&table(NATIVE_OVER_CHAT_COMPLETIONS)).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/ollama_native.mjs");
+    run_client("node", script, lingo.url(""), "ollama js sdk: ok").await;
 }
