@@ -8,30 +8,10 @@
 //! top-level sampling fields (the extras by the [`Extras`] policy), `logprobs` and
 //! `top_logprobs`. Ignored: `keep_alive`, `truncate`, `shift` (no chat-completions meaning).
 
-use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use super::params::{self, Extras};
-use super::{CHAT_PATH, Clock, Meta, NativeStream, Output, Refusal, Stamp, Translated, messages};
-use crate::base::usage::Usage;
-
-/// The stream translator of an `/api/chat` answer labelled `model` (the client's name).
-pub fn stream(model: &str, clock: Clock) -> NativeStream {
-    NativeStream::new(meta(model), clock)
-}
-
-/// A whole (`stream: false`) chat completion as the native `/api/chat` answer.
-pub fn answer(body: &[u8], model: &str, stamp: &Stamp) -> Result<(Bytes, Usage), String> {
-    super::whole(body, &meta(model), stamp)
-}
-
-/// What the lines of an `/api/chat` answer share.
-pub fn meta(model: &str) -> Meta {
-    Meta {
-        model: model.to_owned(),
-        output: Output::Chat,
-    }
-}
+use super::{CHAT_PATH, Refusal, Translated, messages};
 
 /// Translates an `/api/chat` body; `ids` makes ids for history tool calls that have none.
 pub fn request(

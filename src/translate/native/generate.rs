@@ -14,33 +14,10 @@
 //! native default is no limit); lingo cannot know the model's context to send a better one,
 //! so a client that wants more sets `options.num_predict`.
 
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::params::{self, Extras};
-use super::{
-    CHAT_PATH, COMPLETIONS_PATH, Clock, Meta, NativeStream, Output, Refusal, Stamp, Translated,
-    messages,
-};
-use crate::base::usage::Usage;
-
-/// The stream translator of an `/api/generate` answer (from either upstream path).
-pub fn stream(model: &str, clock: Clock) -> NativeStream {
-    NativeStream::new(meta(model), clock)
-}
-
-/// A whole (`stream: false`) chat or text completion as the native `/api/generate` answer.
-pub fn answer(body: &[u8], model: &str, stamp: &Stamp) -> Result<(Bytes, Usage), String> {
-    super::whole(body, &meta(model), stamp)
-}
-
-/// What the lines of an `/api/generate` answer share.
-pub fn meta(model: &str) -> Meta {
-    Meta {
-        model: model.to_owned(),
-        output: Output::Generate,
-    }
-}
+use super::{CHAT_PATH, COMPLETIONS_PATH, Refusal, Translated, messages};
 
 /// Translates an `/api/generate` body.
 pub fn request(body: &[u8], extras: Extras) -> Result<Translated, Refusal> {

@@ -451,39 +451,6 @@ fn whole_answers() {
 }
 
 #[test]
-fn per_endpoint_shortcuts() {
-    let body =
-        br#"{"choices":[{"index":0,"message":{"content":"x"},"text":"x","finish_reason":"stop"}]}"#;
-    let chat: Value =
-        serde_json::from_slice(&chat::answer(body, "a", &stamp(1)).unwrap().0).unwrap();
-    let generate: Value =
-        serde_json::from_slice(&generate::answer(body, "a", &stamp(1)).unwrap().0).unwrap();
-    assert_eq!(
-        (&chat["message"]["content"], &generate["response"]),
-        (&json!("x"), &json!("x"))
-    );
-    let clock = || Box::new(|| stamp(1)) as Clock;
-    let mut s = chat::stream("a", clock());
-    let line = s
-        .on_line(br#"data: {"choices":[{"index":0,"delta":{"content":"y"}}]}"#)
-        .unwrap();
-    assert!(
-        std::str::from_utf8(&line[0])
-            .unwrap()
-            .contains(r#""message":{"role":"assistant","content":"y"}"#)
-    );
-    let mut s = generate::stream("a", clock());
-    let line = s
-        .on_line(br#"data: {"choices":[{"index":0,"text":"z"}]}"#)
-        .unwrap();
-    assert!(
-        std::str::from_utf8(&line[0])
-            .unwrap()
-            .contains(r#""response":"z""#)
-    );
-}
-
-#[test]
 fn done_reasons() {
     for (finish, done) in [
         (None, "stop"),
