@@ -16,11 +16,7 @@ use support::*;
 
 #[tokio::test]
 async fn openai_python_sdk_works_unchanged() {
-    let has_sdk = Command::new("python3")
-        .args(["-c", "import openai"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_sdk && !can_run("the openai Python package", "pip install openai") {
+    if !python_has("openai") && !can_run("the openai Python package", "pip install openai") {
         return;
     }
     let lingo = Lingo::start(&table(
@@ -30,20 +26,15 @@ async fn openai_python_sdk_works_unchanged() {
     ))
     .await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_chat.py");
-    let base_url = lingo.url("/v1");
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("python3").arg(script).arg(base_url).output()
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the SDK script failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("openai sdk: ok"), "{stdout}");
+    run_client("python3", script, lingo.url("/v1"), "openai sdk: ok").await;
+}
+
+/// Whether `python3` can import `module`.
+fn python_has(module: &str) -> bool {
+    Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// A native route over a `mock:` chat-completions upstream, with an alias for a model the
@@ -72,11 +63,7 @@ async fn run_client(program: &'static str, script: &'static str, base_url: Strin
 
 #[tokio::test]
 async fn ollama_python_client_works_unchanged_over_chat_completions() {
-    let has_client = Command::new("python3")
-        .args(["-c", "import ollama"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_client && !can_run("the ollama Python package", "pip install ollama") {
+    if !python_has("ollama") && !can_run("the ollama Python package", "pip install ollama") {
         return;
     }
     let lingo = Lingo::start(&table(NATIVE_OVER_CHAT_COMPLETIONS)).await;
