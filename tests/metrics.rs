@@ -8,26 +8,6 @@ use hyper::Method;
 use serde_json::json;
 use support::*;
 
-/// The value of the sample `name{labels}` (labels exactly as rendered), if present.
-fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(name_and_labels)?.strip_prefix(' '))
-        .map(|value| value.parse().unwrap())
-}
-
-/// `/metrics` once `ready` holds for it (answers end on the server a moment after the client
-/// has read them); fails the test if it never does.
-async fn eventually(lingo: &Lingo, ready: impl Fn(&str) -> bool) -> String {
-    for _ in 0..500 {
-        let text = get(&lingo.url("/metrics")).await.body;
-        if ready(&text) {
-            return text;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    panic!("metrics never reached the expected state");
-}
-
 const KEY: (&str, &str) = ("authorization", "Bearer k-team");
 
 fn keyed_table(upstream: &str, admin: &str) -> String {
@@ -52,7 +32,7 @@ async fn requests_tokens_and_overhead_are_counted() {
 
     let route = r#"route="path /v1/chat/completions",upstream="models""#;
     let count = format!("lingo_request_duration_seconds_count{{{route}}}");
-    eventually(&lingo, |text| sample(text, &count) == Some(3.0)).await;
+    metrics_when(&lingo, |text| metric(text, &count) == Some(3.0)).await;
     let metrics = get(&lingo.url("/metrics")).await;
     assert_eq!(metrics.status, 200);
     assert!(
@@ -65,23 +45,23 @@ async fn requests_tokens_and_overhead_are_counted() {
     let ok = format!(
         r#"lingo_requests_total{{{route},status="200",dialect="chat-completions",outcome="complete"}}"#
     );
-    assert_eq!(sample(text, &ok), Some(2.0), "{text}");
+    assert_eq!(metric(text, &ok), Some(2.0), "{text}");
     let denied = format!(
         r#"lingo_requests_total{{{route},status="401",dialect="chat-completions",outcome="complete"}}"#
     );
-    assert_eq!(sample(text, &denied), Some(1.0), "{text}");
+    assert_eq!(metric(text, &denied), Some(1.0), "{text}");
     // The mock answers 5 tokens per answer; its prompt count is 1 per message word or more.
     let out =
         r#"lingo_tokens_total{route="path /v1/chat/completions",client="team",direction="out"}"#;
-    assert_eq!(sample(text, out), Some(10.0), "{text}");
+    assert_eq!(metric(text, out), Some(10.0), "{text}");
     let tokens_in =
         r#"lingo_tokens_total{route="path /v1/chat/completions",client="team",direction="in"}"#;
-    assert!(sample(text, tokens_in).unwrap() > 0.0, "{text}");
+    assert!(metric(text, tokens_in).unwrap() > 0.0, "{text}");
     let overhead = format!("lingo_overhead_seconds_count{{{route}}}");
-    assert_eq!(sample(text, &overhead), Some(3.0), "{text}");
+    assert_eq!(metric(text, &overhead), Some(3.0), "{text}");
     let duration = format!("lingo_request_duration_seconds_count{{{route}}}");
-    assert_eq!(sample(text, &duration), Some(3.0), "{text}");
-    assert_eq!(sample(text, "lingo_table_generation"), Some(1.0), "{text}");
+    assert_eq!(metric(text, &duration), Some(3.0), "{text}");
+    assert_eq!(metric(text, "lingo_table_generation"), Some(1.0), "{text}");
     assert!(text.ends_with("# EOF\n"));
 }
 
@@ -99,13 +79,13 @@ async fn overhead_leaves_out_the_upstream_wait() {
     }
     let route = r#"route="path /v1/chat/completions",upstream="models""#;
     let count = format!("lingo_request_duration_seconds_count{{{route}}}");
-    let text = eventually(&lingo, |text| sample(text, &count) == Some(2.0)).await;
-    let total = sample(
+    let text = metrics_when(&lingo, |text| metric(text, &count) == Some(2.0)).await;
+    let total = metric(
         &text,
         &format!("lingo_request_duration_seconds_sum{{{route}}}"),
     )
     .unwrap();
-    let overhead = sample(&text, &format!("lingo_overhead_seconds_sum{{{route}}}")).unwrap();
+    let overhead = metric(&text, &format!("lingo_overhead_seconds_sum{{{route}}}")).unwrap();
     assert!(
         total >= 1.6,
         "two answers, each after an 800ms wait: {total}"
@@ -139,7 +119,7 @@ async fn open_streams_and_upstream_errors() {
         .unwrap();
     assert_eq!(first.status(), 200);
     let during = get(&lingo.url("/metrics")).await.body;
-    assert_eq!(sample(&during, "lingo_open_streams"), Some(1.0), "{during}");
+    assert_eq!(metric(&during, "lingo_open_streams"), Some(1.0), "{during}");
 
     // The upstream breaks off after one line: an error frame, counted as mid-stream.
     lines
@@ -153,14 +133,14 @@ async fn open_streams_and_upstream_errors() {
 
     assert_eq!(get(&lingo.url("/api/tags")).await.status, 502);
     // The server drops a finished answer just after the client has read its end.
-    let after = eventually(&lingo, |text| {
-        sample(text, "lingo_open_streams") == Some(0.0)
+    let after = metrics_when(&lingo, |text| {
+        metric(text, "lingo_open_streams") == Some(0.0)
     })
     .await;
     let unreachable = r#"lingo_upstream_errors_total{upstream="gone",kind="unreachable"}"#;
-    assert_eq!(sample(&after, unreachable), Some(1.0), "{after}");
+    assert_eq!(metric(&after, unreachable), Some(1.0), "{after}");
     let mid = r#"lingo_upstream_errors_total{upstream="models",kind="mid_stream"}"#;
-    assert_eq!(sample(&after, mid), Some(1.0), "{after}");
+    assert_eq!(metric(&after, mid), Some(1.0), "{after}");
 }
 
 #[tokio::test]
@@ -174,16 +154,16 @@ async fn reloads_are_counted_with_the_generation() {
     assert_eq!(lingo.reloader.reload(true).unwrap(), 2);
     let text = get(&lingo.url("/metrics")).await.body;
     assert_eq!(
-        sample(&text, r#"lingo_reloads_total{result="ok"}"#),
+        metric(&text, r#"lingo_reloads_total{result="ok"}"#),
         Some(1.0),
         "{text}"
     );
     assert_eq!(
-        sample(&text, r#"lingo_reloads_total{result="refused"}"#),
+        metric(&text, r#"lingo_reloads_total{result="refused"}"#),
         Some(1.0),
         "{text}"
     );
-    assert_eq!(sample(&text, "lingo_table_generation"), Some(2.0), "{text}");
+    assert_eq!(metric(&text, "lingo_table_generation"), Some(2.0), "{text}");
 }
 
 #[tokio::test]
