@@ -45,6 +45,12 @@ pub enum ProxyError {
     #[error("{path} is a model-management call; this route does not allow it")]
     ModelManagement { path: String },
 
+    /// Model management on a native route over a chat-completions upstream, which has none.
+    #[error(
+        "{path} is not available: this route's upstream speaks chat-completions, which has no model management"
+    )]
+    NoModelManagement { path: String },
+
     #[error("request body is larger than this route's limit of {limit} bytes")]
     BodyTooLarge { limit: u64 },
 
@@ -105,7 +111,9 @@ impl ProxyError {
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ProxyError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            ProxyError::NoTranslator { .. } => StatusCode::NOT_IMPLEMENTED,
+            ProxyError::NoTranslator { .. } | ProxyError::NoModelManagement { .. } => {
+                StatusCode::NOT_IMPLEMENTED
+            }
             ProxyError::Unreachable { .. } | ProxyError::BadAnswer { .. } => {
                 StatusCode::BAD_GATEWAY
             }
@@ -128,7 +136,9 @@ impl ProxyError {
             ProxyError::BodyTooLarge { .. } => "request_too_large",
             ProxyError::HeadersTooLarge { .. } => "headers_too_large",
             ProxyError::Overloaded { .. } => "overloaded",
-            ProxyError::NoTranslator { .. } => "not_implemented",
+            ProxyError::NoTranslator { .. } | ProxyError::NoModelManagement { .. } => {
+                "not_implemented"
+            }
             ProxyError::Unreachable { .. } => "upstream_unreachable",
             ProxyError::Timeout { .. } => "upstream_timeout",
             ProxyError::Invalid { .. } | ProxyError::BadAnswer { .. } => return None,

@@ -349,13 +349,110 @@ async fn ps_says_nothing_is_loaded() {
 }
 
 #[tokio::test]
-async fn unwired_native_paths_answer_501_in_the_native_shape() {
+async fn version_is_the_native_api_lingo_translates() {
     let lingo = lingo().await;
-    for (method, path) in [(Method::GET, "/api/version"), (Method::POST, "/api/pull")] {
-        let answer = send(request(method, &lingo.url(path), &[], "{}")).await;
+    let answer = send(request(Method::GET, &lingo.url("/api/version"), &[], "")).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.json(), json!({"version": "0.12.0"}));
+}
+
+#[tokio::test]
+async fn model_management_is_a_native_501_naming_the_path() {
+    let lingo = lingo().await;
+    for path in [
+        "/api/pull",
+        "/api/push",
+        "/api/create",
+        "/api/copy",
+        "/api/delete",
+        "/api/blobs/sha256:00",
+    ] {
+        let answer = post(&lingo, path, &json!({"model": "m"})).await;
         assert_eq!(answer.status, 501, "{path}: {}", answer.body);
-        assert!(answer.json()["error"].is_string(), "{path}");
+        assert_eq!(
+            answer.json(),
+            json!({"error": format!("{path} is not available: this route's upstream speaks chat-completions, which has no model management")}),
+            "{path}"
+        );
     }
+    let answer = post(&lingo, "/api/unheard-of", &json!({})).await;
+    assert_eq!(answer.status, 501, "{}", answer.body);
+    assert!(
+        answer.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot do yet")
+    );
+}
+
+/// A native route with `extra_options: <policy>` over a recording chat-completions upstream:
+/// what lingo sent it, or its refusal.
+async fn with_extras(policy: &str, options: Value) -> (Answer, Option<Value>) {
+    let upstream = Backend::start(|_| async {
+        json_response(
+            200,
+            r#"{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#,
+        )
+    })
+    .await;
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  oai:\n    url: {}\n    speaks: chat-completions\n\
+         routes:\n  - {{ prefix: /api, speaks: native, to: oai, extra_options: {policy} }}\n",
+        upstream.url()
+    )))
+    .await;
+    let mut body = chat("m", Some(false));
+    body["options"] = options;
+    let answer = post(&lingo, "/api/chat", &body).await;
+    let sent = upstream
+        .requests()
+        .last()
+        .map(|seen| serde_json::from_slice(&seen.body).unwrap());
+    (answer, sent)
+}
+
+#[tokio::test]
+async fn extra_options_pass_drop_or_refuse_the_native_only_options() {
+    let options = json!({"temperature": 0.5, "top_k": 7, "repeat_penalty": 1.1, "num_ctx": 4096});
+    let (answer, sent) = with_extras("pass", options.clone()).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let sent = sent.expect("pass asks the upstream");
+    assert_eq!(sent["temperature"], 0.5);
+    assert_eq!(sent["top_k"], 7, "{sent}");
+    assert_eq!(sent["repetition_penalty"], 1.1, "{sent}");
+    assert!(
+        sent.get("num_ctx").is_none(),
+        "load-time options never go: {sent}"
+    );
+
+    let (answer, sent) = with_extras("drop", options.clone()).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let sent = sent.expect("drop asks the upstream");
+    assert_eq!(
+        sent["temperature"], 0.5,
+        "standard options still go: {sent}"
+    );
+    for key in ["top_k", "repetition_penalty", "repeat_penalty", "num_ctx"] {
+        assert!(sent.get(key).is_none(), "{key} dropped: {sent}");
+    }
+
+    let (answer, sent) = with_extras("refuse", options).await;
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    let message = answer.json()["error"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("is not supported by this route's chat-completions upstream"),
+        "{message}"
+    );
+    assert!(
+        sent.is_none(),
+        "a refused request never reaches the upstream"
+    );
+    let (answer, _) = with_extras("refuse", json!({"temperature": 0.5, "num_predict": 3})).await;
+    assert_eq!(
+        answer.status, 200,
+        "standard options are not refused: {}",
+        answer.body
+    );
 }
 
 /// lingo (native over chat-completions) -> lingo (chat-completions over native) -> the

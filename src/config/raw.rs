@@ -154,6 +154,8 @@ pub struct Route {
     pub max_body: Option<At<String>>,
     /// Default native `options` for a translating route (e.g. `num_ctx`).
     pub options: Option<At<serde_json::Map<String, serde_json::Value>>>,
+    /// Native clients over chat-completions: `pass`, `drop` or `refuse` native-only options.
+    pub extra_options: Option<At<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

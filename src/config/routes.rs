@@ -6,6 +6,7 @@ use super::raw::{self, At};
 use super::upstream::{self, Declared};
 use crate::base::dialect::Dialect;
 use crate::table::{Limits, PathMatch, Route};
+use crate::translate::native::Extras;
 
 /// What a route whose clients speak `client` and whose upstream speaks `upstream` does
 /// today: `None` when it works (same dialect, or a translator exists), otherwise why not.
@@ -76,13 +77,7 @@ pub(super) fn compile(
         let Some((matcher, label)) = matcher(cx, &place, r.path, r.prefix) else {
             continue;
         };
-        match seen.iter().find(|(m, _)| *m == matcher) {
-            Some((_, first)) => cx.error(
-                &place,
-                format!("route {matcher} is defined twice: lines {first} and {line}"),
-            ),
-            None => seen.push((matcher.clone(), line)),
-        }
+        once(cx, &mut seen, (&matcher, line), &place);
         let what = format!("route {label}");
         let max_body = (r.max_body.as_ref()).map(|s| cx.size(s, &format!("{what}: max_body")));
         let index = upstream::find(cx, upstreams, &r.to, &what);
@@ -96,6 +91,12 @@ pub(super) fn compile(
         };
         let settings = (r.allow_model_management, r.options.as_ref());
         check_options(cx, (&place, &what), settings, &upstreams[index], speaks);
+        let extras = extras(
+            cx,
+            &what,
+            r.extra_options.as_ref(),
+            (speaks, upstream_speaks),
+        );
         if let Some(status) = translator_status(speaks, upstream_speaks, &matcher) {
             cx.warnings.push(format!("{what} (line {line}): {status}"));
         }
@@ -109,10 +110,27 @@ pub(super) fn compile(
             allow_model_management: r.allow_model_management,
             max_body,
             options: r.options.map(|o| o.value).unwrap_or_default(),
+            extras,
             line,
         });
     }
     out
+}
+
+/// An error for a matcher already `seen` on an earlier line; else remembers it.
+fn once(
+    cx: &mut Ctx<'_>,
+    seen: &mut Vec<(PathMatch, usize)>,
+    (matcher, line): (&PathMatch, usize),
+    place: &At<()>,
+) {
+    match seen.iter().find(|(m, _)| m == matcher) {
+        Some((_, first)) => cx.error(
+            place,
+            format!("route {matcher} is defined twice: lines {first} and {line}"),
+        ),
+        None => seen.push((matcher.clone(), line)),
+    }
 }
 
 /// `allow_model_management` and `options` are refused where they would mean nothing: model
@@ -155,6 +173,37 @@ fn check_options(
             "{what}: options (default native options) only mean something on a route that translates to a native upstream"
         );
         cx.error(&options.place(), message);
+    }
+}
+
+/// `extra_options`: what a native route over a chat-completions upstream does with the
+/// native-only options (`pass`, the default, `drop` or `refuse`); an error anywhere else,
+/// where it would mean nothing.
+fn extras(
+    cx: &mut Ctx<'_>,
+    what: &str,
+    setting: Option<&At<String>>,
+    (client, upstream): (Dialect, Dialect),
+) -> Extras {
+    let Some(setting) = setting else {
+        return Extras::Pass;
+    };
+    if (client, upstream) != (Dialect::Native, Dialect::Chat) {
+        let message = format!(
+            "{what}: extra_options only means something on a native route to a chat-completions upstream"
+        );
+        cx.error(&setting.place(), message);
+    }
+    match setting.value.as_str() {
+        "pass" => Extras::Pass,
+        "drop" => Extras::Drop,
+        "refuse" => Extras::Refuse,
+        other => {
+            let message =
+                format!("{what}: extra_options is one of pass, drop, refuse (not `{other}`)");
+            cx.error(&setting.place(), message);
+            Extras::Pass
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use std::fmt::Write;
 use super::routes::translator_status;
 use crate::base::units::{format_duration, format_size};
 use crate::table::{RouteTable, Target};
+use crate::translate::native::Extras;
 
 /// Renders the report; one section per part of the table, routes in file order.
 pub fn summary(table: &RouteTable) -> String {
@@ -118,6 +119,11 @@ fn routes(out: &mut String, table: &RouteTable) {
         }
         if r.allow_model_management {
             extras.push_str("  model management allowed");
+        }
+        match r.extras {
+            Extras::Pass => {}
+            Extras::Drop => extras.push_str("  native-only options dropped"),
+            Extras::Refuse => extras.push_str("  native-only options refused"),
         }
         let matcher = r.matcher.to_string();
         let (speaks, name, their) = (r.speaks, &upstream.name, upstream.speaks);

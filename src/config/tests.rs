@@ -88,7 +88,7 @@ fn shape_errors_have_line_and_column() {
         (
             &unknown_route_key,
             &[
-                "proxy.yaml:7:33: unknown field `speak`, expected one of path, prefix, speaks, to, allow_model_management, max_body, options",
+                "proxy.yaml:7:33: unknown field `speak`, expected one of path, prefix, speaks, to, allow_model_management, max_body, options, extra_options",
             ],
         ),
         (&bad_bool, &["proxy.yaml:7:57: invalid boolean"]),
@@ -581,14 +581,49 @@ fn native_clients_over_chat_completions_are_translated_in_part() {
         translator_status(Dialect::Native, Dialect::Chat, &chat),
         None
     );
-    // `/api/version` and model management are not wired: a prefix route says so.
+    // Model management has no counterpart: a prefix route says the rest answers 501.
     let api = PathMatch::Prefix("/api".into());
     assert_eq!(
         translator_status(Dialect::Native, Dialect::Chat, &api).as_deref(),
         Some(
-            "only /api/chat, /api/generate, /api/embed, /api/embeddings, /api/tags, /api/show, /api/ps translated from native to chat-completions yet; other paths answer 501"
+            "only /api/chat, /api/generate, /api/embed, /api/embeddings, /api/tags, /api/show, /api/ps, /api/version translated from native to chat-completions yet; other paths answer 501"
         )
     );
+}
+
+#[test]
+fn extra_options_is_a_policy_of_native_routes_over_chat_completions() {
+    let table = |route: &str| {
+        with_base(&format!(
+            "  oai: {{ url: http://127.0.0.1:8000, speaks: chat-completions }}\nroutes:\n  - {route}\n"
+        ))
+    };
+    use crate::translate::native::Extras;
+    for (setting, want) in [
+        ("", Extras::Pass),
+        (", extra_options: pass", Extras::Pass),
+        (", extra_options: drop", Extras::Drop),
+        (", extra_options: refuse", Extras::Refuse),
+    ] {
+        let t = ok(&table(&format!(
+            "{{ prefix: /api, speaks: native, to: oai{setting} }}"
+        )));
+        assert_eq!(t.routes[0].extras, want, "{setting}");
+    }
+    check_errors(&[
+        (
+            &table("{ prefix: /api, speaks: native, to: oai, extra_options: keep }"),
+            &[
+                "proxy.yaml:8:61: route /api: extra_options is one of pass, drop, refuse (not `keep`)",
+            ],
+        ),
+        (
+            &table("{ prefix: /api, to: models, extra_options: drop }"),
+            &[
+                "proxy.yaml:8:48: route /api: extra_options only means something on a native route to a chat-completions upstream",
+            ],
+        ),
+    ]);
 }
 
 #[test]

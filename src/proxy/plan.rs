@@ -44,6 +44,13 @@ impl Plan {
     pub fn decide(x: &Exchange<'_>, req: &Request<Incoming>) -> Result<Plan, ProxyError> {
         let (route, upstream, path) = (x.route, x.upstream, x.path());
         let endpoint = translate::endpoint(route.speaks, upstream.speaks, path);
+        if (route.speaks, upstream.speaks) == (Dialect::Native, Dialect::Chat)
+            && is_model_management(path)
+        {
+            return Err(ProxyError::NoModelManagement {
+                path: path.to_owned(),
+            });
+        }
         if route.translates(upstream) && endpoint.is_none() {
             return Err(ProxyError::NoTranslator {
                 client: route.speaks,

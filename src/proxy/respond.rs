@@ -229,6 +229,15 @@ mod tests {
                 Some("not_implemented"),
             ),
             (
+                ProxyError::NoModelManagement {
+                    path: "/api/pull".into(),
+                },
+                501,
+                "/api/pull is not available: this route's upstream speaks chat-completions, which has no model management",
+                "server_error",
+                Some("not_implemented"),
+            ),
+            (
                 ProxyError::Unreachable {
                     upstream: "m".into(),
                     reason: "Connection refused".into(),

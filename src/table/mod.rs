@@ -14,6 +14,7 @@ use hyper::header::{HeaderName, HeaderValue};
 
 use crate::base::dialect::Dialect;
 use crate::base::secret::{Secret, SecretSource};
+use crate::translate::native::Extras;
 
 pub mod router;
 
@@ -170,6 +171,9 @@ pub struct Route {
     pub max_body: u64,
     /// Native `options` this route sends unless the client sets them (translating routes).
     pub options: serde_json::Map<String, serde_json::Value>,
+    /// Native clients over a chat-completions upstream: what becomes of the native-only
+    /// options (`top_k`, `num_ctx`, ...) that upstream may not take (`extra_options`).
+    pub extras: Extras,
     /// Line in the file, for logs and `check`.
     pub line: usize,
 }

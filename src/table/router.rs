@@ -46,6 +46,7 @@ mod tests {
             allow_model_management: false,
             max_body: 1,
             options: Default::default(),
+            extras: crate::translate::native::Extras::Pass,
             line,
         }
     }

@@ -50,11 +50,13 @@ pub enum Endpoint {
     NativeShow,
     /// `/api/ps`: answered by lingo (no model is known to be loaded).
     NativePs,
+    /// `/api/version`: answered by lingo ([`native::models::NATIVE_VERSION`]).
+    NativeVersion,
 }
 
 /// Every translated endpoint: (client dialect, upstream dialect, path, endpoint). A path
 /// ending in `*` matches anything non-empty in its place.
-pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 12] = [
+pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 13] = [
     (
         Dialect::Chat,
         Dialect::Native,
@@ -126,6 +128,12 @@ pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 12] = [
         Dialect::Chat,
         "/api/ps",
         Endpoint::NativePs,
+    ),
+    (
+        Dialect::Native,
+        Dialect::Chat,
+        "/api/version",
+        Endpoint::NativeVersion,
     ),
 ];
 

@@ -28,6 +28,32 @@ assert.equal(whole.message.role, "assistant");
 assert.equal(whole.message.content, "Lingo is a mock");
 assert.equal(whole.eval_count, 4);
 
+const weather = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "The weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+  },
+};
+const called = await client.chat({ model: "llama3", messages: hello, tools: [weather], stream: false });
+const callsOf = (calls) => (calls ?? []).map((c) => [c.function.name, c.function.arguments]);
+assert.deepEqual(callsOf(called.message.tool_calls), [["get_weather", { city: "mock" }]]);
+const streamedCalls = [];
+for await (const chunk of await client.chat({ model: "llama3", messages: hello, tools: [weather], stream: true })) {
+  streamedCalls.push(...callsOf(chunk.message.tool_calls));
+}
+assert.deepEqual(streamedCalls, [["get_weather", { city: "mock" }]]);
+const history = [...hello, called.message, { role: "tool", content: "sunny", tool_name: "get_weather" }];
+const answered = await client.chat({ model: "llama3", messages: history, stream: false });
+assert.equal(answered.message.content, "Lingo is a mock");
+
+const asJson = await client.chat({ model: "llama3", messages: hello, format: "json", stream: false });
+assert.deepEqual(JSON.parse(asJson.message.content), { answer: "mock" });
+const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
+const shaped = await client.chat({ model: "llama3", messages: hello, format: schema, stream: false });
+assert.deepEqual(JSON.parse(shaped.message.content), { city: "mock" });
+
 const generated = await client.generate({ model: "llama3", prompt: "hello there", stream: false });
 assert.ok(generated.done, JSON.stringify(generated));
 assert.equal(generated.response, "Lingo is a mock");
@@ -40,6 +66,9 @@ assert.equal(pieces.join(""), "Lingo is a mock");
 const embedded = await client.embed({ model: "all-minilm", input: ["one", "two"] });
 assert.equal(embedded.embeddings.length, 2);
 assert.ok(embedded.embeddings.every((e) => e.length === 16), JSON.stringify(embedded));
+
+assert.deepEqual((await client.ps()).models, []);
+assert.deepEqual(await client.version(), { version: "0.12.0" });
 
 const names = (await client.list()).models.map((m) => m.model);
 assert.ok(names.includes("llama3.2:3b") && names.includes("llama3"), JSON.stringify(names));

@@ -4,7 +4,9 @@ client's host is lingo's root).
 
 Exits non-zero (with the reason) on the first thing that is not what the client expects.
 """
+import json
 import sys
+import urllib.request
 
 import ollama
 
@@ -28,6 +30,44 @@ assert whole.message.role == "assistant", whole.message
 assert whole.message.content == "Lingo is a mock", whole.message
 assert whole.eval_count == 4, whole
 
+weather = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+called = client.chat(model="llama3", messages=hello, tools=[weather], stream=False)
+calls = called.message.tool_calls or []
+assert [(c.function.name, dict(c.function.arguments)) for c in calls] == [
+    ("get_weather", {"city": "mock"})
+], called.message
+streamed_calls = [
+    c
+    for chunk in client.chat(model="llama3", messages=hello, tools=[weather], stream=True)
+    for c in (chunk.message.tool_calls or [])
+]
+assert [(c.function.name, dict(c.function.arguments)) for c in streamed_calls] == [
+    ("get_weather", {"city": "mock"})
+], streamed_calls
+history = hello + [
+    called.message,
+    {"role": "tool", "content": "sunny", "tool_name": "get_weather"},
+]
+answered = client.chat(model="llama3", messages=history, stream=False)
+assert answered.message.content == "Lingo is a mock", answered
+
+as_json = client.chat(model="llama3", messages=hello, format="json", stream=False)
+assert json.loads(as_json.message.content) == {"answer": "mock"}, as_json.message
+schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+shaped = client.chat(model="llama3", messages=hello, format=schema, stream=False)
+assert json.loads(shaped.message.content) == {"city": "mock"}, shaped.message
+
 generated = client.generate(model="llama3", prompt="hello there", stream=False)
 assert generated.done, generated
 assert generated.response == "Lingo is a mock", generated
@@ -37,6 +77,12 @@ assert "".join(pieces) == "Lingo is a mock", pieces
 embedded = client.embed(model="all-minilm", input=["one", "two"])
 assert len(embedded.embeddings) == 2, embedded
 assert all(len(e) == 16 for e in embedded.embeddings), embedded
+
+assert client.ps().models == [], client.ps()
+# The Python client has no version call (the JS one does): asked directly.
+with urllib.request.urlopen(sys.argv[1].rstrip("/") + "/api/version") as answer:
+    version = json.load(answer)
+assert version == {"version": "0.12.0"}, version
 
 names = [m.model for m in client.list().models]
 assert "llama3.2:3b" in names and "llama3" in names, names

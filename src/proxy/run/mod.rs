@@ -47,6 +47,7 @@ pub async fn run(
         Plan::Translate(Endpoint::NativeTags) => native_models::tags(x).await,
         Plan::Translate(Endpoint::NativeShow) => native_models::show(x, req).await,
         Plan::Translate(Endpoint::NativePs) => native_models::ps(),
+        Plan::Translate(Endpoint::NativeVersion) => native_models::version(),
         Plan::Tunnel => tunnel::proxy(x, req).await,
         Plan::ListTags => tags::handle(x, req).await,
         Plan::Rename => rename::handle(x, req).await,

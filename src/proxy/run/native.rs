@@ -20,13 +20,9 @@ use crate::http::body::Body;
 use crate::proxy::exchange::Exchange;
 use crate::translate::Translation;
 use crate::translate::models::rfc3339_nanos;
-use crate::translate::native::{self, Embed, Extras, Generation, Now, Refusal, Stamp, Translated};
+use crate::translate::native::{self, Embed, Generation, Now, Refusal, Stamp, Translated};
 
 type Answer = Result<Response<Body>, ProxyError>;
-
-/// The policy for native-only options: sent when an OpenAI-compatible server is known to
-/// take them, else dropped with a log line. Not yet a route option (see the README).
-const EXTRAS: Extras = Extras::Pass;
 
 /// Serves `/api/chat`.
 pub async fn chat(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
@@ -34,7 +30,7 @@ pub async fn chat(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let mut call_ids = || format!("call_{}", &ids::random_hex()[..24]);
-    let request = native::chat::request(&body, EXTRAS, &mut call_ids).map_err(refused)?;
+    let request = native::chat::request(&body, x.route.extras, &mut call_ids).map_err(refused)?;
     generation(x, &parts.headers, Generation::chat(request, now)).await
 }
 
@@ -43,7 +39,7 @@ pub async fn generate(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
     let now = clock(Instant::now());
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
-    let request = native::generate::request(&body, EXTRAS).map_err(refused)?;
+    let request = native::generate::request(&body, x.route.extras).map_err(refused)?;
     generation(x, &parts.headers, Generation::generate(request, now)).await
 }
 

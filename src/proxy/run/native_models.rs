@@ -1,4 +1,4 @@
-//! `/api/tags`, `/api/show` and `/api/ps` for native clients of a chat-completions upstream
+//! `/api/tags`, `/api/show`, `/api/ps` and `/api/version` for native clients of a chat-completions upstream
 //! (issue #16), from `/v1/models` and `/v1/models/{id}`; the bodies are made by
 //! [`crate::translate::native::models`].
 
@@ -55,6 +55,11 @@ pub async fn show(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
 /// `/api/ps`: no model is known to be loaded (a chat-completions server does not say).
 pub fn ps() -> Answer {
     Ok(json(models::ps()))
+}
+
+/// `/api/version`: the native API version lingo translates.
+pub fn version() -> Answer {
+    Ok(json(models::version()))
 }
 
 /// A `GET` to a chat-completions upstream, its answer read whole; an error answer re-told

@@ -96,14 +96,5 @@ pub fn upstream_message(status: u16, body: &[u8]) -> (u16, String) {
     (status, message)
 }
 
-/// Model management (`/api/pull`, `push`, `create`, `copy`, `delete`, `blobs`) has no
-/// chat-completions counterpart: a 501 naming the path.
-pub fn not_implemented(path: &str) -> (u16, Bytes) {
-    let message = format!(
-        "{path} is not available: this route's upstream speaks chat-completions, which has no model management"
-    );
-    (501, error_body(&message))
-}
-
 #[cfg(test)]
 mod tests;

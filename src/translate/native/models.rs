@@ -89,10 +89,14 @@ pub fn show(name: &str, model: &[u8]) -> Result<Bytes, String> {
     Ok(Bytes::from(answer.to_string()))
 }
 
-/// `/api/version`: `{"version": version}`. Native clients compare it to enable features;
-/// the shell passes the native server version whose API lingo speaks.
-pub fn version(version: &str) -> Bytes {
-    Bytes::from(json!({ "version": version }).to_string())
+/// The native server version lingo answers `/api/version` with: the API whose fields it
+/// translates (`think`, streamed tool calls, `/api/embed` with `dimensions`, `logprobs`).
+/// Native clients compare it to turn features on, so it is a native version, not lingo's.
+pub const NATIVE_VERSION: &str = "0.12.0";
+
+/// `/api/version`: `{"version": "0.12.0"}` ([`NATIVE_VERSION`]).
+pub fn version() -> Bytes {
+    Bytes::from(json!({ "version": NATIVE_VERSION }).to_string())
 }
 
 /// `/api/ps`: no model is known to be loaded (a chat-completions server does not say).
