@@ -471,8 +471,14 @@ async fn a_round_trip_through_both_translations_changes_nothing() {
         inner.url("")
     )))
     .await;
-    for stream in [true, false] {
-        let body = chat("llama3.2:3b", Some(stream));
+    let weather = json!([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"]}}}]);
+    for (stream, tools) in [(true, false), (false, false), (true, true), (false, true)] {
+        let mut body = chat("llama3.2:3b", Some(stream));
+        if tools {
+            body["tools"] = weather.clone();
+        }
         let direct = post(&inner, "/api/chat", &body).await;
         let around = post(&outer, "/api/chat", &body).await;
         assert_eq!(direct.status, 200, "{}", direct.body);
@@ -482,8 +488,20 @@ async fn a_round_trip_through_both_translations_changes_nothing() {
         } else {
             (vec![direct.json()], vec![around.json()])
         };
-        assert!(!chat_text(&direct).is_empty(), "stream: {stream}");
+        assert_eq!(chat_text(&direct).is_empty(), tools, "stream: {stream}");
         assert_eq!(chat_text(&direct), chat_text(&around), "stream: {stream}");
+        let calls = |lines: &[Value]| -> Vec<Value> {
+            let calls = lines
+                .iter()
+                .filter_map(|l| l["message"]["tool_calls"].as_array());
+            calls.flatten().map(|c| c["function"].clone()).collect()
+        };
+        assert_eq!(calls(&direct).len(), usize::from(tools), "stream: {stream}");
+        assert_eq!(
+            calls(&direct),
+            calls(&around),
+            "tool calls, stream: {stream}"
+        );
         let (d, a) = (direct.last().unwrap(), around.last().unwrap());
         for key in [
             "done",
