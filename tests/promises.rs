@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::{Method, Response};
 use lingo::http::body::Body;
-use serde_json::json;
+use serde_json::{Value, json};
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -426,6 +426,59 @@ async fn prompt_batches_are_requested_concurrently() {
         .await;
         assert_eq!(answer.status, 200, "{}", answer.body);
     }
+}
+
+#[tokio::test]
+async fn legacy_embeddings_are_requested_concurrently_one_input_each() {
+    // `/api/embed` is missing, so each input is its own `/api/embeddings` call; the three
+    // answer only once all three are in.
+    let barrier = Arc::new(tokio::sync::Barrier::new(3));
+    let backend = Backend::start(move |seen| {
+        let barrier = Arc::clone(&barrier);
+        async move {
+            if seen.uri == "/api/embed" {
+                // What a server from before `/api/embed` answers: its router's plain 404.
+                return Response::builder()
+                    .status(404)
+                    .header("content-type", "text/plain")
+                    .body(Body::full("404 page not found"))
+                    .unwrap();
+            }
+            barrier.wait().await;
+            let prompt: Value = serde_json::from_slice(&seen.body).unwrap();
+            let first = prompt["prompt"].as_str().unwrap().len();
+            json_response(200, &format!(r#"{{"embedding":[{first}]}}"#))
+        }
+    })
+    .await;
+    let yaml = table(&format!(
+        "upstreams:\n  up:\n    url: {}\n    speaks: native\n\
+         routes:\n  - {{ path: /v1/embeddings, speaks: chat-completions, to: up }}\n",
+        backend.url()
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let answer = guarded(
+        "three inputs in flight at once",
+        send(request(
+            Method::POST,
+            &lingo.url("/v1/embeddings"),
+            &[],
+            r#"{"model":"m","input":["a","bb","ccc"]}"#,
+        )),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let vectors: Vec<Value> = answer.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| json!([d["index"], d["embedding"][0]]))
+        .collect();
+    assert_eq!(
+        vectors,
+        [json!([0, 1.0]), json!([1, 2.0]), json!([2, 3.0])],
+        "in input order"
+    );
 }
 
 // === the legacy-embeddings fallback ===
