@@ -17,6 +17,7 @@ cd "$(dirname "$0")/../.."
 area() {
     name=$1 files=$2 tests=$3
     out=target/mutants/$name
+    mkdir -p "$out" # cargo-mutants makes only the last level (target/ is absent with CARGO_TARGET_DIR)
     file_args=""
     for f in $files; do file_args="$file_args --file $f"; done
     test_args=""
