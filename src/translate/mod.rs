@@ -16,6 +16,7 @@ pub mod rename;
 pub mod splice;
 pub mod sse;
 pub mod translation;
+pub mod webdata;
 
 use crate::base::dialect::{Dialect, paths};
 
