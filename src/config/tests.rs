@@ -342,7 +342,7 @@ fn upstream_rules() {
             "proxy.yaml:9:13: upstream `f`: url must not carry credentials; use `auth:` instead",
             "proxy.yaml:10:13: upstream `g`: url `http://` is not a URL (for example http://127.0.0.1:11434)",
             "proxy.yaml:11:13: upstream `h`: url `x:80` must start with http:// or https://",
-            "proxy.yaml:12:31: upstream `i`: unknown dialect `klingon`; speaks is one of chat-completions, native, web-data",
+            "proxy.yaml:12:31: upstream `i`: unknown dialect `klingon`; speaks is one of chat-completions, native, web-data, web-data-v2",
             "proxy.yaml:13:60: upstream `j` timeouts.connect must be more than 0",
             &format!("proxy.yaml:13:76: upstream `j` timeouts.first_byte: `soon` {duration}"),
             &format!("proxy.yaml:13:88: upstream `j` timeouts.idle: `5` {duration}"),
@@ -471,7 +471,7 @@ limits: { max_body: 1.5MB, drain: forever }
             &format!(
                 "proxy.yaml:19:5: route /t: {mm}; this route translates chat-completions to native"
             ),
-            "proxy.yaml:21:27: route /s: unknown dialect `pirate`; speaks is one of chat-completions, native, web-data",
+            "proxy.yaml:21:27: route /s: unknown dialect `pirate`; speaks is one of chat-completions, native, web-data, web-data-v2",
             "proxy.yaml:22:15: route path `/q?x` must not have a query or fragment",
             "proxy.yaml:23:41: route /m: max_body must be more than 0",
             &format!("proxy.yaml:24:42: route /m2: max_body: `lots` {size}"),

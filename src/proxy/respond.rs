@@ -70,7 +70,7 @@ pub fn render(err: &ProxyError, dialect: Dialect) -> Response<Body> {
             "code": err.code(),
         }}),
         Dialect::Native => json!({ "error": message }),
-        Dialect::WebData => match err.code() {
+        Dialect::WebData | Dialect::WebDataV2 => match err.code() {
             Some(code) => {
                 json!({"success": false, "error": message, "code": code.to_ascii_uppercase()})
             }
@@ -93,7 +93,7 @@ pub fn stream_error(dialect: Dialect, message: &str) -> Bytes {
             let kind = chat_type(StatusCode::BAD_GATEWAY);
             crate::translate::sse::error_frame(message, kind, "upstream_error")
         }
-        Dialect::Native | Dialect::WebData => {
+        Dialect::Native | Dialect::WebData | Dialect::WebDataV2 => {
             let mut line = json!({ "error": message }).to_string().into_bytes();
             line.push(b'\n');
             Bytes::from(line)
