@@ -7,6 +7,7 @@
 use std::fmt::Write;
 
 use super::routes::translator_status;
+use crate::base::dialect::Dialect;
 use crate::base::units::{format_duration, format_size};
 use crate::table::{RouteTable, Target};
 
@@ -108,6 +109,7 @@ fn routes(out: &mut String, table: &RouteTable) {
         let upstream = table.upstream(r.upstream);
         let mode = match translator_status(r.speaks, upstream.speaks, &r.matcher) {
             _ if !r.translates(upstream) => "pass-through",
+            _ if upstream.speaks == Dialect::WebDataV2 => crate::translate::webdata::SUMMARY,
             None => "translate",
             Some(s) if s.starts_with("only") => "translate (in part: see warnings)",
             Some(_) => "translate (not yet: answers 501)",

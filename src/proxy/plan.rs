@@ -44,7 +44,9 @@ impl Plan {
     pub fn decide(x: &Exchange<'_>, req: &Request<Incoming>) -> Result<Plan, ProxyError> {
         let (route, upstream, path) = (x.route, x.upstream, x.path());
         let endpoint = translate::endpoint(route.speaks, upstream.speaks, path);
-        if route.translates(upstream) && endpoint.is_none() {
+        // Web-data clients of a v2-only upstream: `/v1/...` is translated, the rest passes.
+        let v2_passes = route.speaks == Dialect::WebData && upstream.speaks == Dialect::WebDataV2;
+        if route.translates(upstream) && endpoint.is_none() && !v2_passes {
             return Err(ProxyError::NoTranslator {
                 client: route.speaks,
                 upstream: upstream.speaks,

@@ -51,11 +51,14 @@ pub enum Endpoint {
     NativeShow,
     /// `/api/ps`: answered by lingo (no model is known to be loaded).
     NativePs,
+    /// Any web-data `/v1/...` call over a v2-only upstream (issue #15): [`webdata`] maps the
+    /// path, the body and the answer (`/v2/...` passes through).
+    WebDataV1,
 }
 
 /// Every translated endpoint: (client dialect, upstream dialect, path, endpoint). A path
 /// ending in `*` matches anything non-empty in its place.
-pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 12] = [
+pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 13] = [
     (
         Dialect::Chat,
         Dialect::Native,
@@ -127,6 +130,12 @@ pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 12] = [
         Dialect::Chat,
         "/api/ps",
         Endpoint::NativePs,
+    ),
+    (
+        Dialect::WebData,
+        Dialect::WebDataV2,
+        "/v1/*",
+        Endpoint::WebDataV1,
     ),
 ];
 

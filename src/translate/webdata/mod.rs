@@ -31,5 +31,9 @@ pub use refusal::Refusal;
 pub use request::{Translated, request};
 pub use route::{Call, Route, route};
 
+/// What a route from web-data clients to a v2-only upstream does, for `lingo check`.
+pub const SUMMARY: &str = "translate v1 -> v2 (scrape, crawl, batch, map, search, extract, usage; \
+     /v2 passes; /v1/llmstxt, deep-research, x402, schedules, fireclaw answer 501)";
+
 #[cfg(test)]
 mod tests;
