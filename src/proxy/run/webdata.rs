@@ -3,7 +3,7 @@
 //! the answer is read whole, told back in v1's shapes with its status kept, and the formats
 //! of a started crawl or batch are remembered on the upstream's [`Peer`] so that its status
 //! pages, polled on any connection, put json results where the client reads them. A watcher
-//! (WebSocket upgrade) is tunnelled to its v2 path.
+//! (WebSocket upgrade) is tunnelled to its v2 path, its text frames re-told the same way.
 
 use std::time::Instant;
 
@@ -20,7 +20,7 @@ use crate::http::redact::redact_headers;
 use crate::proxy::exchange::Exchange;
 use crate::runtime::Peer;
 use crate::table::{Target, Upstream};
-use crate::translate::webdata::{self, Answering, Call, JsonAs, Refusal};
+use crate::translate::webdata::{self, Answering, Call, Frames, JsonAs, Refusal};
 use crate::upstream::{self, headers};
 
 type Answer = Result<Response<Body>, ProxyError>;
@@ -31,7 +31,7 @@ pub async fn v1(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
     let route =
         webdata::route(req.method().as_str(), x.path(), query.as_deref()).map_err(refused)?;
     if headers::is_websocket_upgrade(req.headers()) {
-        return tunnel::proxy(&x.at_path(&route.path_and_query), req).await;
+        return watch(x, &route.path_and_query, req).await;
     }
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
@@ -71,6 +71,15 @@ pub async fn v1(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
         redacted(x.upstream, &mut head.headers, told)
     };
     Ok(Response::from_parts(head, Body::full(told)))
+}
+
+/// A v1 crawl watcher: tunnelled to its v2 path, its documents' json results where the job's
+/// v1 formats put them.
+async fn watch(x: &Exchange<'_>, v2_path: &str, req: Request<Incoming>) -> Answer {
+    let peer = x.snapshot.peer(x.route.upstream);
+    let json_as = webdata::status_id(x.path()).map_or(JsonAs::Unknown, |id| recall(peer, id));
+    let max = usize::try_from(x.snapshot.table.limits.max_answer).unwrap_or(usize::MAX);
+    tunnel::watcher(&x.at_path(v2_path), req, Frames::new(json_as, max)).await
 }
 
 /// A v1 request lingo will not send on, told in the v1 shape (`details` included).

@@ -7,6 +7,7 @@
 //! - [`request`]: the bodies, per endpoint: scrape options (6.2, in [`scrape`]), crawl and map
 //!   (6.3, in [`crawl`]), batch, search and extract.
 //! - [`answer`]: v2 answers back to v1 (6.4), per endpoint, WebSocket frames included.
+//! - [`Frames`]: the WebSocket watcher's frames, upstream to client, with the same rule.
 //! - [`Jobs`]: which v1 formats a crawl or batch asked for, so status pages polled on another
 //!   connection still say `extract` where the client asked for `extract`.
 //! - [`Refusal`]: what lingo answers instead of translating: a v1-shaped error naming the field.
@@ -18,6 +19,7 @@
 pub mod answer;
 mod crawl;
 mod formats;
+mod frames;
 mod jobs;
 mod keys;
 mod refusal;
@@ -26,6 +28,7 @@ pub mod route;
 mod scrape;
 
 pub use answer::{Answering, JsonAs, answer, ws_frame};
+pub use frames::{Frames, encode};
 pub use jobs::{Jobs, TTL, job_id, status_id};
 pub use refusal::Refusal;
 pub use request::{Translated, request};

@@ -304,3 +304,58 @@ fn job_ids_from_answers_and_paths() {
     assert_eq!(status_id("/v1/crawl/j1/errors"), None);
     assert_eq!(status_id("/v1/scrape/j1"), None);
 }
+
+/// What the client receives for `stream`, pushed in `pieces`.
+fn through_frames(stream: &[u8], cuts: &[usize], max: usize) -> Vec<u8> {
+    let mut frames = Frames::new(JsonAs::Extract, max);
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &cut in cuts.iter().chain(std::iter::once(&stream.len())) {
+        out.extend_from_slice(&frames.push(&stream[at..cut]));
+        at = cut;
+    }
+    out.extend_from_slice(&frames.finish());
+    out
+}
+
+#[test]
+fn watcher_frames_are_retold_whole_however_they_arrive() {
+    let long_doc = "x".repeat(300);
+    let doc = json!({"type": "document", "data": {"json": 1, "markdown": long_doc}}).to_string();
+    let want_doc =
+        json!({"type": "document", "data": {"extract": 1, "markdown": long_doc}}).to_string();
+    let ping = [0x89, 0x00];
+    let masked = [0x81, 0x82, 1, 2, 3, 4, b'{' ^ 1, b'}' ^ 2];
+    let fragment = [0x01, 0x02, b'{', b'}'];
+    let close = [0x88, 0x02, 0x03, 0xe8];
+    let mut stream = encode(0x81, doc.as_bytes()).to_vec();
+    stream.extend_from_slice(&ping);
+    stream.extend_from_slice(&masked);
+    stream.extend_from_slice(&fragment);
+    stream.extend_from_slice(&encode(0x81, b"{\"type\":\"done\"}"));
+    stream.extend_from_slice(&close);
+    let mut want = encode(0x81, want_doc.as_bytes()).to_vec();
+    want.extend_from_slice(&stream[encode(0x81, doc.as_bytes()).len()..]);
+    assert_eq!(through_frames(&stream, &[], 1 << 20), want);
+    for cut in 0..=stream.len() {
+        assert_eq!(
+            through_frames(&stream, &[cut], 1 << 20),
+            want,
+            "cut at {cut}"
+        );
+    }
+    let bytewise: Vec<usize> = (1..stream.len()).collect();
+    assert_eq!(through_frames(&stream, &bytewise, 1 << 20), want);
+    // A frame over the limit, and everything after it, goes on untouched.
+    assert_eq!(through_frames(&stream, &[3], 100), stream);
+}
+
+#[test]
+fn frame_lengths_use_the_short_forms() {
+    assert_eq!(&encode(0x81, &[b'a'; 125])[..2], &[0x81, 125]);
+    assert_eq!(&encode(0x81, &[b'a'; 126])[..4], &[0x81, 126, 0, 126]);
+    assert_eq!(
+        &encode(0x81, &vec![b'a'; 70_000])[..10],
+        &[0x81, 127, 0, 0, 0, 0, 0, 1, 0x11, 0x70]
+    );
+}
