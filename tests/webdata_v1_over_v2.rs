@@ -261,7 +261,7 @@ async fn upstream_errors_keep_status_and_envelope() {
 async fn lingo_check_says_which_calls_are_translated() {
     let yaml = table(
         "upstreams:\n  fc:\n    mock: {}\n    speaks: web-data-v2\n\
-         routes:\n  - { prefix: /v1, to: fc }\n",
+         routes:\n  - { prefix: /v1, to: fc }\n  - { prefix: /v2, to: fc }\n",
     );
     let table = lingo::config::load_str(&yaml, std::path::Path::new("proxy.yaml")).unwrap();
     assert!(table.warnings.is_empty(), "{:?}", table.warnings);
@@ -271,4 +271,8 @@ async fn lingo_check_says_which_calls_are_translated() {
         "{summary}"
     );
     assert!(summary.contains("translate v1 -> v2"), "{summary}");
+    assert!(
+        summary.contains("(web-data-v2)  pass-through (version 2)"),
+        "{summary}"
+    );
 }

@@ -896,3 +896,19 @@ fn upstream_tls_and_http2() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn web_data_v2_upstreams_have_web_data_clients() {
+    let table = ok(&format!(
+        "{LISTEN}upstreams:\n  fc: {{ mock: {{}}, speaks: web-data-v2 }}\n\
+         routes:\n  - {{ prefix: /v1, to: fc }}\n  - {{ prefix: /v2, speaks: web-data-v2, to: fc }}\n"
+    ));
+    assert_eq!(table.upstreams[0].speaks, Dialect::WebDataV2);
+    let v1 = table.find("/v1/scrape").unwrap();
+    assert_eq!(v1.speaks, Dialect::WebData);
+    assert!(v1.translates(&table.upstreams[0]));
+    let v2 = table.find("/v2/scrape").unwrap();
+    assert_eq!(v2.speaks, Dialect::WebDataV2);
+    assert!(!v2.translates(&table.upstreams[0]));
+    assert!(table.warnings.is_empty(), "{:?}", table.warnings);
+}
