@@ -276,3 +276,22 @@ async fn lingo_check_says_which_calls_are_translated() {
         "{summary}"
     );
 }
+
+#[tokio::test]
+async fn a_rate_limit_gets_the_retry_after_its_message_names() {
+    let body = r#"{"success":false,"error":"Rate limit exceeded. Consumed (req/min): 11, Remaining (req/min): 0. Upgrade your plan at https://firecrawl.dev/pricing for increased rate limits or please retry after 25s, resets at Mon Nov 23 2026"}"#;
+    let backend = Backend::json(429, body).await;
+    let yaml = table(&format!(
+        "upstreams:\n  fc:\n    url: {}\n    speaks: web-data-v2\n    auth: {{ bearer: {{ value: fc-upstream-key }} }}\n\
+         routes:\n  - {{ prefix: /v1, to: fc }}\n",
+        backend.url()
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let answer = get(&lingo.url("/v1/team/token-usage?x=1")).await;
+    assert_eq!(answer.status, 429);
+    assert_eq!(answer.headers["retry-after"], "25");
+    assert_eq!(answer.body, body);
+    let seen = backend.last();
+    assert_eq!(seen.uri, "/v2/team/token-usage?x=1");
+    assert_eq!(seen.headers["authorization"], "Bearer fc-upstream-key");
+}

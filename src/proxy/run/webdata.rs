@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use hyper::body::Incoming;
-use hyper::header::CONTENT_LENGTH;
+use hyper::header::{CONTENT_LENGTH, HeaderValue, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 
 use super::shared::{read_body, send, whole};
@@ -62,6 +62,7 @@ pub async fn v1(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
         public_base: &x.public_base,
         base_path: base_path(x.upstream),
     };
+    retry_after(&mut head, &whole);
     let told = webdata::answer(&at, head.status.as_u16(), &whole).unwrap_or(whole);
     headers::to_client(&mut head.headers, &x.request_id, false);
     head.headers.remove(CONTENT_LENGTH);
@@ -80,6 +81,16 @@ async fn watch(x: &Exchange<'_>, v2_path: &str, req: Request<Incoming>) -> Answe
     let json_as = webdata::status_id(x.path()).map_or(JsonAs::Unknown, |id| recall(peer, id));
     let max = usize::try_from(x.snapshot.table.limits.max_answer).unwrap_or(usize::MAX);
     tunnel::watcher(&x.at_path(v2_path), req, Frames::new(json_as, max)).await
+}
+
+/// A 429 gets the `Retry-After` its message names, unless the upstream sent one.
+fn retry_after(head: &mut hyper::http::response::Parts, answer: &[u8]) {
+    if head.status == StatusCode::TOO_MANY_REQUESTS
+        && !head.headers.contains_key(RETRY_AFTER)
+        && let Some(seconds) = webdata::retry_after(answer)
+    {
+        head.headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
 }
 
 /// A v1 request lingo will not send on, told in the v1 shape (`details` included).

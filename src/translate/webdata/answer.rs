@@ -44,6 +44,19 @@ pub fn answer(at: &Answering<'_>, status: u16, body: &[u8]) -> Option<Bytes> {
     changed.then(|| Bytes::from(serde_json::to_vec(&obj).unwrap_or_default()))
 }
 
+/// The wait a rate-limited answer's message names ("... please retry after 25s, resets at
+/// ..."): the API sends no `Retry-After` header, so lingo adds one from it (spec 4, 6.4).
+pub fn retry_after(body: &[u8]) -> Option<u64> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let message = v.get("error")?.as_str()?.to_ascii_lowercase();
+    let rest = &message[message.find("retry after ")? + "retry after ".len()..];
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let seconds = rest[..digits].parse().ok()?;
+    rest[digits..].starts_with('s').then_some(seconds)
+}
+
 /// A WebSocket watcher frame (`catchup` with its documents, or one `document`) with json
 /// results where the client reads them; `None` when it goes on unchanged.
 pub fn ws_frame(json_as: JsonAs, text: &str) -> Option<String> {

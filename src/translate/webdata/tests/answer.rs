@@ -359,3 +359,21 @@ fn frame_lengths_use_the_short_forms() {
         &[0x81, 127, 0, 0, 0, 0, 0, 1, 0x11, 0x70]
     );
 }
+
+#[test]
+fn retry_after_is_read_from_the_rate_limit_message() {
+    let cases: &[(&str, Option<u64>)] = &[
+        (
+            r#"{"success":false,"error":"Rate limit exceeded. Consumed (req/min): 11, Remaining (req/min): 0. Upgrade your plan at https://firecrawl.dev/pricing for increased rate limits or please retry after 25s, resets at Mon Nov 23 2026"}"#,
+            Some(25),
+        ),
+        (r#"{"success":false,"error":"Retry after 3s"}"#, Some(3)),
+        (r#"{"success":false,"error":"retry after a while"}"#, None),
+        (r#"{"success":false,"error":"retry after 5 minutes"}"#, None),
+        (r#"{"success":false}"#, None),
+        ("not json", None),
+    ];
+    for (body, want) in cases {
+        assert_eq!(retry_after(body.as_bytes()), *want, "{body}");
+    }
+}
