@@ -51,13 +51,25 @@ pub async fn v1(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
         &route.path_and_query,
         up,
     );
-    let (mut head, body) = answer.await?.into_parts();
+    told(x, peer, route.call, json_as, answer.await?).await
+}
+
+/// The v2 answer read whole and told back in v1's shapes, its status kept; a started job's
+/// formats remembered.
+async fn told(
+    x: &Exchange<'_>,
+    peer: &Peer,
+    call: Call,
+    json_as: JsonAs,
+    answer: Response<Body>,
+) -> Answer {
+    let (mut head, body) = answer.into_parts();
     let whole = whole(x, x.upstream, Response::new(body)).await?;
-    if matches!(route.call, Call::Crawl | Call::Batch) && head.status.is_success() {
+    if matches!(call, Call::Crawl | Call::Batch) && head.status.is_success() {
         remember(peer, &whole, json_as);
     }
     let at = Answering {
-        call: route.call,
+        call,
         json_as,
         public_base: &x.public_base,
         base_path: base_path(x.upstream),
