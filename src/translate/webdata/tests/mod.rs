@@ -1,6 +1,7 @@
 //! Table-driven tests of the v1 -> v2 translation, one case per row of spec 6.1-6.4.
 
 mod answer;
+mod hostile;
 mod request;
 mod route;
 
