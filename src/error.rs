@@ -95,6 +95,16 @@ pub enum ProxyError {
         /// The upstream's `Retry-After`, verbatim (seconds or an HTTP date).
         retry_after: Option<HeaderValue>,
     },
+
+    /// A request a translator refuses with its own status and the API's list of issues
+    /// (web-data v1 over a v2 upstream: a 400 naming the field, a 501 for an endpoint v2
+    /// has no counterpart for). The web-data rendering carries `details`.
+    #[error("{message}")]
+    Refused {
+        status: StatusCode,
+        message: String,
+        details: Vec<serde_json::Value>,
+    },
 }
 
 // === impl ProxyError ===
@@ -119,7 +129,7 @@ impl ProxyError {
             }
             ProxyError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::Invalid { .. } => StatusCode::BAD_REQUEST,
-            ProxyError::Upstream { status, .. } => *status,
+            ProxyError::Upstream { status, .. } | ProxyError::Refused { status, .. } => *status,
         }
     }
 
@@ -141,7 +151,9 @@ impl ProxyError {
             }
             ProxyError::Unreachable { .. } => "upstream_unreachable",
             ProxyError::Timeout { .. } => "upstream_timeout",
-            ProxyError::Invalid { .. } | ProxyError::BadAnswer { .. } => return None,
+            ProxyError::Invalid { .. }
+            | ProxyError::BadAnswer { .. }
+            | ProxyError::Refused { .. } => return None,
             ProxyError::Upstream { code, .. } => return *code,
         })
     }

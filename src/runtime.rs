@@ -2,10 +2,11 @@
 //! its upstreams, the pooled client and what lingo has learnt about it. One [`Snapshot`] is
 //! swapped in by a reload and held by each request from its start to its end.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::table::{RouteTable, Upstream};
+use crate::translate::webdata::{self, Jobs};
 use crate::upstream::UpstreamClient;
 
 /// Everything derived from one version of the file, swapped as one.
@@ -25,7 +26,14 @@ pub struct Peer {
     pub client: UpstreamClient,
     /// Learnt that it has only the legacy `/api/embeddings` (forgotten on reload).
     legacy_embeddings: AtomicBool,
+    /// The v1 formats of the crawls and batches web-data v1 clients started on it (a
+    /// v2-only upstream), for their status pages. Forgotten on reload: status pages then
+    /// give json results under both names.
+    pub jobs: Mutex<Jobs>,
 }
+
+/// How many web-data jobs an upstream's [`Peer::jobs`] remembers.
+pub const JOBS_REMEMBERED: usize = 10_000;
 
 // === impl Snapshot ===
 
@@ -38,6 +46,7 @@ impl Snapshot {
                 spec: Arc::clone(spec),
                 client: UpstreamClient::new(spec),
                 legacy_embeddings: AtomicBool::new(false),
+                jobs: Mutex::new(Jobs::new(JOBS_REMEMBERED, webdata::TTL)),
             })
             .collect();
         Snapshot {

@@ -1,4 +1,4 @@
-//! The three wire dialects lingo speaks: their names in `proxy.yaml`, and which one a path
+//! The wire dialects lingo speaks: their names in `proxy.yaml`, and which one a path
 //! implies when no route decided it.
 
 /// A wire dialect: what a client or an upstream speaks.
@@ -10,6 +10,10 @@ pub enum Dialect {
     Native,
     /// The scrape/crawl API (`/v1/...`, `/v2/...`).
     WebData,
+    /// The scrape/crawl API, version 2 only (`/v2/...`): an upstream that no longer serves
+    /// `/v1/...`. Clients of its routes still speak [`Dialect::WebData`]; lingo translates
+    /// their `/v1/...` calls (issue #15).
+    WebDataV2,
 }
 
 // === impl Dialect ===
@@ -21,6 +25,7 @@ impl Dialect {
             Dialect::Chat => "chat-completions",
             Dialect::Native => "native",
             Dialect::WebData => "web-data",
+            Dialect::WebDataV2 => "web-data-v2",
         }
     }
 
@@ -30,12 +35,23 @@ impl Dialect {
             "chat-completions" => Some(Dialect::Chat),
             "native" => Some(Dialect::Native),
             "web-data" => Some(Dialect::WebData),
+            "web-data-v2" => Some(Dialect::WebDataV2),
             _ => None,
         }
     }
 
     /// All dialects, in the order they are documented.
-    pub const ALL: [Dialect; 3] = [Dialect::Chat, Dialect::Native, Dialect::WebData];
+    pub const ALL: [Dialect; 4] = [
+        Dialect::Chat,
+        Dialect::Native,
+        Dialect::WebData,
+        Dialect::WebDataV2,
+    ];
+
+    /// Whether this is the web-data API, in either version (same envelopes, same links).
+    pub const fn is_web_data(self) -> bool {
+        matches!(self, Dialect::WebData | Dialect::WebDataV2)
+    }
 }
 
 impl std::fmt::Display for Dialect {

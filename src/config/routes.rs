@@ -18,11 +18,14 @@ pub fn translator_status(
     upstream: Dialect,
     matcher: &PathMatch,
 ) -> Option<String> {
-    use Dialect::{Chat, Native, WebData};
-    if client == upstream {
-        return None;
+    use Dialect::{Chat, Native, WebData, WebDataV2};
+    match (client, upstream) {
+        _ if client == upstream => return None,
+        // v1 calls are translated (those v2 has no home for answer 501); v2 calls pass.
+        (WebData, WebDataV2) | (WebDataV2, WebData) => return None,
+        _ => {}
     }
-    if let (WebData, _) | (_, WebData) = (client, upstream) {
+    if client.is_web_data() || upstream.is_web_data() {
         return Some(
             "web-data and the model dialects cannot be translated into each other; answers 501"
                 .into(),
@@ -86,7 +89,7 @@ pub(super) fn compile(
         let Some(upstream_speaks) = upstreams[index].speaks else {
             continue;
         };
-        let Some(speaks) = client.unwrap_or(Some(upstream_speaks)) else {
+        let Some(speaks) = client.unwrap_or(Some(default_client(upstream_speaks))) else {
             continue;
         };
         let settings = (r.allow_model_management, r.options.as_ref());
@@ -130,6 +133,15 @@ fn once(
             format!("route {matcher} is defined twice: lines {first} and {line}"),
         ),
         None => seen.push((matcher.clone(), line)),
+    }
+}
+
+/// What a route's clients speak when it does not say: its upstream's dialect, except that
+/// the clients of a v2-only web-data upstream speak web-data (their v1 calls are translated).
+pub fn default_client(upstream: Dialect) -> Dialect {
+    match upstream {
+        Dialect::WebDataV2 => Dialect::WebData,
+        other => other,
     }
 }
 

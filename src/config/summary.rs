@@ -7,8 +7,9 @@
 use std::fmt::Write;
 
 use super::routes::translator_status;
+use crate::base::dialect::Dialect;
 use crate::base::units::{format_duration, format_size};
-use crate::table::{RouteTable, Target};
+use crate::table::{PathMatch, RouteTable, Target};
 use crate::translate::native::Extras;
 
 /// Renders the report; one section per part of the table, routes in file order.
@@ -102,6 +103,14 @@ fn models(out: &mut String, table: &RouteTable) {
     }
 }
 
+/// Whether a route takes web-data v1 calls (which a v2-only upstream gets translated).
+fn covers_v1(matcher: &PathMatch) -> bool {
+    match matcher {
+        PathMatch::Exact(p) | PathMatch::Prefix(p) if p.starts_with("/v1/") => true,
+        m => m.covers("/v1/scrape"),
+    }
+}
+
 fn routes(out: &mut String, table: &RouteTable) {
     let _ = writeln!(out, "\nroutes");
     let width = width(&table.routes, |r| r.matcher.to_string().len());
@@ -109,6 +118,10 @@ fn routes(out: &mut String, table: &RouteTable) {
         let upstream = table.upstream(r.upstream);
         let mode = match translator_status(r.speaks, upstream.speaks, &r.matcher) {
             _ if !r.translates(upstream) => "pass-through",
+            _ if upstream.speaks == Dialect::WebDataV2 && covers_v1(&r.matcher) => {
+                crate::translate::webdata::SUMMARY
+            }
+            _ if upstream.speaks == Dialect::WebDataV2 => "pass-through (version 2)",
             None => "translate",
             Some(s) if s.starts_with("only") => "translate (in part: see warnings)",
             Some(_) => "translate (not yet: answers 501)",

@@ -342,7 +342,7 @@ fn upstream_rules() {
             "proxy.yaml:9:13: upstream `f`: url must not carry credentials; use `auth:` instead",
             "proxy.yaml:10:13: upstream `g`: url `http://` is not a URL (for example http://127.0.0.1:11434)",
             "proxy.yaml:11:13: upstream `h`: url `x:80` must start with http:// or https://",
-            "proxy.yaml:12:31: upstream `i`: unknown dialect `klingon`; speaks is one of chat-completions, native, web-data",
+            "proxy.yaml:12:31: upstream `i`: unknown dialect `klingon`; speaks is one of chat-completions, native, web-data, web-data-v2",
             "proxy.yaml:13:60: upstream `j` timeouts.connect must be more than 0",
             &format!("proxy.yaml:13:76: upstream `j` timeouts.first_byte: `soon` {duration}"),
             &format!("proxy.yaml:13:88: upstream `j` timeouts.idle: `5` {duration}"),
@@ -471,7 +471,7 @@ limits: { max_body: 1.5MB, drain: forever }
             &format!(
                 "proxy.yaml:19:5: route /t: {mm}; this route translates chat-completions to native"
             ),
-            "proxy.yaml:21:27: route /s: unknown dialect `pirate`; speaks is one of chat-completions, native, web-data",
+            "proxy.yaml:21:27: route /s: unknown dialect `pirate`; speaks is one of chat-completions, native, web-data, web-data-v2",
             "proxy.yaml:22:15: route path `/q?x` must not have a query or fragment",
             "proxy.yaml:23:41: route /m: max_body must be more than 0",
             &format!("proxy.yaml:24:42: route /m2: max_body: `lots` {size}"),
@@ -552,9 +552,10 @@ fn translator_status_covers_every_pair() {
     for client in Dialect::ALL {
         for upstream in Dialect::ALL {
             let status = translator_status(client, upstream, &elsewhere);
+            let web_data_pair = client.is_web_data() && upstream.is_web_data();
             assert_eq!(
                 status.is_none(),
-                client == upstream,
+                client == upstream || web_data_pair,
                 "{client} -> {upstream}"
             );
             assert!(status.is_none_or(|s| s.ends_with("answers 501")));
@@ -929,4 +930,20 @@ fn upstream_tls_and_http2() {
         errs[2].contains("cannot read TLS CA certificate file"),
         "{errs:?}"
     );
+}
+
+#[test]
+fn web_data_v2_upstreams_have_web_data_clients() {
+    let table = ok(&format!(
+        "{LISTEN}upstreams:\n  fc: {{ mock: {{}}, speaks: web-data-v2 }}\n\
+         routes:\n  - {{ prefix: /v1, to: fc }}\n  - {{ prefix: /v2, speaks: web-data-v2, to: fc }}\n"
+    ));
+    assert_eq!(table.upstreams[0].speaks, Dialect::WebDataV2);
+    let v1 = table.find("/v1/scrape").unwrap();
+    assert_eq!(v1.speaks, Dialect::WebData);
+    assert!(v1.translates(&table.upstreams[0]));
+    let v2 = table.find("/v2/scrape").unwrap();
+    assert_eq!(v2.speaks, Dialect::WebDataV2);
+    assert!(!v2.translates(&table.upstreams[0]));
+    assert!(table.warnings.is_empty(), "{:?}", table.warnings);
 }

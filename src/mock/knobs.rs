@@ -2,7 +2,7 @@
 //! request by an `X-Mock` header or a `@knob=value,...` suffix on the model name.
 //!
 //! `tokens=3,token_delay=20ms,first_token_delay=1s,embedding_size=8,status=503,
-//! error_after=2,cut_after=2,speaks=chat-completions`
+//! error_after=2,cut_after=2,speaks=chat-completions` (or `speaks=web-data-v2`)
 
 use std::time::Duration;
 
@@ -128,6 +128,8 @@ mod tests {
         assert_eq!(k.speaks, None);
         k.apply("speaks=chat-completions").unwrap();
         assert_eq!(k.speaks, Some(Dialect::Chat));
+        k.apply("speaks=web-data-v2").unwrap();
+        assert_eq!(k.speaks, Some(Dialect::WebDataV2));
         for bad in [
             "tokens",
             "tokens=x",

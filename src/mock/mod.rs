@@ -7,8 +7,9 @@
 //! [`handle`]. Knobs (see [`knobs`]) come from the table or flags, and per request from an
 //! `X-Mock` header or a `model@knob=value` model name. A `mock:` upstream answers in the
 //! dialect it `speaks` (the `speaks` knob): chat-completions mocks serve the official `/v1/*`
-//! inference paths (`chat/`); the others, and the standalone mock, answer `/api/*` natively
-//! and everything else as the web-data API.
+//! inference paths (`chat/`); web-data-v2 mocks serve version 2 of the web-data API only
+//! (`webdata/v2.rs`); the others, and the standalone mock, answer `/api/*` natively and
+//! everything else as the web-data API.
 
 mod chat;
 pub mod knobs;
@@ -134,6 +135,10 @@ pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
         .get(HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("localhost");
+    if knobs.speaks == Some(Dialect::WebDataV2) {
+        let query = parts.uri.query().unwrap_or("");
+        return webdata::v2::handle(&parts.method, path, query, &request, host);
+    }
     route(
         &parts.method,
         path,

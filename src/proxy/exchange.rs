@@ -114,6 +114,15 @@ impl<'a> Exchange<'a> {
         &self.path_and_query[..self.path_len]
     }
 
+    /// The same exchange, for another path and query on the same upstream (a web-data v1
+    /// call's v2 counterpart).
+    pub fn at_path(&self, path_and_query: &str) -> Exchange<'a> {
+        let mut x = self.to_upstream(self.route.upstream);
+        x.path_len = path_and_query.find('?').unwrap_or(path_and_query.len());
+        x.path_and_query = path_and_query.to_owned();
+        x
+    }
+
     /// The same exchange, sent to another upstream of the table (a model alias's).
     pub fn to_upstream(&self, index: usize) -> Exchange<'a> {
         let peer = self.snapshot.peer(index);

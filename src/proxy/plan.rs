@@ -51,7 +51,9 @@ impl Plan {
                 path: path.to_owned(),
             });
         }
-        if route.translates(upstream) && endpoint.is_none() {
+        // Web-data clients of a v2-only upstream: `/v1/...` is translated, the rest passes.
+        let v2_passes = route.speaks == Dialect::WebData && upstream.speaks == Dialect::WebDataV2;
+        if route.translates(upstream) && endpoint.is_none() && !v2_passes {
             return Err(ProxyError::NoTranslator {
                 client: route.speaks,
                 upstream: upstream.speaks,

@@ -70,18 +70,27 @@ pub fn render(err: &ProxyError, dialect: Dialect) -> Response<Body> {
             "code": err.code(),
         }}),
         Dialect::Native => json!({ "error": message }),
-        Dialect::WebData => match err.code() {
-            Some(code) => {
-                json!({"success": false, "error": message, "code": code.to_ascii_uppercase()})
-            }
-            None => json!({"success": false, "error": message}),
-        },
+        Dialect::WebData | Dialect::WebDataV2 => web_data(err, message),
     };
     let mut response = crate::http::body::json(status, value.to_string());
     if let Some(value) = err.retry_after() {
         response.headers_mut().insert(RETRY_AFTER, value);
     }
     response
+}
+
+/// `{"success":false,"error","code"?,"details"?}`: the web-data shape, both versions.
+fn web_data(err: &ProxyError, message: String) -> serde_json::Value {
+    let mut body = json!({"success": false, "error": message});
+    if let Some(code) = err.code() {
+        body["code"] = code.to_ascii_uppercase().into();
+    }
+    if let ProxyError::Refused { details, .. } = err
+        && !details.is_empty()
+    {
+        body["details"] = serde_json::Value::Array(details.clone());
+    }
+    body
 }
 
 /// The last frame of a stream that broke after its head was sent, in the stream's dialect:
@@ -93,7 +102,7 @@ pub fn stream_error(dialect: Dialect, message: &str) -> Bytes {
             let kind = chat_type(StatusCode::BAD_GATEWAY);
             crate::translate::sse::error_frame(message, kind, "upstream_error")
         }
-        Dialect::Native | Dialect::WebData => {
+        Dialect::Native | Dialect::WebData | Dialect::WebDataV2 => {
             let mut line = json!({ "error": message }).to_string().into_bytes();
             line.push(b'\n');
             Bytes::from(line)
@@ -290,6 +299,17 @@ mod tests {
                 "invalid_request_error",
                 Some("model_not_found"),
             ),
+            (
+                ProxyError::Refused {
+                    status: StatusCode::NOT_IMPLEMENTED,
+                    message: "/v1/llmstxt has no v2 equivalent on this upstream".into(),
+                    details: Vec::new(),
+                },
+                501,
+                "/v1/llmstxt has no v2 equivalent on this upstream",
+                "server_error",
+                None,
+            ),
         ];
         for (err, status, message, kind, code) in cases {
             let param = err.param().map(str::to_owned);
@@ -309,6 +329,21 @@ mod tests {
             }
             assert_eq!(body_of(render(&err, Dialect::WebData)), (status, web));
         }
+    }
+
+    #[test]
+    fn web_data_refusals_carry_their_details() {
+        let err = ProxyError::Refused {
+            status: StatusCode::BAD_REQUEST,
+            message: "Bad Request: agent (FIRE-1) is not supported by this upstream".into(),
+            details: vec![json!({"code": "custom", "path": ["agent"], "message": "m"})],
+        };
+        let want = json!({"success": false,
+            "error": "Bad Request: agent (FIRE-1) is not supported by this upstream",
+            "details": [{"code": "custom", "path": ["agent"], "message": "m"}]});
+        assert_eq!(body_of(render(&err, Dialect::WebData)), (400, want));
+        let (_, native) = body_of(render(&err, Dialect::Native));
+        assert!(native.get("details").is_none());
     }
 
     #[test]

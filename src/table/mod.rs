@@ -255,7 +255,9 @@ impl PathMatch {
 impl Route {
     /// True when the client's dialect differs from the upstream's, so a translator is needed.
     pub fn translates(&self, upstream: &Upstream) -> bool {
-        self.speaks != upstream.speaks
+        // A v2-only web-data client of an upstream that serves both versions just passes.
+        let v2_on_both = self.speaks == Dialect::WebDataV2 && upstream.speaks == Dialect::WebData;
+        self.speaks != upstream.speaks && !v2_on_both
     }
 }
 

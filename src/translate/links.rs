@@ -35,8 +35,9 @@ pub fn rebase_links(body: &Bytes, public_base: &str, base_path: &str) -> Option<
     Some(splice::pieces(body, edits))
 }
 
-/// `https://up:3002/base/v1/crawl/x?skip=2` -> `<public_base>/v1/crawl/x?skip=2`.
-fn rebase(link: &str, public_base: &str, base_path: &str) -> Option<String> {
+/// `https://up:3002/base/v1/crawl/x?skip=2` -> `<public_base>/v1/crawl/x?skip=2`; `None`
+/// for anything but an absolute http(s) link.
+pub fn rebase(link: &str, public_base: &str, base_path: &str) -> Option<String> {
     let uri: Uri = link.parse().ok()?;
     if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.authority().is_none() {
         return None;

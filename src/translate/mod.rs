@@ -16,6 +16,7 @@ pub mod rename;
 pub mod splice;
 pub mod sse;
 pub mod translation;
+pub mod webdata;
 
 use crate::base::dialect::{Dialect, paths};
 
@@ -52,11 +53,14 @@ pub enum Endpoint {
     NativePs,
     /// `/api/version`: answered by lingo ([`native::models::NATIVE_VERSION`]).
     NativeVersion,
+    /// Any web-data `/v1/...` call over a v2-only upstream (issue #15): [`webdata`] maps the
+    /// path, the body and the answer (`/v2/...` passes through).
+    WebDataV1,
 }
 
 /// Every translated endpoint: (client dialect, upstream dialect, path, endpoint). A path
 /// ending in `*` matches anything non-empty in its place.
-pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 13] = [
+pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 14] = [
     (
         Dialect::Chat,
         Dialect::Native,
@@ -134,6 +138,12 @@ pub const ENDPOINTS: [(Dialect, Dialect, &str, Endpoint); 13] = [
         Dialect::Chat,
         "/api/version",
         Endpoint::NativeVersion,
+    ),
+    (
+        Dialect::WebData,
+        Dialect::WebDataV2,
+        "/v1/*",
+        Endpoint::WebDataV1,
     ),
 ];
 

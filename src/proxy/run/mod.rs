@@ -3,7 +3,8 @@
 //! [`pass`] forwards unchanged; [`tunnel`] tunnels a WebSocket; [`rename`] and [`tags`] serve
 //! model aliases on native routes; [`translate`] drives every translation (chat,
 //! completions, [`embeddings`], and [`native`] clients over a chat-completions upstream;
-//! their model listings in [`native_models`]),
+//! their model listings in [`native_models`]; web-data v1 clients over a v2-only upstream
+//! in [`webdata`]),
 //! re-framing streams through [`reframe`]; [`models`]
 //! translates the model listings; [`shared`] is what they all use.
 
@@ -18,6 +19,7 @@ pub mod shared;
 pub mod tags;
 pub mod translate;
 pub mod tunnel;
+pub mod webdata;
 
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -48,6 +50,7 @@ pub async fn run(
         Plan::Translate(Endpoint::NativeShow) => native_models::show(x, req).await,
         Plan::Translate(Endpoint::NativePs) => native_models::ps(),
         Plan::Translate(Endpoint::NativeVersion) => native_models::version(),
+        Plan::Translate(Endpoint::WebDataV1) => webdata::v1(x, req).await,
         Plan::Tunnel => tunnel::proxy(x, req).await,
         Plan::ListTags => tags::handle(x, req).await,
         Plan::Rename => rename::handle(x, req).await,

@@ -11,7 +11,6 @@ use http_body_util::{BodyExt, Limited};
 use hyper::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, Version};
 
-use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::{Body, BoxError, Prepend};
 use crate::http::idle::Idle;
@@ -46,7 +45,7 @@ where
         let body = Body::new(Redacting::new(body, &auth.key));
         return Ok(Response::from_parts(parts, body));
     }
-    if call.upstream.speaks == Dialect::WebData && is_json(&parts.headers) {
+    if call.upstream.speaks.is_web_data() && is_json(&parts.headers) {
         let waiting = call.stats.waiting();
         let body = rebase_answer(call, &mut parts.headers, Box::pin(body)).await?;
         drop(waiting);
@@ -71,7 +70,7 @@ where
     // length of a body that knows it (the client's own, unchanged, or one rewritten on the
     // way, such as an alias) and chunks one that does not.
     parts.headers.remove(CONTENT_LENGTH);
-    if call.upstream.speaks == Dialect::WebData || call.upstream.auth.is_some() {
+    if call.upstream.speaks.is_web_data() || call.upstream.auth.is_some() {
         // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
         parts
             .headers

@@ -9,9 +9,10 @@
 use std::future::poll_fn;
 
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, SEC_WEBSOCKET_PROTOCOL};
+use hyper::header::{HeaderValue, SEC_WEBSOCKET_EXTENSIONS, SEC_WEBSOCKET_PROTOCOL};
 use hyper::{HeaderMap, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tower_service::Service;
 
 use crate::auth;
@@ -21,17 +22,40 @@ use crate::http::idle::Idle;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
 use crate::table::Auth;
+use crate::translate::webdata::Frames;
 use crate::upstream::{self, UpstreamClient, headers};
 
 /// Tunnels a WebSocket upgrade to the call's upstream: connect, send the handshake with the
 /// key swapped in, and once both sides have switched protocols, copy bytes both ways.
 pub async fn proxy(
     call: &Exchange<'_>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ProxyError> {
+    open(call, req, None).await
+}
+
+/// A web-data v1 watcher on a v2-only upstream: tunnelled like [`proxy`], but the
+/// upstream's text frames are re-told by `frames` on the way down. No extension (compression)
+/// is offered, so that the frames stay readable.
+pub async fn watcher(
+    call: &Exchange<'_>,
+    req: Request<Incoming>,
+    frames: Frames,
+) -> Result<Response<Body>, ProxyError> {
+    open(call, req, Some(frames)).await
+}
+
+async fn open(
+    call: &Exchange<'_>,
     mut req: Request<Incoming>,
+    frames: Option<Frames>,
 ) -> Result<Response<Body>, ProxyError> {
     let upstream = call.upstream;
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
+    if frames.is_some() {
+        parts.headers.remove(SEC_WEBSOCKET_EXTENSIONS);
+    }
     let offer = parts.headers.get(SEC_WEBSOCKET_PROTOCOL).cloned();
     parts.version = hyper::Version::HTTP_11;
     headers::to_upstream(&mut parts.headers, &forwarding(call, true));
@@ -56,7 +80,7 @@ pub async fn proxy(
         return Ok(response.map(|b| Body::new(Idle::new(b, idle))));
     }
     let upstream_upgrade = hyper::upgrade::on(&mut response);
-    tokio::spawn(relay(client_upgrade, upstream_upgrade));
+    tokio::spawn(relay(client_upgrade, upstream_upgrade, frames));
     let (parts, _) = response.into_parts();
     Ok(Response::from_parts(parts, Body::empty()))
 }
@@ -100,17 +124,59 @@ async fn handshake(
     }
 }
 
-/// Copies bytes both ways once both sides have switched protocols.
-async fn relay(client: hyper::upgrade::OnUpgrade, upstream: hyper::upgrade::OnUpgrade) {
+/// Copies bytes both ways once both sides have switched protocols (through `frames` on the
+/// way down, when given).
+async fn relay(
+    client: hyper::upgrade::OnUpgrade,
+    upstream: hyper::upgrade::OnUpgrade,
+    frames: Option<Frames>,
+) {
     match tokio::try_join!(client, upstream) {
         Ok((client, upstream)) => {
             let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
-            if let Err(err) = tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+            let copied = match frames {
+                Some(frames) => retold(&mut client, &mut upstream, frames).await,
+                None => tokio::io::copy_bidirectional(&mut client, &mut upstream)
+                    .await
+                    .map(drop),
+            };
+            if let Err(err) = copied {
                 tracing::debug!("websocket tunnel closed: {err}");
             }
         }
         Err(err) => tracing::warn!("websocket upgrade failed: {err}"),
     }
+}
+
+/// Client bytes up unchanged; upstream bytes down through `frames`. Each side's end shuts
+/// the other side's write half, as `copy_bidirectional` does.
+async fn retold<C, U>(client: &mut C, upstream: &mut U, mut frames: Frames) -> std::io::Result<()>
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut upstream_read, mut upstream_write) = tokio::io::split(upstream);
+    let up = async {
+        tokio::io::copy(&mut client_read, &mut upstream_write).await?;
+        upstream_write.shutdown().await
+    };
+    let down = async {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = upstream_read.read(&mut buf).await?;
+            let out = if n == 0 {
+                frames.finish()
+            } else {
+                frames.push(&buf[..n])
+            };
+            client_write.write_all(&out).await?;
+            if n == 0 {
+                return client_write.shutdown().await;
+            }
+        }
+    };
+    tokio::try_join!(up, down).map(drop)
 }
 
 /// Replaces the client's subprotocol offer going up: with the upstream's key when it has one

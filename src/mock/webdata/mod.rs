@@ -4,15 +4,17 @@
 //! Like the real server, start answers build their `url` (and status pages their `next`)
 //! from the `Host` the request carried, so lingo's link re-basing is exercised for real.
 
+pub mod v2;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hyper::Method;
 use serde_json::{Value, json};
 
-use super::{Answer, error_answer, json_answer};
+use crate::mock::{Answer, error_answer, json_answer};
 
 /// Pages every mock crawl or batch has.
-const PAGES: u64 = 3;
+pub(super) const PAGES: u64 = 3;
 
 /// Answers a web-data call; `host` is the request's `Host`.
 pub fn handle(method: &Method, path: &str, query: &str, body: &Value, host: &str) -> Answer {
@@ -81,16 +83,7 @@ fn start(version: &str, family: &str, body: &Value, host: &str) -> Answer {
 }
 
 fn status(version: &str, family: &str, id: &str, query: &str, host: &str) -> Answer {
-    let param = |name: &str| {
-        query
-            .split('&')
-            .filter_map(|kv| kv.split_once('='))
-            .find(|(k, _)| *k == name)
-            .and_then(|(_, v)| v.parse::<u64>().ok())
-    };
-    let skip = param("skip").unwrap_or(0).min(PAGES);
-    let limit = param("limit").unwrap_or(100).max(1);
-    let end = (skip + limit).min(PAGES);
+    let (skip, limit, end) = page_range(query);
     let data: Vec<Value> = (skip..end)
         .map(|i| document(&format!("https://example.com/page/{i}"), version))
         .collect();
@@ -107,4 +100,18 @@ fn status(version: &str, family: &str, id: &str, query: &str, host: &str) -> Ans
 
 fn usage(data: Value) -> Answer {
     json_answer(200, &json!({"success": true, "data": data}))
+}
+
+/// `skip`, `limit` and the end of a status page, from its query.
+pub(super) fn page_range(query: &str) -> (u64, u64, u64) {
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+    };
+    let skip = param("skip").unwrap_or(0).min(PAGES);
+    let limit = param("limit").unwrap_or(100).max(1);
+    (skip, limit, (skip + limit).min(PAGES))
 }

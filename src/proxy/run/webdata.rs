@@ -1,0 +1,151 @@
+//! Web-data v1 clients over a v2-only upstream (issue #15): the I/O shell around the pure
+//! [`crate::translate::webdata`]. The v1 path and body become v2's (or a v1-shaped refusal);
+//! the answer is read whole, told back in v1's shapes with its status kept, and the formats
+//! of a started crawl or batch are remembered on the upstream's [`Peer`] so that its status
+//! pages, polled on any connection, put json results where the client reads them. A watcher
+//! (WebSocket upgrade) is tunnelled to its v2 path, its text frames re-told the same way.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_LENGTH, HeaderValue, RETRY_AFTER};
+use hyper::{Request, Response, StatusCode};
+
+use super::shared::{read_body, send, whole};
+use super::tunnel;
+use crate::error::ProxyError;
+use crate::http::body::Body;
+use crate::http::redact::redact_headers;
+use crate::proxy::exchange::Exchange;
+use crate::runtime::Peer;
+use crate::table::{Target, Upstream};
+use crate::translate::webdata::{self, Answering, Call, Frames, JsonAs, Refusal};
+use crate::upstream::{self, headers};
+
+type Answer = Result<Response<Body>, ProxyError>;
+
+/// Serves one `/v1/...` call on a route to a v2-only upstream.
+pub async fn v1(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+    let query = req.uri().query().map(str::to_owned);
+    let route =
+        webdata::route(req.method().as_str(), x.path(), query.as_deref()).map_err(refused)?;
+    if headers::is_websocket_upgrade(req.headers()) {
+        return watch(x, &route.path_and_query, req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let body = read_body(body, x.route.max_body).await?;
+    let translated = webdata::request(route.call, &body).map_err(refused)?;
+    let peer = x.snapshot.peer(x.route.upstream);
+    let json_as = match (route.call, webdata::status_id(x.path())) {
+        (Call::CrawlStatus | Call::BatchStatus, Some(id)) => recall(peer, id),
+        _ => translated.json_as,
+    };
+    let up = translated.body.unwrap_or(body);
+    let answer = send(
+        x,
+        x.upstream,
+        &peer.client,
+        parts.method,
+        &parts.headers,
+        &route.path_and_query,
+        up,
+    );
+    told(x, peer, route.call, json_as, answer.await?).await
+}
+
+/// The v2 answer read whole and told back in v1's shapes, its status kept; a started job's
+/// formats remembered.
+async fn told(
+    x: &Exchange<'_>,
+    peer: &Peer,
+    call: Call,
+    json_as: JsonAs,
+    answer: Response<Body>,
+) -> Answer {
+    let (mut head, body) = answer.into_parts();
+    let whole = whole(x, x.upstream, Response::new(body)).await?;
+    if matches!(call, Call::Crawl | Call::Batch) && head.status.is_success() {
+        remember(peer, &whole, json_as);
+    }
+    let at = Answering {
+        call,
+        json_as,
+        public_base: &x.public_base,
+        base_path: base_path(x.upstream),
+    };
+    retry_after(&mut head, &whole);
+    let told = webdata::answer(&at, head.status.as_u16(), &whole).unwrap_or(whole);
+    headers::to_client(&mut head.headers, &x.request_id, false);
+    head.headers.remove(CONTENT_LENGTH);
+    let told = if head.status.is_success() {
+        told
+    } else {
+        redacted(x.upstream, &mut head.headers, told)
+    };
+    Ok(Response::from_parts(head, Body::full(told)))
+}
+
+/// A v1 crawl watcher: tunnelled to its v2 path, its documents' json results where the job's
+/// v1 formats put them.
+async fn watch(x: &Exchange<'_>, v2_path: &str, req: Request<Incoming>) -> Answer {
+    let peer = x.snapshot.peer(x.route.upstream);
+    let json_as = webdata::status_id(x.path()).map_or(JsonAs::Unknown, |id| recall(peer, id));
+    let max = usize::try_from(x.snapshot.table.limits.max_answer).unwrap_or(usize::MAX);
+    tunnel::watcher(&x.at_path(v2_path), req, Frames::new(json_as, max)).await
+}
+
+/// A 429 gets the `Retry-After` its message names, unless the upstream sent one.
+fn retry_after(head: &mut hyper::http::response::Parts, answer: &[u8]) {
+    if head.status == StatusCode::TOO_MANY_REQUESTS
+        && !head.headers.contains_key(RETRY_AFTER)
+        && let Some(seconds) = webdata::retry_after(answer)
+    {
+        head.headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+}
+
+/// A v1 request lingo will not send on, told in the v1 shape (`details` included).
+fn refused(refusal: Refusal) -> ProxyError {
+    ProxyError::Refused {
+        status: StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST),
+        message: refusal.error,
+        details: refusal.details,
+    }
+}
+
+/// What a job's start asked for, if this upstream's peer still remembers it.
+fn recall(peer: &Peer, id: &str) -> JsonAs {
+    match peer.jobs.lock() {
+        Ok(jobs) => jobs.recall(id, Instant::now()),
+        Err(_) => JsonAs::Unknown,
+    }
+}
+
+/// Remembers a started job's formats under the id its answer gives.
+fn remember(peer: &Peer, answer: &[u8], json_as: JsonAs) {
+    if let (Some(id), Ok(mut jobs)) = (webdata::job_id(answer), peer.jobs.lock()) {
+        jobs.remember(&id, json_as, Instant::now());
+    }
+}
+
+/// The upstream's own path prefix, which its links carry and lingo's must not.
+fn base_path(upstream: &Upstream) -> &str {
+    match &upstream.target {
+        Target::Url(uri) => uri.path().trim_end_matches('/'),
+        Target::Mock(_) => "",
+    }
+}
+
+/// An error answer with the upstream's key kept out of its headers and body, should the
+/// upstream echo it.
+fn redacted(upstream: &Upstream, headers: &mut hyper::HeaderMap, body: Bytes) -> Bytes {
+    let Some(auth) = &upstream.auth else {
+        return body;
+    };
+    redact_headers(headers, &auth.key);
+    match std::str::from_utf8(&body) {
+        Ok(text) => Bytes::from(upstream::redact(upstream, text).into_owned()),
+        Err(_) => body,
+    }
+}
