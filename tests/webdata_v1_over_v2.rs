@@ -116,6 +116,7 @@ async fn a_job_lingo_did_not_see_start_gets_both_names() {
         "v2 passes, re-based"
     );
     let page = get(&lingo.url(&format!("/v1/crawl/{id}"))).await.json();
+    assert_eq!(page["data"][0]["extract"], json!({"title": "Mock page"}));
     assert_eq!(page["data"][0]["json"], page["data"][0]["extract"]);
     let cancel = send(request(
         Method::DELETE,
@@ -287,11 +288,36 @@ async fn a_rate_limit_gets_the_retry_after_its_message_names() {
         backend.url()
     ));
     let lingo = Lingo::start(&yaml).await;
-    let answer = get(&lingo.url("/v1/team/token-usage?x=1")).await;
+    let gzip = [("accept-encoding", "gzip")];
+    let url = lingo.url("/v1/team/token-usage?x=1");
+    let answer = send(request(Method::GET, &url, &gzip, "")).await;
     assert_eq!(answer.status, 429);
     assert_eq!(answer.headers["retry-after"], "25");
     assert_eq!(answer.body, body);
     let seen = backend.last();
     assert_eq!(seen.uri, "/v2/team/token-usage?x=1");
     assert_eq!(seen.headers["authorization"], "Bearer fc-upstream-key");
+    assert_eq!(
+        seen.headers["accept-encoding"], "identity",
+        "lingo reads the answer, so it must come uncompressed"
+    );
+}
+
+#[tokio::test]
+async fn a_v2_validation_error_keeps_its_code_and_details_and_points_at_v1_docs() {
+    let body = r#"{"success":false,"code":"BAD_REQUEST","error":"Bad Request","details":[{"code":"unrecognized_keys","keys":["x"],"path":[],"message":"Unrecognized key in body -- please review the v2 API documentation for request body changes"}]}"#;
+    let backend = Backend::json(400, body).await;
+    let yaml = table(&format!(
+        "upstreams:\n  fc:\n    url: {}\n    speaks: web-data-v2\n\
+         routes:\n  - {{ prefix: /v1, to: fc }}\n",
+        backend.url()
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let answer = post(&lingo, "/v1/scrape", json!({"url": "https://example.com"})).await;
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    let mut expected: Value = serde_json::from_str(body).unwrap();
+    expected["details"][0]["message"] = json!(
+        "Unrecognized key in body -- please review the v1 API documentation for request body changes"
+    );
+    assert_eq!(answer.json(), expected);
 }

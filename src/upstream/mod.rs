@@ -152,6 +152,15 @@ fn upload_failed(err: &(dyn StdError + 'static), body_limit: u64) -> ProxyError 
     }
 }
 
+/// The upstream URL's own path prefix (no trailing `/`; empty for the mock): prepended to
+/// what lingo sends, and carried by the links the upstream writes, which lingo re-bases.
+pub fn base_path(upstream: &Upstream) -> &str {
+    match &upstream.target {
+        Target::Url(uri) => uri.path().trim_end_matches('/'),
+        Target::Mock(_) => "",
+    }
+}
+
 /// The URI of `path_and_query` on an upstream: its scheme and authority, its base path
 /// (if any) prepended.
 pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
@@ -164,7 +173,7 @@ pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
                 .unwrap_or_default();
         }
     };
-    let base_path = base.path().trim_end_matches('/');
+    let base_path = base_path(upstream);
     let mut parts = base.clone().into_parts();
     parts.path_and_query = format!("{base_path}{path_and_query}").parse().ok();
     Uri::from_parts(parts).unwrap_or_else(|_| base.clone())

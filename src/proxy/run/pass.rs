@@ -16,7 +16,7 @@ use crate::http::body::{Body, BoxError, Prepend};
 use crate::http::idle::Idle;
 use crate::http::redact::{Redacting, redact_headers};
 use crate::proxy::exchange::Exchange;
-use crate::table::{Target, Upstream};
+use crate::table::Upstream;
 use crate::translate::links;
 use crate::upstream::{self, headers};
 
@@ -126,10 +126,7 @@ where
             return Ok(body);
         }
     };
-    let base_path = match &call.upstream.target {
-        Target::Url(uri) => uri.path().trim_end_matches('/'),
-        Target::Mock(_) => "",
-    };
+    let base_path = upstream::base_path(call.upstream);
     match links::rebase_links(&whole, &call.public_base, base_path) {
         Some(pieces) => {
             headers.remove(CONTENT_LENGTH);

@@ -135,7 +135,7 @@ async fn relay(
         Ok((client, upstream)) => {
             let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
             let copied = match frames {
-                Some(frames) => retold(&mut client, &mut upstream, frames).await,
+                Some(frames) => relay_retelling(&mut client, &mut upstream, frames).await,
                 None => tokio::io::copy_bidirectional(&mut client, &mut upstream)
                     .await
                     .map(drop),
@@ -150,7 +150,11 @@ async fn relay(
 
 /// Client bytes up unchanged; upstream bytes down through `frames`. Each side's end shuts
 /// the other side's write half, as `copy_bidirectional` does.
-async fn retold<C, U>(client: &mut C, upstream: &mut U, mut frames: Frames) -> std::io::Result<()>
+async fn relay_retelling<C, U>(
+    client: &mut C,
+    upstream: &mut U,
+    mut frames: Frames,
+) -> std::io::Result<()>
 where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,

@@ -19,7 +19,7 @@ use crate::http::body::Body;
 use crate::http::redact::redact_headers;
 use crate::proxy::exchange::Exchange;
 use crate::runtime::Peer;
-use crate::table::{Target, Upstream};
+use crate::table::Upstream;
 use crate::translate::webdata::{self, Answering, Call, Frames, JsonAs, Refusal};
 use crate::upstream::{self, headers};
 
@@ -72,7 +72,7 @@ async fn told(
         call,
         json_as,
         public_base: &x.public_base,
-        base_path: base_path(x.upstream),
+        base_path: upstream::base_path(x.upstream),
     };
     retry_after(&mut head, &whole);
     let told = webdata::answer(&at, head.status.as_u16(), &whole).unwrap_or(whole);
@@ -126,14 +126,6 @@ fn recall(peer: &Peer, id: &str) -> JsonAs {
 fn remember(peer: &Peer, answer: &[u8], json_as: JsonAs) {
     if let (Some(id), Ok(mut jobs)) = (webdata::job_id(answer), peer.jobs.lock()) {
         jobs.remember(&id, json_as, Instant::now());
-    }
-}
-
-/// The upstream's own path prefix, which its links carry and lingo's must not.
-fn base_path(upstream: &Upstream) -> &str {
-    match &upstream.target {
-        Target::Url(uri) => uri.path().trim_end_matches('/'),
-        Target::Mock(_) => "",
     }
 }
 

@@ -77,9 +77,9 @@ fn flag(obj: &mut Map<String, Value>, key: &'static str) -> Result<bool, Refusal
     }
 }
 
-/// v1's `maxDepth` (a limit on the URL path's depth) has no v2 field. It is emulated with an
-/// `excludePaths` pattern rejecting deeper paths, and a start URL already deeper than the
-/// limit gets v1's own 400 (spec 6.3, option (a)). It is never mapped to
+/// v1's `maxDepth` (a limit on the URL path's depth, counted on top of the start URL's) has
+/// no v2 field. It is emulated with an `excludePaths` pattern rejecting deeper paths, and a
+/// start URL deeper than `maxDepth` itself gets v1's own 400 (spec 6.3, option (a)). It is never mapped to
 /// `maxDiscoveryDepth`, which counts link hops instead.
 fn max_depth(obj: &mut Map<String, Value>) -> Result<(), Refusal> {
     let Some(depth) = obj.remove("maxDepth") else {
@@ -91,8 +91,8 @@ fn max_depth(obj: &mut Map<String, Value>) -> Result<(), Refusal> {
             "maxDepth must be a non-negative integer",
         ));
     };
-    let start = obj.get("url").and_then(Value::as_str).unwrap_or_default();
-    if path_depth(start) > depth {
+    let start = path_depth(obj.get("url").and_then(Value::as_str).unwrap_or_default());
+    if start > depth {
         return Err(Refusal::field(
             &["url"],
             "URL depth exceeds the specified maxDepth",
@@ -111,7 +111,10 @@ fn max_depth(obj: &mut Map<String, Value>) -> Result<(), Refusal> {
             ));
         }
     };
-    excluded.push(Value::String(deeper_than(depth, full_url)));
+    // v1's crawler counted `maxDepth` from the start URL's own depth (`getAdjustedMaxDepth`):
+    // `https://e.com/docs` with `maxDepth: 2` reaches `/docs/a/b`.
+    let limit = depth.saturating_add(start);
+    excluded.push(Value::String(deeper_than(limit, full_url)));
     Ok(())
 }
 

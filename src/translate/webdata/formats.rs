@@ -103,7 +103,8 @@ fn names<'a>(formats: &'a Value, path: &[&str], search: bool) -> Result<Vec<&'a 
 fn rules(names: &[&str], folded: &Folded, path: &[&str]) -> Result<(), Refusal> {
     let has = |n: &str| names.contains(&n);
     let fail = |key: &'static str, message: &str| Err(Refusal::field(&at(path, key), message));
-    if has("extract") && folded.extract.is_none() && folded.json_options.is_none() {
+    // v1's `extractRefine`: each format and its options go together, both ways.
+    if has("extract") && folded.extract.is_none() {
         return fail("extract", "the extract format needs extract options");
     }
     if folded.extract.is_some() && !has("extract") {
@@ -112,7 +113,7 @@ fn rules(names: &[&str], folded: &Folded, path: &[&str]) -> Result<(), Refusal> 
     if has("json") && folded.json_options.is_none() {
         return fail("jsonOptions", "the json format needs jsonOptions");
     }
-    if folded.json_options.is_some() && !has("json") && !has("extract") {
+    if folded.json_options.is_some() && !has("json") {
         return fail("jsonOptions", "jsonOptions need the json format");
     }
     if folded.change_tracking.is_some() && !has("changeTracking") {

@@ -23,14 +23,19 @@ pub struct Frames {
     raw: bool,
 }
 
+/// The longest frame a watcher holds to re-tell, whatever `limits.max_answer` says: a
+/// status frame carries one page of documents, and each open watcher may hold this much.
+pub const MAX_FRAME: usize = 16 << 20;
+
 // === impl Frames ===
 
 impl Frames {
+    /// `max` is the longest frame held to be re-told (capped at [`MAX_FRAME`]).
     pub fn new(json_as: JsonAs, max: usize) -> Self {
         Frames {
             buf: BytesMut::new(),
             json_as,
-            max,
+            max: max.min(MAX_FRAME),
             raw: false,
         }
     }
@@ -49,6 +54,7 @@ impl Frames {
                 out.extend_from_slice(&self.buf.split());
                 break;
             }
+            // `len <= max <= MAX_FRAME`, so this cannot overflow.
             if self.buf.len() < header + len {
                 break;
             }

@@ -12,6 +12,9 @@ use super::JsonAs;
 /// How long a job is remembered: crawl data expires upstream after 24 hours by default.
 pub const TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// The longest job id remembered.
+pub const MAX_ID: usize = 128;
+
 /// A bounded, expiring `job id -> JsonAs` memory. Only jobs whose answer differs from the
 /// stateless default need remembering; forgetting one costs an extra `extract` copy, not a
 /// wrong answer.
@@ -39,7 +42,9 @@ impl Jobs {
     /// Remembers `id`'s formats at `now`, forgetting expired and (past capacity) oldest jobs.
     /// The order list bounds the entries, stale places (a re-remembered id) included.
     pub fn remember(&mut self, id: &str, json_as: JsonAs, now: Instant) {
-        if self.capacity == 0 || json_as == JsonAs::Unknown {
+        // Ids come from the upstream's answer: a v2 id is a UUID, so a long one is not kept
+        // (the capacity bounds entries, this their bytes).
+        if self.capacity == 0 || json_as == JsonAs::Unknown || id.len() > MAX_ID {
             return;
         }
         self.expire(now);

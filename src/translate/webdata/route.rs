@@ -62,6 +62,9 @@ pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<Route, Ref
     let call = call(method, &segments).ok_or_else(|| Refusal::not_found(method, path))?;
     let mut v2 = match (call, segments.as_slice()) {
         (Call::Active, _) => "/v2/crawl/active".to_owned(),
+        // The errors endpoint ignores the job's kind, and `/v2/crawl/:id/errors` is served by
+        // every v2 server, where `/v2/batch/scrape/:id/errors` is not by those of Aug 2025.
+        (_, ["batch", "scrape", id, "errors"]) => format!("/v2/crawl/{id}/errors"),
         _ => format!("/v2/{}", segments.join("/")),
     };
     if let Some(query) = query.filter(|q| !q.is_empty()) {

@@ -290,6 +290,16 @@ fn jobs_are_remembered_bounded_and_expiring() {
     }
     assert!(jobs.len() <= 2);
     assert!(Jobs::new(0, TTL).is_empty());
+    let long = "i".repeat(super::super::jobs::MAX_ID + 1);
+    jobs.remember(&long, JsonAs::Extract, later);
+    assert_eq!(
+        jobs.recall(&long, later),
+        JsonAs::Unknown,
+        "an overlong id is not kept"
+    );
+    let longest = "i".repeat(super::super::jobs::MAX_ID);
+    jobs.remember(&longest, JsonAs::Extract, later);
+    assert_eq!(jobs.recall(&longest, later), JsonAs::Extract);
 }
 
 #[test]
@@ -348,6 +358,11 @@ fn watcher_frames_are_retold_whole_however_they_arrive() {
     assert_eq!(through_frames(&stream, &bytewise, 1 << 20), want);
     // A frame over the limit, and everything after it, goes on untouched.
     assert_eq!(through_frames(&stream, &[3], 100), stream);
+    // A hostile 64-bit length with no limit to speak of: passed on, no overflow, no panic.
+    let mut hostile = vec![0x81, 127];
+    hostile.extend_from_slice(&u64::MAX.to_be_bytes());
+    hostile.extend_from_slice(b"{}");
+    assert_eq!(through_frames(&hostile, &[5], usize::MAX), hostile);
 }
 
 #[test]

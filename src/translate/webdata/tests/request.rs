@@ -78,11 +78,11 @@ fn scrape_options() {
             JsonAs::Extract,
         ),
         (
-            "2: extract from jsonOptions, nulls omitted",
+            "2: extract, nulls omitted",
             with(
                 u(),
                 json!({"formats": ["extract"],
-            "jsonOptions": {"schema": null, "prompt": "p"}}),
+            "extract": {"schema": null, "prompt": "p"}}),
             ),
             with(
                 with(u(), scrape_defaults()),
@@ -107,7 +107,7 @@ fn scrape_options() {
             with(
                 u(),
                 json!({"formats": ["extract", "json"],
-            "jsonOptions": {"prompt": "p"}}),
+            "extract": {"prompt": "p"}, "jsonOptions": {"prompt": "p"}}),
             ),
             with(
                 with(u(), scrape_defaults()),
@@ -255,6 +255,22 @@ fn scrape_refusals_are_v1_shaped_400s_naming_the_field() {
             json!(["jsonOptions"]),
         ),
         (
+            "9: the extract format with jsonOptions only (v1's extractRefine is strict)",
+            with(
+                u(),
+                json!({"formats": ["extract"], "jsonOptions": {"prompt": "p"}}),
+            ),
+            json!(["extract"]),
+        ),
+        (
+            "9: extract and json formats with jsonOptions only",
+            with(
+                u(),
+                json!({"formats": ["extract", "json"], "jsonOptions": {"prompt": "p"}}),
+            ),
+            json!(["extract"]),
+        ),
+        (
             "9: jsonOptions without format",
             with(
                 u(),
@@ -284,7 +300,7 @@ fn scrape_refusals_are_v1_shaped_400s_naming_the_field() {
             "extract and jsonOptions disagree",
             with(
                 u(),
-                json!({"formats": ["extract"], "extract": {"prompt": "a"}, "jsonOptions": {"prompt": "b"}}),
+                json!({"formats": ["extract", "json"], "extract": {"prompt": "a"}, "jsonOptions": {"prompt": "b"}}),
             ),
             json!(["extract"]),
         ),
@@ -481,10 +497,10 @@ fn crawl_and_map() {
             JsonAs::Json,
         ),
         (
-            "maxDepth emulated",
+            "maxDepth emulated, counted from the start URL's depth (1 + 2)",
             Call::Crawl,
             json!({"url": "https://e.com/a", "maxDepth": 2, "excludePaths": ["^/x"]}),
-            json!({"url": "https://e.com/a", "excludePaths": ["^/x", "^/(?:[^/]+/){2,}[^/]+"], "scrapeOptions": nested_defaults()}),
+            json!({"url": "https://e.com/a", "excludePaths": ["^/x", "^/(?:[^/]+/){3,}[^/]+"], "scrapeOptions": nested_defaults()}),
             JsonAs::Json,
         ),
         (

@@ -69,7 +69,7 @@ fn every_v1_path_has_its_v2_counterpart() {
             "/v1/batch/scrape/j2/errors",
             None,
             Call::Same,
-            "/v2/batch/scrape/j2/errors",
+            "/v2/crawl/j2/errors",
         ),
         ("POST", "/v1/map", None, Call::Map, "/v2/map"),
         ("POST", "/v1/search", None, Call::Search, "/v2/search"),
