@@ -103,6 +103,8 @@ pub enum ProxyError {
     Refused {
         status: StatusCode,
         message: String,
+        /// The API's own code for it (`BAD_REQUEST`), if it has one.
+        code: Option<&'static str>,
         details: Vec<serde_json::Value>,
     },
 }
@@ -151,10 +153,8 @@ impl ProxyError {
             }
             ProxyError::Unreachable { .. } => "upstream_unreachable",
             ProxyError::Timeout { .. } => "upstream_timeout",
-            ProxyError::Invalid { .. }
-            | ProxyError::BadAnswer { .. }
-            | ProxyError::Refused { .. } => return None,
-            ProxyError::Upstream { code, .. } => return *code,
+            ProxyError::Invalid { .. } | ProxyError::BadAnswer { .. } => return None,
+            ProxyError::Upstream { code, .. } | ProxyError::Refused { code, .. } => return *code,
         })
     }
 

@@ -303,6 +303,7 @@ mod tests {
                 ProxyError::Refused {
                     status: StatusCode::NOT_IMPLEMENTED,
                     message: "/v1/llmstxt has no v2 equivalent on this upstream".into(),
+                    code: None,
                     details: Vec::new(),
                 },
                 501,
@@ -336,9 +337,10 @@ mod tests {
         let err = ProxyError::Refused {
             status: StatusCode::BAD_REQUEST,
             message: "Bad Request: agent (FIRE-1) is not supported by this upstream".into(),
+            code: Some("BAD_REQUEST"),
             details: vec![json!({"code": "custom", "path": ["agent"], "message": "m"})],
         };
-        let want = json!({"success": false,
+        let want = json!({"success": false, "code": "BAD_REQUEST",
             "error": "Bad Request: agent (FIRE-1) is not supported by this upstream",
             "details": [{"code": "custom", "path": ["agent"], "message": "m"}]});
         assert_eq!(body_of(render(&err, Dialect::WebData)), (400, want));

@@ -1,6 +1,6 @@
 //! The mock as a version-2-only web-data upstream (`speaks: web-data-v2`): `/v1/...` is a 404,
-//! bodies are checked as strictly as v2 checks them (v1-only keys and format strings are
-//! 400s), and answers come in v2's shapes: format objects (json, screenshot, changeTracking)
+//! bodies are checked for v1's spellings (the keys and format strings v1 had and v2 refuses
+//! are 400s, as on v2; other unknown keys are not checked), and answers come in v2's shapes: format objects (json, screenshot, changeTracking)
 //! and `parsers` honoured, map links as objects, search grouped by source, usage in camelCase.
 //!
 //! Answers tell what the request asked for where the real API does (`proxyUsed`,

@@ -110,6 +110,7 @@ fn refused(refusal: Refusal) -> ProxyError {
     ProxyError::Refused {
         status: StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST),
         message: refusal.error,
+        code: refusal.code,
         details: refusal.details,
     }
 }

@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {
     pub status: u16,
+    /// v1's `code` (`BAD_REQUEST`, `BAD_REQUEST_INVALID_JSON`) where v1 sends one.
+    pub code: Option<&'static str>,
     pub error: String,
     pub details: Vec<Value>,
 }
@@ -20,6 +22,7 @@ impl Refusal {
     pub fn field(path: &[&str], message: impl Into<String>) -> Self {
         let message = message.into();
         Refusal {
+            code: Some("BAD_REQUEST"),
             status: 400,
             error: format!("Bad Request: {message}"),
             details: vec![json!({"code": "custom", "path": path, "message": message})],
@@ -31,6 +34,7 @@ impl Refusal {
     pub fn unknown_keys(path: &[&str], keys: Vec<String>) -> Self {
         let message = "Unrecognized key in body -- please review the v1 API documentation for request body changes";
         Refusal {
+            code: Some("BAD_REQUEST"),
             status: 400,
             error: format!("Bad Request: unrecognized key(s) {}", quoted(&keys)),
             details: vec![json!({
@@ -42,6 +46,7 @@ impl Refusal {
     /// A body that is not JSON: v1's own answer to it.
     pub fn malformed() -> Self {
         Refusal {
+            code: Some("BAD_REQUEST_INVALID_JSON"),
             status: 400,
             error: "Bad request, malformed JSON".into(),
             details: Vec::new(),
@@ -51,6 +56,7 @@ impl Refusal {
     /// A v1 endpoint v2 has no counterpart for.
     pub fn no_counterpart(path: &str) -> Self {
         Refusal {
+            code: None,
             status: 501,
             error: format!("{path} has no v2 equivalent on this upstream"),
             details: Vec::new(),
@@ -60,6 +66,7 @@ impl Refusal {
     /// A path that is no v1 endpoint at all (or not with this method).
     pub fn not_found(method: &str, path: &str) -> Self {
         Refusal {
+            code: None,
             status: 404,
             error: format!("{method} {path} is not a v1 endpoint lingo can translate"),
             details: Vec::new(),
@@ -69,6 +76,9 @@ impl Refusal {
     /// The v1 error body; `details` only when there are some.
     pub fn body(&self) -> Bytes {
         let mut body = json!({"success": false, "error": self.error});
+        if let Some(code) = self.code {
+            body["code"] = code.into();
+        }
         if !self.details.is_empty() {
             body["details"] = Value::Array(self.details.clone());
         }
