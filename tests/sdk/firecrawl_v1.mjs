@@ -73,6 +73,32 @@ for (const doc of status.data) {
   assert.deepEqual(doc.extract, { title: "Mock page" }, JSON.stringify(doc));
 }
 
+// A batch, polled by the SDK like a crawl: `extract` comes back as `extract`, `json` as `json`
+// (lingo remembers each job's v1 formats).
+const batch = await app.batchScrapeUrls(
+  ["https://example.com"],
+  { formats: ["markdown", "extract"], extract: { prompt: "title" } },
+  1,
+);
+ok("batch", batch);
+assert.ok(batch.data.length > 0, JSON.stringify(batch));
+for (const doc of batch.data) {
+  assert.deepEqual(doc.extract, { title: "Mock page" }, JSON.stringify(doc));
+  assert.equal(doc.json, undefined, JSON.stringify(doc));
+}
+const jsonBatch = await app.asyncBatchScrapeUrls(["https://example.com"], {
+  formats: ["json"],
+  jsonOptions: { prompt: "title" },
+});
+ok("batch start", jsonBatch);
+assert.equal(jsonBatch.url, `${base}/v1/batch/scrape/${jsonBatch.id}`);
+const jsonPages = await app.checkBatchScrapeStatus(jsonBatch.id, true);
+ok("batch status", jsonPages);
+for (const doc of jsonPages.data) {
+  assert.deepEqual(doc.json, { title: "Mock page" }, JSON.stringify(doc));
+  assert.equal(doc.extract, undefined, JSON.stringify(doc));
+}
+
 // The SDK reads `params.origin` unguarded: map needs a params object, even an empty one.
 const mapped = await app.mapUrl("https://example.com", {});
 ok("map", mapped);

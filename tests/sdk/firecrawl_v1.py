@@ -65,6 +65,25 @@ status = app.check_crawl_status(started.id)
 assert status.success and status.status == "completed", status
 assert len(status.data) == status.total, status
 
+# A batch, polled by the SDK like a crawl: `extract` asked for comes back as `extract`, `json`
+# as `json` (lingo remembers each job's v1 formats).
+batch = app.batch_scrape_urls(
+    ["https://example.com"],
+    formats=["markdown", "extract"],
+    extract=V1JsonConfig(prompt="title"),
+    poll_interval=1,
+)
+assert batch.success and batch.status == "completed" and batch.data, batch
+assert all(d.extract == {"title": "Mock page"} and d.json_field is None for d in batch.data), batch
+as_json = app.async_batch_scrape_urls(
+    ["https://example.com"], formats=["json"], json_options=V1JsonConfig(prompt="title")
+)
+assert as_json.url == f"{base}/v1/batch/scrape/{as_json.id}", as_json.url
+pages = app.check_batch_scrape_status(as_json.id)
+assert pages.data and all(
+    d.json_field == {"title": "Mock page"} and d.extract is None for d in pages.data
+), pages
+
 mapped = app.map_url("https://example.com")
 assert mapped.success, mapped
 assert mapped.links and all(isinstance(link, str) for link in mapped.links), mapped.links
