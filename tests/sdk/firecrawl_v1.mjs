@@ -72,6 +72,11 @@ assert.ok(status.total > 1, JSON.stringify(status));
 for (const doc of status.data) {
   assert.deepEqual(doc.extract, { title: "Mock page" }, JSON.stringify(doc));
 }
+// The first page alone: its `next` (which the SDK fetches verbatim, key and all) names lingo.
+const firstPage = await app.checkCrawlStatus(started.id, false, undefined, 0, 1);
+ok("crawl status page", firstPage);
+assert.equal(firstPage.data.length, 1, JSON.stringify(firstPage));
+assert.equal(firstPage.next, `${base}/v1/crawl/${started.id}?skip=1&limit=1`);
 
 // A batch, polled by the SDK like a crawl: `extract` comes back as `extract`, `json` as `json`
 // (lingo remembers each job's v1 formats).
