@@ -124,4 +124,10 @@ assert.deepEqual(usage.data, {
   billing_period_end: "2026-02-01T00:00:00.000Z",
 });
 
+// Same body in both versions: the path alone is translated.
+const queue = await app.getQueueStatus();
+ok("queue status", queue);
+assert.equal(queue.maxConcurrency, 2, JSON.stringify(queue));
+assert.equal(queue.jobsInQueue, 0, JSON.stringify(queue));
+
 console.log("firecrawl js sdk: ok");
