@@ -197,6 +197,15 @@ async fn map_search_extract_usage_and_active_in_v2_shapes() {
     assert!(tokens["data"]["billingPeriodEnd"].is_string());
     let credits = get(&format!("{base}/v2/team/credit-usage")).await.json();
     assert_eq!(credits["data"]["remainingCredits"], 1_000_000);
+    let queue = get(&format!("{base}/v2/team/queue-status")).await.json();
+    assert_eq!(
+        (
+            &queue["success"],
+            &queue["maxConcurrency"],
+            &queue["mostRecentSuccess"]
+        ),
+        (&json!(true), &json!(2), &Value::Null)
+    );
     let active = get(&format!("{base}/v2/crawl/active")).await.json();
     assert_eq!(active["crawls"][0]["options"]["sitemap"], "skip");
     let cancel = send(request(

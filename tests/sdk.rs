@@ -1,17 +1,23 @@
 //! The official client libraries against lingo: the OpenAI Python SDK
 //! (`tests/sdk/openai_chat.py`) on a chat-completions route, and the Ollama Python and
 //! JavaScript clients (`tests/sdk/ollama_native.py`, `tests/sdk/ollama_native.mjs`) on a
-//! native route over a chat-completions upstream.
+//! native route over a chat-completions upstream; and the Firecrawl Python and JavaScript
+//! SDKs' v1 clients (`tests/sdk/firecrawl_v1.py`, `tests/sdk/firecrawl_v1.mjs`) over a
+//! web-data v2-only upstream (issue #15).
 //!
 //! CI installs them (`.ci/run`); where one is missing outside CI, its test prints a
 //! `SKIPPED:` line in `cargo test`'s normal output (`pip install openai`, `pip install ollama`,
-//! `npm install --no-save --prefix tests/sdk ollama` enable them). With `CI` set, a missing
-//! client fails.
+//! `pip install firecrawl-py`, `npm install --no-save --prefix tests/sdk ollama
+//! @mendable/firecrawl-js@4` enable them). With `CI` set, a missing client fails.
 
 mod support;
 
 use std::process::Command;
 
+use hyper::Method;
+use lingo::base::dialect::Dialect;
+use lingo::mock::knobs::Knobs;
+use lingo::table::MockSpec;
 use support::*;
 
 #[tokio::test]
@@ -94,4 +100,81 @@ async fn ollama_js_client_works_unchanged_over_chat_completions() {
     let lingo = Lingo::start(&table(NATIVE_OVER_CHAT_COMPLETIONS)).await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/ollama_native.mjs");
     run_client("node", script, lingo.url(""), "ollama js sdk: ok").await;
+}
+
+/// A `mock:` upstream that speaks web-data version 2 only (it 404s `/v1/...` and refuses
+/// v1-only keys), with `/v1` and `/v2` routed to it: every v1 answer an SDK sees is lingo's
+/// translation.
+const WEB_DATA_V2_ONLY: &str = "upstreams:\n  fire:\n    mock: {}\n    speaks: web-data-v2\n\
+     routes:\n  - { prefix: /v1, to: fire }\n  - { prefix: /v2, to: fire }\n";
+
+/// The v1 calls the SDK scripts make, sent straight at the v2-only mock (no lingo in
+/// between): each is a 404, so the scripts passing is lingo's translation and not the mock
+/// being lenient.
+#[tokio::test]
+async fn the_sdk_calls_fail_on_the_v2_only_upstream_itself() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let knobs = Knobs::from_spec(&MockSpec::default()).speaking(Dialect::WebDataV2);
+    tokio::spawn(lingo::mock::serve_on(listener, knobs));
+    for (method, path, body) in [
+        (
+            Method::POST,
+            "/v1/scrape",
+            r#"{"url":"https://example.com","formats":["markdown","extract"],"extract":{"prompt":"t"}}"#,
+        ),
+        (
+            Method::POST,
+            "/v1/crawl",
+            r#"{"url":"https://example.com","limit":2}"#,
+        ),
+        (Method::GET, "/v1/crawl/any-id", ""),
+        (Method::POST, "/v1/map", r#"{"url":"https://example.com"}"#),
+        (Method::POST, "/v1/search", r#"{"query":"lingo","limit":2}"#),
+        (Method::GET, "/v1/team/token-usage", ""),
+    ] {
+        let answer = send(request(method, &format!("{base}{path}"), &[], body)).await;
+        assert_eq!(answer.status, 404, "{path}: {}", answer.body);
+    }
+}
+
+#[tokio::test]
+async fn firecrawl_python_sdk_v1_client_works_unchanged_over_a_v2_only_upstream() {
+    if !python_has("firecrawl")
+        && !can_run(
+            "the firecrawl-py Python package",
+            "pip install firecrawl-py",
+        )
+    {
+        return;
+    }
+    let lingo = Lingo::start(&table(WEB_DATA_V2_ONLY)).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/firecrawl_v1.py");
+    run_client("python3", script, lingo.url(""), "firecrawl sdk: ok").await;
+}
+
+#[tokio::test]
+async fn firecrawl_js_sdk_v1_client_works_unchanged_over_a_v2_only_upstream() {
+    // Where `.ci/run` installs it: `npm install --no-save --prefix tests/sdk
+    // @mendable/firecrawl-js@4`.
+    let module = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/node_modules/@mendable/firecrawl-js/package.json"
+    );
+    let has_client = std::path::Path::new(module).is_file()
+        && Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !has_client
+        && !can_run(
+            "node with the @mendable/firecrawl-js npm package in tests/sdk/node_modules",
+            "npm install --no-save --prefix tests/sdk @mendable/firecrawl-js@4",
+        )
+    {
+        return;
+    }
+    let lingo = Lingo::start(&table(WEB_DATA_V2_ONLY)).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/firecrawl_v1.mjs");
+    run_client("node", script, lingo.url(""), "firecrawl js sdk: ok").await;
 }

@@ -73,6 +73,9 @@ pub fn handle(method: &Method, path: &str, query: &str, body: &Value, host: &str
         (&Method::GET, ["team", "token-usage"]) => ok(json!({"data": usage("Tokens")})),
         (&Method::GET, ["team", "credit-usage"]) => ok(json!({"data": usage("Credits")})),
         (&Method::GET, ["concurrency-check"]) => ok(json!({"concurrency": 0, "maxConcurrency": 2})),
+        (&Method::GET, ["team", "queue-status"]) => ok(json!({"jobsInQueue": 0,
+            "activeJobsInQueue": 0, "waitingJobsInQueue": 0, "maxConcurrency": 2,
+            "mostRecentSuccess": null})),
         _ => super::handle(method, path, query, body, host),
     }
 }

@@ -172,7 +172,11 @@ fn json_format(folded: &Folded, path: &[&str]) -> Result<Value, Refusal> {
     }
     // `mode` has one value and `systemPrompt` was replaced by v1 servers themselves (2a).
     let mut out = json!({"type": "json"});
-    copy_present(options, &mut out, &["schema", "prompt"]);
+    copy_present(
+        options,
+        &mut out,
+        &["schema", "prompt", "checkPromptInjection"],
+    );
     Ok(out)
 }
 

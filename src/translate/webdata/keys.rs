@@ -137,7 +137,8 @@ pub(super) const EXTRACT: &[&str] = &[
 /// Extract's experimental flags, kept as they are.
 pub(super) const EXTRACT_PREFIXES: &[&str] = &["__experimental_"];
 
-/// The members of `extract` / `jsonOptions`.
+/// The members of `extract` / `jsonOptions` (`checkPromptInjection`: both SDKs' v1 models
+/// offer it, and v2's json format has it too).
 pub(super) const JSON_OPTIONS: &[&str] = &[
     "mode",
     "schema",
@@ -145,6 +146,7 @@ pub(super) const JSON_OPTIONS: &[&str] = &[
     "prompt",
     "temperature",
     "agent",
+    "checkPromptInjection",
 ];
 
 /// The members of `changeTrackingOptions`.

@@ -78,6 +78,21 @@ fn scrape_options() {
             JsonAs::Extract,
         ),
         (
+            // Both SDKs' v1 models (Python V1JsonConfig, JS jsonOptions) offer it; it was
+            // refused as an unrecognized key until the Python SDK sent it.
+            "2: extract keeps checkPromptInjection, a member of v2's json format too",
+            with(
+                u(),
+                json!({"formats": ["extract"],
+            "extract": {"prompt": "p", "checkPromptInjection": true}}),
+            ),
+            with(
+                with(u(), scrape_defaults()),
+                json!({"formats": [{"type": "json", "prompt": "p", "checkPromptInjection": true}]}),
+            ),
+            JsonAs::Extract,
+        ),
+        (
             "2: extract, nulls omitted",
             with(
                 u(),
