@@ -22,6 +22,11 @@
 //! `http/1.1-http/1.1`: client side, then upstream side), `LINGO_BENCH_WRAP` a command line to
 //! run lingo under (a profiler: `heaptrack -o /tmp/lingo`).
 
+#[path = "proxy/nginx.rs"]
+mod nginx;
+#[path = "proxy/rows.rs"]
+mod rows;
+
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -35,11 +40,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-type Http = Client<HttpConnector, Full<Bytes>>;
-
-const CHAT_NATIVE: &str =
-    r#"{"model":"llama3.2","stream":STREAM,"messages":[{"role":"user","content":"hello there"}]}"#;
-const CHAT_OPENAI: &str = r#"{"model":"gpt-4o-mini","stream":STREAM,"messages":[{"role":"user","content":"hello there"}]}"#;
+pub type Http = Client<HttpConnector, Full<Bytes>>;
 
 fn free_port() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")
@@ -62,8 +63,8 @@ fn spawn(wrap: &str, args: &str) -> Child {
         .expect("start lingo")
 }
 
-/// `(cpu seconds, resident MiB)` of a process.
-fn usage(pid: u32) -> (f64, f64) {
+/// CPU seconds (user + system, all threads) a running process has used, from `/proc`.
+pub fn cpu_of(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let fields: Vec<&str> = stat
         .rsplit(')')
@@ -73,6 +74,11 @@ fn usage(pid: u32) -> (f64, f64) {
         .collect();
     let ticks: f64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
         + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
+/// `(cpu seconds, resident MiB)` of a process.
+pub fn usage(pid: u32) -> (f64, f64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let rss_kb: f64 = status
         .lines()
@@ -80,7 +86,7 @@ fn usage(pid: u32) -> (f64, f64) {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
-    (ticks / 100.0, rss_kb / 1024.0)
+    (cpu_of(pid), rss_kb / 1024.0)
 }
 
 async fn wait_up(http: &Http, url: &str) {
@@ -162,15 +168,21 @@ async fn read(
     Ok((first.unwrap_or(last), last, Bytes::from(all)))
 }
 
-struct Run {
-    rps: f64,
-    ttfb: Vec<Duration>,
-    ttlb: Vec<Duration>,
-    failed: u64,
+pub struct Run {
+    pub rps: f64,
+    pub ttfb: Vec<Duration>,
+    pub ttlb: Vec<Duration>,
+    pub failed: u64,
 }
 
 /// `concurrency` clients sending the same request for `seconds`.
-async fn load(http: &Http, url: &str, body: &'static str, concurrency: usize, seconds: f64) -> Run {
+pub async fn load(
+    http: &Http,
+    url: &str,
+    body: &'static str,
+    concurrency: usize,
+    seconds: f64,
+) -> Run {
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let failed = Arc::new(AtomicU64::new(0));
     let tasks: Vec<_> = (0..concurrency)
@@ -207,7 +219,7 @@ async fn load(http: &Http, url: &str, body: &'static str, concurrency: usize, se
     }
 }
 
-fn pct(sorted: &[Duration], p: f64) -> f64 {
+pub fn pct(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -300,118 +312,33 @@ async fn main() {
     wait_up(&http, &format!("http://{relay_addr}/api/tags")).await;
     let pid = lingo.id(); // `sh` exec'd lingo, so the pid is lingo's.
 
-    let direct = format!("http://{mock_addr}/api/chat");
-    let relayed = format!("http://{relay_addr}/api/chat");
-    let through = format!("http://{lingo_addr}/api/chat");
-    let translated = format!("http://{lingo_addr}/v1/chat/completions");
-    let whole_native: &'static str =
-        Box::leak(CHAT_NATIVE.replace("STREAM", "false").into_boxed_str());
-    let whole_openai: &'static str =
-        Box::leak(CHAT_OPENAI.replace("STREAM", "false").into_boxed_str());
-    let stream_native: &'static str =
-        Box::leak(CHAT_NATIVE.replace("STREAM", "true").into_boxed_str());
-    let stream_openai: &'static str =
-        Box::leak(CHAT_OPENAI.replace("STREAM", "true").into_boxed_str());
-
+    let nginx_addr = free_port();
+    let nginx = nginx::Nginx::start(&dir, nginx_addr, mock_addr);
+    if nginx.is_some() {
+        wait_up(&http, &format!("http://{nginx_addr}/api/tags")).await;
+    }
+    let targets = rows::Targets {
+        direct: format!("http://{mock_addr}/api/chat"),
+        relayed: format!("http://{relay_addr}/api/chat"),
+        nginx: nginx
+            .as_ref()
+            .map(|n| (format!("http://{nginx_addr}/api/chat"), n.pid())),
+        through: format!("http://{lingo_addr}/api/chat"),
+        translated: format!("http://{lingo_addr}/v1/chat/completions"),
+        lingo: pid,
+    };
     println!(
         "\nlingo load bench: {seconds}s per row, mock backend and lingo in their own processes (release)\n"
     );
-    println!(
-        "{:<44} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7} {:>9} {:>8}",
-        "scenario",
-        "req/s",
-        "ttfb p50",
-        "ttfb p99",
-        "last p50",
-        "last p99",
-        "failed",
-        "lingo cpu",
-        "rss MiB"
-    );
-    let mut failures = 0;
-    let mut rows = Vec::new();
     // LINGO_BENCH_SECONDS=0: only the slow streams.
     let shapes = if seconds > 0.0 {
         vec![(1, false), (32, false), (1, true), (32, true)]
     } else {
         Vec::new()
     };
-    for &(concurrency, stream) in &shapes {
-        let kind = if stream { "streamed" } else { "whole" };
-        for (name, url, body, is_lingo) in [
-            (
-                "direct to backend (native)",
-                &direct,
-                if stream { stream_native } else { whole_native },
-                false,
-            ),
-            (
-                "through a bare TCP relay (no HTTP)",
-                &relayed,
-                if stream { stream_native } else { whole_native },
-                false,
-            ),
-            (
-                "through lingo, native pass-through",
-                &through,
-                if stream { stream_native } else { whole_native },
-                true,
-            ),
-            (
-                "through lingo, chat-completions translated",
-                &translated,
-                if stream { stream_openai } else { whole_openai },
-                true,
-            ),
-        ] {
-            let (cpu0, _) = usage(pid);
-            let run = load(&http, url, body, concurrency, seconds).await;
-            let (cpu1, rss) = usage(pid);
-            failures += run.failed;
-            let cpu = if is_lingo {
-                format!("{:.0}%", (cpu1 - cpu0) / seconds * 100.0)
-            } else {
-                "-".into()
-            };
-            let label = format!("{kind} c={concurrency} {name}");
-            println!(
-                "{:<44} {:>9.0} {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>7} {:>9} {:>8.1}",
-                label,
-                run.rps,
-                pct(&run.ttfb, 0.5),
-                pct(&run.ttfb, 0.99),
-                pct(&run.ttlb, 0.5),
-                pct(&run.ttlb, 0.99),
-                run.failed,
-                cpu,
-                rss
-            );
-            rows.push((concurrency, stream, name, run));
-        }
-    }
-    println!("\nratios (through lingo / direct, same run):");
-    for &(concurrency, stream) in &shapes {
-        let pick = |n: &str| {
-            rows.iter()
-                .find(|r| r.0 == concurrency && r.1 == stream && r.2.contains(n))
-                .map(|r| &r.3)
-                .unwrap()
-        };
-        let (d, r) = (pick("direct"), pick("relay"));
-        let (p, t) = (pick("pass-through"), pick("translated"));
-        let added = |run: &Run| pct(&run.ttlb, 0.5) - pct(&d.ttlb, 0.5);
-        println!(
-            "  {} c={concurrency}: throughput pass-through {:.2}, translated {:.2} (translated / pass-through {:.2}), bare relay {:.2}; median added latency pass-through {:+.0}µs, translated {:+.0}µs, bare relay {:+.0}µs",
-            if stream { "streamed" } else { "whole" },
-            p.rps / d.rps,
-            t.rps / d.rps,
-            t.rps / p.rps,
-            r.rps / d.rps,
-            added(p),
-            added(t),
-            added(r),
-        );
-    }
+    let (rows, failures) = rows::throughput(&http, &targets, &shapes, seconds).await;
+    rows::ratios(&rows, &shapes);
+    drop(nginx);
 
     // Many slow streams: every token of every stream must arrive. Each run gets a fresh lingo
     // (memory a previous run freed would otherwise be reused and hide what a stream costs)
@@ -441,7 +368,7 @@ async fn main() {
         } else {
             Clients::Http1(Box::new(http))
         };
-        let slow = slow_streams(&clients, &translated, model, count, pid).await;
+        let slow = slow_streams(&clients, &targets.translated, model, count, pid).await;
         println!(
             "\n{count} concurrent translated streams, clients -> lingo over {client_side}, lingo -> backend over {upstream}, a token every 100 ms \
              ({TOKENS} tokens each): lingo RSS before {:.1} MiB, peak {:.1} MiB, {:.1} KiB per open stream; \

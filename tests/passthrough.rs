@@ -23,7 +23,20 @@ fn native_table(backend: &Backend, extra: &str) -> String {
 async fn streams_each_line_as_the_upstream_sends_it() {
     let (backend, lines_tx) = scripted_backend().await;
     let lingo = Lingo::start(&native_table(&backend, "")).await;
+    each_line_as_sent(&lingo, lines_tx).await;
+}
 
+/// The same on worker threads (the binary's way): the connection, its upstream connection
+/// and the frames batched between them stay on one worker, and still nothing waits.
+#[tokio::test]
+async fn streams_each_line_as_the_upstream_sends_it_on_workers() {
+    let (backend, lines_tx) = scripted_backend().await;
+    let lingo = Lingo::start_on(&native_table(&backend, ""), 2).await;
+    each_line_as_sent(&lingo, lines_tx).await;
+    lingo.shutdown().await;
+}
+
+async fn each_line_as_sent(lingo: &Lingo, lines_tx: tokio::sync::mpsc::UnboundedSender<Bytes>) {
     let req = request(
         Method::POST,
         &lingo.url("/api/chat"),

@@ -20,6 +20,7 @@ use crate::admin::Builtin;
 use crate::auth;
 use crate::base::dialect::{self, Dialect};
 use crate::error::ProxyError;
+use crate::http::batch::Batch;
 use crate::http::body::Body;
 use crate::http::{framing, path};
 use crate::limits::{self, Held};
@@ -56,7 +57,8 @@ pub async fn handle(
     let response = respond::answer(result, metrics, &arrival, &mut log);
     let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
     let record = Record::new(log, Some(finish));
-    Ok(response.map(|body| Body::new(Held::new(Ended::new(body, record), held))))
+    let answer = |body| Body::new(Batch::new(Held::new(Ended::new(body, record), held)));
+    Ok(response.map(answer))
 }
 
 /// A request and what it is served with.

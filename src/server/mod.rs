@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod connection;
+mod workers;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -20,6 +21,7 @@ use crate::config::ConfigErrors;
 use crate::limits::{Admission, Gate};
 use crate::reload::{Reloader, Triggers};
 use connection::{Accepted, Drain};
+use workers::Accepting;
 
 /// Why lingo could not start.
 #[derive(Debug, thiserror::Error)]
@@ -79,27 +81,34 @@ impl Server {
         Arc::clone(&self.reloader)
     }
 
-    /// Serves until `shutdown` completes, then drains.
+    /// Serves on the calling runtime until `shutdown` completes, then drains.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        self.run_on(0, shutdown).await;
+    }
+
+    /// Serves until `shutdown` completes, then drains: on `workers` threads of their own
+    /// (see [`workers`]), or on the calling runtime when `workers` is 0. The reload watcher
+    /// and the drain run on the calling runtime.
+    pub async fn run_on(self, workers: usize, shutdown: impl Future<Output = ()>) {
         let watch_task = tokio::spawn(Arc::clone(&self.reloader).watch(self.triggers));
         let drain = Arc::new(Drain::default());
         let (stop_tx, stop_rx) = watch::channel(false);
         let limits = self.reloader.snapshot().table.limits;
-        let mut accept_tasks = Vec::new();
+        let mut listeners = Vec::new();
         for (index, listener) in self.listeners {
             if let Ok(addr) = listener.local_addr() {
                 let what = if index.is_some() { "" } else { " (admin)" };
                 tracing::info!("listening on {addr}{what}");
             }
-            accept_tasks.push(tokio::spawn(accept_loop(
-                listener,
-                index,
-                Arc::new(Gate::new(&limits)),
-                Arc::clone(&self.reloader),
-                Arc::clone(&drain),
-                stop_rx.clone(),
-            )));
+            listeners.push((index, listener, Arc::new(Gate::new(&limits))));
         }
+        let accepting = Accepting {
+            listeners,
+            reloader: Arc::clone(&self.reloader),
+            drain: Arc::clone(&drain),
+            stop: stop_rx,
+        };
+        let serving = Serving::start(workers, accepting);
         shutdown.await;
         let deadline = self.reloader.snapshot().table.limits.drain;
         tracing::info!(
@@ -107,18 +116,72 @@ impl Server {
             crate::base::units::format_duration(deadline)
         );
         let _ = stop_tx.send(true);
-        for task in accept_tasks {
-            let _ = task.await;
-        }
+        let workers = serving.stopped_accepting().await;
         watch_task.abort();
         tokio::select! {
             () = drain.wait() => tracing::info!("all connections drained"),
             () = tokio::time::sleep(deadline) => tracing::warn!("drain deadline reached; closing the remaining connections"),
         }
+        if let Some(workers) = workers {
+            workers.finish().await;
+        }
     }
 }
 
-async fn accept_loop(
+/// Where the accept loops run.
+enum Serving {
+    /// On the calling runtime.
+    Here(Vec<tokio::task::JoinHandle<()>>),
+    Workers(workers::Workers),
+}
+
+impl Serving {
+    fn start(workers: usize, accepting: Accepting) -> Serving {
+        if workers > 0 {
+            // The listeners are already bound; a thread that cannot start is fatal.
+            return Serving::Workers(
+                workers::spawn(workers, accepting).expect("the worker threads start"),
+            );
+        }
+        let Accepting {
+            listeners,
+            reloader,
+            drain,
+            stop,
+        } = accepting;
+        let tasks = listeners
+            .into_iter()
+            .map(|(index, listener, gate)| {
+                let (reloader, drain) = (Arc::clone(&reloader), Arc::clone(&drain));
+                tokio::spawn(accept_loop(
+                    listener,
+                    index,
+                    gate,
+                    reloader,
+                    drain,
+                    stop.clone(),
+                ))
+            })
+            .collect();
+        Serving::Here(tasks)
+    }
+
+    /// Waits for the accept loops on this runtime to return; hands back the workers, which
+    /// serve their connections until told to finish.
+    async fn stopped_accepting(self) -> Option<workers::Workers> {
+        match self {
+            Serving::Here(tasks) => {
+                for task in tasks {
+                    let _ = task.await;
+                }
+                None
+            }
+            Serving::Workers(workers) => Some(workers),
+        }
+    }
+}
+
+pub(super) async fn accept_loop(
     listener: TcpListener,
     index: Option<usize>,
     gate: Arc<Gate>,
@@ -160,8 +223,11 @@ async fn accept_loop(
 
 /// Runs lingo on a route table until SIGTERM or SIGINT, then drains.
 pub async fn serve(config: &Path) -> Result<(), StartError> {
+    let workers = workers::count();
+    // Before the table is loaded: its upstream pools get one slot per worker.
+    crate::base::worker::set_workers(workers);
     let server = Server::bind(config).await?;
-    server.run(shutdown_signal()).await;
+    server.run_on(workers, shutdown_signal()).await;
     Ok(())
 }
 

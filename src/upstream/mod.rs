@@ -17,6 +17,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+use crate::base::worker;
 use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::Body;
 use crate::http::idle::IdleTimeout;
@@ -39,7 +40,9 @@ const POOL_IDLE: Duration = Duration::from_secs(90);
 /// The live side of an [`Upstream`]: its connection pool, or the in-process mock.
 pub enum UpstreamClient {
     Http {
-        client: Box<Client<Connector, Body>>,
+        /// One pool per serving thread (`base::worker`): a pooled connection is driven by
+        /// the runtime that opened it, so a request only takes connections of its own.
+        clients: Box<[Client<Connector, Body>]>,
         /// HTTP/1.1 only, for WebSocket upgrades.
         ws_connector: Connector,
     },
@@ -76,15 +79,18 @@ impl UpstreamClient {
             connect::Timed::new(pooled, connect),
             connect::Timed::new(ws_connector, connect),
         );
-        let client = Client::builder(TokioExecutor::new())
+        let mut builder = Client::builder(TokioExecutor::new());
+        builder
             .pool_idle_timeout(POOL_IDLE)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             .http2_only(upstream.http2)
-            .http2_initial_connection_window_size(H2_CONNECTION_WINDOW)
-            .build(pooled);
+            .http2_initial_connection_window_size(H2_CONNECTION_WINDOW);
+        let clients = (0..worker::slots())
+            .map(|_| builder.build(pooled.clone()))
+            .collect();
         UpstreamClient::Http {
-            client: Box::new(client),
+            clients,
             ws_connector,
         }
     }
@@ -97,7 +103,7 @@ impl UpstreamClient {
         body_limit: u64,
     ) -> Result<Response<Body>, ProxyError> {
         let client = match self {
-            UpstreamClient::Http { client, .. } => client,
+            UpstreamClient::Http { clients, .. } => &clients[worker::slot() % clients.len()],
             UpstreamClient::Mock(knobs) => {
                 return send_to_mock(upstream, knobs, req, body_limit).await;
             }

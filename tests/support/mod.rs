@@ -47,8 +47,14 @@ pub struct Lingo {
 }
 
 impl Lingo {
-    /// Starts lingo on `yaml` (which should listen on `127.0.0.1:0`).
+    /// Starts lingo on `yaml` (which should listen on `127.0.0.1:0`), serving on the test's
+    /// runtime.
     pub async fn start(yaml: &str) -> Lingo {
+        Lingo::start_on(yaml, 0).await
+    }
+
+    /// The same, serving on `workers` threads of their own, as the binary does.
+    pub async fn start_on(yaml: &str, workers: usize) -> Lingo {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("proxy.yaml");
         std::fs::write(&path, yaml).unwrap();
@@ -59,7 +65,7 @@ impl Lingo {
         let addr = addrs[0];
         let reloader = server.reloader();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(server.run(async move {
+        let task = tokio::spawn(server.run_on(workers, async move {
             let _ = stopped.await;
         }));
         Lingo {

@@ -12,7 +12,6 @@ use serde_json::value::RawValue;
 
 use super::native::{self, Event};
 pub use crate::base::usage::{Tally, Usage};
-use crate::translate::sse;
 use crate::translate::translation::{FINGERPRINT, Meta, call_id};
 
 impl Usage {
@@ -164,17 +163,15 @@ pub fn completion(answers: &[Bytes], meta: &Meta) -> Result<(Bytes, Usage), Stri
 
 // --- streams ---
 
+/// What every chunk of a stream starts with, the same from first to last: serialised once
+/// per stream (see [`ChatStream::frame`]) instead of once per token.
 #[derive(Serialize)]
-struct Chunk<'a> {
+struct Head<'a> {
     id: &'a str,
     object: &'static str,
     created: u64,
     model: &'a str,
     system_fingerprint: &'static str,
-    choices: Vec<ChunkChoice<'a>>,
-    /// With `include_usage`: `null` on every chunk but the usage chunk, as the official API.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<Option<Usage>>,
 }
 
 #[derive(Serialize)]
@@ -215,6 +212,8 @@ pub enum StreamError {
 #[derive(Debug)]
 pub struct ChatStream {
     meta: Meta,
+    /// `data: {"id":…,"system_fingerprint":…,"choices":`: every frame's first bytes.
+    head: Vec<u8>,
     index: u32,
     include_usage: bool,
     first_sent: bool,
@@ -229,6 +228,7 @@ impl ChatStream {
     pub fn new(meta: &Meta, index: u32, include_usage: bool) -> Self {
         ChatStream {
             meta: meta.clone(),
+            head: head(meta),
             index,
             include_usage,
             first_sent: false,
@@ -306,29 +306,45 @@ impl ChatStream {
             logprobs: logprobs.map(|content| Logprobs { content }),
             finish_reason,
         };
-        sse::data(&self.envelope(vec![choice], self.include_usage.then_some(None)))
+        self.frame(&[choice], self.include_usage.then_some(None))
     }
 
     /// The chunk with `choices: []` and the usage.
     pub fn usage_chunk(&self, usage: Usage) -> Bytes {
-        sse::data(&self.envelope(Vec::new(), Some(Some(usage))))
+        self.frame(&[], Some(Some(usage)))
     }
 
-    fn envelope<'a>(
-        &'a self,
-        choices: Vec<ChunkChoice<'a>>,
-        usage: Option<Option<Usage>>,
-    ) -> Chunk<'a> {
-        Chunk {
-            id: &self.meta.id,
-            object: "chat.completion.chunk",
-            created: self.meta.created,
-            model: &self.meta.model,
-            system_fingerprint: FINGERPRINT,
-            choices,
-            usage,
+    /// One SSE frame: the stream's head, then `choices` and, with `include_usage`, `usage`
+    /// (`null` on every chunk but the usage chunk, as the official API). The same bytes as
+    /// serialising the whole chunk each time.
+    fn frame(&self, choices: &[ChunkChoice<'_>], usage: Option<Option<Usage>>) -> Bytes {
+        let mut out = Vec::with_capacity(self.head.len() + 192);
+        out.extend_from_slice(&self.head);
+        // Serialising plain structs into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, choices);
+        if let Some(usage) = usage {
+            out.extend_from_slice(b",\"usage\":");
+            let _ = serde_json::to_writer(&mut out, &usage);
         }
+        out.extend_from_slice(b"}\n\n");
+        Bytes::from(out)
     }
+}
+
+/// See [`ChatStream::head`].
+fn head(meta: &Meta) -> Vec<u8> {
+    let head = Head {
+        id: &meta.id,
+        object: "chat.completion.chunk",
+        created: meta.created,
+        model: &meta.model,
+        system_fingerprint: FINGERPRINT,
+    };
+    let mut out = b"data: ".to_vec();
+    let _ = serde_json::to_writer(&mut out, &head);
+    out.pop(); // the closing `}`: the choices come next
+    out.extend_from_slice(b",\"choices\":");
+    out
 }
 
 /// A native error answer (before any byte was sent) as (status, message, code).

@@ -1,0 +1,216 @@
+//! The load bench's throughput rows: the same requests straight to the backend, through the
+//! bare relay, through nginx (when installed) and through lingo, at each shape (concurrency,
+//! whole or streamed); then the ratios, all from the same run.
+//!
+//! Besides requests/s, each proxy's CPU time per request is measured (its processes' user +
+//! system time from `/proc` over the row, divided by the requests it served): unlike
+//! throughput, it barely depends on what else the machine's cores are doing.
+
+use crate::nginx::tree_cpu;
+use crate::{Http, Run, cpu_of, load, pct, usage};
+
+const WHOLE_NATIVE: &str =
+    r#"{"model":"llama3.2","stream":false,"messages":[{"role":"user","content":"hello there"}]}"#;
+const STREAM_NATIVE: &str =
+    r#"{"model":"llama3.2","stream":true,"messages":[{"role":"user","content":"hello there"}]}"#;
+const WHOLE_OPENAI: &str = r#"{"model":"gpt-4o-mini","stream":false,"messages":[{"role":"user","content":"hello there"}]}"#;
+const STREAM_OPENAI: &str =
+    r#"{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hello there"}]}"#;
+
+const DIRECT: &str = "direct to backend (native)";
+const RELAY: &str = "through a bare TCP relay (no HTTP)";
+const NGINX: &str = "through nginx, plain reverse proxy";
+const PASS: &str = "through lingo, native pass-through";
+const TRANSLATED: &str = "through lingo, chat-completions translated";
+
+/// Where each row sends its requests.
+pub struct Targets {
+    pub direct: String,
+    pub relayed: String,
+    /// nginx's URL and its master's pid, when it runs.
+    pub nginx: Option<(String, u32)>,
+    pub through: String,
+    pub translated: String,
+    /// lingo's pid.
+    pub lingo: u32,
+}
+
+/// Whose CPU a row measures.
+#[derive(Clone, Copy)]
+enum Meter {
+    Nothing,
+    Lingo(u32),
+    /// nginx's master and its workers.
+    Nginx(u32),
+}
+
+impl Meter {
+    fn cpu(self) -> f64 {
+        match self {
+            Meter::Nothing => 0.0,
+            Meter::Lingo(pid) => cpu_of(pid),
+            Meter::Nginx(pid) => tree_cpu(pid),
+        }
+    }
+}
+
+/// One measured row.
+pub struct Row {
+    concurrency: usize,
+    stream: bool,
+    name: &'static str,
+    run: Run,
+    /// CPU µs per request of the proxy in the path, if the row has one.
+    cpu_us: Option<f64>,
+}
+
+/// The rows of one shape: name, URL, whether the body is the chat-completions one, and whose
+/// CPU to read.
+fn scenarios(t: &Targets) -> Vec<(&'static str, &str, bool, Meter)> {
+    let mut rows = vec![
+        (DIRECT, t.direct.as_str(), false, Meter::Nothing),
+        (RELAY, t.relayed.as_str(), false, Meter::Nothing),
+    ];
+    if let Some((url, pid)) = &t.nginx {
+        rows.push((NGINX, url.as_str(), false, Meter::Nginx(*pid)));
+    }
+    rows.push((PASS, t.through.as_str(), false, Meter::Lingo(t.lingo)));
+    rows.push((
+        TRANSLATED,
+        t.translated.as_str(),
+        true,
+        Meter::Lingo(t.lingo),
+    ));
+    rows
+}
+
+fn body(openai: bool, stream: bool) -> &'static str {
+    match (openai, stream) {
+        (false, false) => WHOLE_NATIVE,
+        (false, true) => STREAM_NATIVE,
+        (true, false) => WHOLE_OPENAI,
+        (true, true) => STREAM_OPENAI,
+    }
+}
+
+/// Measures every row of every shape, printing each as it ends; returns them and the number
+/// of failed requests.
+pub async fn throughput(
+    http: &Http,
+    targets: &Targets,
+    shapes: &[(usize, bool)],
+    seconds: f64,
+) -> (Vec<Row>, u64) {
+    println!(
+        "{:<50} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9}",
+        "scenario",
+        "req/s",
+        "ttfb p50",
+        "ttfb p99",
+        "last p50",
+        "last p99",
+        "failed",
+        "cpu",
+        "cpu/req",
+        "lingo MiB"
+    );
+    let (mut rows, mut failures) = (Vec::new(), 0);
+    for &(concurrency, stream) in shapes {
+        for (name, url, openai, meter) in scenarios(targets) {
+            let cpu0 = meter.cpu();
+            let run = load(http, url, body(openai, stream), concurrency, seconds).await;
+            let cpu = meter.cpu() - cpu0;
+            failures += run.failed;
+            let served = (run.ttlb.len() as u64 + run.failed).max(1) as f64;
+            let cpu_us = match meter {
+                Meter::Nothing => None,
+                _ => Some(cpu / served * 1e6),
+            };
+            let row = Row {
+                concurrency,
+                stream,
+                name,
+                run,
+                cpu_us,
+            };
+            print_row(
+                &row,
+                cpu / seconds,
+                matches!(meter, Meter::Lingo(_)).then_some(targets.lingo),
+            );
+            rows.push(row);
+        }
+    }
+    (rows, failures)
+}
+
+fn print_row(row: &Row, cpu_share: f64, lingo: Option<u32>) {
+    let kind = if row.stream { "streamed" } else { "whole" };
+    let label = format!("{kind} c={} {}", row.concurrency, row.name);
+    let (cpu, per_req) = match row.cpu_us {
+        Some(us) => (format!("{:.0}%", cpu_share * 100.0), format!("{us:.0}µs")),
+        None => ("-".into(), "-".into()),
+    };
+    let rss = lingo.map_or("-".into(), |pid| format!("{:.1}", usage(pid).1));
+    let run = &row.run;
+    println!(
+        "{:<50} {:>9.0} {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>7} {:>6} {:>8} {:>9}",
+        label,
+        run.rps,
+        pct(&run.ttfb, 0.5),
+        pct(&run.ttfb, 0.99),
+        pct(&run.ttlb, 0.5),
+        pct(&run.ttlb, 0.99),
+        run.failed,
+        cpu,
+        per_req,
+        rss
+    );
+}
+
+/// Prints, per shape, throughput through each hop / direct and through lingo / nginx, CPU per
+/// request side by side, and the median latency each hop adds.
+pub fn ratios(rows: &[Row], shapes: &[(usize, bool)]) {
+    println!("\nratios (same run): throughput / direct, throughput / nginx, CPU per request:");
+    for &(concurrency, stream) in shapes {
+        let pick = |n: &str| {
+            rows.iter()
+                .find(|r| r.concurrency == concurrency && r.stream == stream && r.name == n)
+        };
+        let (Some(d), Some(r), Some(p), Some(t)) =
+            (pick(DIRECT), pick(RELAY), pick(PASS), pick(TRANSLATED))
+        else {
+            continue;
+        };
+        let n = pick(NGINX);
+        let kind = if stream { "streamed" } else { "whole" };
+        let vs = |row: &Row, base: &Row| row.run.rps / base.run.rps;
+        let added = |row: &Row| pct(&row.run.ttlb, 0.5) - pct(&d.run.ttlb, 0.5);
+        let us = |row: &Row| row.cpu_us.unwrap_or(f64::NAN);
+        println!(
+            "  {kind} c={concurrency}: / direct: pass-through {:.2}, translated {:.2}, nginx {}, bare relay {:.2}; translated / pass-through {:.2}",
+            vs(p, d),
+            vs(t, d),
+            n.map_or("-".into(), |n| format!("{:.2}", vs(n, d))),
+            vs(r, d),
+            vs(t, p),
+        );
+        if let Some(n) = n {
+            println!(
+                "  {kind} c={concurrency}: / nginx: pass-through {:.2}, translated {:.2}; CPU per request: nginx {:.0}µs, lingo pass-through {:.0}µs, translated {:.0}µs",
+                vs(p, n),
+                vs(t, n),
+                us(n),
+                us(p),
+                us(t),
+            );
+        }
+        println!(
+            "  {kind} c={concurrency}: median added latency: pass-through {:+.0}µs, translated {:+.0}µs, nginx {}, bare relay {:+.0}µs",
+            added(p),
+            added(t),
+            n.map_or("-".into(), |n| format!("{:+.0}µs", added(n))),
+            added(r),
+        );
+    }
+}
