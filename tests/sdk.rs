@@ -67,6 +67,22 @@ async fn run_client(program: &'static str, script: &'static str, base_url: Strin
     assert!(stdout.contains(ok), "{stdout}");
 }
 
+/// Whether node and the npm `package` are there, in tests/sdk/node_modules where `.ci/run`
+/// installs them; if not, [`can_run`] says so (and fails under CI).
+fn node_has(package: &str) -> bool {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sdk/node_modules")
+        .join(package)
+        .join("package.json");
+    let node = Command::new("node").arg("--version").output();
+    let there = manifest.is_file() && node.is_ok_and(|o| o.status.success());
+    there
+        || can_run(
+            &format!("node with the {package} npm package in tests/sdk/node_modules"),
+            "npm install --no-save --prefix tests/sdk ollama @mendable/firecrawl-js@4",
+        )
+}
+
 #[tokio::test]
 async fn ollama_python_client_works_unchanged_over_chat_completions() {
     if !python_has("ollama") && !can_run("the ollama Python package", "pip install ollama") {
@@ -79,22 +95,7 @@ async fn ollama_python_client_works_unchanged_over_chat_completions() {
 
 #[tokio::test]
 async fn ollama_js_client_works_unchanged_over_chat_completions() {
-    // Where `.ci/run` installs it: `npm install --no-save --prefix tests/sdk ollama`.
-    let module = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/sdk/node_modules/ollama/package.json"
-    );
-    let has_client = std::path::Path::new(module).is_file()
-        && Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !has_client
-        && !can_run(
-            "node with the ollama npm package in tests/sdk/node_modules",
-            "npm install --no-save --prefix tests/sdk ollama",
-        )
-    {
+    if !node_has("ollama") {
         return;
     }
     let lingo = Lingo::start(&table(NATIVE_OVER_CHAT_COMPLETIONS)).await;
@@ -155,23 +156,7 @@ async fn firecrawl_python_sdk_v1_client_works_unchanged_over_a_v2_only_upstream(
 
 #[tokio::test]
 async fn firecrawl_js_sdk_v1_client_works_unchanged_over_a_v2_only_upstream() {
-    // Where `.ci/run` installs it: `npm install --no-save --prefix tests/sdk
-    // @mendable/firecrawl-js@4`.
-    let module = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/sdk/node_modules/@mendable/firecrawl-js/package.json"
-    );
-    let has_client = std::path::Path::new(module).is_file()
-        && Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !has_client
-        && !can_run(
-            "node with the @mendable/firecrawl-js npm package in tests/sdk/node_modules",
-            "npm install --no-save --prefix tests/sdk @mendable/firecrawl-js@4",
-        )
-    {
+    if !node_has("@mendable/firecrawl-js") {
         return;
     }
     let lingo = Lingo::start(&table(WEB_DATA_V2_ONLY)).await;
