@@ -46,6 +46,7 @@ pub fn compile(
         .collect();
     let models = models(&mut cx, file.models.unwrap_or_default().0, &upstreams);
     let routes = routes::compile(&mut cx, file.routes.unwrap_or_default(), &upstreams, limits);
+    small_answers(&mut cx, &routes, &upstreams, &limits);
 
     let (warnings, files) = cx.finish()?;
     Ok(RouteTable {
@@ -62,6 +63,30 @@ pub fn compile(
         warnings,
         files,
     })
+}
+
+/// The largest answer the web-data API sends in one piece: a crawl status page.
+const WEB_DATA_PAGE: u64 = 10 * 1024 * 1024;
+
+/// A warning when v1 web-data calls are translated and `limits.max_answer` is under a status
+/// page: such an answer cannot be read to translate, so it is a 502 (which the SDKs retry).
+fn small_answers(
+    cx: &mut Ctx<'_>,
+    routes: &[crate::table::Route],
+    upstreams: &[upstream::Declared],
+    limits: &Limits,
+) {
+    use crate::base::dialect::Dialect;
+    let translates_v1 = routes.iter().any(|r| {
+        r.speaks == Dialect::WebData
+            && upstreams.get(r.upstream).and_then(|u| u.speaks) == Some(Dialect::WebDataV2)
+    });
+    if translates_v1 && limits.max_answer < WEB_DATA_PAGE {
+        cx.warnings.push(format!(
+            "limits.max_answer is {}: a web-data status page can reach 10MiB, and a translated v1 answer larger than the limit is answered 502",
+            crate::base::units::format_size(limits.max_answer)
+        ));
+    }
 }
 
 fn limits(cx: &mut Ctx<'_>, raw: Option<raw::Limits>) -> Limits {

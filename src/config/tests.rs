@@ -628,6 +628,33 @@ fn extra_options_is_a_policy_of_native_routes_over_chat_completions() {
 }
 
 #[test]
+fn a_small_max_answer_is_a_warning_where_web_data_v1_is_translated() {
+    let table = |limits: &str| {
+        format!(
+            "{LISTEN}upstreams:\n  fc: {{ url: https://fc.example, speaks: web-data-v2 }}\n\
+             routes:\n  - {{ prefix: /v1, to: fc }}\n{limits}"
+        )
+    };
+    let warned = |t: &RouteTable| {
+        t.warnings
+            .iter()
+            .any(|w| w.starts_with("limits.max_answer is"))
+    };
+    assert!(!warned(&ok(&table(""))), "the default is enough");
+    let small = ok(&table("limits: { max_answer: 2MiB }\n"));
+    assert!(warned(&small), "{:?}", small.warnings);
+    assert!(
+        small.warnings.iter().any(|w| w.contains("2MiB")),
+        "{:?}",
+        small.warnings
+    );
+    let pass = format!(
+        "{LISTEN}upstreams:\n  fc: {{ url: https://fc.example, speaks: web-data }}\nroutes:\n  - {{ prefix: /v1, to: fc }}\nlimits: {{ max_answer: 2MiB }}\n"
+    );
+    assert!(!warned(&ok(&pass)), "nothing is translated");
+}
+
+#[test]
 fn every_error_is_reported_at_once() {
     let text = "\
 listen:
