@@ -188,6 +188,33 @@ fn answers_per_endpoint() {
             ),
         ),
         (
+            "crawl status: only next changes",
+            Call::CrawlStatus,
+            JsonAs::Extract,
+            json!({"success": true, "status": "scraping", "data": [doc(json!({}))],
+            "next": "https://up.dev/fc/v2/crawl/j1?skip=1"}),
+            Some(
+                json!({"success": true, "status": "scraping", "data": [doc(json!({}))],
+            "next": "http://lingo:8080/v1/crawl/j1?skip=1"}),
+            ),
+        ),
+        (
+            "crawl status: every document, two of them",
+            Call::CrawlStatus,
+            JsonAs::Extract,
+            json!({"success": true, "status": "completed",
+            "data": [doc(json!({"json": 1})), doc(json!({"json": 2}))]}),
+            Some(json!({"success": true, "status": "completed",
+            "data": [doc(json!({"extract": 1})), doc(json!({"extract": 2}))]})),
+        ),
+        (
+            "search results without a warning get none",
+            Call::Search,
+            JsonAs::Json,
+            json!({"success": true, "data": {"web": [{"url": "u"}]}}),
+            Some(json!({"success": true, "data": [{"url": "u"}]})),
+        ),
+        (
             "historical unchanged",
             Call::Same,
             JsonAs::Unknown,
