@@ -131,6 +131,18 @@ fn answers_per_endpoint() {
             ),
         ),
         (
+            "active: a plain screenshot, pdf parser as an object",
+            Call::Active,
+            JsonAs::Unknown,
+            json!({"success": true, "crawls": [{"id": "j", "options": {"scrapeOptions": {
+                "formats": [{"type": "screenshot"}, {"type": "screenshot", "fullPage": false}],
+                "parsers": [{"type": "pdf", "maxPages": 3}]}}}]}),
+            Some(
+                json!({"success": true, "crawls": [{"id": "j", "options": {"ignoreSitemap": false,
+                "scrapeOptions": {"formats": ["screenshot", "screenshot"], "parsePDF": true}}}]}),
+            ),
+        ),
+        (
             "map links",
             Call::Map,
             JsonAs::Json,
@@ -383,8 +395,11 @@ fn watcher_frames_are_retold_whole_however_they_arrive() {
     }
     let bytewise: Vec<usize> = (1..stream.len()).collect();
     assert_eq!(through_frames(&stream, &bytewise, 1 << 20), want);
-    // A frame over the limit, and everything after it, goes on untouched.
+    // A frame over the limit, and everything after it, goes on untouched; one of exactly the
+    // limit is still re-told.
     assert_eq!(through_frames(&stream, &[3], 100), stream);
+    assert_eq!(through_frames(&stream, &[3], doc.len()), want);
+    assert_eq!(through_frames(&stream, &[3], doc.len() - 1), stream);
     // A hostile 64-bit length with no limit to speak of: passed on, no overflow, no panic.
     let mut hostile = vec![0x81, 127];
     hostile.extend_from_slice(&u64::MAX.to_be_bytes());
