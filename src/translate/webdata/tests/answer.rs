@@ -328,7 +328,14 @@ fn jobs_are_remembered_bounded_and_expiring() {
         jobs.remember("d", JsonAs::Extract, later);
     }
     assert!(jobs.len() <= 2);
-    assert!(Jobs::new(0, TTL).is_empty());
+    let mut none = Jobs::new(0, TTL);
+    none.remember("z", JsonAs::Extract, later);
+    assert!(none.is_empty(), "a capacity of 0 remembers nothing");
+    assert_eq!(
+        TTL,
+        Duration::from_secs(24 * 3600),
+        "the crawl expiry upstream"
+    );
     let long = "i".repeat(super::super::jobs::MAX_ID + 1);
     jobs.remember(&long, JsonAs::Extract, later);
     assert_eq!(
@@ -400,6 +407,31 @@ fn watcher_frames_are_retold_whole_however_they_arrive() {
     assert_eq!(through_frames(&stream, &[3], 100), stream);
     assert_eq!(through_frames(&stream, &[3], doc.len()), want);
     assert_eq!(through_frames(&stream, &[3], doc.len() - 1), stream);
+    // A lone document frame is re-told as soon as it is whole, not left to `finish`.
+    assert_eq!(
+        through_frames(&encode(0x81, doc.as_bytes()), &[], 1 << 20),
+        encode(0x81, want_doc.as_bytes()).to_vec()
+    );
+    // A 64-bit length (over 65,535 bytes) is read too.
+    let big = json!({"type": "document", "data": {"json": 1, "markdown": "y".repeat(70_000)}})
+        .to_string();
+    let want_big =
+        json!({"type": "document", "data": {"extract": 1, "markdown": "y".repeat(70_000)}})
+            .to_string();
+    assert_eq!(
+        through_frames(&encode(0x81, big.as_bytes()), &[9, 40_000], 1 << 20),
+        encode(0x81, want_big.as_bytes()).to_vec()
+    );
+    // A frame cut off by the close of the stream goes on as it came.
+    let cut = &encode(0x81, doc.as_bytes())[..20];
+    assert_eq!(through_frames(cut, &[5], 1 << 20), cut);
+    // A masked text frame (a client's, which a server never sends) is not touched, even when
+    // its payload reads as a document (a zero masking key).
+    let mut masked_doc = vec![0x81, 0x80 | 126];
+    masked_doc.extend_from_slice(&u16::try_from(doc.len()).unwrap().to_be_bytes());
+    masked_doc.extend_from_slice(&[0, 0, 0, 0]);
+    masked_doc.extend_from_slice(doc.as_bytes());
+    assert_eq!(through_frames(&masked_doc, &[], 1 << 20), masked_doc);
     // A hostile 64-bit length with no limit to speak of: passed on, no overflow, no panic.
     let mut hostile = vec![0x81, 127];
     hostile.extend_from_slice(&u64::MAX.to_be_bytes());
