@@ -328,6 +328,18 @@ fn jobs_are_remembered_bounded_and_expiring() {
         jobs.remember("d", JsonAs::Extract, later);
     }
     assert!(jobs.len() <= 2);
+    assert!(!jobs.is_empty());
+    // Exactly the TTL old is expired: not recalled, and dropped when the next job comes.
+    let mut timed = Jobs::new(10, Duration::from_secs(60));
+    timed.remember("a", JsonAs::Extract, t0);
+    let ttl_later = t0 + Duration::from_secs(60);
+    assert_eq!(timed.recall("a", ttl_later), JsonAs::Unknown);
+    timed.remember("b", JsonAs::Extract, ttl_later);
+    assert_eq!(
+        timed.len(),
+        1,
+        "the expired job is forgotten, not only hidden"
+    );
     let mut none = Jobs::new(0, TTL);
     none.remember("z", JsonAs::Extract, later);
     assert!(none.is_empty(), "a capacity of 0 remembers nothing");
