@@ -439,6 +439,14 @@ fn unknown_keys_are_refused_by_name() {
             issue["message"].as_str().unwrap().contains("v1 API"),
             "{v1}"
         );
+        let named: Vec<String> = keys
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| format!("'{}'", k.as_str().unwrap()))
+            .collect();
+        let want = format!("Bad Request: unrecognized key(s) {}", named.join(", "));
+        assert_eq!(body["error"], want, "the message names the keys: {v1}");
     }
 }
 
