@@ -1,7 +1,8 @@
 #!/bin/sh
 # Mutation testing of the areas issue #17 names, by hand (not in CI: too slow).
 #
-#   tests/mutants/run.sh [AREA...]      AREA: path router headers errors translate (default: all)
+#   tests/mutants/run.sh [AREA...]      AREA: path router headers errors webdata translate
+#                                       (default: all but webdata, which translate includes)
 #
 # Each area runs in two passes: every mutant against the library's unit tests (one test
 # binary to rebuild: fast), then only the survivors again with the socket tests that cover
@@ -38,6 +39,8 @@ for a in ${*:-path router headers errors translate}; do
     router) area router src/table/router.rs "errors promises" ;;
     headers) area headers src/upstream/headers.rs "passthrough promises websocket" ;;
     errors) area errors "src/base/dialect.rs src/proxy/respond.rs src/error.rs" "errors promises limits renderer" ;;
+    webdata) area webdata "src/translate/webdata/*.rs" \
+        "webdata_v1_over_v2 webdata_watcher_v1_over_v2 golden_webdata mock_webdata_v2" ;;
     translate) area translate "src/translate/*.rs src/translate/*/*.rs" \
         "ndjson translate_chat translate_other golden faults upstream_limits" ;;
     *) echo "unknown area $a" >&2; exit 2 ;;
