@@ -143,26 +143,7 @@ impl Serving {
                 workers::spawn(workers, accepting).expect("the worker threads start"),
             );
         }
-        let Accepting {
-            listeners,
-            reloader,
-            drain,
-            stop,
-        } = accepting;
-        let tasks = listeners
-            .into_iter()
-            .map(|(index, listener, gate)| {
-                let (reloader, drain) = (Arc::clone(&reloader), Arc::clone(&drain));
-                tokio::spawn(accept_loop(
-                    listener,
-                    index,
-                    gate,
-                    reloader,
-                    drain,
-                    stop.clone(),
-                ))
-            })
-            .collect();
+        let tasks = accepting.spawn_loops();
         Serving::Here(tasks)
     }
 

@@ -31,6 +31,30 @@ pub struct Accepting {
     pub stop: watch::Receiver<bool>,
 }
 
+impl Accepting {
+    /// One accept loop per listener, spawned on the current runtime.
+    pub fn spawn_loops(self) -> Vec<tokio::task::JoinHandle<()>> {
+        let Accepting {
+            listeners,
+            reloader,
+            drain,
+            stop,
+        } = self;
+        let spawn = |(index, listener, gate)| {
+            let (reloader, drain) = (Arc::clone(&reloader), Arc::clone(&drain));
+            tokio::spawn(accept_loop(
+                listener,
+                index,
+                gate,
+                reloader,
+                drain,
+                stop.clone(),
+            ))
+        };
+        listeners.into_iter().map(spawn).collect()
+    }
+}
+
 /// Running worker threads.
 pub struct Workers {
     threads: Vec<JoinHandle<()>>,
@@ -89,22 +113,21 @@ async fn serve(
     stop: watch::Receiver<bool>,
     mut exit: watch::Receiver<bool>,
 ) {
+    let mut tokio_listeners = Vec::with_capacity(listeners.len());
     for (index, socket, gate) in listeners {
         match TcpListener::from_std(socket) {
-            Ok(listener) => {
-                let (reloader, drain) = (Arc::clone(&reloader), Arc::clone(&drain));
-                tokio::spawn(accept_loop(
-                    listener,
-                    index,
-                    gate,
-                    reloader,
-                    drain,
-                    stop.clone(),
-                ));
-            }
+            Ok(listener) => tokio_listeners.push((index, listener, gate)),
             Err(err) => tracing::error!("a worker cannot listen: {err}"),
         }
     }
+    let accepting = Accepting {
+        listeners: tokio_listeners,
+        reloader,
+        drain,
+        stop,
+    };
+    // The loops end when `stop` turns; the connections they started run until `exit`.
+    drop(accepting.spawn_loops());
     let _ = exit.wait_for(|exit| *exit).await;
 }
 
