@@ -89,6 +89,24 @@ pub fn usage(pid: u32) -> (f64, f64) {
     (cpu_of(pid), rss_kb / 1024.0)
 }
 
+/// Ends a child. Under a profiler (`LINGO_BENCH_WRAP`) lingo is the wrapper's child: it is
+/// asked to stop (SIGTERM, so that it drains and exits) and the wrapper is given time to write
+/// its profile; killing the wrapper alone would leave lingo running, holding its port.
+fn stop(child: &mut Child) {
+    let wrapped = Command::new("pkill")
+        .args(["-TERM", "-x", "-P", &child.id().to_string(), "lingo"])
+        .status()
+        .is_ok_and(|s| s.success());
+    for _ in 0..if wrapped { 600 } else { 0 } {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 async fn wait_up(http: &Http, url: &str) {
     for _ in 0..200 {
         if http
@@ -355,8 +373,7 @@ async fn main() {
         if !which.is_empty() && !name.eq_ignore_ascii_case(&which) {
             continue;
         }
-        let _ = lingo.kill();
-        let _ = lingo.wait();
+        stop(&mut lingo);
         lingo = spawn(&wrap, &format!("--config {}", table.display()));
         let http: Http = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(20_000)
@@ -385,8 +402,7 @@ async fn main() {
         lost_streams += slow.lost;
     }
     for child in [&mut lingo, &mut mock, &mut relay] {
-        let _ = child.kill();
-        let _ = child.wait();
+        stop(child);
     }
     let _ = std::fs::remove_dir_all(&dir);
     if failures > 0 || lost_streams > 0 {

@@ -195,10 +195,10 @@ pub(super) async fn accept_loop(
             drain: drain.guard(),
         };
         match admission {
-            Admission::Serve(slot) => tokio::spawn(connection::serve(accepted, slot)),
-            Admission::Refuse(permit) => tokio::spawn(connection::refuse(accepted, permit)),
+            Admission::Serve(slot) => connection::serve(accepted, slot),
+            Admission::Refuse(permit) => drop(tokio::spawn(connection::refuse(accepted, permit))),
             Admission::Drop => continue,
-        };
+        }
     }
 }
 

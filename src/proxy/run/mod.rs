@@ -21,6 +21,8 @@ pub mod translate;
 pub mod tunnel;
 pub mod webdata;
 
+use std::pin::Pin;
+
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
@@ -30,30 +32,38 @@ use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::translate::Endpoint;
 
+/// One way of running a plan, boxed.
+type Running<'a> = Pin<Box<dyn Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a>>;
+
 /// Runs the plan for one exchange.
+///
+/// Each way is boxed on its own: unboxed, every request's state would be the size of the
+/// largest way (the web-data translation, 5.8 KiB) until its answer's head, where a chat
+/// translation needs 1.9 KiB and a pass-through 1.8 KiB.
 pub async fn run(
     plan: Plan,
     x: &Exchange<'_>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ProxyError> {
-    match plan {
-        Plan::Translate(Endpoint::ChatCompletions) => translate::chat(x, req).await,
-        Plan::Translate(Endpoint::Completions) => translate::completions(x, req).await,
-        Plan::Translate(Endpoint::Embeddings) => embeddings::handle(x, req).await,
-        Plan::Translate(Endpoint::Models) => models::list(x).await,
-        Plan::Translate(Endpoint::Model) => models::one(x, x.path()).await,
-        Plan::Translate(Endpoint::NativeChat) => native::chat(x, req).await,
-        Plan::Translate(Endpoint::NativeGenerate) => native::generate(x, req).await,
-        Plan::Translate(Endpoint::NativeEmbed) => native::embed(x, req, false).await,
-        Plan::Translate(Endpoint::NativeEmbeddings) => native::embed(x, req, true).await,
-        Plan::Translate(Endpoint::NativeTags) => native_models::tags(x).await,
-        Plan::Translate(Endpoint::NativeShow) => native_models::show(x, req).await,
-        Plan::Translate(Endpoint::NativePs) => native_models::ps(),
-        Plan::Translate(Endpoint::NativeVersion) => native_models::version(),
-        Plan::Translate(Endpoint::WebDataV1) => webdata::v1(x, req).await,
-        Plan::Tunnel => tunnel::proxy(x, req).await,
-        Plan::ListTags => tags::handle(x, req).await,
-        Plan::Rename => rename::handle(x, req).await,
-        Plan::Pass => pass::forward(x, req).await,
-    }
+    let running: Running<'_> = match plan {
+        Plan::Translate(Endpoint::ChatCompletions) => Box::pin(translate::chat(x, req)),
+        Plan::Translate(Endpoint::Completions) => Box::pin(translate::completions(x, req)),
+        Plan::Translate(Endpoint::Embeddings) => Box::pin(embeddings::handle(x, req)),
+        Plan::Translate(Endpoint::Models) => Box::pin(models::list(x)),
+        Plan::Translate(Endpoint::Model) => Box::pin(models::one(x, x.path())),
+        Plan::Translate(Endpoint::NativeChat) => Box::pin(native::chat(x, req)),
+        Plan::Translate(Endpoint::NativeGenerate) => Box::pin(native::generate(x, req)),
+        Plan::Translate(Endpoint::NativeEmbed) => Box::pin(native::embed(x, req, false)),
+        Plan::Translate(Endpoint::NativeEmbeddings) => Box::pin(native::embed(x, req, true)),
+        Plan::Translate(Endpoint::NativeTags) => Box::pin(native_models::tags(x)),
+        Plan::Translate(Endpoint::NativeShow) => Box::pin(native_models::show(x, req)),
+        Plan::Translate(Endpoint::NativePs) => return native_models::ps(),
+        Plan::Translate(Endpoint::NativeVersion) => return native_models::version(),
+        Plan::Translate(Endpoint::WebDataV1) => Box::pin(webdata::v1(x, req)),
+        Plan::Tunnel => Box::pin(tunnel::proxy(x, req)),
+        Plan::ListTags => Box::pin(tags::handle(x, req)),
+        Plan::Rename => Box::pin(rename::handle(x, req)),
+        Plan::Pass => Box::pin(pass::forward(x, req)),
+    };
+    running.await
 }
