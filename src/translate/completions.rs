@@ -410,7 +410,12 @@ mod tests {
                 "max_tokens",
             ),
             (json!({"model": "m", "prompt": "x", "n": 2}), "n"),
+            (
+                json!({"model": "m", "prompt": "x", "best_of": 3}),
+                "best_of",
+            ),
             (json!({"model": "m", "prompt": "x", "echo": "yes"}), "echo"),
+            (json!({"model": "m", "prompt": "x", "suffix": 5}), "suffix"),
         ] {
             assert_eq!(
                 native(body.clone()).unwrap_err().param,
@@ -418,6 +423,20 @@ mod tests {
                 "{body}"
             );
         }
+    }
+
+    #[test]
+    fn one_choice_and_native_extras_are_accepted() {
+        // `n` and `best_of` of 1 (or null) are what every client sends by default; `suffix`
+        // must be a string, the other extras go as they are.
+        let sent = native(json!({"model": "m", "prompt": "x", "n": 1, "best_of": null,
+            "suffix": "s", "keep_alive": 300, "think": false}))
+        .unwrap();
+        assert_eq!(
+            (&sent["suffix"], &sent["keep_alive"], &sent["think"]),
+            (&json!("s"), &json!(300), &json!(false))
+        );
+        assert!(native(json!({"model": "m", "prompt": "x", "n": null, "best_of": 1})).is_ok());
     }
 
     #[test]
@@ -462,6 +481,14 @@ mod tests {
         let mut cut = CompletionStream::new(&meta, 0, false, None);
         cut.on_line(br#"{"response":"a","done":false}"#).unwrap();
         assert!(cut.finish().is_err());
+        // The same through the driver's trait: a stream cut before its last line is an error
+        // (the client gets an error frame, not `[DONE]`), one that ended adds nothing.
+        let mut cut = CompletionStream::new(&meta, 0, false, None);
+        LineTranslator::on_line(&mut cut, br#"{"response":"a","done":false}"#).unwrap();
+        assert!(LineTranslator::finish(&mut cut).is_err());
+        let mut ended = CompletionStream::new(&meta, 0, false, None);
+        LineTranslator::on_line(&mut ended, br#"{"response":"a","done":true}"#).unwrap();
+        assert_eq!(LineTranslator::finish(&mut ended), Ok(vec![]));
         assert!(
             CompletionStream::new(&meta, 0, false, None)
                 .on_line(br#"{"error":"boom"}"#)

@@ -388,6 +388,26 @@ mod tests {
     }
 
     #[test]
+    fn float_is_the_default_encoding_and_may_be_named() {
+        for format in [
+            r#""#,
+            r#","encoding_format":null"#,
+            r#","encoding_format":"Float""#,
+        ] {
+            let body = format!(r#"{{"model":"e","input":"a"{format}}}"#);
+            assert!(!request(body.as_bytes()).unwrap().base64, "{body}");
+        }
+    }
+
+    #[test]
+    fn an_embeddings_translation_is_answered_whole() {
+        // The driver never streams it: no stream, no closing frames (no `data: [DONE]`).
+        let t = Embeddings::new(request(br#"{"model":"e","input":"a"}"#).unwrap());
+        assert!(!t.streams());
+        assert!(t.closing(None, 1).is_empty());
+    }
+
+    #[test]
     fn answers() {
         let out: Value =
             serde_json::from_slice(&response(&[vec![0.5, 1.0]], 4, "alias", false)).unwrap();

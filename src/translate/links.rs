@@ -87,6 +87,14 @@ mod tests {
                     r#"{"url":"http://lingo:8080/v1/crawl/1","next":"http://lingo:8080/v1/crawl/1?skip=1"}"#,
                 ),
             ),
+            // The base path is removed only as whole segments.
+            (
+                r#"{"url":"https://up/fcx/v1/crawl/1"}"#,
+                "/fc",
+                Some(r#"{"url":"http://lingo:8080/fcx/v1/crawl/1"}"#),
+            ),
+            (r#"{"url":"ftp://up/v1/crawl/1"}"#, "", None),
+            (r#"{"url":"/v1/crawl/1"}"#, "", None),
             (r#"{"url":null}"#, "", None),
             (r#"{"url":"not a url"}"#, "", None),
             (r#"{"success":true,"data":{"url":"https://x"}}"#, "", None),

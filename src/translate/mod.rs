@@ -167,3 +167,43 @@ pub fn endpoint(client: Dialect, upstream: Dialect, path: &str) -> Option<Endpoi
         .find(|(c, u, p, _)| *c == client && *u == upstream && matches(p, path))
         .map(|(.., e)| *e)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_star_matches_something_non_empty() {
+        for (pattern, path, expected) in [
+            ("/v1/models/*", "/v1/models/llama", true),
+            ("/v1/models/*", "/v1/models/", false),
+            ("/v1/models/*", "/v1/models", false),
+            ("/v1/models/*", "/v2/models/llama", false),
+            ("/api/chat", "/api/chat", true),
+            ("/api/chat", "/api/chats", false),
+        ] {
+            assert_eq!(matches(pattern, path), expected, "{pattern} {path}");
+        }
+    }
+
+    #[test]
+    fn endpoints_are_found_by_both_dialects_and_the_path() {
+        use Dialect::*;
+        for (client, upstream, path, expected) in [
+            (
+                Chat,
+                Native,
+                "/v1/chat/completions",
+                Some(Endpoint::ChatCompletions),
+            ),
+            (Chat, Native, "/v1/models/x", Some(Endpoint::Model)),
+            (Native, Chat, "/api/chat", Some(Endpoint::NativeChat)),
+            (WebData, WebDataV2, "/v1/scrape", Some(Endpoint::WebDataV1)),
+            (Native, Native, "/api/chat", None),
+            (Chat, Chat, "/v1/chat/completions", None),
+            (Chat, Native, "/api/chat", None),
+        ] {
+            assert_eq!(endpoint(client, upstream, path), expected, "{path}");
+        }
+    }
+}

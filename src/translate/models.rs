@@ -303,6 +303,10 @@ mod tests {
             ("2024-07-22T20:33:28.123648Z", 1_721_680_408),
             ("2024-07-22T13:33:28.5-07:00", 1_721_680_408),
             ("2000-02-29T00:00:00+00:00", 951_782_400),
+            ("2024-07-22T02:03:28+05:30", 1_721_594_008),
+            ("2024-07-21T20:03:28-00:30", 1_721_594_008),
+            ("2024-07-22T13:33:28+0700", 0),
+            ("2024-07-22T13:33:28+07:00:00", 0),
             ("not a time", 0),
             ("", 0),
         ] {
@@ -316,6 +320,11 @@ mod tests {
         ] {
             assert_eq!(rfc3339(unix), text);
             assert_eq!(unix_seconds(text), unix);
+        }
+        // Every day from 1970 to 2100 (leap days and century years included) and back.
+        for day in 0..47_482 {
+            let unix = day * 86_400 + 45_296;
+            assert_eq!(unix_seconds(&rfc3339(unix)), unix, "{}", rfc3339(unix));
         }
         let at = std::time::Duration::new(1_721_680_408, 123_648_000);
         assert_eq!(rfc3339_nanos(at), "2024-07-22T20:33:28.123648000Z");
@@ -441,6 +450,16 @@ mod tests {
             (
                 "an alias hides the upstream's model of its name",
                 own_llama.clone(),
+                vec![(
+                    "llama3.2:latest",
+                    "llama3.2:latest",
+                    Listed::Other(r#"{"models":null}"#.into()),
+                )],
+                json!({"models": [unlisted_as("llama3.2:latest")]}),
+            ),
+            (
+                "an alias hides the upstream's model whose `model` is its name",
+                r#"{"models":[{"name":"short","model":"llama3.2:latest"}]}"#.into(),
                 vec![(
                     "llama3.2:latest",
                     "llama3.2:latest",

@@ -600,6 +600,12 @@ fn errors() {
         (500, "upstream exploded", 500, "upstream exploded"),
         (503, "", 503, "upstream answered 503"),
         (
+            500,
+            r#"{"error":null,"message":null}"#,
+            500,
+            "upstream answered 500 without an error message",
+        ),
+        (
             200,
             "{}",
             502,
