@@ -54,3 +54,32 @@ impl LineTranslator for Rename {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_get_the_alias_back_and_nothing_is_added() {
+        let mut rename = Rename::new("llama3.2:latest", "gpt-4o-mini");
+        for (line, want) in [
+            (
+                r#"{"model" : "llama3.2:latest","done":false}"#,
+                "{\"model\" : \"gpt-4o-mini\",\"done\":false}\n",
+            ),
+            (
+                r#"{"model":"other","done":true}"#,
+                "{\"model\":\"other\",\"done\":true}\n",
+            ),
+            ("not json", "not json\n"),
+        ] {
+            let frames = rename.on_line(line.as_bytes()).unwrap();
+            assert_eq!(frames, [Bytes::from(want)], "{line}");
+        }
+        // The stream ends as the upstream's did: no closing frame, no usage of its own (the
+        // native lines carry their counts to the client as they are).
+        assert_eq!(rename.finish(), Ok(vec![]));
+        assert_eq!(rename.usage(), None);
+        assert_eq!(rename.dialect(), Dialect::Native);
+    }
+}

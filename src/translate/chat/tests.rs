@@ -46,6 +46,14 @@ fn sampling_and_extensions() {
             json!({"num_ctx": 4096, "temperature": 0.5, "stop": ["x"], "seed": 7}),
         ),
         (
+            json!({"stop": ["x", "y"], "seed": -7}),
+            json!({"num_ctx": 4096, "temperature": 0.5, "stop": ["x", "y"], "seed": -7}),
+        ),
+        (
+            json!({"seed": u64::MAX}),
+            json!({"num_ctx": 4096, "temperature": 0.5, "seed": u64::MAX}),
+        ),
+        (
             json!({"frequency_penalty": 1, "presence_penalty": -1}),
             json!({"num_ctx": 4096, "temperature": 0.5, "frequency_penalty": 1, "presence_penalty": -1}),
         ),
@@ -222,6 +230,29 @@ fn messages_become_one_native_message_each() {
             {"role": "assistant", "content": "done"}
         ])
     );
+}
+
+#[test]
+fn images_are_standard_base64() {
+    let image = |data: &str| {
+        let url = format!("data:image/png;base64,{data}");
+        translate(
+            json!({"model": "m", "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": url}}]}]}),
+        )
+        .map(|native| native["messages"][0]["images"][0].clone())
+    };
+    assert_eq!(image("ab+/").unwrap(), "ab+/");
+    assert_eq!(image("ab==").unwrap(), "ab==");
+    for bad in ["abc", "====", "a===", "ab!/", "ab-_"] {
+        assert!(image(bad).is_err(), "{bad}");
+    }
+    let url = translate(
+        json!({"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "HTTPS://example.com/a.png"}}]}]}),
+    )
+    .unwrap_err();
+    assert!(url.message.contains("not fetched"), "{}", url.message);
 }
 
 #[test]
