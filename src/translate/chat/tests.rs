@@ -118,6 +118,10 @@ fn refusals_name_their_param() {
             "tool_choice",
         ),
         (json!({"options": 3}), "options"),
+        (
+            json!({"tools": [{"type": "function", "function": {"name": "a"}}], "tool_choice": "sometimes"}),
+            "tool_choice",
+        ),
     ];
     for (extra, param) in cases {
         let err = translate(with(extra.clone())).unwrap_err();
@@ -312,12 +316,24 @@ fn whole_answers() {
             .unwrap_err()
             .contains("boom")
     );
+    // An upstream id is kept; an empty one is replaced like a missing one.
+    let ids = [
+        Bytes::from_static(br#"{"message":{"role":"assistant","content":"","tool_calls":[{"id":"up_1","function":{"name":"f","arguments":{}}},{"id":"","function":{"name":"g","arguments":{}}}]},"done":true}"#),
+    ];
+    let out: Value = serde_json::from_slice(&completion(&ids, &meta).unwrap().0).unwrap();
+    let calls = &out["choices"][0]["message"]["tool_calls"];
+    assert_eq!(calls[0]["id"], "up_1");
+    let derived = calls[1]["id"].as_str().unwrap();
+    assert!(
+        derived.starts_with("call_") && derived.len() == 29,
+        "{derived}"
+    );
 }
 
 #[test]
 fn upstream_errors_keep_status_and_message() {
     type Case<'a> = (u16, &'a [u8], (u16, &'a str, Option<&'a str>));
-    let cases: [Case; 5] = [
+    let cases: [Case; 7] = [
         (
             404,
             br#"{"error":"model 'x' not found"}"#,
@@ -329,6 +345,12 @@ fn upstream_errors_keep_status_and_message() {
             (400, "invalid think value", None),
         ),
         (503, b"server busy", (503, "server busy", None)),
+        (404, b"404 page missing", (404, "404 page missing", None)),
+        (
+            500,
+            br#"{"error":"blob not found"}"#,
+            (500, "blob not found", None),
+        ),
         (500, b"", (500, "upstream answered 500", None)),
         (
             200,
