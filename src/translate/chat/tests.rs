@@ -363,3 +363,72 @@ fn upstream_errors_keep_status_and_message() {
         assert_eq!((s, m.as_str(), c), (want_status, want_message, want_code));
     }
 }
+
+/// The chat translation as the driver sees it, through its traits.
+#[test]
+fn through_the_driver_traits() {
+    use crate::translate::{LineTranslator, Translation};
+    let meta = || Meta {
+        id: "chatcmpl-x".into(),
+        created: 1,
+        model: "alias".into(),
+    };
+    let body = with(json!({"stream": true, "n": 2, "stream_options": {"include_usage": true}}));
+    let defaults = RouteDefaults {
+        options: Map::new(),
+    };
+    let mut t = Chat::new(
+        request(body.to_string().as_bytes(), &defaults).unwrap(),
+        meta(),
+    );
+    assert!(t.streams());
+    let calls = t.calls("up");
+    assert_eq!(calls.len(), 2);
+    let sent: Value = serde_json::from_slice(&calls[1].body).unwrap();
+    assert_eq!((calls[1].path, &sent["model"]), ("/api/chat", &json!("up")));
+
+    let usage = Usage::new(3, 4);
+    let frames = |f: Vec<Bytes>| -> Vec<String> {
+        f.iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect()
+    };
+    // Several choices: one usage chunk for all, at the end; one: none from the closing.
+    let closing = frames(t.closing(Some(usage), 2));
+    assert_eq!(closing.len(), 2, "{closing:?}");
+    assert!(closing[0].contains(r#""total_tokens":7"#), "{closing:?}");
+    assert_eq!(closing[1], "data: [DONE]\n\n");
+    assert_eq!(frames(t.closing(Some(usage), 1)), ["data: [DONE]\n\n"]);
+    assert_eq!(frames(t.closing(None, 2)), ["data: [DONE]\n\n"]);
+
+    // Each choice's stream: its own usage only when it is the only one.
+    let done = br#"{"message":{"role":"assistant","content":"b"},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":4}"#;
+    let mut alone = t.stream(0, 1);
+    let first = LineTranslator::on_line(
+        &mut alone,
+        br#"{"message":{"role":"assistant","content":"a"},"done":false}"#,
+    )
+    .unwrap();
+    assert!(!first.is_empty() && first.iter().all(|f| !f.is_empty()));
+    let last = frames(LineTranslator::on_line(&mut alone, done).unwrap());
+    assert!(
+        last.iter().any(|f| f.contains(r#""total_tokens":7"#)),
+        "{last:?}"
+    );
+    assert_eq!(LineTranslator::finish(&mut alone), Ok(vec![]));
+    assert_eq!(LineTranslator::usage(&alone), Some(usage));
+    let mut one_of_two = t.stream(1, 2);
+    let last = frames(LineTranslator::on_line(&mut one_of_two, done).unwrap());
+    assert!(!last.iter().any(|f| f.contains("total_tokens")), "{last:?}");
+    let mut cut = t.stream(0, 1);
+    LineTranslator::on_line(&mut cut, br#"{"message":{"content":"a"},"done":false}"#).unwrap();
+    assert!(LineTranslator::finish(&mut cut).is_err());
+
+    let (whole, counted) = t.whole(&[Bytes::from_static(done)]).unwrap();
+    assert_eq!(counted, usage);
+    assert!(!whole.is_empty());
+    assert_eq!(
+        t.upstream_error(404, br#"{"error":"model 'x' not found"}"#),
+        (404, "model 'x' not found".into(), Some("model_not_found"))
+    );
+}

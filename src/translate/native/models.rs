@@ -151,3 +151,35 @@ fn is_quant(token: &str) -> bool {
     matches!(lower.as_str(), "f16" | "fp16" | "bf16" | "f32" | "fp8")
         || (lower.starts_with('q') && lower[1..].starts_with(|c: char| c.is_ascii_digit()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_quantisations_are_told_from_other_tokens() {
+        for (token, size) in [
+            ("3b", true),
+            ("0.5B", true),
+            ("22m", true),
+            ("0b", false),
+            (".5b", false),
+            ("b", false),
+            ("web", false),
+            ("3x", false),
+        ] {
+            assert_eq!(is_size(token), size, "{token}");
+        }
+        for (token, quant) in [
+            ("q4_K_M", true),
+            ("Q8", true),
+            ("fp16", true),
+            ("bf16", true),
+            ("q", false),
+            ("qwen", false),
+            ("instruct", false),
+        ] {
+            assert_eq!(is_quant(token), quant, "{token}");
+        }
+    }
+}

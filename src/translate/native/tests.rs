@@ -620,3 +620,136 @@ fn errors() {
         );
     }
 }
+
+/// Empty lists are left out, as a native server treats them as absent; empty ids are
+/// replaced like missing ones. (Cases found by mutation testing.)
+#[test]
+fn empty_lists_and_ids() {
+    let sent = chat_json(
+        json!({"model": "m", "tools": [], "messages": [
+            {"role": "user", "content": "hi", "images": []},
+            {"role": "assistant", "content": "ok", "tool_calls": []},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "", "function": {"name": "f", "arguments": {}}}]},
+            {"role": "tool", "content": "1"}]}),
+        Extras::Pass,
+    )
+    .unwrap();
+    assert!(sent.get("tools").is_none(), "{sent}");
+    let messages = &sent["messages"];
+    assert_eq!(messages[0]["content"], "hi");
+    assert!(messages[1].get("tool_calls").is_none(), "{sent}");
+    assert_eq!(messages[2]["tool_calls"][0]["id"], "call_made1");
+    // A tool result without a name or an id answers the oldest pending call.
+    assert_eq!(messages[3]["tool_call_id"], "call_made1");
+}
+
+#[test]
+fn tool_results_find_their_call() {
+    let calls = json!([{"id": "call_a", "function": {"name": "f", "arguments": {}}},
+                       {"id": "call_b", "function": {"name": "g", "arguments": {}}}]);
+    let sent = chat_json(
+        json!({"model": "m", "messages": [
+            {"role": "assistant", "content": "", "tool_calls": calls},
+            {"role": "tool", "content": "2", "tool_call_id": "call_b"},
+            {"role": "tool", "content": "1", "tool_call_id": ""}]}),
+        Extras::Pass,
+    )
+    .unwrap();
+    assert_eq!(sent["messages"][1]["tool_call_id"], "call_b");
+    assert_eq!(sent["messages"][2]["tool_call_id"], "call_a");
+}
+
+#[test]
+fn option_edges() {
+    let options = |o: Value| {
+        chat_json(
+            json!({"model": "m", "options": o, "messages": []}),
+            Extras::Pass,
+        )
+    };
+    let sent = options(json!({"num_predict": 1, "stop": "x"})).unwrap();
+    assert_eq!(
+        (&sent["max_tokens"], &sent["stop"]),
+        (&json!(1), &json!(["x"]))
+    );
+    assert!(
+        options(json!({"num_predict": 0}))
+            .unwrap()
+            .get("max_tokens")
+            .is_none()
+    );
+    for model in [json!(" "), json!(""), json!(3)] {
+        assert!(chat_json(json!({"model": model, "messages": []}), Extras::Pass).is_err());
+    }
+}
+
+#[test]
+fn a_prompt_without_images_is_generated() {
+    let t = generate::request(br#"{"model":"m","prompt":"hi"}"#, Extras::Pass).unwrap();
+    assert!(!t.load_only());
+    let t = generate::request(br#"{"model":"m","prompt":""}"#, Extras::Pass).unwrap();
+    assert!(t.load_only());
+}
+
+#[test]
+fn answers_end_without_a_newline_and_leave_zero_counts_out() {
+    let meta = Meta {
+        model: "alias".into(),
+        output: Output::Chat,
+    };
+    let body = json!({"choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "hi"}}]});
+    let (bytes, _) = whole(body.to_string().as_bytes(), &meta, &stamp(5)).unwrap();
+    assert_eq!(bytes.last(), Some(&b'}'));
+    let (bytes, _) = embed::answer(
+        br#"{"data":[{"index":0,"embedding":[1]}],"usage":{"prompt_tokens":0}}"#,
+        "m",
+        Duration::ZERO,
+    )
+    .unwrap();
+    let out: Value = serde_json::from_slice(&bytes).unwrap();
+    assert!(out.get("prompt_eval_count").is_none(), "{out}");
+}
+
+#[test]
+fn unindexed_fragments_start_a_call_when_they_carry_an_id() {
+    let mut s = stream(Output::Chat);
+    let out = run(
+        &mut s,
+        &[
+            r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_a","function":{"name":"f","arguments":"{\"x\":"}}]}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_b","function":{"name":"g","arguments":"{}"}}]}}]}"#,
+            r#"data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":2,"completion_tokens":3,"total_tokens":5}}"#,
+            "data: [DONE]",
+        ],
+    )
+    .unwrap();
+    let calls: Vec<&Value> = out
+        .iter()
+        .flat_map(|l| l["message"]["tool_calls"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(calls.len(), 2, "{out:?}");
+    assert_eq!(calls[0]["function"]["arguments"], json!({"x": 1}));
+    assert_eq!(calls[1]["function"]["name"], "g");
+    assert_eq!(calls[1]["function"]["index"], 1);
+    // Through the driver's trait: the usage once ended; a cut stream is an error.
+    use crate::translate::LineTranslator;
+    assert_eq!(LineTranslator::usage(&s), Some(Usage::new(2, 3)));
+    let mut cut = stream(Output::Chat);
+    LineTranslator::on_line(
+        &mut cut,
+        br#"data: {"choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+    )
+    .unwrap();
+    assert!(LineTranslator::finish(&mut cut).is_err());
+    let mut ended = stream(Output::Chat);
+    LineTranslator::on_line(
+        &mut ended,
+        br#"data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+    )
+    .unwrap();
+    LineTranslator::on_line(&mut ended, b"data: [DONE]").unwrap();
+    let closing = LineTranslator::finish(&mut ended).unwrap();
+    assert!(closing.iter().all(|f| !f.is_empty()), "{closing:?}");
+}

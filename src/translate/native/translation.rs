@@ -261,4 +261,29 @@ mod tests {
         let request = embed::legacy_request(br#"{"model":"e","prompt":"x"}"#).unwrap();
         assert!(Embed::legacy(request, now()).empty().is_none());
     }
+
+    #[test]
+    fn the_driver_sees_the_client_model_and_its_stream_choice() {
+        let request = super::super::chat::request(
+            br#"{"model":"alias","stream":false,"messages":[{"role":"user","content":"hi"}]}"#,
+            super::super::Extras::Pass,
+            &mut String::new,
+        )
+        .unwrap();
+        let t = Generation::chat(request, now());
+        assert_eq!(t.model(), "alias");
+        assert!(!t.streams());
+        let answer = br#"{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Hi"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#;
+        let (whole, usage) = t.whole(&[Bytes::from_static(answer)]).unwrap();
+        let whole: serde_json::Value = serde_json::from_slice(&whole).unwrap();
+        assert_eq!(whole["message"]["content"], "Hi");
+        assert_eq!(usage, Usage::new(1, 2));
+        let embed = Embed::new(
+            embed::request(br#"{"model":"e","input":"a"}"#).unwrap(),
+            now(),
+        );
+        assert_eq!(embed.model(), "e");
+        assert!(!embed.streams());
+        assert!(embed.closing(None, 1).is_empty());
+    }
 }
