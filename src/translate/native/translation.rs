@@ -285,5 +285,9 @@ mod tests {
         assert_eq!(embed.model(), "e");
         assert!(!embed.streams());
         assert!(embed.closing(None, 1).is_empty());
+        assert_eq!(
+            embed.upstream_error(404, br#"{"error":{"message":"no such model"}}"#),
+            (404, "no such model".into(), None)
+        );
     }
 }
