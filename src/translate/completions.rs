@@ -439,6 +439,48 @@ mod tests {
         assert!(native(json!({"model": "m", "prompt": "x", "n": null, "best_of": 1})).is_ok());
     }
 
+    /// The completions translation as the driver sees it, through its traits.
+    #[test]
+    fn through_the_driver_traits() {
+        let meta = Meta {
+            id: "cmpl-x".into(),
+            created: 1,
+            model: "m".into(),
+        };
+        let body = br#"{"model":"m","prompt":["a","b"],"stream":true,"stream_options":{"include_usage":true}}"#;
+        let mut t = Completions::new(request(body, &Map::new()).unwrap(), meta);
+        assert_eq!(t.model(), "m");
+        assert!(t.streams());
+        let calls = t.calls("up");
+        assert_eq!(calls.len(), 2);
+        let second: Value = serde_json::from_slice(&calls[1].body).unwrap();
+        assert_eq!(
+            (calls[1].path, &second["prompt"]),
+            ("/api/generate", &json!("b"))
+        );
+        let usage = Usage::new(3, 4);
+        let closing = t.closing(Some(usage), 2);
+        assert_eq!(closing.len(), 2);
+        assert!(
+            std::str::from_utf8(&closing[0])
+                .unwrap()
+                .contains(r#""total_tokens":7"#)
+        );
+        assert_eq!(t.closing(Some(usage), 1).len(), 1);
+        // Each prompt's stream knows its prompt; a lone prompt reports its own usage.
+        let done = br#"{"response":"x","done":true,"prompt_eval_count":3,"eval_count":4}"#;
+        let mut second = t.stream(1, 2);
+        assert_eq!(LineTranslator::prompt(&second), 1);
+        let frames = LineTranslator::on_line(&mut second, done).unwrap();
+        assert!(!frames.iter().any(|f| f.windows(5).any(|w| w == b"total")));
+        assert_eq!(LineTranslator::usage(&second), Some(usage));
+        let mut alone = t.stream(0, 1);
+        let frames = LineTranslator::on_line(&mut alone, done).unwrap();
+        assert!(frames.iter().any(|f| f.windows(5).any(|w| w == b"total")));
+        let whole = t.whole(&[Bytes::from_static(done), Bytes::from_static(done)]);
+        assert_eq!(whole.unwrap().1, Usage::new(6, 8));
+    }
+
     #[test]
     fn answers_and_streams() {
         let meta = Meta {
