@@ -284,6 +284,15 @@ mod tests {
         );
         assert_eq!(embed.model(), "e");
         assert!(!embed.streams());
+        let mut embed = embed;
+        let calls = embed.calls("up");
+        let sent: serde_json::Value = serde_json::from_slice(&calls[0].body).unwrap();
+        assert_eq!((calls.len(), &sent["model"]), (1, &serde_json::json!("up")));
+        let answer = br#"{"data":[{"index":0,"embedding":[0.5]}],"usage":{"prompt_tokens":2}}"#;
+        let (whole, usage) = embed.whole(&[Bytes::from_static(answer)]).unwrap();
+        let whole: serde_json::Value = serde_json::from_slice(&whole).unwrap();
+        assert_eq!(whole["embeddings"], serde_json::json!([[0.5]]));
+        assert_eq!(usage.prompt_tokens, 2);
         assert!(embed.closing(None, 1).is_empty());
         assert_eq!(
             embed.upstream_error(404, br#"{"error":{"message":"no such model"}}"#),
