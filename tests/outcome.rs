@@ -165,6 +165,8 @@ async fn a_cut_stream_is_an_upstream_failure_translated_or_not() {
         let lingo = Lingo::start(&mock_table("")).await;
         let answer = call(&lingo, path, id, &chat_for("m@cut_after=2")).await;
         assert!(!answer.body.contains("[DONE]"));
+        // What came before the cut reached the client (it left before lingo gave up).
+        assert!(answer.body.contains("Lingo"), "{path}: {}", answer.body);
         assert_told(&lingo, id, "upstream_failed", "error=").await;
         let line = access_line(id).await;
         assert!(!line.contains("error=\"\""), "the reason is given: {line}");

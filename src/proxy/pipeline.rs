@@ -57,8 +57,10 @@ pub async fn handle(
     let response = respond::answer(result, metrics, &arrival, &mut log);
     let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
     let record = Record::new(log, Some(finish));
-    let answer = |body| Body::new(Batch::new(Held::new(Ended::new(body, record), held)));
-    Ok(response.map(answer))
+    let (head, body) = response.into_parts();
+    let mut body = Batch::new(Held::new(Ended::new(body, record), held));
+    std::pin::Pin::new(&mut body).prime().await;
+    Ok(Response::from_parts(head, Body::new(body)))
 }
 
 /// A request and what it is served with.
