@@ -7,6 +7,12 @@ use lingo::mock::knobs::Knobs;
 use lingo::table::MockSpec;
 use lingo::{config, observe, server};
 
+/// mimalloc rather than the system's malloc: 15-20% less CPU per request forwarded (malloc
+/// and free were a tenth of lingo's time), built (`.cargo/config.toml`) to commit memory as
+/// it is used, so that an open stream costs about what it did with glibc. README, Benchmarks.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let command = match cli::parse() {
         Ok(command) => command,
