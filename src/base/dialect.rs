@@ -73,7 +73,10 @@ pub mod paths {
 /// The dialect to answer in when no route decided it (no route matched, or the path was
 /// refused before routing): guessed from the path the way the seeds' services split `/v1`.
 pub fn guess(path: &str) -> Dialect {
-    let is_under = |p: &str| path == p || path.starts_with(&format!("{p}/"));
+    let is_under = |p: &str| {
+        path.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
     if is_under("/api") {
         Dialect::Native
     } else if paths::ALL.iter().any(|p| is_under(p)) {

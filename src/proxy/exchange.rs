@@ -22,6 +22,8 @@ use crate::upstream::headers::X_REQUEST_ID;
 #[derive(Debug)]
 pub struct ConnInfo {
     pub peer: SocketAddr,
+    /// The peer's address as `X-Forwarded-For` says it, written once per connection.
+    pub client_ip: HeaderValue,
     /// Index of the listener in the table's `listen` list; `None` on the `admin:` listener.
     pub listener: Option<usize>,
     pub tls: bool,
@@ -148,9 +150,7 @@ fn request_id(req: &Request<Incoming>) -> HeaderValue {
         .get(X_REQUEST_ID)
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.to_str().is_ok())
         .cloned()
-        .unwrap_or_else(|| {
-            HeaderValue::from_str(&ids::random_hex()).expect("hex is a valid header")
-        })
+        .unwrap_or_else(|| HeaderValue::try_from(ids::random_hex()).expect("hex is a valid header"))
 }
 
 /// `scheme://authority` of lingo as this client addressed it.

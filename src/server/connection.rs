@@ -110,6 +110,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     let activity = Arc::new(Activity::default());
     let conn = Arc::new(ConnInfo {
         peer,
+        client_ip: HeaderValue::try_from(peer.ip().to_string()).expect("an IP is a valid header"),
         listener,
         tls: tls.is_some(),
         gate,

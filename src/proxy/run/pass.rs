@@ -84,8 +84,7 @@ where
 pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forwarding<'a> {
     headers::Forwarding {
         host: upstream::host_header(call.upstream),
-        client_ip: HeaderValue::from_str(&call.conn.peer.ip().to_string())
-            .expect("an IP is a valid header"),
+        client_ip: call.conn.client_ip.clone(),
         proto: if call.conn.tls { "https" } else { "http" },
         client_host: call.client_host.clone(),
         request_id: call.request_id.clone(),

@@ -157,7 +157,7 @@ pub async fn answered<T: Translation>(
 /// What every chunk of one response shares: a fresh id, now, the client's model name.
 fn meta(prefix: &str, model: &str) -> Meta {
     Meta {
-        id: format!("{prefix}-{}", ids::random_hex()),
+        id: ids::prefixed(prefix),
         created: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
