@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# A/B of lingo builds under the same load, alternating, to decide whether a change pays.
+#
+#   benches/ab.sh [--instructions] BINARY_A BINARY_B [...]
+#
+# For each build, in turn (two rounds): its own `lingo mock` as the backend, lingo in front
+# of it (one route table, in a temporary directory), and four cases at 32 keep-alive
+# connections for 3 s each (wrk, one thread): native pass-through and chat-completions
+# translated, each whole and streamed (16 tokens). Prints requests/s and lingo's own CPU per
+# request (user + system from /proc, divided by the requests served): on a shared machine
+# the steadier figure.
+#
+# --instructions: instead, lingo runs under callgrind (one worker) and each case prints the
+# instructions per request, counted from after a warm-up: the same for the same binary on
+# any load, so a change of 1% shows.
+#
+# Needs wrk (apt-get install wrk) and, for --instructions, valgrind. Copy the binaries out
+# of target/ first (cp target/release/lingo /tmp/lingo-a) so that a rebuild does not
+# replace them.
+set -euo pipefail
+
+instructions=false
+if [[ "${1:-}" == "--instructions" ]]; then
+    instructions=true
+    shift
+fi
+[[ $# -ge 1 ]] || { sed -n '2,20p' "$0"; exit 2; }
+command -v wrk > /dev/null || { echo "ab.sh needs wrk (apt-get install wrk)" >&2; exit 2; }
+
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+lingo_port=$(port)
+mock_port=$(port)
+mkdir "$dir/table"
+cat > "$dir/table/proxy.yaml" << EOF
+listen:
+  - addr: 127.0.0.1:$lingo_port
+upstreams:
+  models: { url: "http://127.0.0.1:$mock_port", speaks: native }
+limits: { max_connections: 20000, max_in_flight: 20000 }
+models:
+  gpt-4o-mini: { upstream: models, model: llama3.2 }
+routes:
+  - { path: /v1/chat/completions, speaks: chat-completions, to: models }
+  - { prefix: /api, to: models }
+EOF
+cases=(whole_native:llama3.2:false:/api/chat stream_native:llama3.2:true:/api/chat
+    whole_openai:gpt-4o-mini:false:/v1/chat/completions
+    stream_openai:gpt-4o-mini:true:/v1/chat/completions)
+for case in "${cases[@]}"; do
+    IFS=: read -r name model stream _ <<< "$case"
+    cat > "$dir/$name.lua" << EOF
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"model":"$model","stream":$stream,"messages":[{"role":"user","content":"hello there"}]}'
+EOF
+done
+
+wait_up() {
+    for _ in $(seq 100); do
+        curl -sf -o /dev/null "http://127.0.0.1:$1/$2" && return 0
+        sleep 0.2
+    done
+    echo "nothing answers on port $1" >&2
+    exit 1
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# One build: start its mock and lingo, run the four cases, stop both.
+run() {
+    local bin=$1 round=$2 lingo
+    "$bin" mock --listen "127.0.0.1:$mock_port" --tokens 16 > /dev/null 2>&1 &
+    pids+=($!)
+    local mock=$!
+    if $instructions; then
+        RUST_LOG=warn LINGO_WORKERS=1 valgrind --tool=callgrind \
+            --callgrind-out-file="$dir/cg.%p" "$bin" --config "$dir/table/proxy.yaml" \
+            > "$dir/valgrind.log" 2>&1 &
+    else
+        RUST_LOG=warn "$bin" --config "$dir/table/proxy.yaml" > /dev/null 2>&1 &
+    fi
+    lingo=$!
+    pids+=("$lingo")
+    wait_up "$mock_port" api/tags
+    wait_up "$lingo_port" healthz
+    for case in "${cases[@]}"; do
+        IFS=: read -r name _ _ path <<< "$case"
+        local url="http://127.0.0.1:$lingo_port$path"
+        if $instructions; then
+            wrk -t1 -c4 -d2 -s "$dir/$name.lua" "$url" > /dev/null
+            callgrind_control -z "$lingo" > /dev/null 2>&1
+            n=$(wrk -t1 -c4 -d4 -s "$dir/$name.lua" "$url" | awk '/requests in/{print $1}')
+            callgrind_control -d "$lingo" > /dev/null 2>&1
+            sleep 1
+            dump=$(ls -t "$dir"/cg.* | head -1)
+            ir=$(callgrind_annotate "$dump" 2> /dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+            rm -f "$dump"
+            printf '%s %-24s %-14s %8d instructions/request\n' "$round" "$(basename "$bin")" "$name" $((ir / n))
+        else
+            t0=$(cpu_ticks "$lingo")
+            out=$(wrk -t1 -c32 -d3 -s "$dir/$name.lua" "$url")
+            t1=$(cpu_ticks "$lingo")
+            n=$(awk '/requests in/{print $1}' <<< "$out")
+            rps=$(awk '/Requests\/sec/{print $2}' <<< "$out")
+            bad=$(grep -c "Non-2xx" <<< "$out" || true)
+            tick_us=$((1000000 / $(getconf CLK_TCK)))
+            printf '%s %-24s %-14s %10s req/s %5d us CPU/request%s\n' "$round" "$(basename "$bin")" \
+                "$name" "$rps" $(((t1 - t0) * tick_us / n)) "$([[ $bad == 0 ]] || echo '  NON-2XX ANSWERS')"
+        fi
+    done
+    kill "$lingo" "$mock" 2> /dev/null || true
+    wait "$lingo" "$mock" 2> /dev/null || true
+}
+
+for round in 1 2; do
+    for bin in "$@"; do
+        run "$(realpath "$bin")" "$round"
+    done
+done
