@@ -86,7 +86,7 @@ async fn readyz(snapshot: &Snapshot) -> Response<Body> {
             Target::Mock(_) => Ok(()),
             Target::Url(url) => probe(url).await,
         };
-        (upstream.name.clone(), state)
+        (upstream.name.to_string(), state)
     });
     let mut upstreams = Map::new();
     let mut ready = true;

@@ -107,6 +107,7 @@ pub(super) fn compile(
             continue;
         };
         out.push(Route {
+            label: matcher.to_string().into(),
             matcher,
             speaks,
             upstream: index,

@@ -366,7 +366,7 @@ fn upstreams_compile() {
   raw: {{ url: http://x, speaks: web-data, auth: {{ header: X-Api-Key, value: {{ value: "Token abc" }} }} }}
 "#
     ));
-    let names: Vec<_> = table.upstreams.iter().map(|u| u.name.as_str()).collect();
+    let names: Vec<_> = table.upstreams.iter().map(|u| &*u.name).collect();
     assert_eq!(
         names,
         ["plain", "based", "fake", "bare", "bearer", "raw"],
@@ -697,17 +697,14 @@ fn contract_file_loads_and_means_what_it_says() {
     assert_eq!(table.clients[0].key.expose(), "sk-dev-contract");
 
     let models = &table.upstreams[0];
-    assert_eq!(
-        (models.name.as_str(), models.speaks),
-        ("models", Dialect::Native)
-    );
+    assert_eq!((&*models.name, models.speaks), ("models", Dialect::Native));
     assert_eq!(
         models.timeouts.first_byte,
         std::time::Duration::from_secs(120)
     );
     let webdata = &table.upstreams[1];
     assert_eq!(
-        (webdata.name.as_str(), webdata.speaks),
+        (&*webdata.name, webdata.speaks),
         ("webdata", Dialect::WebData)
     );
     let auth = webdata.auth.as_ref().unwrap();
@@ -736,7 +733,7 @@ fn contract_file_loads_and_means_what_it_says() {
         let route = table.find(path).unwrap();
         assert_eq!(route.matcher.to_string(), matcher, "{path}");
         assert_eq!(route.speaks, speaks, "{path}");
-        assert_eq!(table.upstream(route.upstream).name, upstream, "{path}");
+        assert_eq!(&*table.upstream(route.upstream).name, upstream, "{path}");
     }
     assert!(table.find("/elsewhere").is_none());
     assert!(

@@ -59,7 +59,7 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
     let built = match (speaks, target, timeouts, auth, tls) {
         (Some(speaks), Some(target), Some(timeouts), Some(auth), Some(tls)) => {
             Some(Arc::new(Upstream {
-                name: name.value.clone(),
+                name: name.value.as_str().into(),
                 target,
                 speaks,
                 timeouts,

@@ -1,7 +1,11 @@
 //! Logging: the tracing subscriber and the one access-log line per request.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::Instant;
+
+use hyper::header::HeaderValue;
+use hyper::{Method, Uri};
 
 use super::Outcome;
 use crate::base::dialect::Dialect;
@@ -20,11 +24,13 @@ pub fn init() {
 /// Everything the access-log line says, filled in as the request goes.
 #[derive(Debug)]
 pub struct AccessLog {
-    pub method: String,
-    pub path: String,
-    pub request_id: String,
-    pub route: Option<String>,
-    pub upstream: Option<String>,
+    pub method: Method,
+    /// The request's URI as the client sent it (the line says its path).
+    pub uri: Uri,
+    pub request_id: HeaderValue,
+    /// Shared with the table (and the metric labels): no copy per request.
+    pub route: Option<Arc<str>>,
+    pub upstream: Option<Arc<str>>,
     /// The client key's *name*, never the key.
     pub client: Option<String>,
     pub status: u16,
@@ -39,11 +45,12 @@ pub struct AccessLog {
 // === impl AccessLog ===
 
 impl AccessLog {
-    pub fn new(method: &str, path: &str, request_id: &str) -> Self {
+    /// The method, URI and id are shared with the request (reference-counted), not copied.
+    pub fn new(method: &Method, uri: &Uri, request_id: &HeaderValue) -> Self {
         AccessLog {
-            method: method.to_owned(),
-            path: path.to_owned(),
-            request_id: request_id.to_owned(),
+            method: method.clone(),
+            uri: uri.clone(),
+            request_id: request_id.clone(),
             route: None,
             upstream: None,
             client: None,
@@ -59,14 +66,14 @@ impl AccessLog {
         tracing::info!(
             target: "lingo::access",
             method = %self.method,
-            path = %self.path,
+            path = %self.uri.path(),
             route = %self.route.as_deref().unwrap_or("-"),
             upstream = %self.upstream.as_deref().unwrap_or("-"),
             status = self.status,
             duration_ms = %format_args!("{:.3}", self.started.elapsed().as_secs_f64() * 1000.0),
             bytes = self.bytes,
             client = %self.client.as_deref().unwrap_or("-"),
-            request_id = %self.request_id,
+            request_id = %self.request_id.to_str().unwrap_or("-"),
             outcome = %outcome.as_str(),
             error = self.error.as_deref().unwrap_or(""),
         );

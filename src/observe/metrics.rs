@@ -5,7 +5,7 @@
 //! the usage counts) and that is read once, when the answer has ended.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -27,8 +27,8 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    route: String,
-    upstream: String,
+    route: Arc<str>,
+    upstream: Arc<str>,
     status: u16,
     dialect: &'static str,
     outcome: &'static str,
@@ -36,8 +36,8 @@ struct RequestLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
-    route: String,
-    upstream: String,
+    route: Arc<str>,
+    upstream: Arc<str>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -48,7 +48,7 @@ struct ErrorLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TokenLabels {
-    route: String,
+    route: Arc<str>,
     client: String,
     direction: &'static str,
 }
@@ -176,10 +176,10 @@ impl Metrics {
     /// An answer has ended (or its client went away).
     fn answer_ended(&self, log: &AccessLog, stats: &RequestStats, outcome: Outcome) {
         self.open_streams.dec();
-        let (route, upstream) = (log.route.as_deref(), log.upstream.as_deref());
+        let (route, upstream) = (log.route.as_ref(), log.upstream.as_ref());
         let labels = RequestLabels {
-            route: route.unwrap_or("-").to_owned(),
-            upstream: upstream.unwrap_or("-").to_owned(),
+            route: named(route),
+            upstream: named(upstream),
             status: log.status,
             dialect: log.dialect.map_or("-", Dialect::as_str),
             outcome: outcome.as_str(),
@@ -187,7 +187,7 @@ impl Metrics {
         self.requests.get_or_create(&labels).inc();
         if outcome.is_upstream_failure() {
             let labels = ErrorLabels {
-                upstream: upstream.unwrap_or("-").to_owned(),
+                upstream: upstream.map_or("-", |u| &**u).to_owned(),
                 kind: "mid_stream",
             };
             self.upstream_errors.get_or_create(&labels).inc();
@@ -200,7 +200,7 @@ impl Metrics {
             let client = log.client.as_deref().unwrap_or("-");
             for (direction, count) in [("in", tokens_in), ("out", tokens_out)] {
                 let labels = TokenLabels {
-                    route: route.to_owned(),
+                    route: Arc::clone(route),
                     client: client.to_owned(),
                     direction,
                 };
@@ -256,7 +256,7 @@ impl Finish {
         let own = log.started.elapsed().saturating_sub(stats.upstream_wait());
         metrics
             .overhead
-            .get_or_create(&route_labels(log.route.as_deref(), log.upstream.as_deref()))
+            .get_or_create(&route_labels(log.route.as_ref(), log.upstream.as_ref()))
             .observe(own.as_secs_f64());
         Finish { metrics, stats }
     }
@@ -286,11 +286,18 @@ impl Drop for Waiting<'_> {
     }
 }
 
-fn route_labels(route: Option<&str>, upstream: Option<&str>) -> RouteLabels {
+fn route_labels(route: Option<&Arc<str>>, upstream: Option<&Arc<str>>) -> RouteLabels {
     RouteLabels {
-        route: route.unwrap_or("-").to_owned(),
-        upstream: upstream.unwrap_or("-").to_owned(),
+        route: named(route),
+        upstream: named(upstream),
     }
+}
+
+/// A route's or upstream's name as a label (shared with the table, not copied), or `-` for
+/// a request that reached none.
+fn named(name: Option<&Arc<str>>) -> Arc<str> {
+    static NONE: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("-"));
+    Arc::clone(name.unwrap_or(&NONE))
 }
 
 // === impl RequestStats ===

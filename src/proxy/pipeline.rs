@@ -37,8 +37,7 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
     let mut arrival = Arrival::new(&req);
-    let id = arrival.request_id.to_str().unwrap_or("-");
-    let mut log = AccessLog::new(req.method().as_str(), req.uri().path(), id);
+    let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
     if let Err(why) = framing::check(&req) {
         let response = respond::unframed(why, &arrival, &mut log);
         return Ok(response.map(|body| Body::new(Ended::new(body, Record::new(log, None)))));
@@ -112,8 +111,8 @@ fn route<'s>(
         });
     };
     arrival.dialect = route.speaks;
-    log.route = Some(route.matcher.to_string());
-    log.upstream = Some(snapshot.table.upstream(route.upstream).name.clone());
+    log.route = Some(Arc::clone(&route.label));
+    log.upstream = Some(Arc::clone(&snapshot.table.upstream(route.upstream).name));
     log.dialect = Some(route.speaks);
     Ok((route, Cow::into_owned(path)))
 }

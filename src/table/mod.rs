@@ -88,7 +88,8 @@ pub struct ClientKey {
 /// Something lingo forwards to.
 #[derive(Debug)]
 pub struct Upstream {
-    pub name: String,
+    /// Shared, not copied, by each request's access record and metric labels.
+    pub name: Arc<str>,
     pub target: Target,
     pub speaks: Dialect,
     pub timeouts: Timeouts,
@@ -161,6 +162,8 @@ pub enum PathMatch {
 #[derive(Debug)]
 pub struct Route {
     pub matcher: PathMatch,
+    /// `matcher` as the access line and the metric labels say it, written once.
+    pub label: Arc<str>,
     /// The client's dialect on this route (the upstream's when `speaks:` was left out).
     pub speaks: Dialect,
     /// Index into [`RouteTable::upstreams`].

@@ -40,6 +40,7 @@ mod tests {
     /// A route whose `line` identifies it in the expectations.
     fn route(matcher: PathMatch, line: usize) -> Route {
         Route {
+            label: matcher.to_string().into(),
             matcher,
             speaks: Dialect::Native,
             upstream: 0,

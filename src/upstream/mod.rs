@@ -113,7 +113,7 @@ impl UpstreamClient {
             Ok(Ok(response)) => Ok(response.map(Body::new)),
             Ok(Err(err)) => Err(classify(upstream, &err, body_limit)),
             Err(_) => Err(ProxyError::Timeout {
-                upstream: upstream.name.clone(),
+                upstream: upstream.name.to_string(),
                 kind: TimeoutKind::FirstByte,
                 limit,
             }),
@@ -135,11 +135,11 @@ async fn send_to_mock(
         // real upstream: the same answer (413 over the route's limit, else 400).
         Ok(mock::Answer::BadBody(err)) => Err(upload_failed(err.as_ref(), body_limit)),
         Ok(mock::Answer::Cut) => Err(ProxyError::Unreachable {
-            upstream: upstream.name.clone(),
+            upstream: upstream.name.to_string(),
             reason: mock::MockCut.to_string(),
         }),
         Err(_) => Err(ProxyError::Timeout {
-            upstream: upstream.name.clone(),
+            upstream: upstream.name.to_string(),
             kind: TimeoutKind::FirstByte,
             limit,
         }),
@@ -223,13 +223,13 @@ pub fn classify(
     };
     if chain().any(timed_out) {
         return ProxyError::Timeout {
-            upstream: upstream.name.clone(),
+            upstream: upstream.name.to_string(),
             kind: TimeoutKind::Connect,
             limit: upstream.timeouts.connect,
         };
     }
     ProxyError::Unreachable {
-        upstream: upstream.name.clone(),
+        upstream: upstream.name.to_string(),
         reason: reason(err),
     }
 }
@@ -238,12 +238,12 @@ pub fn classify(
 pub fn classify_body_error(upstream: &Upstream, err: &(dyn StdError + 'static)) -> ProxyError {
     match err.downcast_ref::<IdleTimeout>() {
         Some(idle) => ProxyError::Timeout {
-            upstream: upstream.name.clone(),
+            upstream: upstream.name.to_string(),
             kind: TimeoutKind::Idle,
             limit: idle.0,
         },
         None => ProxyError::Unreachable {
-            upstream: upstream.name.clone(),
+            upstream: upstream.name.to_string(),
             reason: reason(err),
         },
     }

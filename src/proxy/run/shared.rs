@@ -185,7 +185,7 @@ pub async fn whole(
 /// An upstream answer lingo could not read as what it should be.
 pub fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
     ProxyError::BadAnswer {
-        upstream: upstream.name.clone(),
+        upstream: upstream.name.to_string(),
         message: upstream::redact(upstream, &message).into_owned(),
     }
 }

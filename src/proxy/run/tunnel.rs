@@ -97,7 +97,7 @@ async fn handshake(
         UpstreamClient::Http { ws_connector, .. } => ws_connector.clone(),
         UpstreamClient::Mock(_) => {
             return Err(ProxyError::Unreachable {
-                upstream: upstream.name.clone(),
+                upstream: upstream.name.to_string(),
                 reason: "the mock backend does not serve WebSockets".into(),
             });
         }
@@ -242,7 +242,7 @@ fn timeout(
     limit: std::time::Duration,
 ) -> ProxyError {
     ProxyError::Timeout {
-        upstream: upstream.name.clone(),
+        upstream: upstream.name.to_string(),
         kind,
         limit,
     }
