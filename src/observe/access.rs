@@ -25,8 +25,12 @@ pub fn init() {
 #[derive(Debug)]
 pub struct AccessLog {
     pub method: Method,
-    /// The request's URI as the client sent it (the line says its path).
-    pub uri: Uri,
+    /// The request's path as the client sent it, copied: hyper's request head is a slice of
+    /// the connection's read buffer, and a reference held for a stream's whole life would
+    /// keep that buffer (8 KiB) from being reused, so that hyper allocates a second one for
+    /// its next read.
+    pub path: Box<str>,
+    /// Its own bytes (see [`AccessLog::new`]'s caller), for the same reason.
     pub request_id: HeaderValue,
     /// Shared with the table (and the metric labels): no copy per request.
     pub route: Option<Arc<str>>,
@@ -45,11 +49,11 @@ pub struct AccessLog {
 // === impl AccessLog ===
 
 impl AccessLog {
-    /// The method, URI and id are shared with the request (reference-counted), not copied.
+    /// The method is a constant or its own copy; the path is copied (see `path`).
     pub fn new(method: &Method, uri: &Uri, request_id: &HeaderValue) -> Self {
         AccessLog {
             method: method.clone(),
-            uri: uri.clone(),
+            path: uri.path().into(),
             request_id: request_id.clone(),
             route: None,
             upstream: None,
@@ -66,7 +70,7 @@ impl AccessLog {
         tracing::info!(
             target: "lingo::access",
             method = %self.method,
-            path = %self.uri.path(),
+            path = %self.path,
             route = %self.route.as_deref().unwrap_or("-"),
             upstream = %self.upstream.as_deref().unwrap_or("-"),
             status = self.status,

@@ -149,7 +149,10 @@ fn request_id(req: &Request<Incoming>) -> HeaderValue {
     req.headers()
         .get(X_REQUEST_ID)
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.to_str().is_ok())
-        .cloned()
+        // Copied, not shared: the client's header is a slice of the connection's read buffer,
+        // and the id lives as long as the answer (the access line), so sharing it would keep
+        // that buffer from being reused while a stream lasts.
+        .and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok())
         .unwrap_or_else(|| HeaderValue::try_from(ids::random_hex()).expect("hex is a valid header"))
 }
 

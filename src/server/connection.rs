@@ -7,7 +7,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -22,6 +22,7 @@ use hyper_util::server::graceful::GracefulConnection;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 
+use super::sniff;
 use crate::base::dialect;
 use crate::http::body::Body;
 use crate::limits::{Activity, ConnectionSlot, Gate};
@@ -98,7 +99,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         listener,
         gate,
         reloader,
-        stop,
+        mut stop,
         drain,
     } = accepted;
     let snapshot = reloader.snapshot();
@@ -127,8 +128,12 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     };
     let Some(config) = tls else {
         tokio::spawn(async move {
+            let mut idle = pin!(activity.idle_for(limits.idle_timeout));
+            let Some(speaks) = first_bytes(&stream, idle.as_mut(), &mut stop).await else {
+                return ended(Ok(()));
+            };
+            let builder = sniff::pinned(builder, Some(speaks));
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            let idle = activity.idle_for(limits.idle_timeout);
             ended(drive(conn, idle, stop).await);
         });
         return;
@@ -141,10 +146,26 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
                 Ok(Err(err)) => return tracing::debug!(%peer, "TLS handshake failed: {err}"),
                 Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
             };
+        let builder = sniff::pinned(builder, sniff::by_alpn(stream.get_ref().1.alpn_protocol()));
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
         let idle = activity.idle_for(limits.idle_timeout);
         ended(drive(conn, idle, stop).await);
     });
+}
+
+/// The version a plain connection's first bytes say; `None` when it closed, failed, or sent
+/// nothing until it was idle for the idle timeout or shutdown began (a connection is idle
+/// until its first byte).
+async fn first_bytes(
+    stream: &TcpStream,
+    idle: Pin<&mut impl Future<Output = ()>>,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<sniff::Speaks> {
+    tokio::select! {
+        speaks = sniff::peek(stream) => speaks.ok(),
+        () = idle => None,
+        _ = stop.wait_for(|stop| *stop) => None,
+    }
 }
 
 /// A connection over the listener's limit: each request on it is answered 503 with

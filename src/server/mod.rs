@@ -2,7 +2,8 @@
 //!
 //! Each listener accepts plain TCP or TLS (rustls; the certificate is taken from the *current*
 //! table for every new connection, so a reloaded certificate applies without a restart) and
-//! serves HTTP/1.1 and HTTP/2 through hyper-util's auto builder, with upgrades. Shutdown stops
+//! serves HTTP/1.1 and HTTP/2 through hyper-util's auto builder, with upgrades, told which
+//! of the two a connection speaks before hyper reads it (`sniff`). Shutdown stops
 //! accepting, lets requests in flight finish up to the drain deadline, then returns.
 
 use std::future::Future;
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod connection;
+mod sniff;
 mod workers;
 
 use tokio::net::TcpListener;
