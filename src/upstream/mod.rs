@@ -2,15 +2,19 @@
 //!
 //! http and https upstreams share one connector type (hyper-rustls over hyper-util's
 //! `HttpConnector`, with the upstream's rustls config from the table). HTTP/2 is negotiated by
-//! ALPN, or forced (`http2: true`, prior knowledge on plain http). A second, HTTP/1.1-only
-//! connector serves WebSocket upgrades, which cannot ride on HTTP/2.
+//! ALPN, or forced (`http2: true`, prior knowledge on plain http). A plain `http://` upstream
+//! spoken to in HTTP/1.1 (the sidecar's case) gets lingo's own lean pool (`pool`) instead of
+//! hyper-util's client. A second, HTTP/1.1-only connector serves WebSocket upgrades, which
+//! cannot ride on HTTP/2.
 
 mod connect;
 pub mod headers;
+mod pool;
 
 use std::error::Error as StdError;
 use std::time::Duration;
 
+use hyper::http::uri::Scheme;
 use hyper::{Request, Response, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
@@ -35,18 +39,25 @@ pub type Connector = connect::Timed<HttpsConnector<HttpConnector>>;
 const H2_CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
 
 /// How long an idle pooled connection is kept.
-const POOL_IDLE: Duration = Duration::from_secs(90);
+const POOL_IDLE: Duration = pool::IDLE;
 
 /// The live side of an [`Upstream`]: its connection pool, or the in-process mock.
 pub enum UpstreamClient {
     Http {
-        /// One pool per serving thread (`base::worker`): a pooled connection is driven by
-        /// the runtime that opened it, so a request only takes connections of its own.
-        clients: Box<[Client<Connector, Body>]>,
+        pool: Pool,
         /// HTTP/1.1 only, for WebSocket upgrades.
         ws_connector: Connector,
     },
     Mock(Knobs),
+}
+
+/// Pooled connections, per serving thread (`base::worker`): a pooled connection is driven by
+/// the runtime that opened it, so a request only takes connections of its own.
+pub enum Pool {
+    /// Plain `http://`, HTTP/1.1: lingo's own pool.
+    Lean(pool::Http1Pool),
+    /// TLS (HTTP/2 by ALPN) or HTTP/2 by prior knowledge: hyper-util's client, one per thread.
+    Legacy(Box<[Client<Connector, Body>]>),
 }
 
 // === impl UpstreamClient ===
@@ -79,20 +90,13 @@ impl UpstreamClient {
             connect::Timed::new(pooled, connect),
             connect::Timed::new(ws_connector, connect),
         );
-        let mut builder = Client::builder(TokioExecutor::new());
-        builder
-            .pool_idle_timeout(POOL_IDLE)
-            .pool_timer(TokioTimer::new())
-            .timer(TokioTimer::new())
-            .http2_only(upstream.http2)
-            .http2_initial_connection_window_size(H2_CONNECTION_WINDOW);
-        let clients = (0..worker::slots())
-            .map(|_| builder.build(pooled.clone()))
-            .collect();
-        UpstreamClient::Http {
-            clients,
-            ws_connector,
-        }
+        let pool = match &upstream.target {
+            Target::Url(uri) if uri.scheme() == Some(&Scheme::HTTP) && !upstream.http2 => {
+                Pool::Lean(pool::Http1Pool::new(pooled, uri.clone()))
+            }
+            _ => Pool::Legacy(legacy_clients(upstream, &pooled)),
+        };
+        UpstreamClient::Http { pool, ws_connector }
     }
 
     /// Sends a request and waits for the answer's head, within the first-byte limit.
@@ -102,16 +106,29 @@ impl UpstreamClient {
         req: Request<Body>,
         body_limit: u64,
     ) -> Result<Response<Body>, ProxyError> {
-        let client = match self {
-            UpstreamClient::Http { clients, .. } => &clients[worker::slot() % clients.len()],
+        let pool = match self {
+            UpstreamClient::Http { pool, .. } => pool,
             UpstreamClient::Mock(knobs) => {
                 return send_to_mock(upstream, knobs, req, body_limit).await;
             }
         };
+        let sending = async {
+            match pool {
+                Pool::Lean(pool) => pool.send(origin_form(req)).await,
+                Pool::Legacy(clients) => {
+                    let client = &clients[worker::slot() % clients.len()];
+                    client
+                        .request(req)
+                        .await
+                        .map(|r| r.map(Body::new))
+                        .map_err(Into::into)
+                }
+            }
+        };
         let limit = upstream.timeouts.first_byte;
-        match tokio::time::timeout(limit, client.request(req)).await {
-            Ok(Ok(response)) => Ok(response.map(Body::new)),
-            Ok(Err(err)) => Err(classify(upstream, &err, body_limit)),
+        match tokio::time::timeout(limit, sending).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(err)) => Err(classify(upstream, err.as_ref(), body_limit)),
             Err(_) => Err(ProxyError::Timeout {
                 upstream: upstream.name.to_string(),
                 kind: TimeoutKind::FirstByte,
@@ -119,6 +136,30 @@ impl UpstreamClient {
             }),
         }
     }
+}
+
+/// hyper-util's pooled clients, one per serving thread.
+fn legacy_clients(upstream: &Upstream, connector: &Connector) -> Box<[Client<Connector, Body>]> {
+    let mut builder = Client::builder(TokioExecutor::new());
+    builder
+        .pool_idle_timeout(POOL_IDLE)
+        .pool_timer(TokioTimer::new())
+        .timer(TokioTimer::new())
+        .http2_only(upstream.http2)
+        .http2_initial_connection_window_size(H2_CONNECTION_WINDOW);
+    (0..worker::slots())
+        .map(|_| builder.build(connector.clone()))
+        .collect()
+}
+
+/// The request with its URI as an HTTP/1.1 request line wants it: the path and query only
+/// (the `Host` header, set by `headers::to_upstream`, says where).
+fn origin_form(mut req: Request<Body>) -> Request<Body> {
+    let origin = req.uri().path_and_query().cloned().map(Uri::from);
+    if let Some(origin) = origin {
+        *req.uri_mut() = origin;
+    }
+    req
 }
 
 /// The in-process mock, under the same first-byte limit as a real upstream.
