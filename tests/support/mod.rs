@@ -223,10 +223,16 @@ pub fn json_response(status: u16, body: &str) -> Response<Body> {
         .unwrap()
 }
 
-/// An address nothing listens on (bound, then released).
+/// An address nothing listens on: a socket bound to it that never listens (a connection is
+/// refused), kept bound for the rest of the test process, so that no other test's listener,
+/// running in parallel, can be given the same port (a port bound and released could be, and
+/// a test expecting a refusal would then wait on whatever listens there).
 pub async fn closed_port() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap()
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = socket.local_addr().unwrap();
+    std::mem::forget(socket);
+    addr
 }
 
 /// A plain-HTTP client for tests.
