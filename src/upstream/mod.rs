@@ -38,9 +38,6 @@ pub type Connector = connect::Timed<HttpsConnector<HttpConnector>>;
 /// a few such frames each: 32 MiB lets about 64,000 wait (at most 16 MiB of bookkeeping).
 const H2_CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
 
-/// How long an idle pooled connection is kept.
-const POOL_IDLE: Duration = pool::IDLE;
-
 /// The live side of an [`Upstream`]: its connection pool, or the in-process mock.
 pub enum UpstreamClient {
     Http {
@@ -142,7 +139,7 @@ impl UpstreamClient {
 fn legacy_clients(upstream: &Upstream, connector: &Connector) -> Box<[Client<Connector, Body>]> {
     let mut builder = Client::builder(TokioExecutor::new());
     builder
-        .pool_idle_timeout(POOL_IDLE)
+        .pool_idle_timeout(pool::IDLE)
         .pool_timer(TokioTimer::new())
         .timer(TokioTimer::new())
         .http2_only(upstream.http2)

@@ -52,12 +52,6 @@ struct Idle {
     since: Instant,
 }
 
-/// A connection taken from the pool, or opened for this request.
-struct Taken {
-    sender: http1::SendRequest<Body>,
-    reused: bool,
-}
-
 // === impl Http1Pool ===
 
 impl Http1Pool {
@@ -77,12 +71,9 @@ impl Http1Pool {
     /// head. The answer's body returns the connection to this thread's list at its end.
     pub async fn send(&self, mut req: Request<Body>) -> Result<Response<Body>, BoxError> {
         loop {
-            let Taken { mut sender, reused } = match self.take() {
-                Some(sender) => Taken {
-                    sender,
-                    reused: true,
-                },
-                None => self.connect().await?,
+            let (mut sender, reused) = match self.take() {
+                Some(sender) => (sender, true),
+                None => (self.connect().await?, false),
             };
             match sender.try_send_request(req).await {
                 Ok(response) => {
@@ -113,7 +104,7 @@ impl Http1Pool {
 
     /// Opens a connection (under the connect timeout of [`Connector`]) and starts driving it
     /// on this thread.
-    async fn connect(&self) -> Result<Taken, BoxError> {
+    async fn connect(&self) -> Result<http1::SendRequest<Body>, BoxError> {
         let mut connector = self.connector.clone();
         std::future::poll_fn(|cx| connector.poll_ready(cx)).await?;
         let io = connector.call(self.address.clone()).await?;
@@ -123,10 +114,7 @@ impl Http1Pool {
                 tracing::debug!("upstream connection ended: {err}");
             }
         });
-        Ok(Taken {
-            sender,
-            reused: false,
-        })
+        Ok(sender)
     }
 }
 
