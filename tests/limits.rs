@@ -126,6 +126,41 @@ async fn a_client_slow_to_send_its_headers_is_dropped() {
     assert!(backend.requests().is_empty());
 }
 
+/// Between requests a kept-alive HTTP/1.1 connection may be silent for `idle_timeout`;
+/// `header_timeout` starts at the next head's first byte (it once started as soon as hyper
+/// waited for a head, which closed kept-alive connections after `header_timeout`).
+#[tokio::test]
+async fn a_kept_alive_connection_has_idle_timeout_and_its_next_head_header_timeout() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&limited(
+        &backend.url(),
+        "header_timeout: 300ms, idle_timeout: 60s",
+    ))
+    .await;
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    let ask = b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\n\r\n";
+    for round in 0..2 {
+        stream.write_all(ask).await.unwrap();
+        let mut buf = [0u8; 1024];
+        let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
+            .await
+            .expect("an answer")
+            .unwrap();
+        let said = String::from_utf8_lossy(&buf[..n]);
+        assert!(said.starts_with("HTTP/1.1 200"), "round {round}: {said}");
+        // Silent for more than three header timeouts: the connection stays open.
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+    }
+    // Half a head, then silence: closed about 300 ms later, long before the idle timeout.
+    stream
+        .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\nx-slow: ")
+        .await
+        .unwrap();
+    let said = read_to_close(&mut stream).await;
+    assert!(said.is_empty(), "{said}");
+    assert_eq!(backend.requests().len(), 2);
+}
+
 #[tokio::test]
 async fn idle_connections_are_closed_on_http1_and_http2() {
     let backend = Backend::json(200, "{}").await;

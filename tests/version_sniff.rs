@@ -83,8 +83,9 @@ async fn http2_whose_preface_arrives_in_pieces_is_served() {
 }
 
 #[tokio::test]
-async fn a_connection_that_sends_nothing_is_closed_when_idle() {
-    let (lingo, _backend) = lingo("idle_timeout: 300ms, header_timeout: 60s").await;
+async fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
+    // A new connection is waiting for its first request head (nginx's client_header_timeout).
+    let (lingo, _backend) = lingo("header_timeout: 300ms, idle_timeout: 60s").await;
     let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
     let mut said = Vec::new();
     let read = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut said)).await;

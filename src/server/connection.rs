@@ -2,7 +2,8 @@
 //!
 //! A connection is served until the client closes it, it has been idle (no request in
 //! flight) for the idle timeout, or shutdown begins; the last two close it gracefully (HTTP/2
-//! GOAWAY, HTTP/1.1 close after the answer in progress). Every open connection holds a
+//! GOAWAY, HTTP/1.1 close after the answer in progress). One whose request head is slower
+//! than the header timeout is dropped (see `limits::activity`). Every open connection holds a
 //! [`DrainGuard`] so that shutdown can wait for the last one.
 
 use std::convert::Infallible;
@@ -23,9 +24,10 @@ use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 
 use super::sniff;
+use super::watched::Watched;
 use crate::base::dialect;
 use crate::http::body::Body;
-use crate::limits::{Activity, ConnectionSlot, Gate};
+use crate::limits::{Activity, ConnectionSlot, Gate, Quiet, Timeouts};
 use crate::proxy::exchange::ConnInfo;
 use crate::proxy::pipeline;
 use crate::proxy::respond;
@@ -108,7 +110,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         .and_then(|i| snapshot.table.listeners.get(i))
         .and_then(|l| l.tls.clone());
     drop(snapshot);
-    let activity = Arc::new(Activity::default());
+    let activity = Arc::new(Activity::new());
     let conn = Arc::new(ConnInfo {
         peer,
         client_ip: HeaderValue::try_from(peer.ip().to_string()).expect("an IP is a valid header"),
@@ -120,6 +122,10 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     let service =
         service_fn(move |req| pipeline::handle(Arc::clone(&reloader), Arc::clone(&conn), req));
     let builder = builder(&limits);
+    let timeouts = Timeouts {
+        idle: limits.idle_timeout,
+        header: limits.header_timeout,
+    };
     let ended = move |result: Result<(), _>| {
         drop((slot, drain));
         if let Err(err) = result {
@@ -128,13 +134,14 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     };
     let Some(config) = tls else {
         tokio::spawn(async move {
-            let mut idle = pin!(activity.idle_for(limits.idle_timeout));
-            let Some(speaks) = first_bytes(&stream, idle.as_mut(), &mut stop).await else {
+            let mut quiet = pin!(activity.quiet(timeouts));
+            let Some(speaks) = first_bytes(&stream, quiet.as_mut(), &mut stop).await else {
                 return ended(Ok(()));
             };
-            let builder = sniff::pinned(builder, Some(speaks));
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            ended(drive(conn, idle, stop).await);
+            let builder = pinned(builder, Some(speaks), &activity);
+            let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
+            let conn = builder.serve_connection_with_upgrades(io, service);
+            ended(drive(conn, quiet, stop, peer).await);
         });
         return;
     };
@@ -146,24 +153,38 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
                 Ok(Err(err)) => return tracing::debug!(%peer, "TLS handshake failed: {err}"),
                 Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
             };
-        let builder = sniff::pinned(builder, sniff::by_alpn(stream.get_ref().1.alpn_protocol()));
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-        let idle = activity.idle_for(limits.idle_timeout);
-        ended(drive(conn, idle, stop).await);
+        let speaks = sniff::by_alpn(stream.get_ref().1.alpn_protocol());
+        let builder = pinned(builder, speaks, &activity);
+        let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
+        let conn = builder.serve_connection_with_upgrades(io, service);
+        let quiet = activity.quiet(timeouts);
+        ended(drive(conn, quiet, stop, peer).await);
     });
 }
 
+/// The builder told the version; an HTTP/2 connection's clock stops timing heads.
+fn pinned<E>(
+    builder: auto::Builder<E>,
+    speaks: Option<sniff::Speaks>,
+    activity: &Activity,
+) -> auto::Builder<E> {
+    if speaks == Some(sniff::Speaks::Http2) {
+        activity.speaks_http2();
+    }
+    sniff::pinned(builder, speaks)
+}
+
 /// The version a plain connection's first bytes say; `None` when it closed, failed, or sent
-/// nothing until it was idle for the idle timeout or shutdown began (a connection is idle
-/// until its first byte).
+/// nothing within the header timeout (a new connection is waiting for its first head), or
+/// shutdown began.
 async fn first_bytes(
     stream: &TcpStream,
-    idle: Pin<&mut impl Future<Output = ()>>,
+    quiet: Pin<&mut impl Future<Output = Quiet>>,
     stop: &mut watch::Receiver<bool>,
 ) -> Option<sniff::Speaks> {
     tokio::select! {
         speaks = sniff::peek(stream) => speaks.ok(),
-        () = idle => None,
+        _ = quiet => None,
         _ = stop.wait_for(|stop| *stop) => None,
     }
 }
@@ -229,8 +250,8 @@ fn builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
+        // `header_timeout` is timed by the connection's `Activity` (see `limits::activity`).
+        .header_read_timeout(None)
         .max_headers(limits.max_headers.saturating_mul(2))
         .max_buf_size(header_bytes.saturating_mul(2).max(8192));
     builder
@@ -243,23 +264,29 @@ fn builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
     builder
 }
 
-/// Polls a connection to its end; when it turns idle or shutdown begins, asks it to close
-/// gracefully and keeps polling so that the answer in progress is finished.
+/// Polls a connection to its end. When it has been idle too long, or shutdown begins, asks
+/// it to close gracefully and keeps polling so that the answer in progress is finished; when
+/// a request head is too slow to arrive, drops it (nothing is in flight on it).
 async fn drive<C>(
     conn: C,
-    idle: impl Future<Output = ()>,
+    quiet: impl Future<Output = Quiet>,
     mut stop: watch::Receiver<bool>,
+    peer: SocketAddr,
 ) -> Result<(), C::Error>
 where
     C: GracefulConnection,
 {
     let mut conn = pin!(conn);
-    let mut idle = pin!(idle);
+    let mut quiet = pin!(quiet);
     let mut closing = false;
     loop {
         tokio::select! {
             result = conn.as_mut() => return result,
-            () = &mut idle, if !closing => {
+            quiet = &mut quiet, if !closing => {
+                if quiet == Quiet::Head {
+                    tracing::debug!(%peer, "closed: a request head took longer than header_timeout");
+                    return Ok(());
+                }
                 closing = true;
                 conn.as_mut().graceful_shutdown();
             }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 mod connection;
 mod sniff;
+mod watched;
 mod workers;
 
 use tokio::net::TcpListener;

@@ -4,20 +4,22 @@
 //! per request in flight. When a pool is empty lingo answers 503 with `Retry-After` at once
 //! instead of queueing: a queue in front of a model server only turns overload into timeouts.
 //! Each connection has an [`Activity`] so that it can be closed once it has been idle (no
-//! request in flight) for the idle timeout.
+//! request in flight) for the idle timeout, or slow to send a request head.
+
+mod activity;
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use hyper::HeaderMap;
 use pin_project_lite::pin_project;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ProxyError;
 use crate::table::Limits;
+
+pub use activity::{Activity, Busy, Quiet, Timeouts};
 
 /// How many over-the-limit connections may be in the middle of being told "503" at once;
 /// beyond that they are closed without an answer, so a flood costs a bounded amount.
@@ -37,19 +39,12 @@ pub struct Gate {
 #[derive(Debug)]
 pub struct ConnectionSlot(#[allow(dead_code)] OwnedSemaphorePermit);
 
-/// Whether a connection has requests in flight, and since when it has had none.
-#[derive(Debug, Default)]
-pub struct Activity {
-    active: AtomicUsize,
-    changed: Notify,
-}
-
 /// A request in flight: holds its listener slot and marks its connection busy until the
 /// answer's body has ended (or been dropped).
 #[derive(Debug)]
 pub struct InFlight {
     _permit: OwnedSemaphorePermit,
-    activity: Arc<Activity>,
+    _busy: Busy,
 }
 
 /// What to do with a connection just accepted.
@@ -91,40 +86,20 @@ impl Gate {
         }
     }
 
-    /// A slot for one request on a connection, or the 503 to answer with.
+    /// A slot for one request on a connection, or the 503 to answer with. Either way the
+    /// request's head is complete, so its connection stops timing the head.
     pub fn admit_request(&self, activity: &Arc<Activity>) -> Result<InFlight, ProxyError> {
+        let busy = activity.begin();
         let permit = Arc::clone(&self.requests)
             .try_acquire_owned()
             .map_err(|_| ProxyError::Overloaded {
                 what: "requests in flight",
                 limit: self.max_in_flight,
             })?;
-        activity.active.fetch_add(1, Ordering::AcqRel);
-        activity.changed.notify_waiters();
         Ok(InFlight {
             _permit: permit,
-            activity: Arc::clone(activity),
+            _busy: busy,
         })
-    }
-}
-
-// === impl Activity ===
-
-impl Activity {
-    /// Completes once no request has been in flight for `idle`.
-    pub async fn idle_for(&self, idle: Duration) {
-        loop {
-            // Registered before the check, so a change in between is not missed.
-            let changed = self.changed.notified();
-            if self.active.load(Ordering::Acquire) > 0 {
-                changed.await;
-                continue;
-            }
-            tokio::select! {
-                () = changed => {}
-                () = tokio::time::sleep(idle) => return,
-            }
-        }
     }
 }
 
@@ -161,13 +136,6 @@ impl<B: http_body::Body> http_body::Body for Held<B> {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.activity.active.fetch_sub(1, Ordering::AcqRel);
-        self.activity.changed.notify_waiters();
     }
 }
 

@@ -1,0 +1,73 @@
+//! A client connection's socket, telling its [`Activity`] when bytes arrive: on an idle
+//! HTTP/1.1 connection the first byte starts the request head's clock (`header_timeout`).
+//! Writes pass straight through, vectored ones included.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::limits::Activity;
+
+pin_project! {
+    pub struct Watched<S> {
+        #[pin]
+        inner: S,
+        activity: Arc<Activity>,
+    }
+}
+
+impl<S> Watched<S> {
+    pub fn new(inner: S, activity: Arc<Activity>) -> Self {
+        Watched { inner, activity }
+    }
+}
+
+impl<S: AsyncRead> AsyncRead for Watched<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.project();
+        let before = buf.filled().len();
+        let polled = this.inner.poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.activity.saw_bytes();
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite> AsyncWrite for Watched<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.project().inner.poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.project().inner.poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().inner.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().inner.poll_shutdown(cx)
+    }
+}
