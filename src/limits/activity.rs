@@ -35,6 +35,15 @@ pub struct Timeouts {
     pub header: Duration,
 }
 
+impl From<&crate::table::Limits> for Timeouts {
+    fn from(limits: &crate::table::Limits) -> Self {
+        Timeouts {
+            idle: limits.idle_timeout,
+            header: limits.header_timeout,
+        }
+    }
+}
+
 /// Whether a connection has requests in flight, and since when it has waited for what.
 /// Times are nanoseconds after the connection was accepted.
 #[derive(Debug)]

@@ -122,10 +122,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     let service =
         service_fn(move |req| pipeline::handle(Arc::clone(&reloader), Arc::clone(&conn), req));
     let builder = builder(&limits);
-    let timeouts = Timeouts {
-        idle: limits.idle_timeout,
-        header: limits.header_timeout,
-    };
+    let timeouts = Timeouts::from(&limits);
     let ended = move |result: Result<(), _>| {
         drop((slot, drain));
         if let Err(err) = result {
@@ -146,13 +143,9 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         return;
     };
     tokio::spawn(async move {
-        let acceptor = tokio_rustls::TlsAcceptor::from(config);
-        let stream =
-            match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(err)) => return tracing::debug!(%peer, "TLS handshake failed: {err}"),
-                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
-            };
+        let Some(stream) = handshake(config, stream, peer).await else {
+            return;
+        };
         let speaks = sniff::by_alpn(stream.get_ref().1.alpn_protocol());
         let builder = pinned(builder, speaks, &activity);
         let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
@@ -160,6 +153,26 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         let quiet = activity.quiet(timeouts);
         ended(drive(conn, quiet, stop, peer).await);
     });
+}
+
+/// The TLS handshake, bounded by [`TLS_HANDSHAKE_TIMEOUT`]; `None` (logged) when it failed.
+async fn handshake(
+    config: Arc<rustls::ServerConfig>,
+    stream: TcpStream,
+    peer: SocketAddr,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(err)) => {
+            tracing::debug!(%peer, "TLS handshake failed: {err}");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            None
+        }
+    }
 }
 
 /// The builder told the version; an HTTP/2 connection's clock stops timing heads.
