@@ -50,6 +50,67 @@ pub fn find<'a>(body: &'a [u8], names: &[&str]) -> Option<Vec<Found<'a>>> {
     )
 }
 
+/// Whether one of the top-level `keys` of `body` may have a string value that `wanted`
+/// accepts: `false` only when surely none has, so that a body naming no alias skips the parse
+/// [`find`] does (a scan for the quoted keys runs at memory speed; the parse reads every
+/// byte of a long chat body). Each `"key"` followed by `:` and a string is looked at,
+/// wherever it stands (one nested or repeated only costs the parse). A key can be spelled
+/// differently only with `\u` escapes, so a body with any of those is always parsed.
+/// `keys` are given quoted: `br#""model""#`.
+pub fn may_name(body: &[u8], keys: &[&[u8]], wanted: impl Fn(&str) -> bool) -> bool {
+    if memchr::memmem::find(body, br"\u").is_some() {
+        return true;
+    }
+    keys.iter().any(|key| {
+        memchr::memmem::find_iter(body, key).any(|at| {
+            let rest = after_colon(&body[at + key.len()..]);
+            match rest.and_then(string_at) {
+                Some(Ok(value)) => wanted(&value),
+                Some(Err(())) => true, // not a string JSON reads: let the parse decide
+                None => false,         // not a key with a string value
+            }
+        })
+    })
+}
+
+/// What follows `: ` after a key, if a colon does.
+fn after_colon(rest: &[u8]) -> Option<&[u8]> {
+    let rest = rest.trim_ascii_start().strip_prefix(b":")?;
+    Some(rest.trim_ascii_start())
+}
+
+/// The string literal `rest` starts with, decoded; `None` when it starts with something
+/// else, `Err` when the literal does not end or does not decode.
+fn string_at(rest: &[u8]) -> Option<Result<std::borrow::Cow<'_, str>, ()>> {
+    if rest.first() != Some(&b'"') {
+        return None;
+    }
+    let mut i = 1;
+    let mut escaped = false;
+    while let Some(&b) = rest.get(i) {
+        match b {
+            b'\\' => {
+                escaped = true;
+                i += 2;
+            }
+            b'"' => {
+                let literal = &rest[..=i];
+                return Some(if escaped {
+                    serde_json::from_slice::<String>(literal)
+                        .map(Into::into)
+                        .map_err(drop)
+                } else {
+                    std::str::from_utf8(&literal[1..i])
+                        .map(Into::into)
+                        .map_err(drop)
+                });
+            }
+            _ => i += 1,
+        }
+    }
+    Some(Err(()))
+}
+
 /// `body` with each range replaced by its new text, as pieces that share `body`'s memory.
 /// Ranges must not overlap; they may come in any order.
 pub fn pieces(body: &Bytes, mut edits: Vec<(Range<usize>, Bytes)>) -> Vec<Bytes> {
@@ -188,6 +249,48 @@ mod tests {
         }
     }
 
+    /// (body, whether it may name the alias `gpt-4o-mini` or `openai/o1`). Whatever the
+    /// quick answer, it is never `false` where the parse finds a top-level alias.
+    #[test]
+    fn may_name_is_false_only_where_the_parse_finds_no_alias() {
+        let aliases = ["gpt-4o-mini", "openai/o1"];
+        let wanted = |m: &str| aliases.contains(&m);
+        let keys: &[&[u8]] = &[br#""model""#, br#""name""#];
+        let cases: &[(&str, bool)] = &[
+            (r#"{"model":"gpt-4o-mini","messages":[]}"#, true),
+            (r#"{"model":"llama3.2","messages":[]}"#, false),
+            ("{ \"model\" :\n\t\"gpt-4o-mini\" }", true),
+            (r#"{"name":"openai/o1"}"#, true),
+            (r#"{"model":"openai\/o1"}"#, true),
+            (r#"{"model":"gpt-4o-mini\u0000"}"#, true),
+            (r#"{"mo\u0064el":"gpt-4o-mini"}"#, true),
+            (
+                r#"{"model":"llama3.2","messages":[{"content":"caf\u00e9"}]}"#,
+                true,
+            ),
+            (
+                r#"{"model":"llama3.2","messages":[{"content":"say \"model\": \"gpt-4o-mini\""}]}"#,
+                false,
+            ),
+            (
+                r#"{"opts":{"model":"gpt-4o-mini"},"model":"llama3.2"}"#,
+                true,
+            ),
+            (r#"{"model":null}"#, false),
+            (r#"{"model":"gpt-4o-mini"#, true),
+            (r#"{"model": "llama3.2", "stream": true}"#, false),
+            (r#"{"messages":[{"role":"model"}]}"#, false),
+            ("", false),
+        ];
+        for (body, want) in cases {
+            let quick = may_name(body.as_bytes(), keys, wanted);
+            assert_eq!(quick, *want, "{body}");
+            let parsed = find(body.as_bytes(), &["model", "name"])
+                .is_some_and(|found| found.iter().filter_map(Found::string).any(|m| wanted(&m)));
+            assert!(quick || !parsed, "the parse finds an alias in {body}");
+        }
+    }
+
     #[test]
     fn string_values_are_decoded() {
         let found = find(br#"{"model":"caf\u00e9:1b"}"#, &["model"]).unwrap();
@@ -211,5 +314,57 @@ mod tests {
             &one[..],
             br#"{"n": 12345678901234567890, "model" : "b", "x":1e3}"#
         );
+    }
+
+    mod soundness {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Pieces a body is made of: keys spelled plainly or escaped, aliases spelled plainly
+        /// or escaped, other values, nesting, and JSON's four kinds of whitespace.
+        fn body() -> impl Strategy<Value = String> {
+            let key = prop::sample::select(vec![
+                r#""model""#,
+                r#""name""#,
+                r#""mo\u0064el""#,
+                r#""content""#,
+                r#""opts""#,
+            ]);
+            let value = prop::sample::select(vec![
+                r#""gpt-4o-mini""#,
+                r#""gpt\u002d4o-mini""#,
+                r#""openai\/o1""#,
+                r#""llama3.2""#,
+                r#""say \"model\": \"gpt-4o-mini\"""#,
+                "null",
+                "1e3",
+                r#"{"model":"gpt-4o-mini"}"#,
+                r#"["model","gpt-4o-mini"]"#,
+            ]);
+            let space = prop::sample::select(vec!["", " ", "\n", "\t", "\r\n "]);
+            prop::collection::vec((space.clone(), key, space.clone(), value), 0..5).prop_map(
+                |fields| {
+                    let fields: Vec<String> = fields
+                        .into_iter()
+                        .map(|(a, k, b, v)| format!("{a}{k}{b}:{a}{v}{b}"))
+                        .collect();
+                    format!("{{{}}}", fields.join(","))
+                },
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 1024, failure_persistence: None, ..ProptestConfig::default() })]
+
+            #[test]
+            fn may_name_never_misses_an_alias_the_parse_finds(body in body()) {
+                let wanted = |m: &str| m == "gpt-4o-mini" || m == "openai/o1";
+                let keys: &[&[u8]] = &[br#""model""#, br#""name""#];
+                let parsed = find(body.as_bytes(), &["model", "name"]).is_some_and(|found| {
+                    found.iter().filter_map(Found::string).any(|m| wanted(&m))
+                });
+                prop_assert!(may_name(body.as_bytes(), keys, wanted) || !parsed, "{}", body);
+            }
+        }
     }
 }

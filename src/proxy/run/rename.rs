@@ -63,13 +63,18 @@ pub async fn handle(
 /// upstream exactly as the client wrote it. The model is `model`, or `name` on `/api/show`
 /// (the native server reads `model` first).
 fn resolve(call: &Exchange<'_>, body: &[u8]) -> Option<(usize, String, String, Bytes)> {
+    let models = &call.snapshot.table.models;
+    let keys: &[&[u8]] = &[br#""model""#, br#""name""#];
+    if !splice::may_name(body, keys, |model| models.contains_key(model)) {
+        return None;
+    }
     let found = splice::find(body, &["model", "name"])?;
     let named = found
         .iter()
         .find(|f| f.name == 0)
         .or_else(|| found.iter().find(|f| f.name == 1))?;
     let alias = named.string()?;
-    let target = call.snapshot.table.models.get(&alias)?;
+    let target = models.get(&alias)?;
     let literal = splice::string_literal(&target.model);
     let renamed = splice::replaced(body, named.range.clone(), &literal).freeze();
     Some((target.upstream, alias, target.model.clone(), renamed))
