@@ -47,8 +47,6 @@ pub struct Exchange<'a> {
     pub request_id: HeaderValue,
     /// The `Host` the client addressed (the `:authority` on HTTP/2).
     pub client_host: Option<HeaderValue>,
-    /// `scheme://authority` clients use to reach lingo, for rewriting upstream links.
-    pub public_base: String,
     /// What the runs learn for the metrics (upstream wait, tokens, a failed stream).
     pub stats: Arc<RequestStats>,
 }
@@ -94,7 +92,6 @@ impl<'a> Exchange<'a> {
             let authority = req.uri().authority()?;
             HeaderValue::from_str(authority.as_str()).ok()
         });
-        let public_base = public_base(&snapshot.table, conn, client_host.as_ref());
         let peer = snapshot.peer(route.upstream);
         Exchange {
             snapshot,
@@ -106,9 +103,14 @@ impl<'a> Exchange<'a> {
             path_len: path.len(),
             request_id: arrival.request_id.clone(),
             client_host,
-            public_base,
             stats: Arc::clone(&arrival.stats),
         }
+    }
+
+    /// `scheme://authority` clients use to reach lingo, for rewriting upstream links; made
+    /// only by the runs that rewrite them.
+    pub fn public_base(&self) -> String {
+        public_base(&self.snapshot.table, self.conn, self.client_host.as_ref())
     }
 
     /// The normalised path, without the query.
@@ -138,7 +140,6 @@ impl<'a> Exchange<'a> {
             path_len: self.path_len,
             request_id: self.request_id.clone(),
             client_host: self.client_host.clone(),
-            public_base: self.public_base.clone(),
             stats: Arc::clone(&self.stats),
         }
     }

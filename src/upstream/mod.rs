@@ -219,7 +219,11 @@ pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
     };
     let base_path = base_path(upstream);
     let mut parts = base.clone().into_parts();
-    parts.path_and_query = format!("{base_path}{path_and_query}").parse().ok();
+    parts.path_and_query = if base_path.is_empty() {
+        path_and_query.parse().ok()
+    } else {
+        format!("{base_path}{path_and_query}").parse().ok()
+    };
     Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
 }
 

@@ -126,7 +126,7 @@ where
         }
     };
     let base_path = upstream::base_path(call.upstream);
-    match links::rebase_links(&whole, &call.public_base, base_path) {
+    match links::rebase_links(&whole, &call.public_base(), base_path) {
         Some(pieces) => {
             headers.remove(CONTENT_LENGTH);
             Ok(Body::pieces(pieces))

@@ -68,10 +68,11 @@ async fn told(
     if matches!(call, Call::Crawl | Call::Batch) && head.status.is_success() {
         remember(peer, &whole, json_as);
     }
+    let public_base = x.public_base();
     let at = Answering {
         call,
         json_as,
-        public_base: &x.public_base,
+        public_base: &public_base,
         base_path: upstream::base_path(x.upstream),
     };
     retry_after(&mut head, &whole);
