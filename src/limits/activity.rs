@@ -104,6 +104,16 @@ impl Activity {
         }
     }
 
+    /// Bytes were written to the client: a head that began while an answer was still being
+    /// written (a pipelined request) is timed from the last write, so that a slow reader of
+    /// a long answer is not dropped mid-answer.
+    #[inline]
+    pub fn wrote(&self) {
+        if self.head_since.load(Ordering::Relaxed) != 0 && self.heads.load(Ordering::Relaxed) {
+            self.head_since.store(self.now() + 1, Ordering::Relaxed);
+        }
+    }
+
     /// A request's head is complete: it is in flight until the guard is dropped.
     pub fn begin(self: &std::sync::Arc<Self>) -> Busy {
         self.active.fetch_add(1, Ordering::AcqRel);
@@ -154,10 +164,11 @@ impl Default for Activity {
 }
 
 impl Drop for Busy {
+    /// The idle start is stored before the count falls, so that a timer on another thread
+    /// that sees no request in flight also sees when the last one ended.
     fn drop(&mut self) {
-        if self.0.active.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.idle_since.store(self.0.now(), Ordering::Relaxed);
-        }
+        self.0.idle_since.store(self.0.now(), Ordering::Relaxed);
+        self.0.active.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -311,6 +322,26 @@ mod tests {
             at,
             Duration::from_secs(10),
             "2 s after the head began, not at 20 s idle"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pipelined_head_is_timed_from_the_last_write() {
+        let limits = Timeouts {
+            idle: Duration::from_secs(60),
+            header: Duration::from_secs(2),
+        };
+        let activity = std::sync::Arc::new(Activity::new());
+        drop(activity.begin());
+        activity.saw_bytes(); // the next head arrives while the answer is still written
+        for _ in 0..3 {
+            tokio::time::advance(Duration::from_secs(1)).await;
+            activity.wrote();
+        }
+        let at = activity.born.elapsed();
+        assert_eq!(
+            activity.look(limits),
+            Ok(activity.born + at + limits.header)
         );
     }
 

@@ -1,6 +1,7 @@
 //! A client connection's socket, telling its [`Activity`] when bytes arrive: on an idle
-//! HTTP/1.1 connection the first byte starts the request head's clock (`header_timeout`).
-//! Writes pass straight through, vectored ones included.
+//! HTTP/1.1 connection the first byte starts the request head's clock (`header_timeout`),
+//! and a write restarts a clock already running (a head pipelined behind an answer still
+//! being written). Writes pass through unchanged, vectored ones included.
 
 use std::io;
 use std::pin::Pin;
@@ -48,7 +49,12 @@ impl<S: AsyncWrite> AsyncWrite for Watched<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.project().inner.poll_write(cx, buf)
+        let this = self.project();
+        let polled = this.inner.poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            this.activity.wrote();
+        }
+        polled
     }
 
     fn poll_write_vectored(
@@ -56,7 +62,12 @@ impl<S: AsyncWrite> AsyncWrite for Watched<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.project().inner.poll_write_vectored(cx, bufs)
+        let this = self.project();
+        let polled = this.inner.poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            this.activity.wrote();
+        }
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
