@@ -219,10 +219,19 @@ mod tests {
         }
     }
 
+    /// (name, state, now, verdict), times in seconds.
+    type Case = (&'static str, Snapshot, u64, Result<u64, Quiet>);
+
+    fn check(limits: Timeouts, cases: &[Case]) {
+        for (name, state, now, want) in cases {
+            let got = verdict(*state, Duration::from_secs(*now), limits);
+            assert_eq!(got, want.map(Duration::from_secs), "{name}");
+        }
+    }
+
     #[test]
     fn the_state_decides_what_expired_or_when_to_look_again() {
-        let cases = [
-            // (state, now, verdict), times in seconds.
+        let cases: [Case; _] = [
             ("new, silent", s(0, 0, Some(0), true), 10, Ok(30)),
             (
                 "new, silent too long",
@@ -266,10 +275,7 @@ mod tests {
                 Err(Quiet::Idle),
             ),
         ];
-        for (name, state, now, want) in cases {
-            let got = verdict(state, Duration::from_secs(now), LIMITS);
-            assert_eq!(got, want.map(Duration::from_secs), "{name}");
-        }
+        check(LIMITS, &cases);
     }
 
     #[test]
@@ -278,7 +284,7 @@ mod tests {
             idle: Duration::from_secs(1),
             header: Duration::from_secs(60),
         };
-        let cases = [
+        let cases: [Case; _] = [
             // A new connection's head may complete and its answer end at once: the idle
             // spell that follows must not wait for the head's 60 s.
             ("new, silent", s(0, 0, Some(0), true), 0, Ok(1)),
@@ -292,10 +298,7 @@ mod tests {
             ("idle", s(0, 5, None, true), 5, Ok(6)),
             ("idle too long", s(0, 5, None, true), 6, Err(Quiet::Idle)),
         ];
-        for (name, state, now, want) in cases {
-            let got = verdict(state, Duration::from_secs(now), limits);
-            assert_eq!(got, want.map(Duration::from_secs), "{name}");
-        }
+        check(limits, &cases);
     }
 
     #[tokio::test(start_paused = true)]

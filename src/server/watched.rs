@@ -50,11 +50,7 @@ impl<S: AsyncWrite> AsyncWrite for Watched<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
-        let polled = this.inner.poll_write(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.wrote();
-        }
-        polled
+        noting_writes(this.activity, this.inner.poll_write(cx, buf))
     }
 
     fn poll_write_vectored(
@@ -63,11 +59,7 @@ impl<S: AsyncWrite> AsyncWrite for Watched<S> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.project();
-        let polled = this.inner.poll_write_vectored(cx, bufs);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.wrote();
-        }
-        polled
+        noting_writes(this.activity, this.inner.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -81,4 +73,12 @@ impl<S: AsyncWrite> AsyncWrite for Watched<S> {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.project().inner.poll_shutdown(cx)
     }
+}
+
+/// `polled`, after telling `activity` when it wrote something.
+fn noting_writes(activity: &Activity, polled: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+    if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+        activity.wrote();
+    }
+    polled
 }
