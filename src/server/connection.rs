@@ -15,15 +15,16 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::header::{CONNECTION, HeaderValue};
-use hyper::service::service_fn;
+use hyper::rt::bounds::Http2ServerConnExec;
+use hyper::service::{HttpService, service_fn};
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulConnection;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 
-use super::sniff;
+use super::protocol::{Builders, Graceful};
+use super::sniff::{self, Speaks};
 use super::watched::Watched;
 use crate::base::dialect;
 use crate::http::body::Body;
@@ -32,7 +33,6 @@ use crate::proxy::exchange::ConnInfo;
 use crate::proxy::pipeline;
 use crate::proxy::respond;
 use crate::reload::Reloader;
-use crate::table::Limits;
 
 /// Longest a TLS handshake may take.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -101,7 +101,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         listener,
         gate,
         reloader,
-        mut stop,
+        stop,
         drain,
     } = accepted;
     let snapshot = reloader.snapshot();
@@ -121,9 +121,14 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     });
     let service =
         service_fn(move |req| pipeline::handle(Arc::clone(&reloader), Arc::clone(&conn), req));
-    let builder = builder(&limits);
+    let session = Session {
+        builders: Builders::new(&limits),
+        service,
+        stop,
+        peer,
+    };
     let timeouts = Timeouts::from(&limits);
-    let ended = move |result: Result<(), _>| {
+    let ended = move |result: hyper::Result<()>| {
         drop((slot, drain));
         if let Err(err) = result {
             tracing::debug!(%peer, "connection ended: {err}");
@@ -131,14 +136,13 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     };
     let Some(config) = tls else {
         tokio::spawn(async move {
+            let mut session = session;
             let mut quiet = pin!(activity.quiet(timeouts));
-            let Some(speaks) = first_bytes(&stream, quiet.as_mut(), &mut stop).await else {
+            let Some(speaks) = first_bytes(&stream, quiet.as_mut(), &mut session.stop).await else {
                 return ended(Ok(()));
             };
-            let builder = pinned(builder, Some(speaks), &activity);
             let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
-            let conn = builder.serve_connection_with_upgrades(io, service);
-            ended(drive(conn, quiet, stop, peer).await);
+            ended(session.run(speaks, io, &activity, quiet).await);
         });
         return;
     };
@@ -147,11 +151,9 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
             return;
         };
         let speaks = sniff::by_alpn(stream.get_ref().1.alpn_protocol());
-        let builder = pinned(builder, speaks, &activity);
         let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
-        let conn = builder.serve_connection_with_upgrades(io, service);
         let quiet = activity.quiet(timeouts);
-        ended(drive(conn, quiet, stop, peer).await);
+        ended(session.run(speaks, io, &activity, quiet).await);
     });
 }
 
@@ -175,18 +177,6 @@ async fn handshake(
     }
 }
 
-/// The builder told the version; an HTTP/2 connection's clock stops timing heads.
-fn pinned<E>(
-    builder: auto::Builder<E>,
-    speaks: Option<sniff::Speaks>,
-    activity: &Activity,
-) -> auto::Builder<E> {
-    if speaks == Some(sniff::Speaks::Http2) {
-        activity.speaks_http2();
-    }
-    sniff::pinned(builder, speaks)
-}
-
 /// The version a plain connection's first bytes say; `None` when it closed, failed, or sent
 /// nothing within the header timeout (a new connection is waiting for its first head), or
 /// shutdown began.
@@ -194,7 +184,7 @@ async fn first_bytes(
     stream: &TcpStream,
     quiet: Pin<&mut impl Future<Output = Quiet>>,
     stop: &mut watch::Receiver<bool>,
-) -> Option<sniff::Speaks> {
+) -> Option<Speaks> {
     tokio::select! {
         speaks = sniff::peek(stream) => speaks.ok(),
         _ = quiet => None,
@@ -255,40 +245,57 @@ pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
     let _ = tokio::time::timeout(REFUSE_TIMEOUT, answer).await;
 }
 
-/// hyper's settings from the table's limits. hyper's own header limits are a looser backstop
-/// (twice ours) so that requests just over the table's limits reach `limits::check_headers`
-/// and are refused in the caller's dialect.
-fn builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
-    let header_bytes = usize::try_from(limits.max_header_bytes).unwrap_or(usize::MAX);
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        // `header_timeout` is timed by the connection's `Activity` (see `limits::activity`).
-        .header_read_timeout(None)
-        .max_headers(limits.max_headers.saturating_mul(2))
-        .max_buf_size(header_bytes.saturating_mul(2).max(8192));
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(header_bytes.saturating_mul(2)).unwrap_or(u32::MAX))
-        // Dead peers are found by pings; idle live ones by the idle timer.
-        .keep_alive_interval(Duration::from_secs(30))
-        .keep_alive_timeout(Duration::from_secs(20));
-    builder
+/// What serving a connection takes once the version it speaks is known.
+struct Session<S> {
+    builders: Builders,
+    service: S,
+    stop: watch::Receiver<bool>,
+    peer: SocketAddr,
+}
+
+impl<S> Session<S>
+where
+    S: HttpService<Incoming, ResBody = Body>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    TokioExecutor: Http2ServerConnExec<S::Future, Body>,
+{
+    /// Serves `io` in the version it speaks, to its end (see [`drive`]). An HTTP/2
+    /// connection's clock stops timing heads.
+    async fn run<I>(
+        self,
+        speaks: Speaks,
+        io: I,
+        activity: &Activity,
+        quiet: impl Future<Output = Quiet>,
+    ) -> hyper::Result<()>
+    where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        let Session {
+            builders,
+            service,
+            stop,
+            peer,
+        } = self;
+        match speaks {
+            Speaks::Http1 => drive(builders.http1(io, service), quiet, stop, peer).await,
+            Speaks::Http2 => {
+                activity.speaks_http2();
+                drive(builders.http2(io, service), quiet, stop, peer).await
+            }
+        }
+    }
 }
 
 /// Polls a connection to its end. When it has been idle too long, or shutdown begins, asks
 /// it to close gracefully and keeps polling so that the answer in progress is finished; when
 /// a request head is too slow to arrive, drops it (nothing is in flight on it).
-async fn drive<C>(
-    conn: C,
+async fn drive(
+    conn: impl Graceful,
     quiet: impl Future<Output = Quiet>,
     mut stop: watch::Receiver<bool>,
     peer: SocketAddr,
-) -> Result<(), C::Error>
-where
-    C: GracefulConnection,
-{
+) -> hyper::Result<()> {
     let mut conn = pin!(conn);
     let mut quiet = pin!(quiet);
     let mut closing = false;
@@ -301,11 +308,11 @@ where
                     return Ok(());
                 }
                 closing = true;
-                conn.as_mut().graceful_shutdown();
+                conn.as_mut().close_gracefully();
             }
             _ = stop.wait_for(|stop| *stop), if !closing => {
                 closing = true;
-                conn.as_mut().graceful_shutdown();
+                conn.as_mut().close_gracefully();
             }
         }
     }

@@ -2,8 +2,8 @@
 //!
 //! Each listener accepts plain TCP or TLS (rustls; the certificate is taken from the *current*
 //! table for every new connection, so a reloaded certificate applies without a restart) and
-//! serves HTTP/1.1 and HTTP/2 through hyper-util's auto builder, with upgrades, told which
-//! of the two a connection speaks before hyper reads it (`sniff`). Shutdown stops
+//! serves HTTP/1.1 (with upgrades) or HTTP/2 with hyper's own connection for the version, told
+//! which of the two a connection speaks before hyper reads it (`sniff`, `protocol`). Shutdown stops
 //! accepting, lets requests in flight finish up to the drain deadline, then returns.
 
 use std::future::Future;
@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod connection;
+mod protocol;
 mod sniff;
 mod watched;
 mod workers;

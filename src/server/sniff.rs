@@ -4,15 +4,15 @@
 //! preface is 24 bytes) and handing them back to hyper as a prefix. On HTTP/1.1 that prefix
 //! costs every connection 8 KiB for as long as it lives: hyper's first read returns just those
 //! 24 bytes, its second must make room for a full read beside them, and its 8 KiB read buffer
-//! doubles to 16 KiB (heaptrack: 15.8 KiB a connection, the largest single cost of an open
+//! doubles to 16 KiB (heaptrack: 16 KiB a connection, the largest single cost of an open
 //! HTTP/1.1 stream). So lingo decides first, without consuming anything: on plain TCP by
-//! peeking at the socket, on TLS by what ALPN agreed. hyper is then told the version, and
-//! its first read takes the request whole into its 8 KiB buffer.
+//! peeking at the socket, on TLS by what ALPN agreed. The connection is then served by hyper's
+//! own connection for that version (`protocol`), whose first read takes the request whole into
+//! its 8 KiB buffer.
 
 use std::io;
 use std::time::Duration;
 
-use hyper_util::server::conn::auto;
 use tokio::net::TcpStream;
 
 /// The first bytes of every HTTP/2 connection (RFC 9113, section 3.4).
@@ -59,22 +59,12 @@ pub async fn peek(stream: &TcpStream) -> io::Result<Speaks> {
     }
 }
 
-/// What ALPN agreed on a TLS connection; `None` when it agreed nothing (the client may still
-/// speak HTTP/2 with prior knowledge, so hyper-util's auto builder then finds out itself).
-pub fn by_alpn(protocol: Option<&[u8]>) -> Option<Speaks> {
-    match protocol? {
-        b"h2" => Some(Speaks::Http2),
-        b"http/1.1" => Some(Speaks::Http1),
-        _ => None,
-    }
-}
-
-/// The builder told the version, so that it reads nothing to find out; unchanged for `None`.
-pub fn pinned<E>(builder: auto::Builder<E>, speaks: Option<Speaks>) -> auto::Builder<E> {
-    match speaks {
-        Some(Speaks::Http1) => builder.http1_only(),
-        Some(Speaks::Http2) => builder.http2_only(),
-        None => builder,
+/// What ALPN agreed on a TLS connection. Without `h2` it is HTTP/1.1: HTTP/2 over TLS is
+/// only ever agreed by ALPN (RFC 9113, section 3.3: prior knowledge is for cleartext only).
+pub fn by_alpn(protocol: Option<&[u8]>) -> Speaks {
+    match protocol {
+        Some(b"h2") => Speaks::Http2,
+        _ => Speaks::Http1,
     }
 }
 
@@ -107,10 +97,10 @@ mod tests {
     }
 
     #[test]
-    fn alpn_decides_tls() {
-        assert_eq!(by_alpn(Some(b"h2")), Some(Speaks::Http2));
-        assert_eq!(by_alpn(Some(b"http/1.1")), Some(Speaks::Http1));
-        assert_eq!(by_alpn(Some(b"spdy/3")), None);
-        assert_eq!(by_alpn(None), None);
+    fn alpn_decides_tls_and_without_h2_it_is_http1() {
+        assert_eq!(by_alpn(Some(b"h2")), Speaks::Http2);
+        assert_eq!(by_alpn(Some(b"http/1.1")), Speaks::Http1);
+        assert_eq!(by_alpn(Some(b"spdy/3")), Speaks::Http1);
+        assert_eq!(by_alpn(None), Speaks::Http1);
     }
 }
