@@ -23,7 +23,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 
-use super::protocol::{Builders, Graceful};
+use super::protocol::{Graceful, Settings};
 use super::sniff::{self, Speaks};
 use super::watched::Watched;
 use crate::base::dialect;
@@ -122,7 +122,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     let service =
         service_fn(move |req| pipeline::handle(Arc::clone(&reloader), Arc::clone(&conn), req));
     let session = Session {
-        builders: Builders::new(&limits),
+        settings: Settings::new(&limits),
         service,
         stop,
         peer,
@@ -247,7 +247,7 @@ pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
 
 /// What serving a connection takes once the version it speaks is known.
 struct Session<S> {
-    builders: Builders,
+    settings: Settings,
     service: S,
     stop: watch::Receiver<bool>,
     peer: SocketAddr,
@@ -272,16 +272,16 @@ where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
         let Session {
-            builders,
+            settings,
             service,
             stop,
             peer,
         } = self;
         match speaks {
-            Speaks::Http1 => drive(builders.http1(io, service), quiet, stop, peer).await,
+            Speaks::Http1 => drive(settings.http1(io, service), quiet, stop, peer).await,
             Speaks::Http2 => {
                 activity.speaks_http2();
-                drive(builders.http2(io, service), quiet, stop, peer).await
+                drive(settings.http2(io, service), quiet, stop, peer).await
             }
         }
     }

@@ -21,10 +21,14 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::table::Limits;
 
-/// hyper's settings for both versions, from the table's limits.
-pub struct Builders {
-    http1: http1::Builder,
-    http2: http2::Builder<TokioExecutor>,
+/// The part of the table's limits that hyper enforces itself. Small and `Copy`: a connection's
+/// task holds it until the version is known, and hyper's builders (an HTTP/2 one is about
+/// 300 bytes) are made then and dropped once the connection is made.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    max_headers: usize,
+    max_buf_size: usize,
+    max_header_list_size: u32,
 }
 
 /// A hyper connection that can be asked to finish the answer in progress and close (HTTP/1.1:
@@ -35,32 +39,24 @@ pub trait Graceful: Future<Output = hyper::Result<()>> {
 
 type BoxError = Box<dyn StdError + Send + Sync>;
 
-// === impl Builders ===
+// === impl Settings ===
 
-impl Builders {
+impl Settings {
     /// hyper's own header limits are a looser backstop (twice the table's) so that requests
     /// just over the table's limits reach `limits::check_headers` and are refused in the
-    /// caller's dialect. `header_timeout` is timed by the connection's `Activity`
-    /// (`limits::activity`), not by hyper.
+    /// caller's dialect.
     pub fn new(limits: &Limits) -> Self {
         let header_bytes = usize::try_from(limits.max_header_bytes).unwrap_or(usize::MAX);
-        let mut http1 = http1::Builder::new();
-        http1
-            .header_read_timeout(None)
-            .max_headers(limits.max_headers.saturating_mul(2))
-            .max_buf_size(header_bytes.saturating_mul(2).max(8192));
-        let mut http2 = http2::Builder::new(TokioExecutor::new());
-        http2
-            .timer(TokioTimer::new())
-            .max_header_list_size(u32::try_from(header_bytes.saturating_mul(2)).unwrap_or(u32::MAX))
-            // Dead peers are found by pings; idle live ones by the idle timer.
-            .keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_timeout(Duration::from_secs(20));
-        Builders { http1, http2 }
+        Settings {
+            max_headers: limits.max_headers.saturating_mul(2),
+            max_buf_size: header_bytes.saturating_mul(2).max(8192),
+            max_header_list_size: u32::try_from(header_bytes.saturating_mul(2)).unwrap_or(u32::MAX),
+        }
     }
 
-    /// An HTTP/1.1 connection, with upgrades (WebSocket tunnels).
-    pub fn http1<I, S, B>(&self, io: I, service: S) -> http1::UpgradeableConnection<I, S>
+    /// An HTTP/1.1 connection, with upgrades (WebSocket tunnels). `header_timeout` is timed
+    /// by the connection's `Activity` (`limits::activity`), not by hyper.
+    pub fn http1<I, S, B>(self, io: I, service: S) -> http1::UpgradeableConnection<I, S>
     where
         S: HttpService<Incoming, ResBody = B>,
         S::Error: Into<BoxError>,
@@ -68,11 +64,16 @@ impl Builders {
         B: Body + 'static,
         B::Error: Into<BoxError>,
     {
-        self.http1.serve_connection(io, service).with_upgrades()
+        http1::Builder::new()
+            .header_read_timeout(None)
+            .max_headers(self.max_headers)
+            .max_buf_size(self.max_buf_size)
+            .serve_connection(io, service)
+            .with_upgrades()
     }
 
-    /// An HTTP/2 connection.
-    pub fn http2<I, S, B>(&self, io: I, service: S) -> http2::Connection<I, S, TokioExecutor>
+    /// An HTTP/2 connection. Dead peers are found by pings; idle live ones by the idle timer.
+    pub fn http2<I, S, B>(self, io: I, service: S) -> http2::Connection<I, S, TokioExecutor>
     where
         S: HttpService<Incoming, ResBody = B>,
         S::Error: Into<BoxError>,
@@ -81,7 +82,12 @@ impl Builders {
         B::Error: Into<BoxError>,
         TokioExecutor: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
     {
-        self.http2.serve_connection(io, service)
+        http2::Builder::new(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .max_header_list_size(self.max_header_list_size)
+            .keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_timeout(Duration::from_secs(20))
+            .serve_connection(io, service)
     }
 }
 
@@ -180,7 +186,7 @@ mod tests {
         let service = service_fn(|_req| async {
             Ok::<_, std::convert::Infallible>(Response::new(Empty::<Bytes>::new()))
         });
-        let conn = Builders::new(&table.limits).http1(io, service);
+        let conn = Settings::new(&table.limits).http1(io, service);
         let served = tokio::spawn(conn);
         let request = "GET /healthz HTTP/1.1\r\nhost: lingo\r\nconnection: close\r\n\r\n";
         client.write_all(request.as_bytes()).await.unwrap();
