@@ -28,6 +28,7 @@ use super::sniff::{self, Speaks};
 use super::watched::Watched;
 use crate::base::dialect;
 use crate::http::body::Body;
+use crate::http::gated::Gated;
 use crate::limits::{Activity, ConnectionSlot, Gate, Quiet, Timeouts};
 use crate::proxy::exchange::ConnInfo;
 use crate::proxy::pipeline;
@@ -287,9 +288,16 @@ where
     }
 }
 
+/// What ends a connection besides its client.
+enum Ending {
+    Quiet(Quiet),
+    Shutdown,
+}
+
 /// Polls a connection to its end. When it has been idle too long, or shutdown begins, asks
 /// it to close gracefully and keeps polling so that the answer in progress is finished; when
-/// a request head is too slow to arrive, drops it (nothing is in flight on it).
+/// a request head is too slow to arrive, drops it (nothing is in flight on it). The timer
+/// and the shutdown signal are [`Gated`]: most wakes of the task are for the connection.
 async fn drive(
     conn: impl Graceful,
     quiet: impl Future<Output = Quiet>,
@@ -297,20 +305,23 @@ async fn drive(
     peer: SocketAddr,
 ) -> hyper::Result<()> {
     let mut conn = pin!(conn);
-    let mut quiet = pin!(quiet);
+    let ending = async move {
+        tokio::select! {
+            quiet = quiet => Ending::Quiet(quiet),
+            _ = stop.wait_for(|stop| *stop) => Ending::Shutdown,
+        }
+    };
+    let mut ending = pin!(Gated::new(ending));
     let mut closing = false;
     loop {
         tokio::select! {
+            biased;
             result = conn.as_mut() => return result,
-            quiet = &mut quiet, if !closing => {
-                if quiet == Quiet::Head {
+            ending = &mut ending, if !closing => {
+                if let Ending::Quiet(Quiet::Head) = ending {
                     tracing::debug!(%peer, "closed: a request head took longer than header_timeout");
                     return Ok(());
                 }
-                closing = true;
-                conn.as_mut().close_gracefully();
-            }
-            _ = stop.wait_for(|stop| *stop), if !closing => {
                 closing = true;
                 conn.as_mut().close_gracefully();
             }
