@@ -8,6 +8,7 @@
 use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
+use memchr::memmem::Finder;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
@@ -50,20 +51,37 @@ pub fn find<'a>(body: &'a [u8], names: &[&str]) -> Option<Vec<Found<'a>>> {
     )
 }
 
-/// Whether one of the top-level `keys` of `body` may have a string value that `wanted`
-/// accepts: `false` only when surely none has, so that a body naming no alias skips the parse
-/// [`find`] does (a scan for the quoted keys runs at memory speed; the parse reads every
-/// byte of a long chat body). Each `"key"` followed by `:` and a string is looked at,
+/// The quoted keys that [`may_name`] scans a body for, with their searchers built once: a
+/// memmem searcher costs more to build (about 700 instructions, with its SIMD set-up) than
+/// to run over a short body, and a native pass-through asked for three per request.
+pub struct KeyScan {
+    escape: Finder<'static>,
+    keys: Vec<Finder<'static>>,
+}
+
+impl KeyScan {
+    /// `keys` are given quoted: `br#""model""#`.
+    pub fn new(keys: &[&'static [u8]]) -> KeyScan {
+        KeyScan {
+            escape: Finder::new(br"\u"),
+            keys: keys.iter().map(|&key| Finder::new(key)).collect(),
+        }
+    }
+}
+
+/// Whether one of the top-level keys of `body` that `scan` names may have a string value that
+/// `wanted` accepts: `false` only when surely none has, so that a body naming no alias skips
+/// the parse [`find`] does (a scan for the quoted keys runs at memory speed; the parse reads
+/// every byte of a long chat body). Each `"key"` followed by `:` and a string is looked at,
 /// wherever it stands (one nested or repeated only costs the parse). A key can be spelled
 /// differently only with `\u` escapes, so a body with any of those is always parsed.
-/// `keys` are given quoted: `br#""model""#`.
-pub fn may_name(body: &[u8], keys: &[&[u8]], wanted: impl Fn(&str) -> bool) -> bool {
-    if memchr::memmem::find(body, br"\u").is_some() {
+pub fn may_name(body: &[u8], scan: &KeyScan, wanted: impl Fn(&str) -> bool) -> bool {
+    if scan.escape.find(body).is_some() {
         return true;
     }
-    keys.iter().any(|key| {
-        memchr::memmem::find_iter(body, key).any(|at| {
-            let rest = after_colon(&body[at + key.len()..]);
+    scan.keys.iter().any(|key| {
+        key.find_iter(body).any(|at| {
+            let rest = after_colon(&body[at + key.needle().len()..]);
             match rest.and_then(string_at) {
                 Some(Ok(value)) => wanted(&value),
                 Some(Err(())) => true, // not a string JSON reads: let the parse decide
@@ -255,7 +273,7 @@ mod tests {
     fn may_name_is_false_only_where_the_parse_finds_no_alias() {
         let aliases = ["gpt-4o-mini", "openai/o1"];
         let wanted = |m: &str| aliases.contains(&m);
-        let keys: &[&[u8]] = &[br#""model""#, br#""name""#];
+        let keys = &KeyScan::new(&[br#""model""#, br#""name""#]);
         let cases: &[(&str, bool)] = &[
             (r#"{"model":"gpt-4o-mini","messages":[]}"#, true),
             (r#"{"model":"llama3.2","messages":[]}"#, false),
@@ -359,7 +377,7 @@ mod tests {
             #[test]
             fn may_name_never_misses_an_alias_the_parse_finds(body in body()) {
                 let wanted = |m: &str| m == "gpt-4o-mini" || m == "openai/o1";
-                let keys: &[&[u8]] = &[br#""model""#, br#""name""#];
+                let keys = &KeyScan::new(&[br#""model""#, br#""name""#]);
                 let parsed = find(body.as_bytes(), &["model", "name"]).is_some_and(|found| {
                     found.iter().filter_map(Found::string).any(|m| wanted(&m))
                 });

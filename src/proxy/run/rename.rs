@@ -6,6 +6,8 @@
 //! unchanged. Only the endpoints that name a model read the request body, and only when the
 //! table has aliases.
 
+use std::sync::LazyLock;
+
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -20,7 +22,7 @@ use crate::http::body::Body;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass;
 use crate::translate::rename::Rename;
-use crate::translate::splice;
+use crate::translate::splice::{self, KeyScan};
 
 /// Forwards a native call, resolving a model alias if it names one.
 pub async fn handle(
@@ -63,9 +65,9 @@ pub async fn handle(
 /// upstream exactly as the client wrote it. The model is `model`, or `name` on `/api/show`
 /// (the native server reads `model` first).
 fn resolve(call: &Exchange<'_>, body: &[u8]) -> Option<(usize, String, String, Bytes)> {
+    static KEYS: LazyLock<KeyScan> = LazyLock::new(|| KeyScan::new(&[br#""model""#, br#""name""#]));
     let models = &call.snapshot.table.models;
-    let keys: &[&[u8]] = &[br#""model""#, br#""name""#];
-    if !splice::may_name(body, keys, |model| models.contains_key(model)) {
+    if !splice::may_name(body, &KEYS, |model| models.contains_key(model)) {
         return None;
     }
     let found = splice::find(body, &["model", "name"])?;
