@@ -119,7 +119,7 @@ struct Event<'a> {
 }
 
 fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
-    serde_json::from_slice(bytes)
+    crate::translate::parse_json(bytes)
         .map_err(|e| format!("upstream sent something that is not a native generate event: {e}"))
 }
 

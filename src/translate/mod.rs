@@ -18,11 +18,27 @@ pub mod sse;
 pub mod translation;
 pub mod webdata;
 
+use serde::Deserialize;
+
 use crate::base::dialect::{Dialect, paths};
 
 pub use translation::{
     FINGERPRINT, LineTranslator, Meta, NoStream, Refusal, Translation, UpstreamCall,
 };
+
+/// Parses an upstream line or answer into borrowed structs, checking its UTF-8 once.
+///
+/// serde_json's slice reader checks each string it reads on its own, keys included: about ten
+/// calls a native line, 4.7% of a streamed translation's instructions (callgrind). Valid
+/// UTF-8 (every line a JSON server sends) is read as `&str`, which is checked once here and
+/// not again; anything else goes to the slice reader, which skips strings it ignores, as
+/// before.
+pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    }
+}
 
 /// A client endpoint lingo can translate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +186,37 @@ pub fn endpoint(client: Dialect, upstream: Dialect, path: &str) -> Option<Endpoi
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
     use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Line<'a> {
+        #[serde(borrow)]
+        content: Cow<'a, str>,
+    }
+
+    /// Whatever the reader, the same answer as serde_json's slice reader: the same value, the
+    /// same refusals, and a line with broken UTF-8 in a field nobody reads still accepted.
+    #[test]
+    fn parses_as_the_slice_reader_does() {
+        let cases: &[&[u8]] = &[
+            br#"{"content":"caf\u00e9 \"x\"","other":1}"#,
+            "{\"content\":\"café\"}".as_bytes(),
+            b"{\"content\":\"ok\",\"ignored\":\"\xff\xfe\"}",
+            b"{\"content\":\"\xff\"}",
+            br#"{"content":"cut"#,
+            b"",
+            br#"{"content":1}"#,
+        ];
+        for bytes in cases {
+            let ours = parse_json::<Line>(bytes).map_err(|e| e.to_string());
+            let slice = serde_json::from_slice::<Line>(bytes).map_err(|e| e.to_string());
+            assert_eq!(ours, slice, "{}", String::from_utf8_lossy(bytes));
+        }
+        let broken = b"{\"content\":\"ok\",\"ignored\":\"\xff\xfe\"}";
+        assert_eq!(parse_json::<Line>(broken).unwrap().content, "ok");
+    }
 
     #[test]
     fn a_star_matches_something_non_empty() {

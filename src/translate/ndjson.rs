@@ -40,7 +40,7 @@ impl LineFramer {
     /// The next complete, non-empty line (without `\n` or `\r\n`), if one is buffered.
     pub fn next_line(&mut self) -> Option<Result<Bytes, FrameError>> {
         loop {
-            let Some(at) = self.buf[self.scanned..].iter().position(|b| *b == b'\n') else {
+            let Some(at) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
                 return (self.buf.len() > self.max_line).then_some(Err(self.too_long()));
             };

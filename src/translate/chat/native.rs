@@ -54,6 +54,6 @@ pub struct Function<'a> {
 
 /// Parses one line or answer.
 pub fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
-    serde_json::from_slice(bytes)
+    crate::translate::parse_json(bytes)
         .map_err(|e| format!("upstream sent something that is not a native chat event: {e}"))
 }

@@ -90,7 +90,7 @@ pub struct Counts {
 
 impl<'a> Chunk<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self, String> {
-        serde_json::from_slice(bytes)
+        crate::translate::parse_json(bytes)
             .map_err(|e| format!("upstream sent something that is not a completion: {e}"))
     }
 
