@@ -320,14 +320,54 @@ impl ChatStream {
     fn frame(&self, choices: &[ChunkChoice<'_>], usage: Option<Option<Usage>>) -> Bytes {
         let mut out = Vec::with_capacity(self.head.len() + 192);
         out.extend_from_slice(&self.head);
-        // Serialising plain structs into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut out, choices);
+        if let [choice] = choices
+            && choice.is_plain()
+        {
+            choice.write_plain(&mut out);
+        } else {
+            // Serialising plain structs into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut out, choices);
+        }
         if let Some(usage) = usage {
             out.extend_from_slice(b",\"usage\":");
             let _ = serde_json::to_writer(&mut out, &usage);
         }
         out.extend_from_slice(b"}\n\n");
         Bytes::from(out)
+    }
+}
+
+// === impl ChunkChoice ===
+
+impl ChunkChoice<'_> {
+    /// A token's choice: text (and the first chunk's role), nothing else. Nearly every chunk
+    /// of a stream is one.
+    fn is_plain(&self) -> bool {
+        let d = &self.delta;
+        d.content.is_some()
+            && d.reasoning.is_none()
+            && d.reasoning_content.is_none()
+            && d.tool_calls.is_empty()
+            && self.logprobs.is_none()
+    }
+
+    /// `[choice]` as serde writes it, for a [plain](Self::is_plain) choice: the keys as
+    /// literals and only the text escaped. serde_json escapes every key byte by byte, which
+    /// was most of a chunk's serialising (callgrind: about 800 instructions a token).
+    fn write_plain(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"[{\"index\":");
+        let _ = serde_json::to_writer(&mut *out, &self.index);
+        out.extend_from_slice(b",\"delta\":{");
+        if let Some(role) = self.delta.role {
+            out.extend_from_slice(b"\"role\":");
+            let _ = serde_json::to_writer(&mut *out, role);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"content\":");
+        let _ = serde_json::to_writer(&mut *out, &self.delta.content);
+        out.extend_from_slice(b"},\"logprobs\":null,\"finish_reason\":");
+        let _ = serde_json::to_writer(&mut *out, &self.finish_reason);
+        out.extend_from_slice(b"}]");
     }
 }
 
@@ -368,4 +408,80 @@ pub fn upstream_error(status: u16, body: &[u8]) -> (u16, String, Option<&'static
     };
     let code = (status == 404 && message.contains("not found")).then_some("model_not_found");
     (status, message, code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand-written plain choice is byte for byte what serde writes for it, escapes and
+    /// all; a choice that is not plain is left to serde.
+    #[test]
+    fn a_plain_choice_is_written_as_serde_writes_it() {
+        let texts = [
+            "",
+            "Lingo",
+            " is",
+            "tab\there \"quoted\" \\ /",
+            "caf\u{e9} \u{1f600}",
+        ];
+        let controls = "\u{0}\u{1f}\u{7f}\u{2028}";
+        for (i, content) in texts.iter().chain([&controls]).enumerate() {
+            for role in [None, Some("assistant")] {
+                for finish_reason in [None, Some("stop"), Some("length")] {
+                    let choice = ChunkChoice {
+                        index: u32::try_from(i).unwrap() * 1000,
+                        delta: Delta {
+                            role,
+                            content: Some(content),
+                            ..Delta::default()
+                        },
+                        logprobs: None,
+                        finish_reason,
+                    };
+                    assert!(choice.is_plain());
+                    let mut ours = Vec::new();
+                    choice.write_plain(&mut ours);
+                    let serde = serde_json::to_vec(&[choice]).unwrap();
+                    assert_eq!(
+                        String::from_utf8(ours).unwrap(),
+                        String::from_utf8(serde).unwrap()
+                    );
+                }
+            }
+        }
+        let raw = RawValue::from_string("[]".to_owned()).unwrap();
+        let not_plain = [
+            Delta::default(),
+            Delta {
+                content: Some("x"),
+                reasoning: Some("y"),
+                ..Delta::default()
+            },
+            Delta {
+                content: Some("x"),
+                reasoning_content: Some("y"),
+                ..Delta::default()
+            },
+        ];
+        for delta in not_plain {
+            let choice = ChunkChoice {
+                index: 0,
+                delta,
+                logprobs: None,
+                finish_reason: None,
+            };
+            assert!(!choice.is_plain());
+        }
+        let with_logprobs = ChunkChoice {
+            index: 0,
+            delta: Delta {
+                content: Some("x"),
+                ..Delta::default()
+            },
+            logprobs: Some(Logprobs { content: &raw }),
+            finish_reason: None,
+        };
+        assert!(!with_logprobs.is_plain());
+    }
 }
