@@ -166,6 +166,41 @@ async fn reloads_are_counted_with_the_generation() {
     assert_eq!(metric(&text, "lingo_table_generation"), Some(2.0), "{text}");
 }
 
+/// A reload makes new route and upstream names: requests before and after it, and with the
+/// route then pointed elsewhere, still count into the series their labels name.
+#[tokio::test]
+async fn series_count_across_reloads() {
+    let lingo = Lingo::start(&keyed_table("    mock: {}\n", "")).await;
+    let url = lingo.url("/v1/chat/completions");
+    let path = lingo.config_path();
+    let first = std::fs::read_to_string(&path).unwrap();
+    let renamed = first
+        .replace("  models:", "  others:")
+        .replace("to: models", "to: others");
+    for text in [&first, &first, &renamed, &first] {
+        std::fs::write(&path, text).unwrap();
+        lingo.reloader.reload(true).unwrap();
+        let answer = send(request(Method::POST, &url, &[KEY], &chat_body(false))).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+    }
+    let series = |upstream: &str| {
+        format!(
+            r#"lingo_requests_total{{route="path /v1/chat/completions",upstream="{upstream}",status="200",dialect="chat-completions",outcome="complete"}}"#
+        )
+    };
+    let count = |upstream: &str| {
+        format!(
+            r#"lingo_request_duration_seconds_count{{route="path /v1/chat/completions",upstream="{upstream}"}}"#
+        )
+    };
+    let (models, others) = (series("models"), series("others"));
+    metrics_when(&lingo, |text| metric(text, &models) == Some(3.0)).await;
+    let text = get(&lingo.url("/metrics")).await.body;
+    assert_eq!(metric(&text, &others), Some(1.0), "{text}");
+    assert_eq!(metric(&text, &count("models")), Some(3.0), "{text}");
+    assert_eq!(metric(&text, &count("others")), Some(1.0), "{text}");
+}
+
 #[tokio::test]
 async fn readyz_probes_every_upstream() {
     let lingo = Lingo::start(&keyed_table("    mock: {}\n", "")).await;

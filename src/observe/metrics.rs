@@ -18,6 +18,7 @@ use prometheus_client::registry::Registry;
 
 use super::Outcome;
 use super::access::AccessLog;
+use super::handles::{Handles, Pair};
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 use crate::error::{ProxyError, TimeoutKind};
@@ -84,6 +85,8 @@ pub struct Metrics {
     reloads: Family<ReloadLabels, Counter>,
     generation: Gauge,
     tokens: Family<TokenLabels, Counter>,
+    /// The series of the route and upstream pairs seen lately, found without hashing.
+    handles: Handles,
 }
 
 /// What one request's handlers learnt on the way, read when its answer has ended.
@@ -162,6 +165,7 @@ impl Metrics {
             reloads,
             generation,
             tokens,
+            handles: Handles::default(),
         }
     }
 
@@ -177,14 +181,26 @@ impl Metrics {
     fn answer_ended(&self, log: &AccessLog, stats: &RequestStats, outcome: Outcome) {
         self.open_streams.dec();
         let (route, upstream) = (log.route.as_ref(), log.upstream.as_ref());
-        let labels = RequestLabels {
-            route: named(route),
-            upstream: named(upstream),
-            status: log.status,
-            dialect: log.dialect.map_or("-", Dialect::as_str),
-            outcome: outcome.as_str(),
-        };
-        self.requests.get_or_create(&labels).inc();
+        let key = (
+            log.status,
+            log.dialect.map_or("-", Dialect::as_str),
+            outcome.as_str(),
+        );
+        let (requests, duration) = self.with_pair(route, upstream, |pair| {
+            let requests = pair.requests(key, || {
+                let (status, dialect, outcome) = key;
+                let labels = RequestLabels {
+                    route: named(route),
+                    upstream: named(upstream),
+                    status,
+                    dialect,
+                    outcome,
+                };
+                self.requests.get_or_create_owned(&labels)
+            });
+            (requests, pair.duration.clone())
+        });
+        requests.inc();
         if outcome.is_upstream_failure() {
             let labels = ErrorLabels {
                 upstream: upstream.map_or("-", |u| &**u).to_owned(),
@@ -192,9 +208,7 @@ impl Metrics {
             };
             self.upstream_errors.get_or_create(&labels).inc();
         }
-        self.duration
-            .get_or_create(&route_labels(route, upstream))
-            .observe(log.started.elapsed().as_secs_f64());
+        duration.observe(log.started.elapsed().as_secs_f64());
         let (tokens_in, tokens_out) = stats.tokens();
         if let Some(route) = route.filter(|_| tokens_in.saturating_add(tokens_out) > 0) {
             let client = log.client.as_deref().unwrap_or("-");
@@ -231,6 +245,24 @@ impl Metrics {
         self.upstream_errors.get_or_create(&labels).inc();
     }
 
+    /// Runs `f` on the handles of the pair's series (see `handles`).
+    fn with_pair<R>(
+        &self,
+        route: Option<&Arc<str>>,
+        upstream: Option<&Arc<str>>,
+        f: impl FnOnce(&mut Pair) -> R,
+    ) -> R {
+        let (route, upstream) = (named(route), named(upstream));
+        let make = || {
+            let labels = route_labels(Some(&route), Some(&upstream));
+            (
+                self.duration.get_or_create_owned(&labels),
+                self.overhead.get_or_create_owned(&labels),
+            )
+        };
+        self.handles.with(&route, &upstream, make, f)
+    }
+
     pub fn reloaded(&self, generation: u64) {
         self.reloads
             .get_or_create(&ReloadLabels { result: "ok" })
@@ -254,10 +286,10 @@ impl Finish {
     pub fn new(metrics: Arc<Metrics>, log: &AccessLog, stats: Arc<RequestStats>) -> Finish {
         metrics.open_streams.inc();
         let own = log.started.elapsed().saturating_sub(stats.upstream_wait());
-        metrics
-            .overhead
-            .get_or_create(&route_labels(log.route.as_ref(), log.upstream.as_ref()))
-            .observe(own.as_secs_f64());
+        let overhead = metrics.with_pair(log.route.as_ref(), log.upstream.as_ref(), |pair| {
+            pair.overhead.clone()
+        });
+        overhead.observe(own.as_secs_f64());
         Finish { metrics, stats }
     }
 

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod ended;
+mod handles;
 pub mod metrics;
 
 pub use access::{AccessLog, init};
