@@ -3,7 +3,6 @@
 //! re-telling an upstream's error.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{
     ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderMap, HeaderValue,
@@ -12,7 +11,7 @@ use hyper::header::{
 use hyper::{Method, Request, Response, StatusCode, Version};
 
 use crate::error::ProxyError;
-use crate::http::body::Body;
+use crate::http::body::{Body, read_all};
 use crate::http::idle::Idle;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
@@ -21,9 +20,8 @@ use crate::upstream::{self, UpstreamClient, headers};
 
 /// Reads the whole client body, refusing it past `limit` (413).
 pub async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, ProxyError> {
-    let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
-    match limited.collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
+    match read_all(body, usize::try_from(limit).unwrap_or(usize::MAX)).await {
+        Ok(bytes) => Ok(bytes),
         Err(err) if err.is::<http_body_util::LengthLimitError>() => {
             Err(ProxyError::BodyTooLarge { limit })
         }
@@ -133,10 +131,9 @@ pub async fn upstream_failure(
 /// An error answer's body: small, so read whole, but bounded (64 KiB) so that a broken
 /// upstream cannot make lingo read forever.
 pub async fn error_body(response: Response<Body>) -> Bytes {
-    let body = Limited::new(response.into_body(), 64 * 1024)
-        .collect()
-        .await;
-    body.map(|c| c.to_bytes()).unwrap_or_default()
+    read_all(response.into_body(), 64 * 1024)
+        .await
+        .unwrap_or_default()
 }
 
 /// An upstream's error answer re-told in the client's dialect, the upstream's key kept out.
@@ -166,14 +163,13 @@ pub async fn whole(
 ) -> Result<Bytes, ProxyError> {
     let limit = call.snapshot.table.limits.max_answer;
     let waiting = call.stats.waiting();
-    let collected = Limited::new(
+    let read = read_all(
         answer.into_body(),
         usize::try_from(limit).unwrap_or(usize::MAX),
     )
-    .collect()
     .await;
     drop(waiting);
-    collected.map(|c| c.to_bytes()).map_err(|e| {
+    read.map_err(|e| {
         if e.is::<http_body_util::LengthLimitError>() {
             let message = format!("the answer is over limits.max_answer ({limit} bytes)");
             return bad_gateway(upstream, message);
