@@ -40,7 +40,7 @@ pub async fn handle(
     let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
     if let Err(why) = framing::check(&req) {
         let response = respond::unframed(why, &arrival, &mut log);
-        return Ok(response.map(|body| Body::new(Ended::new(body, Record::new(log, None)))));
+        return Ok(response.map(|body| Body::boxed(Ended::new(body, Record::new(log, None)))));
     }
     // Admitted or not, lingo's own endpoints are answered (a full listener still says so).
     let (held, refused) = match conn.gate.admit_request(&conn.activity) {
@@ -59,7 +59,7 @@ pub async fn handle(
     let (head, body) = response.into_parts();
     let mut body = Batch::new(Held::new(Ended::new(body, record), held));
     std::pin::Pin::new(&mut body).prime().await;
-    Ok(Response::from_parts(head, Body::new(body)))
+    Ok(Response::from_parts(head, Body::boxed(body)))
 }
 
 /// A request and what it is served with.

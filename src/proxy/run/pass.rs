@@ -42,7 +42,7 @@ where
         // Redacting can change the length.
         parts.headers.remove(CONTENT_LENGTH);
         redact_headers(&mut parts.headers, &auth.key);
-        let body = Body::new(Redacting::new(body, &auth.key));
+        let body = Body::boxed(Redacting::new(body, &auth.key));
         return Ok(Response::from_parts(parts, body));
     }
     if call.upstream.speaks.is_web_data() && is_json(&parts.headers) {
@@ -51,7 +51,7 @@ where
         drop(waiting);
         return Ok(Response::from_parts(parts, body));
     }
-    Ok(Response::from_parts(parts, Body::new(body)))
+    Ok(Response::from_parts(parts, Body::boxed(body)))
 }
 
 /// The request as it goes up: the upstream's URI, the header rules, framed by its body, the

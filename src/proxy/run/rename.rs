@@ -52,7 +52,7 @@ pub async fn handle(
     let rename = Rename::new(&model, &alias);
     Ok(Response::from_parts(
         parts,
-        Body::new(
+        Body::boxed(
             Reframe::new(body, max_line, rename)
                 .redacting(upstream)
                 .reporting(&call.stats),

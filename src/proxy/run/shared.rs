@@ -113,7 +113,7 @@ pub async fn send(
     drop(waiting);
     let response = response?;
     let idle = upstream.timeouts.idle;
-    Ok(response.map(|body| Body::new(Idle::new(body, idle))))
+    Ok(response.map(|body| Body::boxed(Idle::new(body, idle))))
 }
 
 /// Turns a native error answer (any non-2xx) into the error the client sees.

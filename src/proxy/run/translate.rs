@@ -135,7 +135,7 @@ fn streamed<T: Translation>(
         })
         .collect();
     let closing: Closing = Box::new(move |usage| t.closing(usage, count));
-    Body::new(Merged::new(streams, closing, Arc::clone(&x.stats)))
+    Body::boxed(Merged::new(streams, closing, Arc::clone(&x.stats)))
 }
 
 /// The whole answers read, the whole answer assembled, its usage counted.

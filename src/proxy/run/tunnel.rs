@@ -77,7 +77,7 @@ async fn open(
     }
     if !switching {
         let idle = upstream.timeouts.idle;
-        return Ok(response.map(|b| Body::new(Idle::new(b, idle))));
+        return Ok(response.map(|b| Body::boxed(Idle::new(b, idle))));
     }
     let upstream_upgrade = hyper::upgrade::on(&mut response);
     tokio::spawn(relay(client_upgrade, upstream_upgrade, frames));
