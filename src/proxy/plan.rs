@@ -111,8 +111,13 @@ pub fn is_model_management(path: &str) -> bool {
         "/api/copy",
         "/api/delete",
     ];
-    let path = path.trim_end_matches('/').to_ascii_lowercase();
-    BLOCKED.contains(&path.as_str()) || path == "/api/blobs" || path.starts_with("/api/blobs/")
+    let path = path.trim_end_matches('/');
+    let is = |p: &str| path.eq_ignore_ascii_case(p);
+    BLOCKED.into_iter().any(is)
+        || is("/api/blobs")
+        || path
+            .get(.."/api/blobs/".len())
+            .is_some_and(|p| p.eq_ignore_ascii_case("/api/blobs/"))
 }
 
 #[cfg(test)]
@@ -129,6 +134,11 @@ mod tests {
             ("/api/pulling", false),
             ("/api/blobsx", false),
             ("/api/tags", false),
+            ("/API/Blobs/sha256:abc", true),
+            ("/api/blobs//", true),
+            ("/api/blob", false),
+            ("/api/b\u{e9}", false),
+            ("", false),
         ] {
             assert_eq!(super::is_model_management(path), blocked, "{path}");
         }
