@@ -2,9 +2,11 @@
 //!
 //! A metric family finds a series by hashing its labels (SipHash over the route's and the
 //! upstream's names) under a lock: three lookups a request, about 2% of a whole
-//! pass-through's instructions (callgrind). The names are shared with the route table
-//! (`Arc<str>`), so a request's pair is found here by comparing two pointers, and its series
-//! are handles cloned from the families once. Each entry holds its names, so an address
+//! pass-through's instructions (callgrind), and two more (with a copy of the client's name)
+//! for the tokens of a translated one. The names are shared with the route table
+//! (`Arc<str>`), so a request's pair is found here by comparing two pointers, its request
+//! and tokens series by their few labels, and every series is a handle cloned from its
+//! family once. Each entry holds its names, so an address
 //! is never reused by another name while the entry lives. A reload makes new names; the cache
 //! is emptied when it is full, which only costs the next requests a family lookup again.
 
@@ -28,6 +30,8 @@ pub struct Pair {
     pub duration: Histogram,
     pub overhead: Histogram,
     requests: Vec<(SeriesKey, Counter)>,
+    /// Tokens counters (in, out) by client name.
+    tokens: Vec<(String, [Counter; 2])>,
 }
 
 /// The pairs seen lately (see the module's doc).
@@ -47,6 +51,19 @@ impl Pair {
             self.requests.push((key, counter.clone()));
         }
         counter
+    }
+
+    /// The tokens counters (in, out) of `client`'s requests, made by `make` (two family
+    /// lookups) the first time. Client names are few (the table's keys, or `-`).
+    pub fn tokens(&mut self, client: &str, make: impl FnOnce() -> [Counter; 2]) -> [Counter; 2] {
+        if let Some((_, counters)) = self.tokens.iter().find(|(c, _)| c == client) {
+            return counters.clone();
+        }
+        let counters = make();
+        if self.tokens.len() < MAX_SERIES {
+            self.tokens.push((client.to_owned(), counters.clone()));
+        }
+        counters
     }
 }
 
@@ -77,6 +94,7 @@ impl Handles {
                     duration,
                     overhead,
                     requests: Vec::new(),
+                    tokens: Vec::new(),
                 });
                 pairs.len() - 1
             }
@@ -157,5 +175,29 @@ mod tests {
             assert!(pair.requests.len() <= MAX_SERIES);
         });
         assert_eq!(family.get(), u64::try_from(MAX_SERIES).unwrap() + 10);
+    }
+
+    #[test]
+    fn tokens_counters_are_made_once_per_client() {
+        let handles = Handles::default();
+        let (route, upstream) = (Arc::<str>::from("chat"), Arc::<str>::from("models"));
+        let (team, other) = (
+            [Counter::default(), Counter::default()],
+            [Counter::default(), Counter::default()],
+        );
+        let mut made = 0;
+        for (client, family) in [("team", &team), ("team", &team), ("-", &other)] {
+            handles.with(&route, &upstream, histograms, |pair| {
+                let [tokens_in, tokens_out] = pair.tokens(client, || {
+                    made += 1;
+                    family.clone()
+                });
+                tokens_in.inc_by(2);
+                tokens_out.inc_by(5);
+            });
+        }
+        assert_eq!(made, 2);
+        assert_eq!((team[0].get(), team[1].get()), (4, 10));
+        assert_eq!((other[0].get(), other[1].get()), (2, 5));
     }
 }

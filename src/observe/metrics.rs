@@ -180,47 +180,60 @@ impl Metrics {
     /// An answer has ended (or its client went away).
     fn answer_ended(&self, log: &AccessLog, stats: &RequestStats, outcome: Outcome) {
         self.open_streams.dec();
-        let (route, upstream) = (log.route.as_ref(), log.upstream.as_ref());
-        let key = (
-            log.status,
-            log.dialect.map_or("-", Dialect::as_str),
-            outcome.as_str(),
-        );
-        let (requests, duration) = self.with_pair(route, upstream, |pair| {
-            let requests = pair.requests(key, || {
-                let (status, dialect, outcome) = key;
-                let labels = RequestLabels {
-                    route: named(route),
-                    upstream: named(upstream),
-                    status,
-                    dialect,
-                    outcome,
-                };
-                self.requests.get_or_create_owned(&labels)
-            });
-            (requests, pair.duration.clone())
-        });
+        let (tokens_in, tokens_out) = stats.tokens();
+        let counts_tokens = tokens_in.saturating_add(tokens_out) > 0;
+        let (requests, duration, tokens) = self.series(log, outcome, counts_tokens);
         requests.inc();
         if outcome.is_upstream_failure() {
             let labels = ErrorLabels {
-                upstream: upstream.map_or("-", |u| &**u).to_owned(),
+                upstream: log.upstream.as_ref().map_or("-", |u| &**u).to_owned(),
                 kind: "mid_stream",
             };
             self.upstream_errors.get_or_create(&labels).inc();
         }
         duration.observe(log.started.elapsed().as_secs_f64());
-        let (tokens_in, tokens_out) = stats.tokens();
-        if let Some(route) = route.filter(|_| tokens_in.saturating_add(tokens_out) > 0) {
-            let client = log.client.as_deref().unwrap_or("-");
-            for (direction, count) in [("in", tokens_in), ("out", tokens_out)] {
-                let labels = TokenLabels {
-                    route: Arc::clone(route),
-                    client: client.to_owned(),
-                    direction,
-                };
-                self.tokens.get_or_create(&labels).inc_by(count);
-            }
+        if let Some([counted_in, counted_out]) = tokens {
+            counted_in.inc_by(tokens_in);
+            counted_out.inc_by(tokens_out);
         }
+    }
+
+    /// The series an ended answer counts in: its requests counter, its duration histogram
+    /// and, when it used tokens on a route, its tokens counters (in, out).
+    fn series(
+        &self,
+        log: &AccessLog,
+        outcome: Outcome,
+        counts_tokens: bool,
+    ) -> (Counter, Histogram, Option<[Counter; 2]>) {
+        let (route, upstream) = (log.route.as_ref(), log.upstream.as_ref());
+        let (status, dialect) = (log.status, log.dialect.map_or("-", Dialect::as_str));
+        let client = log.client.as_deref().unwrap_or("-");
+        self.with_pair(route, upstream, |pair| {
+            let requests = pair.requests((status, dialect, outcome.as_str()), || {
+                let labels = RequestLabels {
+                    route: named(route),
+                    upstream: named(upstream),
+                    status,
+                    dialect,
+                    outcome: outcome.as_str(),
+                };
+                self.requests.get_or_create_owned(&labels)
+            });
+            let tokens = route.filter(|_| counts_tokens).map(|route| {
+                pair.tokens(client, || {
+                    ["in", "out"].map(|direction| {
+                        let labels = TokenLabels {
+                            route: Arc::clone(route),
+                            client: client.to_owned(),
+                            direction,
+                        };
+                        self.tokens.get_or_create_owned(&labels)
+                    })
+                })
+            });
+            (requests, pair.duration.clone(), tokens)
+        })
     }
 
     /// An error lingo answered for; counted when it is an upstream's failure.
