@@ -134,6 +134,17 @@ mod tests {
         assert_eq!(polls.get(), 3);
     }
 
+    /// With nothing else in the task to wake it, the gate's own waker must: a timer behind
+    /// the gate ends the wait when it fires, not when the next thing happens to wake the task.
+    #[tokio::test(start_paused = true)]
+    async fn the_gate_alone_wakes_its_task() {
+        let start = tokio::time::Instant::now();
+        let gated = Gated::new(tokio::time::sleep(Duration::from_secs(5)));
+        let woke = tokio::time::timeout(Duration::from_secs(60), gated).await;
+        assert!(woke.is_ok());
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_timer_and_a_watch_behind_the_gate_still_fire_in_a_busy_select() {
         let (tx, mut rx) = tokio::sync::watch::channel(false);
