@@ -37,6 +37,8 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot start the worker threads: {0}")]
+    Workers(std::io::Error),
 }
 
 /// A bound, not yet serving, lingo.
@@ -86,14 +88,18 @@ impl Server {
     }
 
     /// Serves on the calling runtime until `shutdown` completes, then drains.
-    pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        self.run_on(0, shutdown).await;
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
+        self.run_on(0, shutdown).await
     }
 
     /// Serves until `shutdown` completes, then drains: on `workers` threads of their own
     /// (see [`workers`]), or on the calling runtime when `workers` is 0. The reload watcher
     /// and the drain run on the calling runtime.
-    pub async fn run_on(self, workers: usize, shutdown: impl Future<Output = ()>) {
+    pub async fn run_on(
+        self,
+        workers: usize,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), StartError> {
         let watch_task = tokio::spawn(Arc::clone(&self.reloader).watch(self.triggers));
         let drain = Arc::new(Drain::default());
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -112,7 +118,13 @@ impl Server {
             drain: Arc::clone(&drain),
             stop: stop_rx,
         };
-        let serving = Serving::start(workers, accepting);
+        let serving = match Serving::start(workers, accepting) {
+            Ok(serving) => serving,
+            Err(err) => {
+                watch_task.abort();
+                return Err(err);
+            }
+        };
         shutdown.await;
         let deadline = self.reloader.snapshot().table.limits.drain;
         tracing::info!(
@@ -129,6 +141,7 @@ impl Server {
         if let Some(workers) = workers {
             workers.finish().await;
         }
+        Ok(())
     }
 }
 
@@ -140,15 +153,14 @@ enum Serving {
 }
 
 impl Serving {
-    fn start(workers: usize, accepting: Accepting) -> Serving {
+    /// Starts the accept loops; a worker thread (or its runtime) that cannot start is an
+    /// error lingo stops with, before it serves anything.
+    fn start(workers: usize, accepting: Accepting) -> Result<Serving, StartError> {
         if workers > 0 {
-            // The listeners are already bound; a thread that cannot start is fatal.
-            return Serving::Workers(
-                workers::spawn(workers, accepting).expect("the worker threads start"),
-            );
+            let workers = workers::spawn(workers, accepting).map_err(StartError::Workers)?;
+            return Ok(Serving::Workers(workers));
         }
-        let tasks = accepting.spawn_loops();
-        Serving::Here(tasks)
+        Ok(Serving::Here(accepting.spawn_loops()))
     }
 
     /// Waits for the accept loops on this runtime to return; hands back the workers, which
@@ -212,8 +224,7 @@ pub async fn serve(config: &Path) -> Result<(), StartError> {
     // Before the table is loaded: its upstream pools get one slot per worker.
     crate::base::worker::set_workers(workers);
     let server = Server::bind(config).await?;
-    server.run_on(workers, shutdown_signal()).await;
-    Ok(())
+    server.run_on(workers, shutdown_signal()).await
 }
 
 /// Completes on the first SIGTERM or SIGINT (Ctrl-C).

@@ -90,14 +90,16 @@ pub fn spawn(n: usize, accepting: Accepting) -> std::io::Result<Workers> {
             Arc::clone(&accepting.drain),
         );
         let (stop, exited) = (accepting.stop.clone(), exited.clone());
+        // Built here, not on the worker's thread: a runtime that cannot start (no file
+        // descriptor left for its event queue) is an error lingo reports at start, not a
+        // worker thread that panics while the others serve.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         let thread = std::thread::Builder::new()
             .name(format!("lingo-worker-{slot}"))
             .spawn(move || {
                 worker::enter(slot);
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a worker's runtime starts");
                 runtime.block_on(serve(listeners, reloader, drain, stop, exited));
             })?;
         threads.push(thread);

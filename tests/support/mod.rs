@@ -65,9 +65,14 @@ impl Lingo {
         let addr = addrs[0];
         let reloader = server.reloader();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(server.run_on(workers, async move {
-            let _ = stopped.await;
-        }));
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            if let Err(e) = server.run_on(workers, shutdown).await {
+                panic!("lingo stopped serving: {e}");
+            }
+        });
         Lingo {
             addr,
             addrs,
