@@ -129,12 +129,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         peer,
     };
     let timeouts = Timeouts::from(&limits);
-    let ended = move |result: hyper::Result<()>| {
-        drop((slot, drain));
-        if let Err(err) = result {
-            tracing::debug!(%peer, "connection ended: {err}");
-        }
-    };
+    let ended = ending(slot, drain, peer);
     let Some(config) = tls else {
         tokio::spawn(async move {
             let mut session = session;
@@ -156,6 +151,21 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         let quiet = activity.quiet(timeouts);
         ended(session.run(speaks, io, &activity, quiet).await);
     });
+}
+
+/// What a connection's end does: its place in the pool and in the drain count is given back
+/// (also when the task is dropped before), and an error is logged.
+fn ending(
+    slot: ConnectionSlot,
+    drain: DrainGuard,
+    peer: SocketAddr,
+) -> impl FnOnce(hyper::Result<()>) {
+    move |result| {
+        drop((slot, drain));
+        if let Err(err) = result {
+            tracing::debug!(%peer, "connection ended: {err}");
+        }
+    }
 }
 
 /// The TLS handshake, bounded by [`TLS_HANDSHAKE_TIMEOUT`]; `None` (logged) when it failed.

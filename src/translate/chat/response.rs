@@ -415,7 +415,7 @@ mod tests {
     use super::*;
 
     /// The hand-written plain choice is byte for byte what serde writes for it, escapes and
-    /// all; a choice that is not plain is left to serde.
+    /// all.
     #[test]
     fn a_plain_choice_is_written_as_serde_writes_it() {
         let texts = [
@@ -450,6 +450,11 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A choice with anything besides text (and the first chunk's role) is left to serde.
+    #[test]
+    fn a_choice_with_more_than_text_is_not_plain() {
         let raw = RawValue::from_string("[]".to_owned()).unwrap();
         let not_plain = [
             Delta::default(),
