@@ -6,9 +6,9 @@
 //! for the tokens of a translated one. The names are shared with the route table
 //! (`Arc<str>`), so a request's pair is found here by comparing two pointers, its request
 //! and tokens series by their few labels, and every series is a handle cloned from its
-//! family once. Each entry holds its names, so an address
-//! is never reused by another name while the entry lives. A reload makes new names; the cache
-//! is emptied when it is full, which only costs the next requests a family lookup again.
+//! family once. Each entry holds its names, so an address is never reused by another name
+//! while the entry lives. A reload makes new names; the cache is emptied when it is full,
+//! which only costs the next requests a family lookup again.
 
 use std::sync::{Arc, Mutex};
 
@@ -43,28 +43,37 @@ pub struct Handles {
 impl Pair {
     /// The requests counter for `key`, made by `make` (a family lookup) the first time.
     pub fn requests(&mut self, key: SeriesKey, make: impl FnOnce() -> Counter) -> Counter {
-        if let Some((_, counter)) = self.requests.iter().find(|(k, _)| *k == key) {
-            return counter.clone();
-        }
-        let counter = make();
-        if self.requests.len() < MAX_SERIES {
-            self.requests.push((key, counter.clone()));
-        }
-        counter
+        found_or_made(&mut self.requests, |k| *k == key, || key, make)
     }
 
     /// The tokens counters (in, out) of `client`'s requests, made by `make` (two family
     /// lookups) the first time. Client names are few (the table's keys, or `-`).
     pub fn tokens(&mut self, client: &str, make: impl FnOnce() -> [Counter; 2]) -> [Counter; 2] {
-        if let Some((_, counters)) = self.tokens.iter().find(|(c, _)| c == client) {
-            return counters.clone();
-        }
-        let counters = make();
-        if self.tokens.len() < MAX_SERIES {
-            self.tokens.push((client.to_owned(), counters.clone()));
-        }
-        counters
+        found_or_made(
+            &mut self.tokens,
+            |c| c == client,
+            || client.to_owned(),
+            make,
+        )
     }
+}
+
+/// The handle kept under the key that `is` picks, or a new one from `make`, kept while the
+/// list has fewer than [`MAX_SERIES`].
+fn found_or_made<K, V: Clone>(
+    list: &mut Vec<(K, V)>,
+    is: impl Fn(&K) -> bool,
+    key: impl FnOnce() -> K,
+    make: impl FnOnce() -> V,
+) -> V {
+    if let Some((_, value)) = list.iter().find(|(k, _)| is(k)) {
+        return value.clone();
+    }
+    let value = make();
+    if list.len() < MAX_SERIES {
+        list.push((key(), value.clone()));
+    }
+    value
 }
 
 impl Handles {

@@ -265,15 +265,15 @@ impl Metrics {
         upstream: Option<&Arc<str>>,
         f: impl FnOnce(&mut Pair) -> R,
     ) -> R {
-        let (route, upstream) = (named(route), named(upstream));
         let make = || {
-            let labels = route_labels(Some(&route), Some(&upstream));
+            let labels = route_labels(route, upstream);
             (
                 self.duration.get_or_create_owned(&labels),
                 self.overhead.get_or_create_owned(&labels),
             )
         };
-        self.handles.with(&route, &upstream, make, f)
+        let (route, upstream) = (name_or_none(route), name_or_none(upstream));
+        self.handles.with(route, upstream, make, f)
     }
 
     pub fn reloaded(&self, generation: u64) {
@@ -341,8 +341,13 @@ fn route_labels(route: Option<&Arc<str>>, upstream: Option<&Arc<str>>) -> RouteL
 /// A route's or upstream's name as a label (shared with the table, not copied), or `-` for
 /// a request that reached none.
 fn named(name: Option<&Arc<str>>) -> Arc<str> {
+    Arc::clone(name_or_none(name))
+}
+
+/// The name itself, or the one shared `-`: borrowed, for finding a pair by its names.
+fn name_or_none(name: Option<&Arc<str>>) -> &Arc<str> {
     static NONE: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("-"));
-    Arc::clone(name.unwrap_or(&NONE))
+    name.unwrap_or(&NONE)
 }
 
 // === impl RequestStats ===

@@ -20,15 +20,16 @@ use crate::upstream::{self, UpstreamClient, headers};
 
 /// Reads the whole client body, refusing it past `limit` (413).
 pub async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, ProxyError> {
-    match read_all(body, usize::try_from(limit).unwrap_or(usize::MAX)).await {
-        Ok(bytes) => Ok(bytes),
-        Err(err) if err.is::<http_body_util::LengthLimitError>() => {
-            Err(ProxyError::BodyTooLarge { limit })
+    let read = read_all(body, usize::try_from(limit).unwrap_or(usize::MAX)).await;
+    read.map_err(|err| {
+        if err.is::<http_body_util::LengthLimitError>() {
+            ProxyError::BodyTooLarge { limit }
+        } else {
+            ProxyError::BadBody {
+                reason: upstream::reason(err.as_ref()),
+            }
         }
-        Err(err) => Err(ProxyError::BadBody {
-            reason: upstream::reason(err.as_ref()),
-        }),
-    }
+    })
 }
 
 /// Where a client-facing model name goes: an alias picks the upstream and its model name;
