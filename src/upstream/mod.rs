@@ -8,6 +8,7 @@
 //! cannot ride on HTTP/2.
 
 mod connect;
+mod h1;
 pub mod headers;
 mod pool;
 
@@ -89,7 +90,7 @@ impl UpstreamClient {
         );
         let pool = match &upstream.target {
             Target::Url(uri) if uri.scheme() == Some(&Scheme::HTTP) && !upstream.http2 => {
-                Pool::Lean(pool::Http1Pool::new(pooled, uri.clone()))
+                Pool::Lean(pool::Http1Pool::new(uri, connect))
             }
             _ => Pool::Legacy(legacy_clients(upstream, &pooled)),
         };
@@ -251,10 +252,12 @@ pub fn classify(
         return ProxyError::BodyTooLarge { limit: body_limit };
     }
     // The body lingo was sending failed: it is the client's, not the upstream's fault.
-    if chain().any(|e| {
+    let uploading = |e: &(dyn StdError + 'static)| {
         e.downcast_ref::<hyper::Error>()
             .is_some_and(hyper::Error::is_user)
-    }) {
+            || matches!(e.downcast_ref(), Some(h1::SendError::Upload(_)))
+    };
+    if chain().any(uploading) {
         return ProxyError::BadBody {
             reason: reason(err),
         };

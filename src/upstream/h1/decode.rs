@@ -1,0 +1,391 @@
+//! An answer body's framing (RFC 9112 §6.3, §7.1), decoded from the bytes read so far: by
+//! length, chunked, or up to the close of the connection.
+//!
+//! Pure: the connection reads into a buffer, and [`Decoder::decode`] takes what it can out of
+//! it. A token stream's chunks come out as slices of the bytes read, without copies; the
+//! chunk-size lines and trailers around them are checked as strictly as hyper checks them
+//! (CRLF line ends, hex sizes that fit in 64 bits), so that an answer cannot be read two ways.
+
+use bytes::{Buf, Bytes, BytesMut};
+use hyper::HeaderMap;
+
+use super::head::{self, HeadError};
+
+/// The longest chunk-size line (with its extensions) and the largest trailer section read.
+const MAX_LINE: usize = 4096;
+const MAX_TRAILERS: usize = 16 * 1024;
+
+/// Where a body's decoding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoder {
+    /// `Content-Length`: this many bytes left.
+    Length(u64),
+    /// Chunked, at this point of a chunk.
+    Chunked(Chunk),
+    /// No framing: the body ends when the upstream closes the connection.
+    ToClose,
+    /// Read to its end.
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunk {
+    /// Before a chunk-size line.
+    Size,
+    /// Inside a chunk's data: this many bytes left.
+    Data(u64),
+    /// After a chunk's data: its CRLF.
+    DataEnd,
+    /// After the last (zero-size) chunk: the trailer section.
+    Trailers,
+}
+
+/// What one call of [`Decoder::decode`] found.
+#[derive(Debug, PartialEq)]
+pub enum Decoded {
+    Data(Bytes),
+    Trailers(HeaderMap),
+    /// Nothing more in the buffer: read more.
+    More,
+    /// The body's end.
+    End,
+}
+
+/// An answer body that cannot be read as framed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyError {
+    #[error("the upstream closed the connection before the end of the answer")]
+    Cut,
+    #[error("invalid chunk size line in the upstream's answer")]
+    ChunkSize,
+    #[error("chunk data not followed by CRLF in the upstream's answer")]
+    ChunkEnd,
+    #[error("invalid trailers in the upstream's answer: {0}")]
+    Trailers(HeadError),
+}
+
+// === impl Decoder ===
+
+impl Decoder {
+    /// Takes the next piece of the body out of `buf`.
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Decoded, BodyError> {
+        loop {
+            match *self {
+                Decoder::Done => return Ok(Decoded::End),
+                Decoder::Length(0) => *self = Decoder::Done,
+                Decoder::Length(left) => {
+                    let Some(data) = take(buf, left) else {
+                        return Ok(Decoded::More);
+                    };
+                    *self = match left - data.len() as u64 {
+                        0 => Decoder::Done,
+                        left => Decoder::Length(left),
+                    };
+                    return Ok(Decoded::Data(data));
+                }
+                Decoder::ToClose if buf.is_empty() => return Ok(Decoded::More),
+                Decoder::ToClose => return Ok(Decoded::Data(buf.split().freeze())),
+                Decoder::Chunked(chunk) => match chunked(chunk, buf)? {
+                    Step::Next(next) => *self = next,
+                    Step::Out(next, decoded) => {
+                        *self = next;
+                        return Ok(decoded);
+                    }
+                },
+            }
+        }
+    }
+
+    /// The connection closed (nothing left in the buffer): the end of a body framed by it,
+    /// or else one cut short.
+    pub fn closed(&mut self) -> Result<(), BodyError> {
+        match *self {
+            Decoder::ToClose | Decoder::Done => {
+                *self = Decoder::Done;
+                Ok(())
+            }
+            Decoder::Length(_) | Decoder::Chunked(_) => Err(BodyError::Cut),
+        }
+    }
+
+    /// The body's exact length, when its framing says it up front.
+    pub fn exact(&self) -> Option<u64> {
+        match self {
+            Decoder::Length(n) => Some(*n),
+            Decoder::Done => Some(0),
+            _ => None,
+        }
+    }
+}
+
+/// Up to `left` bytes from the front of `buf`; `None` when it is empty.
+fn take(buf: &mut BytesMut, left: u64) -> Option<Bytes> {
+    if buf.is_empty() {
+        return None;
+    }
+    let n = usize::try_from(left).map_or(buf.len(), |left| left.min(buf.len()));
+    Some(buf.split_to(n).freeze())
+}
+
+/// One step of chunked decoding: a new state, and maybe something for the caller.
+enum Step {
+    Next(Decoder),
+    Out(Decoder, Decoded),
+}
+
+fn chunked(chunk: Chunk, buf: &mut BytesMut) -> Result<Step, BodyError> {
+    let more = |at| Ok(Step::Out(Decoder::Chunked(at), Decoded::More));
+    match chunk {
+        Chunk::Size => match size_line(buf)? {
+            None => more(Chunk::Size),
+            Some(0) => Ok(Step::Next(Decoder::Chunked(Chunk::Trailers))),
+            Some(size) => Ok(Step::Next(Decoder::Chunked(Chunk::Data(size)))),
+        },
+        Chunk::Data(left) => match take(buf, left) {
+            None => more(Chunk::Data(left)),
+            Some(data) => {
+                let left = left - data.len() as u64;
+                let next = if left == 0 {
+                    Chunk::DataEnd
+                } else {
+                    Chunk::Data(left)
+                };
+                Ok(Step::Out(Decoder::Chunked(next), Decoded::Data(data)))
+            }
+        },
+        Chunk::DataEnd if buf.len() < 2 => more(Chunk::DataEnd),
+        Chunk::DataEnd if buf.starts_with(b"\r\n") => {
+            buf.advance(2);
+            Ok(Step::Next(Decoder::Chunked(Chunk::Size)))
+        }
+        Chunk::DataEnd => Err(BodyError::ChunkEnd),
+        Chunk::Trailers => trailers(buf),
+    }
+}
+
+/// A whole chunk-size line taken from `buf`: its size (extensions are skipped); `None` when
+/// the line is not all there yet.
+fn size_line(buf: &mut BytesMut) -> Result<Option<u64>, BodyError> {
+    let Some(lf) = memchr::memchr(b'\n', &buf[..buf.len().min(MAX_LINE)]) else {
+        return if buf.len() >= MAX_LINE {
+            Err(BodyError::ChunkSize)
+        } else {
+            Ok(None)
+        };
+    };
+    let size = parse_size(&buf[..lf]).ok_or(BodyError::ChunkSize)?;
+    buf.advance(lf + 1);
+    Ok(Some(size))
+}
+
+/// `1*HEXDIG [ BWS ";" extensions ] CR` (the LF already cut off).
+fn parse_size(line: &[u8]) -> Option<u64> {
+    let line = line.strip_suffix(b"\r")?;
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if digits == 0 || digits > 16 {
+        return None;
+    }
+    let rest = &line[digits..];
+    let rest = rest.trim_ascii_start();
+    if !(rest.is_empty() || rest.starts_with(b";")) {
+        return None;
+    }
+    // An extension may hold any visible byte, but no bare CR or other control.
+    if rest.iter().any(|&b| b < b' ' && b != b'\t' || b == 0x7f) {
+        return None;
+    }
+    let hex = std::str::from_utf8(&line[..digits]).ok()?;
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// The trailer section after the last chunk: nothing (a bare CRLF), or fields then CRLF.
+fn trailers(buf: &mut BytesMut) -> Result<Step, BodyError> {
+    let more = Ok(Step::Out(Decoder::Chunked(Chunk::Trailers), Decoded::More));
+    if buf.len() < 2 {
+        return more;
+    }
+    if buf.starts_with(b"\r\n") {
+        buf.advance(2);
+        return Ok(Step::Out(Decoder::Done, Decoded::End));
+    }
+    match memchr::memmem::find(&buf[..buf.len().min(MAX_TRAILERS)], b"\r\n\r\n") {
+        Some(at) => {
+            let section = buf.split_to(at + 4).freeze();
+            let fields = head::fields(&section).map_err(BodyError::Trailers)?;
+            Ok(Step::Out(Decoder::Done, Decoded::Trailers(fields)))
+        }
+        None if buf.len() >= MAX_TRAILERS => Err(BodyError::Trailers(HeadError::TooLarge)),
+        None => more,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes `input` fed in pieces of `step` bytes; the data joined, whether trailers came,
+    /// and how it ended (`Ok` once `End` came; the connection's close is fed after the input).
+    fn run(
+        mut decoder: Decoder,
+        input: &[u8],
+        step: usize,
+    ) -> (Vec<u8>, bool, Result<(), BodyError>) {
+        let mut buf = BytesMut::new();
+        let (mut data, mut trailers) = (Vec::new(), false);
+        let mut pieces = input.chunks(step.max(1));
+        loop {
+            match decoder.decode(&mut buf) {
+                Ok(Decoded::Data(d)) => data.extend_from_slice(&d),
+                Ok(Decoded::Trailers(_)) => trailers = true,
+                Ok(Decoded::End) => return (data, trailers, Ok(())),
+                Ok(Decoded::More) => match pieces.next() {
+                    Some(piece) => buf.extend_from_slice(piece),
+                    None => {
+                        let closed = decoder.closed();
+                        return (data, trailers, closed);
+                    }
+                },
+                Err(err) => return (data, trailers, Err(err)),
+            }
+        }
+    }
+
+    const CHUNKED: Decoder = Decoder::Chunked(Chunk::Size);
+
+    /// A decoder, its input, the data it gives, whether trailers came, how it ends.
+    type Case = (
+        Decoder,
+        &'static [u8],
+        &'static [u8],
+        bool,
+        Result<(), BodyError>,
+    );
+
+    /// Every case read whole and a byte at a time: a piece boundary anywhere gives the same.
+    #[test]
+    fn framings_decode_alike_however_the_bytes_arrive() {
+        use BodyError::*;
+        let cases: &[Case] = &[
+            (Decoder::Length(5), b"hello", b"hello", false, Ok(())),
+            (Decoder::Length(3), b"hel", b"hel", false, Ok(())),
+            (Decoder::Length(5), b"hel", b"hel", false, Err(Cut)),
+            (Decoder::Length(0), b"", b"", false, Ok(())),
+            (Decoder::ToClose, b"all of it", b"all of it", false, Ok(())),
+            (CHUNKED, b"5\r\nhello\r\n0\r\n\r\n", b"hello", false, Ok(())),
+            (
+                CHUNKED,
+                b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+                b"abcde",
+                false,
+                Ok(()),
+            ),
+            (
+                CHUNKED,
+                b"A\r\n0123456789\r\n0\r\n\r\n",
+                b"0123456789",
+                false,
+                Ok(()),
+            ),
+            (
+                CHUNKED,
+                b"5;ext=1\r\nhello\r\n0;x\r\n\r\n",
+                b"hello",
+                false,
+                Ok(()),
+            ),
+            (
+                CHUNKED,
+                b"5 ;ext\r\nhello\r\n0\r\n\r\n",
+                b"hello",
+                false,
+                Ok(()),
+            ),
+            (
+                CHUNKED,
+                b"5\r\nhello\r\n0\r\nx-sum: 1\r\nx-b: 2\r\n\r\n",
+                b"hello",
+                true,
+                Ok(()),
+            ),
+            (CHUNKED, b"5\r\nhello\r\n", b"hello", false, Err(Cut)),
+            (CHUNKED, b"5\r\nhel", b"hel", false, Err(Cut)),
+            (CHUNKED, b"zz\r\nhello\r\n", b"", false, Err(ChunkSize)),
+            (CHUNKED, b"\r\n", b"", false, Err(ChunkSize)),
+            (
+                CHUNKED,
+                b"5\nhello\r\n0\r\n\r\n",
+                b"",
+                false,
+                Err(ChunkSize),
+            ),
+            (CHUNKED, b"-5\r\nhello\r\n", b"", false, Err(ChunkSize)),
+            (CHUNKED, b"5x\r\nhello\r\n", b"", false, Err(ChunkSize)),
+            (
+                CHUNKED,
+                b"11111111111111111\r\n",
+                b"",
+                false,
+                Err(ChunkSize),
+            ),
+            (CHUNKED, b"5;a\rb\r\nhello\r\n", b"", false, Err(ChunkSize)),
+            (
+                CHUNKED,
+                b"5\r\nhelloXY0\r\n\r\n",
+                b"hello",
+                false,
+                Err(ChunkEnd),
+            ),
+        ];
+        for (i, (decoder, input, data, trailers, end)) in cases.iter().enumerate() {
+            for step in [input.len(), 1] {
+                let got = run(*decoder, input, step);
+                assert_eq!(
+                    got,
+                    (data.to_vec(), *trailers, end.clone()),
+                    "case {i}, step {step}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_after_the_end_are_left_in_the_buffer() {
+        let mut buf = BytesMut::from(&b"2\r\nhi\r\n0\r\n\r\nHTTP/1.1"[..]);
+        let mut decoder = CHUNKED;
+        assert_eq!(
+            decoder.decode(&mut buf),
+            Ok(Decoded::Data(Bytes::from("hi")))
+        );
+        assert_eq!(decoder.decode(&mut buf), Ok(Decoded::End));
+        assert_eq!(&buf[..], b"HTTP/1.1");
+        let mut buf = BytesMut::from(&b"hiHTTP"[..]);
+        let mut decoder = Decoder::Length(2);
+        assert_eq!(
+            decoder.decode(&mut buf),
+            Ok(Decoded::Data(Bytes::from("hi")))
+        );
+        assert_eq!(decoder.decode(&mut buf), Ok(Decoded::End));
+        assert_eq!(&buf[..], b"HTTP");
+    }
+
+    #[test]
+    fn trailers_are_read_as_fields() {
+        let mut buf = BytesMut::from(&b"0\r\nx-sum: 7\r\n\r\n"[..]);
+        let mut decoder = CHUNKED;
+        let Ok(Decoded::Trailers(fields)) = decoder.decode(&mut buf) else {
+            panic!("no trailers");
+        };
+        assert_eq!(fields["x-sum"], "7");
+        assert_eq!(decoder.decode(&mut buf), Ok(Decoded::End));
+    }
+
+    #[test]
+    fn endless_size_lines_and_trailers_are_refused() {
+        let long = [b'1'; MAX_LINE];
+        assert_eq!(run(CHUNKED, &long, MAX_LINE).2, Err(BodyError::ChunkSize));
+        let mut trailers = b"0\r\n".to_vec();
+        trailers.extend(std::iter::repeat_n(b'a', MAX_TRAILERS));
+        let got = run(CHUNKED, &trailers, 512).2;
+        assert_eq!(got, Err(BodyError::Trailers(HeadError::TooLarge)));
+    }
+}

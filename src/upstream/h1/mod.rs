@@ -1,0 +1,252 @@
+//! lingo's own HTTP/1.1 client, for plain `http://` upstreams (the sidecar's case).
+//!
+//! hyper's client drives each connection from a task of its own and hands requests and
+//! answer frames to it over channels: every answer costs a second task's wakeups and two
+//! fixed 8 KiB buffers per connection, and every streamed line a hop between tasks (callgrind:
+//! the connection task was 29% of a whole pass-through's instructions and 36% of a streamed
+//! one's). Here a request's own task writes the request and reads the answer: the answer's
+//! body ([`Answer`]) holds the connection and reads it as it is polled, and a connection
+//! between requests is just a socket and an empty buffer, handed back by the body at its end.
+//!
+//! - [`head`]: the request head lingo writes and the answer head it reads, and how that
+//!   answer's body is framed (pure);
+//! - [`decode`]: the body's framing, decoded from the bytes read (pure);
+//! - [`upload`]: writing the request's body, watching for an answer that comes before its end.
+//!
+//! What is not here: upgrades (a WebSocket goes through hyper's client), HTTP/2, TLS.
+
+mod decode;
+mod head;
+mod upload;
+
+use std::future::poll_fn;
+use std::io;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http_body::{Frame, SizeHint};
+use hyper::{Method, Request, Response};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+
+use crate::http::body::{Body, BoxError};
+use decode::{Decoded, Decoder};
+pub use head::HeadError;
+use head::Parsed;
+
+/// The smallest read: an answer head or a few tokens fit. A read that fills the room it had
+/// doubles the next one, up to [`MAX_READ`]: a long answer is read in few calls, while a
+/// connection that carries tokens keeps a small buffer.
+const MIN_READ: usize = 4 * 1024;
+const MAX_READ: usize = 64 * 1024;
+
+/// An open connection to an upstream, with no request on it.
+pub struct Conn {
+    io: TcpStream,
+    /// Bytes read and not yet decoded.
+    buf: BytesMut,
+    /// How much room the next read gets.
+    read_size: usize,
+}
+
+/// Why a request got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("upstream connection failed: {0}")]
+    Io(#[from] io::Error),
+    #[error(transparent)]
+    Head(#[from] HeadError),
+    #[error("the upstream closed the connection before answering")]
+    Closed,
+    /// The client's body failed on its way up (its fault, not the upstream's).
+    #[error("the request body failed: {0}")]
+    Upload(#[source] BoxError),
+}
+
+/// Where a connection goes when its answer has been read to the end.
+pub trait Home: Send + Unpin + 'static {
+    fn put_back(self, conn: Conn);
+}
+
+// === impl Conn ===
+
+impl Conn {
+    /// Connects to `address` (`host:port`; the name is looked up) within `limit`; past it, an
+    /// `io::ErrorKind::TimedOut` error, which `upstream::classify` reports as the connect
+    /// timeout.
+    pub async fn open(address: &str, limit: Duration) -> io::Result<Conn> {
+        let io = match tokio::time::timeout(limit, TcpStream::connect(address)).await {
+            Ok(io) => io?,
+            Err(_) => {
+                let msg = "connect (name lookup and TCP) timed out";
+                return Err(io::Error::new(io::ErrorKind::TimedOut, msg));
+            }
+        };
+        io.set_nodelay(true)?;
+        Ok(Conn {
+            io,
+            buf: BytesMut::new(),
+            read_size: MIN_READ,
+        })
+    }
+
+    /// Whether an idle connection can take a request: the upstream has neither closed it
+    /// nor sent anything unasked. Costs no system call unless the socket became readable.
+    pub fn is_fresh(&self) -> bool {
+        let mut probe = [0u8; 1];
+        matches!(self.io.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// Sends `req` (its URI in origin form) and reads the answer's head; the answer's body
+    /// reads the rest from this connection, and gives it to `home` if it can carry another
+    /// request. `host` is the `Host` of a request without one.
+    pub async fn send<H: Home>(
+        mut self,
+        req: Request<Body>,
+        host: &str,
+        home: H,
+    ) -> Result<Response<Body>, SendError> {
+        let (parts, body) = req.into_parts();
+        let framing = upload::framing(&body);
+        let mut out = BytesMut::with_capacity(512);
+        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        head::write_request(&mut out, &parts.method, path, &parts.headers, framing, host);
+        let sent = upload::send(&mut self, out, body, framing).await?;
+        let head = self.read_head(parts.method == Method::HEAD).await?;
+        // An answer that came before the request's end leaves the request's rest unsent: the
+        // connection cannot carry another.
+        let keep_alive = head.keep_alive && sent == upload::Sent::All;
+        let body = Answer {
+            conn: Some(self),
+            decoder: head.body,
+            keep_alive,
+            home: Some(home),
+        };
+        let mut response = Response::new(Body::boxed(body));
+        *response.status_mut() = head.status;
+        *response.version_mut() = head.version;
+        *response.headers_mut() = head.headers;
+        Ok(response)
+    }
+
+    async fn read_head(&mut self, head_request: bool) -> Result<head::Head, SendError> {
+        loop {
+            match head::parse_answer(&mut self.buf, head_request)? {
+                Parsed::Head(head) => return Ok(head),
+                Parsed::Interim => continue,
+                Parsed::Partial => {}
+            }
+            if poll_fn(|cx| self.poll_fill(cx)).await? == 0 {
+                return Err(match self.buf.is_empty() {
+                    true => SendError::Closed,
+                    false => HeadError::Malformed("cut short".into()).into(),
+                });
+            }
+        }
+    }
+
+    /// Reads what the socket has into the buffer: how many bytes (0: the upstream closed).
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.buf.capacity() - self.buf.len() < MIN_READ / 4 {
+            self.buf.reserve(self.read_size);
+        }
+        let room = self.buf.capacity() - self.buf.len();
+        let n = ready!(pin!(self.io.read_buf(&mut self.buf)).poll(cx))?;
+        self.read_size = match n >= room {
+            true => (self.read_size * 2).min(MAX_READ),
+            false => MIN_READ,
+        };
+        Poll::Ready(Ok(n))
+    }
+}
+
+/// An answer's body: read from its connection as it is polled.
+struct Answer<H: Home> {
+    /// `None` once the body has ended or failed.
+    conn: Option<Conn>,
+    decoder: Decoder,
+    /// Whether the connection can carry another request once this body is read.
+    keep_alive: bool,
+    home: Option<H>,
+}
+
+impl<H: Home> Answer<H> {
+    /// The body is read: its connection goes home if it can carry another request (the
+    /// upstream sent nothing past this answer), else it is closed.
+    fn finish(&mut self) {
+        if let (Some(conn), Some(home)) = (self.conn.take(), self.home.take())
+            && self.keep_alive
+            && conn.buf.is_empty()
+        {
+            home.put_back(conn);
+        }
+    }
+
+    fn fail(&mut self, err: impl Into<BoxError>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.conn = None;
+        Poll::Ready(Some(Err(err.into())))
+    }
+}
+
+impl<H: Home> Drop for Answer<H> {
+    /// A body dropped at its end (one that was empty from the start is never polled) still
+    /// gives its connection back; one dropped before takes its connection with it.
+    fn drop(&mut self) {
+        if self.decoder == Decoder::Done {
+            self.finish();
+        }
+    }
+}
+
+impl<H: Home> http_body::Body for Answer<H> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        loop {
+            let Some(conn) = this.conn.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match this.decoder.decode(&mut conn.buf) {
+                Ok(Decoded::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                Ok(Decoded::Trailers(fields)) => {
+                    return Poll::Ready(Some(Ok(Frame::trailers(fields))));
+                }
+                Ok(Decoded::End) => {
+                    this.finish();
+                    return Poll::Ready(None);
+                }
+                Ok(Decoded::More) => {}
+                Err(err) => return this.fail(err),
+            }
+            match ready!(conn.poll_fill(cx)) {
+                Ok(0) => match this.decoder.closed() {
+                    Ok(()) => this.keep_alive = false,
+                    Err(err) => return this.fail(err),
+                },
+                Ok(_) => {}
+                Err(err) => return this.fail(err),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.conn.is_none() || self.decoder == Decoder::Done
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.decoder.exact() {
+            Some(n) => SizeHint::with_exact(n),
+            None => SizeHint::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

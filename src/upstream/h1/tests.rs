@@ -1,0 +1,189 @@
+//! The client against a hand-written upstream on a real socket: what goes up, what comes
+//! back, and when a connection goes home.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use http_body_util::channel::Channel;
+use hyper::Request;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::*;
+
+/// Guards a test against a hang; never a performance threshold.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Collects the connections that went home.
+#[derive(Clone, Default)]
+struct Shelf(Arc<Mutex<Vec<Conn>>>);
+
+impl Home for Shelf {
+    fn put_back(self, conn: Conn) {
+        self.0.lock().unwrap().push(conn);
+    }
+}
+
+impl Shelf {
+    fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+/// An upstream that reads until `until` has arrived, keeps what it read, then writes
+/// `answer` and keeps the connection open until the client closes it.
+async fn upstream(
+    until: &'static [u8],
+    answer: &'static [u8],
+) -> (String, tokio::task::JoinHandle<Vec<u8>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let task = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut seen = Vec::new();
+        while !contains(&seen, until) {
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "closed before {until:?}: {seen:?}");
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        stream.write_all(answer).await.unwrap();
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest).await;
+        seen
+    });
+    (address, task)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(haystack, needle).is_some()
+}
+
+async fn send(
+    address: &str,
+    req: Request<Body>,
+    shelf: &Shelf,
+) -> Result<Response<Body>, SendError> {
+    let conn = Conn::open(address, PATIENCE).await.unwrap();
+    tokio::time::timeout(PATIENCE, conn.send(req, "up", shelf.clone()))
+        .await
+        .expect("an answer")
+}
+
+async fn read(response: Response<Body>) -> Result<Bytes, BoxError> {
+    let collected = tokio::time::timeout(PATIENCE, response.into_body().collect()).await;
+    collected.expect("the body's end").map(|c| c.to_bytes())
+}
+
+fn post(body: Body) -> Request<Body> {
+    Request::post("/api/chat").body(body).unwrap()
+}
+
+#[tokio::test]
+async fn a_whole_request_goes_up_and_its_connection_goes_home() {
+    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello";
+    let (address, upstream) = upstream(b"{}", answer).await;
+    let shelf = Shelf::default();
+    let response = send(&address, post(Body::full("{}")), &shelf)
+        .await
+        .unwrap();
+    assert_eq!(http_body::Body::size_hint(response.body()).exact(), Some(5));
+    assert_eq!(read(response).await.unwrap(), "hello");
+    assert_eq!(shelf.len(), 1);
+    drop(shelf);
+    let seen = upstream.await.unwrap();
+    let want = "POST /api/chat HTTP/1.1\r\nhost: up\r\ncontent-length: 2\r\n\r\n{}";
+    assert_eq!(String::from_utf8_lossy(&seen), want);
+}
+
+/// A body of unknown length goes up chunked, its trailers after the last chunk.
+#[tokio::test]
+async fn a_streamed_request_goes_up_chunked_with_its_trailers() {
+    let answer = b"HTTP/1.1 204 No Content\r\n\r\n";
+    let (address, upstream) = upstream(b"x-sum: 9\r\n\r\n", answer).await;
+    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
+    tokio::spawn(async move {
+        for part in ["ab", "cde"] {
+            tokio::task::yield_now().await;
+            tx.send_data(Bytes::from(part)).await.unwrap();
+        }
+        let mut trailers = hyper::HeaderMap::new();
+        trailers.insert("x-sum", "9".parse().unwrap());
+        tx.send_trailers(trailers).await.unwrap();
+    });
+    let shelf = Shelf::default();
+    let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
+    assert_eq!(response.status(), 204);
+    assert!(http_body::Body::is_end_stream(response.body()));
+    drop(response);
+    assert_eq!(shelf.len(), 1, "an empty answer read to its end");
+    drop(shelf);
+    let seen = String::from_utf8(upstream.await.unwrap()).unwrap();
+    let body = "transfer-encoding: chunked\r\n\r\n2\r\nab\r\n3\r\ncde\r\n0\r\nx-sum: 9\r\n\r\n";
+    assert!(seen.contains(body), "{seen}");
+}
+
+/// An upstream that answers before the upload's end (here after its head) is heard: its
+/// answer comes back, not a reset, and the connection is not used again.
+#[tokio::test]
+async fn an_answer_before_the_uploads_end_is_read() {
+    let answer = b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\n\r\n";
+    let (address, upstream) = upstream(b"\r\n\r\n", answer).await;
+    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
+    let sending = tokio::spawn(async move {
+        let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+        while tx.send_data(chunk.clone()).await.is_ok() {}
+    });
+    let shelf = Shelf::default();
+    let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
+    assert_eq!(response.status(), 413);
+    drop(response);
+    assert_eq!(shelf.len(), 0, "the upload's rest was never sent");
+    sending.await.unwrap();
+    drop(upstream);
+}
+
+/// Bytes after an answer's end (nothing was asked for them) make its connection unusable.
+#[tokio::test]
+async fn bytes_past_an_answer_keep_its_connection_from_going_home() {
+    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n";
+    let (address, _upstream) = upstream(b"\r\n\r\n", answer).await;
+    let shelf = Shelf::default();
+    let response = send(
+        &address,
+        Request::get("/").body(Body::empty()).unwrap(),
+        &shelf,
+    )
+    .await;
+    let body = read(response.unwrap()).await.unwrap();
+    assert_eq!((&body[..], shelf.len()), (&b"ok"[..], 0));
+}
+
+/// A body cut short is an error for whoever reads it, never a short body that looks whole.
+#[tokio::test]
+async fn a_body_cut_short_fails_its_reader() {
+    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc";
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let (mut stream, _): (TcpStream, _) = listener.accept().await.unwrap();
+        let mut head = [0u8; 1024];
+        let _ = stream.read(&mut head).await;
+        stream.write_all(answer).await.unwrap();
+    });
+    let shelf = Shelf::default();
+    let response = send(
+        &address,
+        Request::get("/").body(Body::empty()).unwrap(),
+        &shelf,
+    )
+    .await;
+    let err = read(response.unwrap()).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("closed the connection before the end"),
+        "{err}"
+    );
+}

@@ -1,0 +1,733 @@
+//! How lingo speaks HTTP/1.1 to a plain `http://` upstream, black-box, over real sockets: a
+//! hand-written upstream reads each request off the wire (its head, then its body by
+//! `Content-Length` or chunked framing), records it, and writes raw answer bytes. These pin
+//! request framing, every answer framing a client must get byte-exact, interim answers,
+//! connection reuse (counted on the upstream), and what malformed or early answers give the
+//! client, so that a replacement of the upstream HTTP/1.1 client can be checked against them.
+
+mod support;
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use http_body_util::channel::Channel;
+use hyper::{HeaderMap, Method, Request, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Guards a test against a hang; never a performance threshold.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+// === the upstream ===
+
+/// What the upstream does with a request, decided from its request line.
+enum Reply {
+    /// Reads the body, answers, and waits for the next request on the connection.
+    Answer(Vec<u8>),
+    /// Reads the body, answers, and closes the connection.
+    Close(Vec<u8>),
+    /// Reads the body, answers (saying nothing about closing), and closes 50 ms later: its
+    /// keep-alive timer.
+    IdleClose(Vec<u8>),
+    /// Answers after the request's head without reading its body, and closes.
+    Early(Vec<u8>),
+    /// Answers after the request's head, then reads (and drops) whatever comes until the
+    /// client closes: a server's lingering close, so that its answer is not lost to a reset.
+    EarlyLinger(Vec<u8>),
+}
+
+fn answer(raw: impl AsRef<[u8]>) -> Reply {
+    Reply::Answer(raw.as_ref().to_vec())
+}
+
+fn close(raw: impl AsRef<[u8]>) -> Reply {
+    Reply::Close(raw.as_ref().to_vec())
+}
+
+/// A request as the upstream read it off the wire.
+#[derive(Debug, Clone)]
+struct Received {
+    /// `METHOD target VERSION`.
+    line: String,
+    /// Names in lower case, in the order sent.
+    headers: Vec<(String, String)>,
+    /// Decoded from its framing.
+    body: Vec<u8>,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+type Script = Arc<dyn Fn(&str) -> Reply + Send + Sync>;
+
+/// An upstream speaking raw HTTP/1.1 as its script says; it counts connections and records
+/// every request.
+struct Upstream {
+    url: String,
+    authority: String,
+    connections: Arc<AtomicUsize>,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Upstream {
+    async fn start(script: impl Fn(&str) -> Reply + Send + Sync + 'static) -> Upstream {
+        let script: Script = Arc::new(script);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let authority = listener.local_addr().unwrap().to_string();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let (counted, record) = (Arc::clone(&connections), Arc::clone(&received));
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(serve(stream, Arc::clone(&script), Arc::clone(&record)));
+            }
+        });
+        Upstream {
+            url: format!("http://{authority}"),
+            authority,
+            connections,
+            received,
+        }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+/// One upstream connection: requests one after another, until the script or the peer ends it.
+async fn serve(mut stream: TcpStream, script: Script, record: Arc<Mutex<Vec<Received>>>) {
+    let mut buf = Vec::new();
+    loop {
+        let Some(end) = read_head(&mut stream, &mut buf).await else {
+            return;
+        };
+        let head = String::from_utf8_lossy(&buf[..end - 4]).into_owned();
+        buf.drain(..end);
+        let mut lines = head.split("\r\n");
+        let line = lines.next().unwrap_or_default().to_owned();
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let mut request = Received {
+            line,
+            headers,
+            body: Vec::new(),
+        };
+        let reply = script(&request.line);
+        if !matches!(reply, Reply::Early(_) | Reply::EarlyLinger(_)) {
+            let Some(body) = read_body(&mut stream, &mut buf, &request).await else {
+                return;
+            };
+            request.body = body;
+        }
+        record.lock().unwrap().push(request);
+        match reply {
+            Reply::Answer(raw) => {
+                if stream.write_all(&raw).await.is_err() {
+                    return;
+                }
+            }
+            Reply::Close(raw) | Reply::Early(raw) => {
+                let _ = stream.write_all(&raw).await;
+                return;
+            }
+            Reply::IdleClose(raw) => {
+                let _ = stream.write_all(&raw).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return;
+            }
+            Reply::EarlyLinger(raw) => {
+                let _ = stream.write_all(&raw).await;
+                while more(&mut stream, &mut buf).await.is_some() {
+                    buf.clear();
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Reads more bytes into `buf`; `None` when the peer closed.
+async fn more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<()> {
+    let mut chunk = [0u8; 64 * 1024];
+    match stream.read(&mut chunk).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => {
+            buf.extend_from_slice(&chunk[..n]);
+            Some(())
+        }
+    }
+}
+
+/// Reads up to the end of a request head; its length with the blank line.
+async fn read_head(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<usize> {
+    loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            return Some(at + 4);
+        }
+        more(stream, buf).await?;
+    }
+}
+
+/// Takes one CRLF-ended line off `buf`, without its CRLF.
+async fn read_line(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+    loop {
+        if let Some(at) = buf.windows(2).position(|w| w == b"\r\n") {
+            let line = String::from_utf8_lossy(&buf[..at]).into_owned();
+            buf.drain(..at + 2);
+            return Some(line);
+        }
+        more(stream, buf).await?;
+    }
+}
+
+/// Takes `n` bytes off `buf`.
+async fn read_exact(stream: &mut TcpStream, buf: &mut Vec<u8>, n: usize) -> Option<Vec<u8>> {
+    while buf.len() < n {
+        more(stream, buf).await?;
+    }
+    Some(buf.drain(..n).collect())
+}
+
+/// A request's body, by its chunked framing or its `Content-Length` (none: empty).
+async fn read_body(stream: &mut TcpStream, buf: &mut Vec<u8>, req: &Received) -> Option<Vec<u8>> {
+    let chunked = req
+        .header("transfer-encoding")
+        .is_some_and(|te| te.eq_ignore_ascii_case("chunked"));
+    if !chunked {
+        let length = req
+            .header("content-length")
+            .map_or(0, |v| v.parse().unwrap());
+        return read_exact(stream, buf, length).await;
+    }
+    let mut body = Vec::new();
+    loop {
+        let line = read_line(stream, buf).await?;
+        let size = usize::from_str_radix(line.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            // Trailers, up to the blank line.
+            while !read_line(stream, buf).await?.is_empty() {}
+            return Some(body);
+        }
+        body.extend(read_exact(stream, buf, size).await?);
+        read_exact(stream, buf, 2).await?;
+    }
+}
+
+// === the client's side ===
+
+async fn through(url: &str) -> Lingo {
+    Lingo::start(&table(&format!(
+        "upstreams:\n  models:\n    url: {url}\n    speaks: native\n\
+         routes:\n  - {{ prefix: /api, to: models }}\n"
+    )))
+    .await
+}
+
+/// What the client got: the head, and the body or the error that ended it.
+struct Outcome {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Result<Bytes, hyper::Error>,
+}
+
+impl Outcome {
+    /// The whole body of a successful answer.
+    fn ok(self) -> Bytes {
+        assert!(self.status.is_success(), "status {}", self.status);
+        self.body.expect("the body was read to its end")
+    }
+}
+
+/// Sends `req` to lingo and reads the whole answer, within [`PATIENCE`].
+async fn fetch(req: Request<http_body_util::Full<Bytes>>) -> Outcome {
+    let exchange = async {
+        let response = client().request(req).await.expect("lingo answered");
+        let (parts, body) = response.into_parts();
+        Outcome {
+            status: parts.status,
+            headers: parts.headers,
+            body: body.collect().await.map(|c| c.to_bytes()),
+        }
+    };
+    tokio::time::timeout(PATIENCE, exchange)
+        .await
+        .expect("no hang")
+}
+
+async fn fetch_get(lingo: &Lingo, path: &str) -> Outcome {
+    fetch(request(Method::GET, &lingo.url(path), &[], "")).await
+}
+
+/// A client that did not get a whole, successful answer: a 502, or a body that failed.
+fn refused(outcome: Outcome) {
+    assert!(
+        outcome.status == StatusCode::BAD_GATEWAY || outcome.body.is_err(),
+        "a complete-looking answer: {} {:?}",
+        outcome.status,
+        outcome.body
+    );
+}
+
+/// A GET written by hand on its own connection to lingo, read to its end: the answer's head
+/// (names in lower case, values as their bytes) and its body. For what a hyper client would
+/// refuse to hold, such as more than 100 header fields.
+async fn raw_get(lingo: &Lingo, path: &str) -> (Vec<u8>, Vec<u8>) {
+    let exchange = async {
+        let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nhost: lingo\r\nconnection: close\r\n\r\n");
+        stream.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.unwrap();
+        raw
+    };
+    let raw = tokio::time::timeout(PATIENCE, exchange)
+        .await
+        .expect("no hang");
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    (raw[..end].to_ascii_lowercase(), raw[end..].to_vec())
+}
+
+/// `body` as a chunked answer in chunks of `size`.
+fn chunked(body: &[u8], size: usize) -> Vec<u8> {
+    let mut raw = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+    for chunk in body.chunks(size) {
+        raw.extend(format!("{:x}\r\n", chunk.len()).bytes());
+        raw.extend(chunk);
+        raw.extend(b"\r\n");
+    }
+    raw.extend(b"0\r\n\r\n");
+    raw
+}
+
+/// Bytes that are not all alike, so that a lost or repeated piece shows.
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+const OK: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+
+// === request framing ===
+
+/// The upstream must read exactly the client's body by its length, at the origin-form target,
+/// addressed to itself: a wrong length or target breaks every upload.
+#[tokio::test]
+async fn a_post_goes_up_with_its_length_its_bytes_and_the_upstreams_host() {
+    let upstream = Upstream::start(|_| answer(OK)).await;
+    let lingo = through(&upstream.url).await;
+    let body = r#"{"model":"m","prompt":"hi","options":{"seed":7}}"#;
+    let url = lingo.url("/api/x?q=1");
+    let json = [("content-type", "application/json")];
+    assert_eq!(
+        fetch(request(Method::POST, &url, &json, body)).await.ok(),
+        "{}"
+    );
+
+    let seen = &upstream.received()[0];
+    assert_eq!(seen.line, "POST /api/x?q=1 HTTP/1.1");
+    assert_eq!(seen.header("host"), Some(upstream.authority.as_str()));
+    assert_eq!(
+        seen.header("content-length"),
+        Some(&*body.len().to_string())
+    );
+    assert_eq!(seen.header("transfer-encoding"), None);
+    assert_eq!(seen.body, body.as_bytes());
+}
+
+/// A GET without a body must go up without one: a stray `Transfer-Encoding` or length would
+/// make the upstream wait for bytes that never come.
+#[tokio::test]
+async fn a_get_goes_up_without_a_body() {
+    let upstream = Upstream::start(|_| answer(OK)).await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/y").await.ok(), "{}");
+
+    let seen = &upstream.received()[0];
+    assert_eq!(seen.line, "GET /api/y HTTP/1.1");
+    assert_eq!(seen.header("host"), Some(upstream.authority.as_str()));
+    assert_eq!(seen.header("transfer-encoding"), None);
+    assert_eq!(seen.header("content-length"), None);
+    assert!(seen.body.is_empty());
+}
+
+/// An upload of unknown length (chunked from the client) must reach the upstream whole,
+/// however lingo frames it.
+#[tokio::test]
+async fn a_chunked_upload_arrives_whole() {
+    let upstream = Upstream::start(|_| answer(OK)).await;
+    let lingo = through(&upstream.url).await;
+    let (mut tx, body) = Channel::<Bytes, Infallible>::new(4);
+    let pieces = ["{\"model\":", "\"m\",\"prompt\":", "\"a chunked hello\"}"];
+    for piece in pieces {
+        tx.send_data(Bytes::from_static(piece.as_bytes()))
+            .await
+            .unwrap();
+    }
+    drop(tx);
+    let req = Request::post(lingo.url("/api/generate"))
+        .body(body)
+        .unwrap();
+    let exchange = async {
+        let response = Client::builder(TokioExecutor::new())
+            .build_http()
+            .request(req)
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        response.into_body().collect().await.unwrap().to_bytes()
+    };
+    let got = tokio::time::timeout(PATIENCE, exchange).await.unwrap();
+    assert_eq!(got, "{}");
+    assert_eq!(upstream.received()[0].body, pieces.concat().as_bytes());
+}
+
+// === answer framings ===
+
+/// The plainest answer: its body by its length, byte for byte.
+#[tokio::test]
+async fn a_content_length_answer_arrives_byte_exact() {
+    let upstream =
+        Upstream::start(|_| answer("HTTP/1.1 200 OK\r\ncontent-length: 13\r\n\r\nhello, world!"))
+            .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "hello, world!");
+}
+
+/// Chunk extensions are legal and must be skipped, not taken for data or refused.
+#[tokio::test]
+async fn chunks_with_extensions_arrive_byte_exact() {
+    let upstream = Upstream::start(|_| {
+        answer(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\
+             5;ext=1\r\nhello\r\n1;a=b;c=\"d\"\r\n \r\n6\r\nworld!\r\n0\r\n\r\n",
+        )
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "hello world!");
+}
+
+/// Trailers after the last chunk belong to the answer: the body is whole, and they are read
+/// off the connection so that it can carry the next request.
+#[tokio::test]
+async fn a_chunked_answer_with_trailers_is_whole_and_its_connection_reused() {
+    let upstream = Upstream::start(|_| {
+        answer(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ntrailer: x-checksum\r\n\r\n\
+             4\r\nwith\r\n9\r\n trailers\r\n0\r\nx-checksum: abc\r\nx-more: 1\r\n\r\n",
+        )
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    for _ in 0..2 {
+        assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "with trailers");
+    }
+    assert_eq!(upstream.connections(), 1, "two answers, one connection");
+}
+
+/// An answer with neither length nor chunks ends where the upstream closes: all of it must
+/// reach the client, not be cut or refused.
+#[tokio::test]
+async fn a_close_delimited_answer_arrives_whole() {
+    let upstream = Upstream::start(|_| {
+        close(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nuntil the end",
+        )
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "until the end");
+}
+
+/// Old servers still answer in HTTP/1.0 (close-delimited): it must be read as such.
+#[tokio::test]
+async fn an_http_1_0_answer_arrives_whole() {
+    let upstream =
+        Upstream::start(|_| close("HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nfrom 1.0"))
+            .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "from 1.0");
+}
+
+// === interim answers ===
+
+/// `100 Continue` and `103 Early Hints` come before the real answer: the client must get the
+/// final one and its body, not the interim one (nor a hang or a 502).
+#[tokio::test]
+async fn interim_answers_are_passed_over_for_the_final_one() {
+    const CONTINUE: &str = "HTTP/1.1 100 Continue\r\n\r\n";
+    const HINTS: &str = "HTTP/1.1 103 Early Hints\r\nlink: </x>; rel=preload\r\n\r\n";
+    const FINAL: &str = "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfinal";
+    let upstream = Upstream::start(|line| {
+        let interim = match line.split(' ').nth(1) {
+            Some("/api/continue") => CONTINUE.to_owned(),
+            Some("/api/hints") => HINTS.to_owned(),
+            _ => format!("{CONTINUE}{HINTS}"),
+        };
+        answer(format!("{interim}{FINAL}"))
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    for path in ["/api/continue", "/api/hints", "/api/both"] {
+        let body = "{\"model\":\"m\"}";
+        let outcome = fetch(request(Method::POST, &lingo.url(path), &[], body)).await;
+        assert_eq!(outcome.status, StatusCode::OK, "{path}");
+        assert_eq!(outcome.body.unwrap(), "final", "{path}");
+    }
+}
+
+// === answers without a body, and reuse ===
+
+/// A HEAD answer's length describes a body that is never sent: reading it as one would hang
+/// or eat the next answer.
+#[tokio::test]
+async fn a_head_answer_has_no_body_and_its_connection_is_reused() {
+    let upstream = Upstream::start(|line| {
+        if line.starts_with("HEAD ") {
+            answer(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n",
+            )
+        } else {
+            answer(OK)
+        }
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    let head = fetch(request(Method::HEAD, &lingo.url("/api/x"), &[], "")).await;
+    assert_eq!(head.status, StatusCode::OK);
+    assert_eq!(head.headers["content-length"], "10");
+    assert_eq!(head.body.unwrap(), "");
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(upstream.connections(), 1, "two answers, one connection");
+}
+
+/// 204 and 304 never have a body: their connection is ready for the next request at once.
+#[tokio::test]
+async fn no_content_and_not_modified_answers_leave_their_connection_reusable() {
+    let upstream = Upstream::start(|line| match line.split(' ').nth(1) {
+        Some("/api/204") => answer("HTTP/1.1 204 No Content\r\nx-kind: none\r\n\r\n"),
+        Some("/api/304") => answer("HTTP/1.1 304 Not Modified\r\netag: \"v1\"\r\n\r\n"),
+        _ => answer(OK),
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    let none = fetch_get(&lingo, "/api/204").await;
+    assert_eq!(none.status, StatusCode::NO_CONTENT);
+    assert_eq!(none.body.unwrap(), "");
+    let same = fetch_get(&lingo, "/api/304").await;
+    assert_eq!(same.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(same.headers["etag"], "\"v1\"");
+    assert_eq!(same.body.unwrap(), "");
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(upstream.connections(), 1, "three answers, one connection");
+}
+
+/// An upstream that says `Connection: close` will not read another request on that
+/// connection (this one even keeps it open): the next request must go on a new one.
+#[tokio::test]
+async fn an_answer_saying_close_is_the_last_on_its_connection() {
+    let upstream = Upstream::start(|_| {
+        answer("HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}")
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(upstream.connections(), 2);
+}
+
+/// An upstream's keep-alive timer closes idle connections without warning: a request after
+/// that must not fail on the dead connection (nothing was sent on it, so it may go again).
+#[tokio::test]
+async fn a_connection_the_upstream_idle_closed_is_not_handed_out() {
+    let upstream = Upstream::start(|_| Reply::IdleClose(OK.as_bytes().to_vec())).await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(upstream.connections(), 2);
+}
+
+// === malformed answers ===
+
+/// Garbage where a status line belongs is no answer: 502, even with the connection left open.
+#[tokio::test]
+async fn garbage_instead_of_a_status_line_is_502() {
+    let upstream = Upstream::start(|_| answer("SSH-2.0-OpenSSH_9.6 hello there\r\n\r\n")).await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(
+        fetch_get(&lingo, "/api/x").await.status,
+        StatusCode::BAD_GATEWAY
+    );
+}
+
+/// A head cut off before its blank line is no answer: 502.
+#[tokio::test]
+async fn a_head_cut_short_is_502() {
+    let upstream =
+        Upstream::start(|_| close("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n")).await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(
+        fetch_get(&lingo, "/api/x").await.status,
+        StatusCode::BAD_GATEWAY
+    );
+}
+
+/// A body shorter than its length is a failed answer: the client must not be handed a
+/// complete-looking one.
+#[tokio::test]
+async fn a_body_cut_short_of_its_length_does_not_look_complete() {
+    let upstream =
+        Upstream::start(|_| close("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly part")).await;
+    let lingo = through(&upstream.url).await;
+    refused(fetch_get(&lingo, "/api/x").await);
+}
+
+/// Two different lengths make the framing ambiguous (a smuggling vector): refused with 502.
+#[tokio::test]
+async fn two_different_lengths_are_502() {
+    let upstream = Upstream::start(|_| {
+        answer("HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello!")
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(
+        fetch_get(&lingo, "/api/x").await.status,
+        StatusCode::BAD_GATEWAY
+    );
+}
+
+/// A chunk size that is not hex breaks the stream mid-body: the client's read must fail
+/// rather than the answer end as if whole (the connection is left open: no hang either).
+#[tokio::test]
+async fn an_invalid_chunk_size_fails_the_clients_read() {
+    let upstream = Upstream::start(|_| {
+        answer("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\nmore\r\n")
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    let outcome = fetch_get(&lingo, "/api/x").await;
+    assert_eq!(outcome.status, StatusCode::OK);
+    assert!(outcome.body.is_err(), "{:?}", outcome.body);
+}
+
+// === an early answer ===
+
+const TOO_LARGE: &[u8] =
+    b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+
+/// An upstream may refuse a big upload from its head alone. One that then reads what still
+/// comes (a lingering close) must have its 413 relayed: lingo watches for an answer while it
+/// uploads, rather than only after the upload's end.
+#[tokio::test]
+async fn an_early_answer_to_a_big_upload_is_relayed() {
+    let upstream = Upstream::start(|_| Reply::EarlyLinger(TOO_LARGE.to_vec())).await;
+    let lingo = through(&upstream.url).await;
+    let big = "a".repeat(1024 * 1024);
+    let outcome = fetch(request(Method::POST, &lingo.url("/api/x"), &[], &big)).await;
+    assert_eq!(outcome.status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+/// One that closes at once, the upload unread, has its socket reset by its own kernel, and
+/// the reset may overtake the 413 (the kernel then drops the answer lingo has not read yet):
+/// the client gets the 413 or a 502, never a hang.
+#[tokio::test]
+async fn an_early_answer_then_a_reset_is_413_or_502() {
+    let upstream = Upstream::start(|_| Reply::Early(TOO_LARGE.to_vec())).await;
+    let lingo = through(&upstream.url).await;
+    let big = "a".repeat(1024 * 1024);
+    let outcome = fetch(request(Method::POST, &lingo.url("/api/x"), &[], &big)).await;
+    let status = outcome.status;
+    assert!(
+        status == StatusCode::PAYLOAD_TOO_LARGE || status == StatusCode::BAD_GATEWAY,
+        "{status}"
+    );
+}
+
+// === large answers ===
+
+/// A 2 MiB answer by its length spans many reads and writes: every byte must arrive in order.
+#[tokio::test]
+async fn a_large_content_length_answer_arrives_byte_exact() {
+    let body = pattern(2 * 1024 * 1024);
+    let mut raw = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len()).into_bytes();
+    raw.extend(&body);
+    let upstream = Upstream::start(move |_| answer(&raw)).await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), body);
+}
+
+/// 2 MiB in 16 KiB chunks: 128 chunk boundaries, none of which may lose or repeat a byte.
+#[tokio::test]
+async fn a_large_chunked_answer_arrives_byte_exact() {
+    let body = pattern(2 * 1024 * 1024);
+    let raw = chunked(&body, 16 * 1024);
+    let upstream = Upstream::start(move |_| answer(&raw)).await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), body);
+}
+
+// === header values and counts ===
+
+/// obs-text (bytes 0x80 to 0xFF) is legal in a field value and real servers send it (Latin-1
+/// file names): it must pass on unchanged, not be refused or mangled.
+#[tokio::test]
+async fn obs_text_in_a_header_value_passes_on() {
+    let upstream = Upstream::start(|_| {
+        answer(b"HTTP/1.1 200 OK\r\nx-name: caf\xe9 \xff\xfe\r\ncontent-length: 2\r\n\r\n{}")
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    let (head, body) = raw_get(&lingo, "/api/x").await;
+    assert!(head.starts_with(b"http/1.1 200 "));
+    let field: &[u8] = b"\r\nx-name: caf\xe9 \xff\xfe\r\n";
+    assert!(
+        head.windows(field.len()).any(|w| w == field),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    assert_eq!(body, b"{}");
+}
+
+/// An answer with 100 header fields (99 of its own and its length) passes on whole.
+#[tokio::test]
+async fn an_answer_with_a_hundred_header_fields_passes_on() {
+    let upstream = Upstream::start(|_| {
+        let fields: String = (0..99).map(|i| format!("x-h-{i}: v{i}\r\n")).collect();
+        answer(format!(
+            "HTTP/1.1 200 OK\r\n{fields}content-length: 2\r\n\r\n{{}}"
+        ))
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    let (head, body) = raw_get(&lingo, "/api/x").await;
+    assert!(head.starts_with(b"http/1.1 200 "));
+    let head = String::from_utf8(head).unwrap();
+    for i in 0..99 {
+        assert!(
+            head.contains(&format!("\r\nx-h-{i}: v{i}\r\n")),
+            "x-h-{i}: {head}"
+        );
+    }
+    assert_eq!(body, b"{}");
+}
