@@ -12,7 +12,8 @@
 #
 # --instructions: instead, lingo runs under callgrind (one worker) and each case prints the
 # instructions per request, counted from after a warm-up: the same for the same binary on
-# any load, so a change of 1% shows.
+# any load, so a change of 1% shows. LINGO_AB_KEEP=DIR keeps each case's callgrind file
+# there (DIR/ROUND-BINARY-CASE.cg) for callgrind_annotate.
 #
 # Needs wrk (apt-get install wrk) and, for --instructions, valgrind. Copy the binaries out
 # of target/ first (cp target/release/lingo /tmp/lingo-a) so that a rebuild does not
@@ -102,7 +103,12 @@ run() {
             sleep 1
             dump=$(ls -t "$dir"/cg.* | head -1)
             ir=$(callgrind_annotate "$dump" 2> /dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
-            rm -f "$dump"
+            if [[ -n "${LINGO_AB_KEEP:-}" ]]; then
+                mkdir -p "$LINGO_AB_KEEP"
+                mv "$dump" "$LINGO_AB_KEEP/$round-$(basename "$bin")-$name.cg"
+            else
+                rm -f "$dump"
+            fi
             printf '%s %-24s %-14s %8d instructions/request\n' "$round" "$(basename "$bin")" "$name" $((ir / n))
         else
             t0=$(cpu_ticks "$lingo")

@@ -37,6 +37,9 @@ pub struct Forwarding<'a> {
 /// Rewrites a client request's headers for the upstream.
 pub fn to_upstream(headers: &mut HeaderMap, fwd: &Forwarding<'_>) {
     remove_hop_by_hop(headers);
+    // Room for the (up to six) fields added below, made once: a client's map is sized for
+    // its own fields, and each growth rehashes them all.
+    headers.reserve(6);
     headers.remove(AUTHORIZATION);
     if let Some(auth) = fwd.auth {
         headers.insert(auth.header.clone(), auth.value.clone());

@@ -3,9 +3,9 @@
 //! http and https upstreams share one connector type (hyper-rustls over hyper-util's
 //! `HttpConnector`, with the upstream's rustls config from the table). HTTP/2 is negotiated by
 //! ALPN, or forced (`http2: true`, prior knowledge on plain http). A plain `http://` upstream
-//! spoken to in HTTP/1.1 (the sidecar's case) gets lingo's own lean pool (`pool`) instead of
-//! hyper-util's client. A second, HTTP/1.1-only connector serves WebSocket upgrades, which
-//! cannot ride on HTTP/2.
+//! spoken to in HTTP/1.1 (the sidecar's case) gets lingo's own client (`h1`) and pool
+//! (`pool`) instead of hyper-util's client. A second, HTTP/1.1-only connector (hyper's)
+//! serves WebSocket upgrades, which cannot ride on HTTP/2.
 
 mod connect;
 mod h1;
@@ -260,6 +260,16 @@ pub fn classify(
     if chain().any(uploading) {
         return ProxyError::BadBody {
             reason: reason(err),
+        };
+    }
+    // An answer that came but cannot be read: the upstream was reached, and is at fault.
+    if let Some(head) = chain().find_map(|e| match e.downcast_ref() {
+        Some(h1::SendError::Head(head)) => Some(head),
+        _ => None,
+    }) {
+        return ProxyError::BadAnswer {
+            upstream: upstream.name.to_string(),
+            message: head.to_string(),
         };
     }
     let timed_out = |e: &(dyn StdError + 'static)| {

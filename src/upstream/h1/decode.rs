@@ -210,8 +210,11 @@ fn trailers(buf: &mut BytesMut) -> Result<Step, BodyError> {
     }
     match memchr::memmem::find(&buf[..buf.len().min(MAX_TRAILERS)], b"\r\n\r\n") {
         Some(at) => {
-            let section = buf.split_to(at + 4).freeze();
+            // Taken out only once read: a failed decode leaves the buffer as it was, so that
+            // the next call fails alike.
+            let section = Bytes::copy_from_slice(&buf[..at + 4]);
             let fields = head::fields(&section).map_err(BodyError::Trailers)?;
+            buf.advance(at + 4);
             Ok(Step::Out(Decoder::Done, Decoded::Trailers(fields)))
         }
         None if buf.len() >= MAX_TRAILERS => Err(BodyError::Trailers(HeadError::TooLarge)),

@@ -4,7 +4,7 @@
 //! fields are kept as slices of the bytes read, not copied one by one. What frames the answer's
 //! body is decided here, once, by RFC 9112 §6.3's order.
 
-use std::fmt::Write as _;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
@@ -94,7 +94,9 @@ pub fn write_request(
     match framing {
         Framing::Length(0) if !wants_length(method) => {}
         Framing::Length(n) => {
-            let _ = write!(out, "content-length: {n}\r\n");
+            out.extend_from_slice(b"content-length: ");
+            push_decimal(out, n);
+            out.extend_from_slice(b"\r\n");
         }
         Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
     }
@@ -108,6 +110,21 @@ fn field(out: &mut BytesMut, name: &str, value: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// `n` in decimal, without the formatting machinery (a third of a request head's writing).
+fn push_decimal(out: &mut BytesMut, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 /// Methods whose requests carry a body as a rule: an empty one says so with a zero length
 /// (RFC 9110 §8.6: a user agent SHOULD send it for them).
 fn wants_length(method: &Method) -> bool {
@@ -119,9 +136,16 @@ fn wants_length(method: &Method) -> bool {
 /// Takes an answer head out of `buf` if it is all there. `head_request`: the request was a
 /// `HEAD`, so the answer has no body whatever its fields say.
 pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, HeadError> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
-    let mut answer = httparse::Response::new(&mut fields);
-    let len = match answer.parse(buf) {
+    // Uninitialised room for the fields: httparse fills what it finds (zeroing all 100 cost
+    // more than parsing a small head).
+    let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_FIELDS];
+    let mut answer = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut answer,
+        buf,
+        &mut fields,
+    );
+    let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => return Err(HeadError::TooLarge),
         Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
@@ -144,11 +168,12 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
     let status = StatusCode::from_u16(code).map_err(|e| HeadError::Malformed(e.to_string()))?;
     let spans = spans(buf, answer.headers);
     let bytes = buf.split_to(len).freeze();
-    let headers = to_map(&bytes, &spans)?;
+    let mut facts = Facts::default();
+    let headers = to_map(&bytes, &spans, &mut facts)?;
     let no_body =
         head_request || status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
-    let (body, framed) = framing(&headers, no_body)?;
-    let keep_alive = framed && keeps_alive(&headers, version);
+    let (body, framed) = facts.framing(no_body)?;
+    let keep_alive = framed && facts.keeps_alive(version);
     Ok(Parsed::Head(Head {
         status,
         version,
@@ -171,13 +196,22 @@ fn spans(buf: &[u8], fields: &[httparse::Header<'_>]) -> Vec<(Range<usize>, Rang
         .collect()
 }
 
-fn to_map(bytes: &Bytes, spans: &[(Range<usize>, Range<usize>)]) -> Result<HeaderMap, HeadError> {
-    let mut headers = HeaderMap::with_capacity(spans.len());
+/// Room for the fields lingo adds before the answer goes on (`x-request-id`), so that
+/// adding them does not grow the map (a rehash of every field).
+const ADDED_FIELDS: usize = 2;
+
+fn to_map(
+    bytes: &Bytes,
+    spans: &[(Range<usize>, Range<usize>)],
+    facts: &mut Facts,
+) -> Result<HeaderMap, HeadError> {
+    let mut headers = HeaderMap::with_capacity(spans.len() + ADDED_FIELDS);
     for (name, value) in spans {
         let name = HeaderName::from_bytes(&bytes[name.clone()])
             .map_err(|e| HeadError::Malformed(e.to_string()))?;
         let value = HeaderValue::from_maybe_shared(bytes.slice(value.clone()))
             .map_err(|e| HeadError::Malformed(e.to_string()))?;
+        facts.note(&name, &value);
         headers.append(name, value);
     }
     Ok(headers)
@@ -187,73 +221,85 @@ fn to_map(bytes: &Bytes, spans: &[(Range<usize>, Range<usize>)]) -> Result<Heade
 pub fn fields(section: &Bytes) -> Result<HeaderMap, HeadError> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
     match httparse::parse_headers(section, &mut fields) {
-        Ok(httparse::Status::Complete((_, parsed))) => to_map(section, &spans(section, parsed)),
+        Ok(httparse::Status::Complete((_, parsed))) => {
+            to_map(section, &spans(section, parsed), &mut Facts::default())
+        }
         Ok(httparse::Status::Partial) => Err(HeadError::Malformed("partial".into())),
         Err(httparse::Error::TooManyHeaders) => Err(HeadError::TooLarge),
         Err(err) => Err(HeadError::Malformed(err.to_string())),
     }
 }
 
-/// The body's framing, and whether it ends on its own (else the connection's close ends it).
-/// RFC 9112 §6.3: no body for some answers; then `Transfer-Encoding` over `Content-Length`
-/// (and then the connection cannot be reused, §6.1); a list of equal lengths is one length,
-/// differing ones are an error; neither: up to the close.
-fn framing(headers: &HeaderMap, no_body: bool) -> Result<(Decoder, bool), HeadError> {
-    if no_body {
-        return Ok((Decoder::Done, true));
-    }
-    if headers.contains_key(TRANSFER_ENCODING) {
-        let chunked = last_token(headers, TRANSFER_ENCODING)
-            .is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
-        let alone = !headers.contains_key(CONTENT_LENGTH);
-        return Ok(match chunked {
-            true => (Decoder::Chunked(Chunk::Size), alone),
-            false => (Decoder::ToClose, false),
-        });
-    }
-    let mut length = None;
-    for value in headers.get_all(CONTENT_LENGTH) {
-        let text = value.to_str().map_err(|_| HeadError::ContentLength)?;
-        for part in text.split(',') {
-            let part = part.trim();
-            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(HeadError::ContentLength);
+/// What an answer's fields say about its framing and its connection, noted as its map is
+/// built (three lookups in the map after it cost more than a name comparison per field).
+#[derive(Default)]
+struct Facts {
+    /// `Content-Length`: the one length all its values agree on, or `Err` when they do not
+    /// or one is not a number.
+    length: Option<Result<u64, ()>>,
+    /// `Transfer-Encoding`: whether its last coding is `chunked`.
+    chunked: Option<bool>,
+    /// `Connection: close` and `Connection: keep-alive`.
+    close: bool,
+    keep_alive: bool,
+}
+
+impl Facts {
+    fn note(&mut self, name: &HeaderName, value: &HeaderValue) {
+        let text = || std::str::from_utf8(value.as_bytes()).unwrap_or("\u{fffd}");
+        if *name == CONTENT_LENGTH {
+            for part in text().split(',') {
+                self.length = Some(match (self.length, parse_length(part.trim())) {
+                    (None, Some(n)) => Ok(n),
+                    (Some(Ok(length)), Some(n)) if length == n => Ok(length),
+                    _ => Err(()),
+                });
             }
-            let n: u64 = part.parse().map_err(|_| HeadError::ContentLength)?;
-            if length.is_some_and(|l| l != n) {
-                return Err(HeadError::ContentLength);
+        } else if *name == TRANSFER_ENCODING {
+            let last = text().rsplit(',').next().map(str::trim);
+            self.chunked = Some(last.is_some_and(|t| t.eq_ignore_ascii_case("chunked")));
+        } else if *name == CONNECTION {
+            for token in text().split(',').map(str::trim) {
+                self.close |= token.eq_ignore_ascii_case("close");
+                self.keep_alive |= token.eq_ignore_ascii_case("keep-alive");
             }
-            length = Some(n);
         }
     }
-    Ok(match length {
-        Some(0) => (Decoder::Done, true),
-        Some(n) => (Decoder::Length(n), true),
-        None => (Decoder::ToClose, false),
-    })
-}
 
-/// Persistence (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
-/// `Connection: keep-alive`.
-fn keeps_alive(headers: &HeaderMap, version: Version) -> bool {
-    let has = |token: &str| {
-        headers
-            .get_all(CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case(token))
-    };
-    match version {
-        Version::HTTP_10 => has("keep-alive"),
-        _ => !has("close"),
+    /// The body's framing, and whether it ends on its own (else the connection's close ends
+    /// it). RFC 9112 §6.3: no body for some answers; then `Transfer-Encoding` over
+    /// `Content-Length` (and then the connection cannot be reused, §6.1); a list of equal
+    /// lengths is one length, differing ones are an error; neither: up to the close.
+    fn framing(&self, no_body: bool) -> Result<(Decoder, bool), HeadError> {
+        if no_body {
+            return Ok((Decoder::Done, true));
+        }
+        match (self.chunked, self.length) {
+            (Some(true), length) => Ok((Decoder::Chunked(Chunk::Size), length.is_none())),
+            (Some(false), _) => Ok((Decoder::ToClose, false)),
+            (None, Some(Ok(0))) => Ok((Decoder::Done, true)),
+            (None, Some(Ok(n))) => Ok((Decoder::Length(n), true)),
+            (None, Some(Err(()))) => Err(HeadError::ContentLength),
+            (None, None) => Ok((Decoder::ToClose, false)),
+        }
+    }
+
+    /// Persistence (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
+    /// `Connection: keep-alive`.
+    fn keeps_alive(&self, version: Version) -> bool {
+        match version {
+            Version::HTTP_10 => self.keep_alive && !self.close,
+            _ => !self.close,
+        }
     }
 }
 
-/// The last comma-separated token of a field's last line.
-fn last_token(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
-    let last = headers.get_all(name).iter().next_back()?.to_str().ok()?;
-    last.rsplit(',').next().map(str::trim)
+/// `1*DIGIT`, within 64 bits.
+fn parse_length(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
 }
 
 #[cfg(test)]
@@ -435,6 +481,11 @@ mod tests {
         headers.insert("x-a", HeaderValue::from_static("1"));
         let cases: &[(Method, Framing, &str)] = &[
             (Method::POST, Framing::Length(2), "content-length: 2\r\n"),
+            (
+                Method::PUT,
+                Framing::Length(1234567890),
+                "content-length: 1234567890\r\n",
+            ),
             (Method::POST, Framing::Length(0), "content-length: 0\r\n"),
             (Method::GET, Framing::Length(0), ""),
             (

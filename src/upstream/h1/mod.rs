@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
-use hyper::{Method, Request, Response};
+use hyper::{HeaderMap, Method, Request, Response};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
@@ -123,6 +123,7 @@ impl Conn {
             decoder: head.body,
             keep_alive,
             home: Some(home),
+            trailers: None,
         };
         let mut response = Response::new(Body::boxed(body));
         *response.status_mut() = head.status;
@@ -170,6 +171,8 @@ struct Answer<H: Home> {
     /// Whether the connection can carry another request once this body is read.
     keep_alive: bool,
     home: Option<H>,
+    /// Trailers decoded while joining the chunks before them, for the next poll.
+    trailers: Option<HeaderMap>,
 }
 
 impl<H: Home> Answer<H> {
@@ -182,6 +185,31 @@ impl<H: Home> Answer<H> {
         {
             home.put_back(conn);
         }
+    }
+
+    /// `first`, joined by the body's next pieces already read: the chunks one read brought
+    /// leave as one frame, so that every wrapper and the client's encoder handle a burst of
+    /// tokens once (a copy of a few small chunks costs less than a frame each). Only what is
+    /// in the buffer is joined: nothing waits for more.
+    fn join(&mut self, first: Bytes) -> Bytes {
+        let Some(conn) = self.conn.as_mut() else {
+            return first;
+        };
+        let mut joined: Option<BytesMut> = None;
+        loop {
+            match self.decoder.decode(&mut conn.buf) {
+                Ok(Decoded::Data(more)) => joined
+                    .get_or_insert_with(|| BytesMut::from(&first[..]))
+                    .extend_from_slice(&more),
+                Ok(Decoded::Trailers(fields)) => {
+                    self.trailers = Some(fields);
+                    break;
+                }
+                // The end, a need for more, or an error: the next poll finds it again.
+                Ok(Decoded::End | Decoded::More) | Err(_) => break,
+            }
+        }
+        joined.map_or(first, BytesMut::freeze)
     }
 
     fn fail(&mut self, err: impl Into<BoxError>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
@@ -209,12 +237,17 @@ impl<H: Home> http_body::Body for Answer<H> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
+        if let Some(fields) = this.trailers.take() {
+            return Poll::Ready(Some(Ok(Frame::trailers(fields))));
+        }
         loop {
             let Some(conn) = this.conn.as_mut() else {
                 return Poll::Ready(None);
             };
             match this.decoder.decode(&mut conn.buf) {
-                Ok(Decoded::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                Ok(Decoded::Data(data)) => {
+                    return Poll::Ready(Some(Ok(Frame::data(this.join(data)))));
+                }
                 Ok(Decoded::Trailers(fields)) => {
                     return Poll::Ready(Some(Ok(Frame::trailers(fields))));
                 }
@@ -237,7 +270,7 @@ impl<H: Home> http_body::Body for Answer<H> {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.conn.is_none() || self.decoder == Decoder::Done
+        self.trailers.is_none() && (self.conn.is_none() || self.decoder == Decoder::Done)
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -187,3 +187,34 @@ async fn a_body_cut_short_fails_its_reader() {
         "{err}"
     );
 }
+
+/// The chunks one read brought leave as one frame; trailers after them come as their own,
+/// and the connection goes home at the end.
+#[tokio::test]
+async fn chunks_already_read_leave_as_one_frame() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let mut conn = Conn::open(&address, PATIENCE).await.unwrap();
+    conn.buf = BytesMut::from(&b"2\r\nab\r\n3\r\ncde\r\n1\r\nf\r\n0\r\nx-t: 1\r\n\r\n"[..]);
+    let shelf = Shelf::default();
+    let mut body = Answer {
+        conn: Some(conn),
+        decoder: Decoder::Chunked(decode::Chunk::Size),
+        keep_alive: true,
+        home: Some(shelf.clone()),
+        trailers: None,
+    };
+    let first = body.frame().await.unwrap().unwrap();
+    assert_eq!(first.into_data().unwrap(), "abcdef");
+    assert!(!http_body::Body::is_end_stream(&body));
+    let trailers = body
+        .frame()
+        .await
+        .unwrap()
+        .unwrap()
+        .into_trailers()
+        .unwrap();
+    assert_eq!(trailers["x-t"], "1");
+    assert!(body.frame().await.is_none());
+    assert_eq!(shelf.len(), 1);
+}
