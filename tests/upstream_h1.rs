@@ -38,6 +38,9 @@ enum Reply {
     IdleClose(Vec<u8>),
     /// Answers after the request's head without reading its body, and closes.
     Early(Vec<u8>),
+    /// Says `100 Continue` right after the request's head (as a server that honours a client's
+    /// `Expect` does, or one that always does), then reads the body and answers.
+    ContinueFirst(Vec<u8>),
     /// Answers after the request's head, then reads (and drops) whatever comes until the
     /// client closes: a server's lingering close, so that its answer is not lost to a reset.
     EarlyLinger(Vec<u8>),
@@ -134,6 +137,14 @@ async fn serve(mut stream: TcpStream, script: Script, record: Arc<Mutex<Vec<Rece
             body: Vec::new(),
         };
         let reply = script(&request.line);
+        if let Reply::ContinueFirst(_) = reply
+            && stream
+                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .await
+                .is_err()
+        {
+            return;
+        }
         if !matches!(reply, Reply::Early(_) | Reply::EarlyLinger(_)) {
             let Some(body) = read_body(&mut stream, &mut buf, &request).await else {
                 return;
@@ -142,7 +153,7 @@ async fn serve(mut stream: TcpStream, script: Script, record: Arc<Mutex<Vec<Rece
         }
         record.lock().unwrap().push(request);
         match reply {
-            Reply::Answer(raw) => {
+            Reply::Answer(raw) | Reply::ContinueFirst(raw) => {
                 if stream.write_all(&raw).await.is_err() {
                     return;
                 }
@@ -352,6 +363,22 @@ async fn a_post_goes_up_with_its_length_its_bytes_and_the_upstreams_host() {
     );
     assert_eq!(seen.header("transfer-encoding"), None);
     assert_eq!(seen.body, body.as_bytes());
+}
+
+/// A client's `Expect: 100-continue` is answered by lingo on its own hop and not sent up;
+/// an upstream that says `100 Continue` before it reads the body anyway still gets all of it
+/// (the upload goes on past an interim answer) and its final answer comes back.
+#[tokio::test]
+async fn a_continue_before_the_body_does_not_stop_the_upload() {
+    let upstream = Upstream::start(|_| Reply::ContinueFirst(OK.as_bytes().to_vec())).await;
+    let lingo = through(&upstream.url).await;
+    let body = "x".repeat(256 * 1024);
+    let headers = [("expect", "100-continue")];
+    let outcome = fetch(request(Method::POST, &lingo.url("/api/x"), &headers, &body)).await;
+    assert_eq!(outcome.status, StatusCode::OK);
+    let seen = &upstream.received()[0];
+    assert_eq!(seen.body.len(), body.len());
+    assert_eq!(seen.header("expect"), None);
 }
 
 /// A GET without a body must go up without one: a stray `Transfer-Encoding` or length would

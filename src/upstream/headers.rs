@@ -6,7 +6,7 @@
 
 use hyper::HeaderMap;
 use hyper::header::{
-    AUTHORIZATION, CONNECTION, HOST, HeaderName, HeaderValue, PROXY_AUTHENTICATE,
+    AUTHORIZATION, CONNECTION, EXPECT, HOST, HeaderName, HeaderValue, PROXY_AUTHENTICATE,
     PROXY_AUTHORIZATION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE,
 };
 
@@ -37,6 +37,9 @@ pub struct Forwarding<'a> {
 /// Rewrites a client request's headers for the upstream.
 pub fn to_upstream(headers: &mut HeaderMap, fwd: &Forwarding<'_>) {
     remove_hop_by_hop(headers);
+    // hyper has already answered a client's `Expect: 100-continue` on its own hop (when the
+    // body was first read); the upstream gets the body without being asked.
+    headers.remove(EXPECT);
     // Room for the (up to six) fields added below, made once: a client's map is sized for
     // its own fields, and each growth rehashes them all.
     headers.reserve(6);

@@ -186,7 +186,12 @@ fn parse_size(line: &[u8]) -> Option<u64> {
         return None;
     }
     let rest = &line[digits..];
-    let rest = rest.trim_ascii_start();
+    // Only spaces and tabs may follow the digits (hyper's rule too): no stray CR or other
+    // whitespace that another reader could take differently.
+    let rest = &rest[rest
+        .iter()
+        .take_while(|&&b| b == b' ' || b == b'\t')
+        .count()..];
     if !(rest.is_empty() || rest.starts_with(b";")) {
         return None;
     }
@@ -331,6 +336,15 @@ mod tests {
                 Err(ChunkSize),
             ),
             (CHUNKED, b"5;a\rb\r\nhello\r\n", b"", false, Err(ChunkSize)),
+            (CHUNKED, b"5\r\r\nhello\r\n", b"", false, Err(ChunkSize)),
+            (CHUNKED, b"5\x0c\r\nhello\r\n", b"", false, Err(ChunkSize)),
+            (
+                CHUNKED,
+                b"5\t;x\r\nhello\r\n0\r\n\r\n",
+                b"hello",
+                false,
+                Ok(()),
+            ),
             (
                 CHUNKED,
                 b"5\r\nhelloXY0\r\n\r\n",

@@ -169,7 +169,15 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
     let spans = spans(buf, answer.headers);
     let bytes = buf.split_to(len).freeze();
     let mut facts = Facts::default();
-    let headers = to_map(&bytes, &spans, &mut facts)?;
+    let mut headers = to_map(&bytes, &spans, &mut facts)?;
+    if facts.chunked.is_some() {
+        // RFC 9112 §6.1: framing faulty in HTTP/1.0; otherwise the length is not the body's,
+        // and a forwarder must not pass it on.
+        if version == Version::HTTP_10 {
+            return Err(HeadError::Malformed("transfer-encoding in HTTP/1.0".into()));
+        }
+        headers.remove(CONTENT_LENGTH);
+    }
     let no_body =
         head_request || status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
     let (body, framed) = facts.framing(no_body)?;
@@ -181,6 +189,40 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
         body,
         keep_alive,
     }))
+}
+
+/// What the front of `buf` says while a request is still being sent: the status of a final
+/// answer once its status line is there (0 for bytes that are no status line: they end the
+/// upload, and reading the head then says what is wrong). Interim answers before it are
+/// taken out: a `100 Continue` or `103 Early Hints` says nothing about the upload.
+pub fn early_status(buf: &mut BytesMut) -> Result<Option<u16>, HeadError> {
+    loop {
+        let Some(code) = status_code(buf) else {
+            return Ok(None);
+        };
+        if code == 101 || !(100..200).contains(&code) {
+            return Ok(Some(code));
+        }
+        match parse_answer(buf, false)? {
+            Parsed::Interim => {}
+            Parsed::Partial => return Ok(None),
+            Parsed::Head(_) => return Ok(Some(code)),
+        }
+    }
+}
+
+/// The status code of the status line that `buf` starts with, once its code is there.
+fn status_code(buf: &[u8]) -> Option<u16> {
+    let line = buf.get(..12)?;
+    let digits = &line[9..12];
+    let well_formed = line.starts_with(b"HTTP/1.")
+        && line[7].is_ascii_digit()
+        && line[8] == b' '
+        && digits.iter().all(u8::is_ascii_digit);
+    if !well_formed {
+        return Some(0);
+    }
+    Some(digits.iter().fold(0, |n, d| n * 10 + u16::from(d - b'0')))
 }
 
 /// Where each field's name and value sit in `buf`: the fields are made from one frozen copy

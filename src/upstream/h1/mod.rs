@@ -148,6 +148,15 @@ impl Conn {
         }
     }
 
+    /// Gives back the buffer's room while nothing is in it: a stream waiting for its next
+    /// token then holds no read buffer (the next read takes new room; what was read before
+    /// is freed once its frames are written).
+    fn release_room(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > 0 {
+            self.buf = BytesMut::new();
+        }
+    }
+
     /// Reads what the socket has into the buffer: how many bytes (0: the upstream closed).
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         if self.buf.capacity() - self.buf.len() < MIN_READ / 4 {
@@ -258,7 +267,14 @@ impl<H: Home> http_body::Body for Answer<H> {
                 Ok(Decoded::More) => {}
                 Err(err) => return this.fail(err),
             }
-            match ready!(conn.poll_fill(cx)) {
+            let filled = match conn.poll_fill(cx) {
+                Poll::Ready(filled) => filled,
+                Poll::Pending => {
+                    conn.release_room();
+                    return Poll::Pending;
+                }
+            };
+            match filled {
                 Ok(0) => match this.decoder.closed() {
                     Ok(()) => this.keep_alive = false,
                     Err(err) => return this.fail(err),

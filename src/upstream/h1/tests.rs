@@ -98,11 +98,12 @@ async fn a_whole_request_goes_up_and_its_connection_goes_home() {
     assert_eq!(String::from_utf8_lossy(&seen), want);
 }
 
-/// A body of unknown length goes up chunked, its trailers after the last chunk.
+/// A body of unknown length goes up chunked. Its trailers stay behind: they could carry
+/// what the header rules keep from the upstream (a client's credentials).
 #[tokio::test]
-async fn a_streamed_request_goes_up_chunked_with_its_trailers() {
+async fn a_streamed_request_goes_up_chunked_without_its_trailers() {
     let answer = b"HTTP/1.1 204 No Content\r\n\r\n";
-    let (address, upstream) = upstream(b"x-sum: 9\r\n\r\n", answer).await;
+    let (address, upstream) = upstream(b"0\r\n\r\n", answer).await;
     let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
     tokio::spawn(async move {
         for part in ["ab", "cde"] {
@@ -110,7 +111,7 @@ async fn a_streamed_request_goes_up_chunked_with_its_trailers() {
             tx.send_data(Bytes::from(part)).await.unwrap();
         }
         let mut trailers = hyper::HeaderMap::new();
-        trailers.insert("x-sum", "9".parse().unwrap());
+        trailers.insert("authorization", "Bearer client-key".parse().unwrap());
         tx.send_trailers(trailers).await.unwrap();
     });
     let shelf = Shelf::default();
@@ -121,8 +122,84 @@ async fn a_streamed_request_goes_up_chunked_with_its_trailers() {
     assert_eq!(shelf.len(), 1, "an empty answer read to its end");
     drop(shelf);
     let seen = String::from_utf8(upstream.await.unwrap()).unwrap();
-    let body = "transfer-encoding: chunked\r\n\r\n2\r\nab\r\n3\r\ncde\r\n0\r\nx-sum: 9\r\n\r\n";
-    assert!(seen.contains(body), "{seen}");
+    let body = "transfer-encoding: chunked\r\n\r\n2\r\nab\r\n3\r\ncde\r\n0\r\n\r\n";
+    assert!(seen.ends_with(body), "{seen}");
+}
+
+/// An upstream that says `100 Continue` (or `103 Early Hints`) before it reads the body
+/// still gets the whole body, and the final answer comes back.
+#[tokio::test]
+async fn interim_answers_during_the_upload_do_not_stop_it() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let upstream = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut seen = Vec::new();
+        read_until(&mut stream, &mut seen, b"\r\n\r\n").await;
+        let interim =
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n";
+        stream.write_all(interim).await.unwrap();
+        read_until(&mut stream, &mut seen, b"0\r\n\r\n").await;
+        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\ndone";
+        stream.write_all(answer).await.unwrap();
+        seen
+    });
+    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
+    tokio::spawn(async move {
+        tx.send_data(Bytes::from("first")).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await; // the interim answers come
+        tx.send_data(Bytes::from("second")).await.unwrap();
+    });
+    let shelf = Shelf::default();
+    let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(read(response).await.unwrap(), "done");
+    let seen = String::from_utf8(upstream.await.unwrap()).unwrap();
+    assert!(
+        seen.ends_with("5\r\nfirst\r\n6\r\nsecond\r\n0\r\n\r\n"),
+        "{seen}"
+    );
+}
+
+/// An upstream that begins a successful answer before it has the whole request (it streams
+/// while it reads) gets the rest of the request: only a refusal stops an upload.
+#[tokio::test]
+async fn a_success_before_the_uploads_end_still_gets_the_rest() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut seen = Vec::new();
+        read_until(&mut stream, &mut seen, b"\r\n\r\n").await;
+        let head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nearly\r\n";
+        stream.write_all(head).await.unwrap();
+        read_until(&mut stream, &mut seen, b"0\r\n\r\n").await;
+        stream.write_all(b"4\r\nlate\r\n0\r\n\r\n").await.unwrap();
+    });
+    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
+    tokio::spawn(async move {
+        tx.send_data(Bytes::from("first")).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await; // the answer begins
+        tx.send_data(Bytes::from("second")).await.unwrap();
+    });
+    let shelf = Shelf::default();
+    let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
+    assert_eq!(read(response).await.unwrap(), "earlylate");
+    assert_eq!(
+        shelf.len(),
+        1,
+        "the whole request went up: the connection is reusable"
+    );
+}
+
+async fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, until: &[u8]) {
+    let from = seen.len();
+    while !contains(&seen[from..], until) {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "closed before {until:?}");
+        seen.extend_from_slice(&chunk[..n]);
+    }
 }
 
 /// An upstream that answers before the upload's end (here after its head) is heard: its

@@ -10,13 +10,13 @@
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::{Buf, Bytes, BytesMut};
 use http_body::{Body as _, Frame};
 use tokio::io::AsyncWrite;
 
-use super::head::Framing;
+use super::head::{self, Framing};
 use super::{Conn, SendError};
 use crate::http::body::Body;
 
@@ -48,54 +48,54 @@ enum Next {
     End,
     /// The body has nothing now: write what is held before waiting.
     Idle,
-    /// The upstream answered (its first bytes are in the connection's buffer).
-    Answered,
+    /// The upstream refused the request before its end (its answer's first bytes are in the
+    /// connection's buffer).
+    Refused,
 }
 
-/// Writes `out` (the request head) and the body, framed by `framing`.
+/// A request on its way up.
+struct Upload<'a> {
+    conn: &'a mut Conn,
+    /// Bytes framed and not yet written.
+    out: BytesMut,
+    framing: Framing,
+    /// Body bytes so far.
+    sent: u64,
+    /// Whether the connection is watched for an answer: until one that accepts the request
+    /// begins (then the rest of the request is sent before its answer is read).
+    watching: bool,
+}
+
+/// Writes `out` (the request head) and the body, framed by `framing`. The body's trailers
+/// are not sent (as with hyper's client, which sends only those a `Trailer` field names, and
+/// lingo removes that field): a client's trailers could otherwise carry what the header
+/// rules keep from the upstream, such as its credentials.
 pub async fn send(
     conn: &mut Conn,
-    mut out: BytesMut,
+    out: BytesMut,
     mut body: Body,
     framing: Framing,
 ) -> Result<Sent, SendError> {
-    let mut sent: u64 = 0;
+    let mut up = Upload {
+        conn,
+        out,
+        framing,
+        sent: 0,
+        watching: true,
+    };
     loop {
-        let next = poll_fn(|cx| next(conn, &mut body, !out.is_empty(), cx)).await?;
-        match next {
+        let next = poll_fn(|cx| up.next(&mut body, cx)).await?;
+        let sent = match next {
             Next::Frame(frame) => match frame.into_data() {
-                Ok(data) => {
-                    sent += data.len() as u64;
-                    if matches!(framing, Framing::Length(n) if sent > n) {
-                        return Err(upload("the body is longer than its length"));
-                    }
-                    if let Sent::Answered = add(conn, &mut out, data, framing).await? {
-                        return Ok(Sent::Answered);
-                    }
-                }
-                Err(frame) => {
-                    if let (Ok(fields), Framing::Chunked) = (frame.into_trailers(), framing) {
-                        last_chunk(&mut out, Some(&fields));
-                        return flush(conn, &mut out).await;
-                    }
-                }
+                Ok(data) => up.add(data).await?,
+                Err(_trailers) => Sent::All,
             },
-            Next::End => {
-                match framing {
-                    Framing::Length(n) if sent < n => {
-                        return Err(upload("the body ended before its length"));
-                    }
-                    Framing::Length(_) => {}
-                    Framing::Chunked => last_chunk(&mut out, None),
-                }
-                return flush(conn, &mut out).await;
-            }
-            Next::Idle => {
-                if let Sent::Answered = flush(conn, &mut out).await? {
-                    return Ok(Sent::Answered);
-                }
-            }
-            Next::Answered => return Ok(Sent::Answered),
+            Next::End => return up.end().await,
+            Next::Idle => up.flush().await?,
+            Next::Refused => Sent::Answered,
+        };
+        if sent == Sent::Answered {
+            return Ok(Sent::Answered);
         }
     }
 }
@@ -104,99 +104,108 @@ fn upload(reason: &'static str) -> SendError {
     SendError::Upload(reason.into())
 }
 
-/// The body's next frame; when it has none yet, [`Next::Idle`] if bytes are held (to be
-/// written first), else a wait on both the body and the connection.
-fn next(
-    conn: &mut Conn,
-    body: &mut Body,
-    holding: bool,
-    cx: &mut Context<'_>,
-) -> Poll<Result<Next, SendError>> {
-    match Pin::new(body).poll_frame(cx) {
-        Poll::Ready(Some(Ok(frame))) => return Poll::Ready(Ok(Next::Frame(frame))),
-        Poll::Ready(Some(Err(err))) => return Poll::Ready(Err(SendError::Upload(err))),
-        Poll::Ready(None) => return Poll::Ready(Ok(Next::End)),
-        Poll::Pending if holding => return Poll::Ready(Ok(Next::Idle)),
-        Poll::Pending => {}
-    }
-    answered(conn, cx).map(|answered| answered.map(|()| Next::Answered))
-}
-
-/// Whether the upstream has begun to answer (or closed): ready once it has sent something.
-fn answered(conn: &mut Conn, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
-    match conn.poll_fill(cx) {
-        Poll::Ready(Ok(0)) => Poll::Ready(Err(SendError::Closed)),
-        Poll::Ready(Ok(_)) => Poll::Ready(Ok(())),
-        Poll::Ready(Err(err)) => Poll::Ready(Err(err.into())),
-        Poll::Pending => Poll::Pending,
-    }
-}
-
-/// Adds a data frame to what is held, framed; a large frame is written as it is, after what
-/// was held, rather than copied.
-async fn add(
-    conn: &mut Conn,
-    out: &mut BytesMut,
-    mut data: Bytes,
-    framing: Framing,
-) -> Result<Sent, SendError> {
-    if data.is_empty() {
-        return Ok(Sent::All);
-    }
-    if framing == Framing::Chunked {
-        use std::fmt::Write as _;
-        let _ = write!(out, "{:x}\r\n", data.len());
-    }
-    let mut sent = Sent::All;
-    if out.len() + data.len() <= FLUSH_AT {
-        out.extend_from_slice(&data);
-    } else {
-        sent = flush(conn, out).await?;
-        if sent == Sent::All {
-            sent = write_all(conn, &mut data).await?;
+impl Upload<'_> {
+    /// The body's next frame; when it has none yet, [`Next::Idle`] if bytes are held (to be
+    /// written first), else a wait on both the body and the connection.
+    fn next(&mut self, body: &mut Body, cx: &mut Context<'_>) -> Poll<Result<Next, SendError>> {
+        match Pin::new(body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => return Poll::Ready(Ok(Next::Frame(frame))),
+            Poll::Ready(Some(Err(err))) => return Poll::Ready(Err(SendError::Upload(err))),
+            Poll::Ready(None) => return Poll::Ready(Ok(Next::End)),
+            Poll::Pending if !self.out.is_empty() => return Poll::Ready(Ok(Next::Idle)),
+            Poll::Pending => {}
         }
+        self.refused(cx)
+            .map(|refused| refused.map(|()| Next::Refused))
     }
-    if framing == Framing::Chunked {
-        out.extend_from_slice(b"\r\n");
-    }
-    if sent == Sent::All && out.len() >= FLUSH_AT {
-        sent = flush(conn, out).await?;
-    }
-    Ok(sent)
-}
 
-/// The zero-size chunk that ends a chunked body, with its trailers if any.
-fn last_chunk(out: &mut BytesMut, trailers: Option<&hyper::HeaderMap>) {
-    out.extend_from_slice(b"0\r\n");
-    for (name, value) in trailers.into_iter().flatten() {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-}
-
-async fn flush(conn: &mut Conn, out: &mut BytesMut) -> Result<Sent, SendError> {
-    write_all(conn, out).await
-}
-
-/// Writes all of `bytes`; while the upstream takes no more, watches for its answer.
-async fn write_all(conn: &mut Conn, bytes: &mut impl Buf) -> Result<Sent, SendError> {
-    poll_fn(|cx| {
-        while bytes.has_remaining() {
-            match Pin::new(&mut conn.io).poll_write(cx, bytes.chunk()) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(write_zero())),
-                Poll::Ready(Ok(n)) => bytes.advance(n),
-                Poll::Ready(Err(err)) => return Poll::Ready(Err(err.into())),
-                Poll::Pending => {
-                    return answered(conn, cx).map(|answered| answered.map(|()| Sent::Answered));
-                }
+    /// Ready when the upstream has refused the request before its end: an answer that is
+    /// not an interim (1xx, dropped here) nor a success. Pending otherwise, with the
+    /// connection's read side watched (until a success begins: RFC 9112 §9.6 asks a client to
+    /// stop sending only for an answer that says the server does not want the rest).
+    fn refused(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        while self.watching {
+            match head::early_status(&mut self.conn.buf)? {
+                Some(200..=299) => self.watching = false,
+                Some(_) => return Poll::Ready(Ok(())),
+                None => match ready!(self.conn.poll_fill(cx)) {
+                    Ok(0) => return Poll::Ready(Err(SendError::Closed)),
+                    Ok(_) => {}
+                    Err(err) => return Poll::Ready(Err(err.into())),
+                },
             }
         }
-        Poll::Ready(Ok(Sent::All))
-    })
-    .await
+        Poll::Pending
+    }
+
+    /// Adds a data frame to what is held, framed; a large frame is written as it is, after
+    /// what was held, rather than copied.
+    async fn add(&mut self, mut data: Bytes) -> Result<Sent, SendError> {
+        self.sent += data.len() as u64;
+        if matches!(self.framing, Framing::Length(n) if self.sent > n) {
+            return Err(upload("the body is longer than its length"));
+        }
+        if data.is_empty() {
+            return Ok(Sent::All);
+        }
+        let chunked = self.framing == Framing::Chunked;
+        if chunked {
+            use std::fmt::Write as _;
+            let _ = write!(self.out, "{:x}\r\n", data.len());
+        }
+        if self.out.len() + data.len() <= FLUSH_AT {
+            self.out.extend_from_slice(&data);
+        } else if self.flush().await? == Sent::Answered
+            || self.write_all(&mut data).await? == Sent::Answered
+        {
+            return Ok(Sent::Answered);
+        }
+        if chunked {
+            self.out.extend_from_slice(b"\r\n");
+        }
+        if self.out.len() >= FLUSH_AT {
+            return self.flush().await;
+        }
+        Ok(Sent::All)
+    }
+
+    /// The body's end: its length checked, or the last chunk; then everything held written.
+    async fn end(&mut self) -> Result<Sent, SendError> {
+        match self.framing {
+            Framing::Length(n) if self.sent < n => {
+                return Err(upload("the body ended before its length"));
+            }
+            Framing::Length(_) => {}
+            Framing::Chunked => self.out.extend_from_slice(b"0\r\n\r\n"),
+        }
+        self.flush().await
+    }
+
+    async fn flush(&mut self) -> Result<Sent, SendError> {
+        let mut out = std::mem::take(&mut self.out);
+        let sent = self.write_all(&mut out).await;
+        out.clear();
+        self.out = out;
+        sent
+    }
+
+    /// Writes all of `bytes`; while the upstream takes no more, watches for its refusal.
+    async fn write_all(&mut self, bytes: &mut impl Buf) -> Result<Sent, SendError> {
+        poll_fn(|cx| {
+            while bytes.has_remaining() {
+                match Pin::new(&mut self.conn.io).poll_write(cx, bytes.chunk()) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Err(write_zero())),
+                    Poll::Ready(Ok(n)) => bytes.advance(n),
+                    Poll::Ready(Err(err)) => return Poll::Ready(Err(err.into())),
+                    Poll::Pending => {
+                        return self.refused(cx).map(|r| r.map(|()| Sent::Answered));
+                    }
+                }
+            }
+            Poll::Ready(Ok(Sent::All))
+        })
+        .await
+    }
 }
 
 fn write_zero() -> SendError {
