@@ -29,7 +29,7 @@ pub fn object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
             "the request body is empty; send a JSON request".into(),
         ));
     }
-    match serde_json::from_slice(body) {
+    match super::parse_json(body) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(whole_body("the request body must be a JSON object".into())),
         Err(e) => Err(whole_body(format!(

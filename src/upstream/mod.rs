@@ -112,7 +112,8 @@ impl UpstreamClient {
         };
         let sending = async {
             match pool {
-                Pool::Lean(pool) => pool.send(origin_form(req)).await,
+                // lingo's client writes the request line from the path and query alone.
+                Pool::Lean(pool) => pool.send(req).await,
                 Pool::Legacy(clients) => {
                     let client = &clients[worker::slot() % clients.len()];
                     client
@@ -148,16 +149,6 @@ fn legacy_clients(upstream: &Upstream, connector: &Connector) -> Box<[Client<Con
     (0..worker::slots())
         .map(|_| builder.build(connector.clone()))
         .collect()
-}
-
-/// The request with its URI as an HTTP/1.1 request line wants it: the path and query only
-/// (the `Host` header, set by `headers::to_upstream`, says where).
-fn origin_form(mut req: Request<Body>) -> Request<Body> {
-    let origin = req.uri().path_and_query().cloned().map(Uri::from);
-    if let Some(origin) = origin {
-        *req.uri_mut() = origin;
-    }
-    req
 }
 
 /// The in-process mock, under the same first-byte limit as a real upstream.

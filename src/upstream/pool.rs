@@ -64,8 +64,8 @@ impl Http1Pool {
         }
     }
 
-    /// Sends `req` (its URI in origin form: the path and query) and waits for the answer's
-    /// head. The answer's body returns the connection to this thread's list at its end.
+    /// Sends `req` (its URI's path and query go on the request line) and waits for the
+    /// answer's head. The answer's body returns the connection to this thread's list at its end.
     pub async fn send(&self, req: Request<Body>) -> Result<Response<Body>, BoxError> {
         let conn = match self.take() {
             Some(conn) => conn,

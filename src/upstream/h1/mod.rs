@@ -99,7 +99,7 @@ impl Conn {
         matches!(self.io.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 
-    /// Sends `req` (its URI in origin form) and reads the answer's head; the answer's body
+    /// Sends `req` (its URI's path and query in origin form) and reads the answer's head; the answer's body
     /// reads the rest from this connection, and gives it to `home` if it can carry another
     /// request. `host` is the `Host` of a request without one.
     pub async fn send<H: Home>(
