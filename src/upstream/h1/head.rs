@@ -191,29 +191,49 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
     }))
 }
 
-/// What the front of `buf` says while a request is still being sent: the status of a final
-/// answer once its status line is there (0 for bytes that are no status line: they end the
-/// upload, and reading the head then says what is wrong). Interim answers before it are
-/// taken out: a `100 Continue` or `103 Early Hints` says nothing about the upload.
-pub fn early_status(buf: &mut BytesMut) -> Result<Option<u16>, HeadError> {
+/// What an answer that begins before the request's end asks of the rest of the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Early {
+    /// A success that keeps its connection: the rest is sent, then the answer read.
+    KeepSending,
+    /// Anything else (a refusal, a success that closes the connection, bytes that are no
+    /// answer): the rest is not sent, and reading the head says what came.
+    StopSending,
+}
+
+/// What the front of `buf` says while a request is still being sent (`None`: not enough
+/// yet). Interim answers before it are taken out: a `100 Continue` or `103 Early Hints` says
+/// nothing about the upload. RFC 9112 §9.6: a client stops sending only for an answer that
+/// says the server does not want the rest, or will close the connection.
+pub fn early(buf: &mut BytesMut) -> Result<Option<Early>, HeadError> {
     loop {
         let Some(code) = status_code(buf) else {
             return Ok(None);
         };
-        if code == 101 || !(100..200).contains(&code) {
-            return Ok(Some(code));
+        if (200..300).contains(&code) {
+            return Ok(closes(buf).map(|closes| match closes {
+                true => Early::StopSending,
+                false => Early::KeepSending,
+            }));
         }
-        match parse_answer(buf, false)? {
-            Parsed::Interim => {}
-            Parsed::Partial => return Ok(None),
-            Parsed::Head(_) => return Ok(Some(code)),
+        if code == 101 || !(100..200).contains(&code) {
+            return Ok(Some(Early::StopSending));
+        }
+        // An interim head: taken out when it is all there.
+        if let Parsed::Partial = parse_answer(buf, false)? {
+            return Ok(None);
         }
     }
 }
 
-/// The status code of the status line that `buf` starts with, once its code is there.
+/// The status code of the status line `buf` starts with (after empty lines, which httparse
+/// skips too), once its code is there; 0 for bytes that are no status line.
 fn status_code(buf: &[u8]) -> Option<u16> {
-    let line = buf.get(..12)?;
+    let start = buf
+        .iter()
+        .take_while(|&&b| b == b'\r' || b == b'\n')
+        .count();
+    let line = buf.get(start..start + 12)?;
     let digits = &line[9..12];
     let well_formed = line.starts_with(b"HTTP/1.")
         && line[7].is_ascii_digit()
@@ -223,6 +243,35 @@ fn status_code(buf: &[u8]) -> Option<u16> {
         return Some(0);
     }
     Some(digits.iter().fold(0, |n, d| n * 10 + u16::from(d - b'0')))
+}
+
+/// Whether the answer head at the front of `buf` closes its connection after it, read
+/// without taking it out; `None` while the head is not all there. A head that cannot be read
+/// counts as closing (reading it again later says what is wrong).
+fn closes(buf: &[u8]) -> Option<bool> {
+    let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_FIELDS];
+    let mut answer = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut answer,
+        buf,
+        &mut fields,
+    );
+    match parsed {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => return None,
+        _ => return Some(true),
+    }
+    let mut facts = Facts::default();
+    for field in answer.headers.iter() {
+        if field.name.eq_ignore_ascii_case("connection") {
+            facts.connection(field.value);
+        }
+    }
+    let version = match answer.version {
+        Some(0) => Version::HTTP_10,
+        _ => Version::HTTP_11,
+    };
+    Some(!facts.keeps_alive(version))
 }
 
 /// Where each field's name and value sit in `buf`: the fields are made from one frozen copy
@@ -301,10 +350,15 @@ impl Facts {
             let last = text().rsplit(',').next().map(str::trim);
             self.chunked = Some(last.is_some_and(|t| t.eq_ignore_ascii_case("chunked")));
         } else if *name == CONNECTION {
-            for token in text().split(',').map(str::trim) {
-                self.close |= token.eq_ignore_ascii_case("close");
-                self.keep_alive |= token.eq_ignore_ascii_case("keep-alive");
-            }
+            self.connection(value.as_bytes());
+        }
+    }
+
+    /// A `Connection` field's tokens.
+    fn connection(&mut self, value: &[u8]) {
+        for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+            self.close |= token.eq_ignore_ascii_case(b"close");
+            self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
         }
     }
 
@@ -503,6 +557,44 @@ mod tests {
         buf.extend_from_slice(b"content-length: 0\r\n\r\nrest");
         assert!(matches!(parse_answer(&mut buf, false), Ok(Parsed::Head(_))));
         assert_eq!(&buf[..], b"rest");
+    }
+
+    /// While a request is sent: interim answers are taken out, a success that keeps its
+    /// connection lets the upload go on, anything else stops it.
+    #[test]
+    fn early_answers_say_whether_the_upload_goes_on() {
+        use Early::*;
+        let cases: &[(&str, Option<Early>, usize)] = &[
+            ("", None, 0),
+            ("HTTP/1.1 10", None, 11),
+            ("HTTP/1.1 100 Continue\r\n\r\n", None, 0),
+            ("\r\nHTTP/1.1 100 Continue\r\n\r\n", None, 0),
+            ("HTTP/1.1 100 Continue\r\n", None, 23),
+            (
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 413 Too Large\r\n",
+                Some(StopSending),
+                24,
+            ),
+            ("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n", None, 36),
+            (
+                "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+                Some(KeepSending),
+                40,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n",
+                Some(StopSending),
+                38,
+            ),
+            ("HTTP/1.0 200 OK\r\n\r\n", Some(StopSending), 19),
+            ("HTTP/1.1 101 Switching\r\n\r\n", Some(StopSending), 26),
+            ("garbage, not an answer", Some(StopSending), 22),
+        ];
+        for (raw, want, left) in cases {
+            let mut buf = BytesMut::from(*raw);
+            assert_eq!(early(&mut buf).unwrap(), *want, "{raw:?}");
+            assert_eq!(buf.len(), *left, "{raw:?}");
+        }
     }
 
     #[test]

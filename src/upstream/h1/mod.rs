@@ -149,8 +149,9 @@ impl Conn {
     }
 
     /// Gives back the buffer's room while nothing is in it: a stream waiting for its next
-    /// token then holds no read buffer (the next read takes new room; what was read before
-    /// is freed once its frames are written).
+    /// token, or a connection waiting in the pool, then holds no read buffer (the next read
+    /// takes new room once the socket is readable; what was read before is freed once its
+    /// frames are written).
     fn release_room(&mut self) {
         if self.buf.is_empty() && self.buf.capacity() > 0 {
             self.buf = BytesMut::new();
@@ -159,6 +160,10 @@ impl Conn {
 
     /// Reads what the socket has into the buffer: how many bytes (0: the upstream closed).
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.buf.capacity() == 0 {
+            // Room given back: none is taken until there is something to read.
+            ready!(self.io.poll_read_ready(cx))?;
+        }
         if self.buf.capacity() - self.buf.len() < MIN_READ / 4 {
             self.buf.reserve(self.read_size);
         }
@@ -188,10 +193,11 @@ impl<H: Home> Answer<H> {
     /// The body is read: its connection goes home if it can carry another request (the
     /// upstream sent nothing past this answer), else it is closed.
     fn finish(&mut self) {
-        if let (Some(conn), Some(home)) = (self.conn.take(), self.home.take())
+        if let (Some(mut conn), Some(home)) = (self.conn.take(), self.home.take())
             && self.keep_alive
             && conn.buf.is_empty()
         {
+            conn.release_room();
             home.put_back(conn);
         }
     }

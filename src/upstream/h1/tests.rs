@@ -295,3 +295,21 @@ async fn chunks_already_read_leave_as_one_frame() {
     assert!(body.frame().await.is_none());
     assert_eq!(shelf.len(), 1);
 }
+
+/// A success that says it closes its connection, before the upload's end, ends the upload:
+/// the upstream will not read the rest (RFC 9112 §9.6), and its answer comes back.
+#[tokio::test]
+async fn a_success_that_closes_before_the_uploads_end_stops_it() {
+    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+    let (address, _upstream) = upstream(b"\r\n\r\n", answer).await;
+    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
+    let sending = tokio::spawn(async move {
+        let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+        while tx.send_data(chunk.clone()).await.is_ok() {}
+    });
+    let shelf = Shelf::default();
+    let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
+    assert_eq!(read(response).await.unwrap(), "ok");
+    assert_eq!(shelf.len(), 0, "the connection closes");
+    sending.await.unwrap();
+}

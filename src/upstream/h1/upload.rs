@@ -16,7 +16,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use http_body::{Body as _, Frame};
 use tokio::io::AsyncWrite;
 
-use super::head::{self, Framing};
+use super::head::{self, Early, Framing};
 use super::{Conn, SendError};
 use crate::http::body::Body;
 
@@ -119,15 +119,14 @@ impl Upload<'_> {
             .map(|refused| refused.map(|()| Next::Refused))
     }
 
-    /// Ready when the upstream has refused the request before its end: an answer that is
-    /// not an interim (1xx, dropped here) nor a success. Pending otherwise, with the
-    /// connection's read side watched (until a success begins: RFC 9112 §9.6 asks a client to
-    /// stop sending only for an answer that says the server does not want the rest).
+    /// Ready when the upstream has refused the request before its end (see [`head::early`]).
+    /// Pending otherwise, with the connection's read side watched until an answer that wants
+    /// the rest begins (then its rest waits in the socket until the request is sent).
     fn refused(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
         while self.watching {
-            match head::early_status(&mut self.conn.buf)? {
-                Some(200..=299) => self.watching = false,
-                Some(_) => return Poll::Ready(Ok(())),
+            match head::early(&mut self.conn.buf)? {
+                Some(Early::KeepSending) => self.watching = false,
+                Some(Early::StopSending) => return Poll::Ready(Ok(())),
                 None => match ready!(self.conn.poll_fill(cx)) {
                     Ok(0) => return Poll::Ready(Err(SendError::Closed)),
                     Ok(_) => {}
@@ -196,6 +195,11 @@ impl Upload<'_> {
                 match Pin::new(&mut self.conn.io).poll_write(cx, bytes.chunk()) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(Err(write_zero())),
                     Poll::Ready(Ok(n)) => bytes.advance(n),
+                    // An answer has begun: the upstream may have closed once it was sent
+                    // (a reset then fails the write); the answer is read, not lost.
+                    Poll::Ready(Err(_)) if !self.conn.buf.is_empty() => {
+                        return Poll::Ready(Ok(Sent::Answered));
+                    }
                     Poll::Ready(Err(err)) => return Poll::Ready(Err(err.into())),
                     Poll::Pending => {
                         return self.refused(cx).map(|r| r.map(|()| Sent::Answered));
