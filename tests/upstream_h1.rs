@@ -381,6 +381,20 @@ async fn a_continue_before_the_body_does_not_stop_the_upload() {
     assert_eq!(seen.header("expect"), None);
 }
 
+/// An upstream named by a host name is looked up and dialled: `localhost` may name `::1`
+/// first, where nothing listens here, and then `127.0.0.1`, where the upstream does.
+#[tokio::test]
+async fn an_upstream_named_by_host_name_is_dialled() {
+    let upstream = Upstream::start(|_| answer(OK)).await;
+    let port = upstream.url.rsplit(':').next().unwrap();
+    let lingo = through(&format!("http://localhost:{port}")).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(
+        upstream.received()[0].header("host"),
+        Some(&*format!("localhost:{port}"))
+    );
+}
+
 /// A GET without a body must go up without one: a stray `Transfer-Encoding` or length would
 /// make the upstream wait for bytes that never come.
 #[tokio::test]

@@ -11,11 +11,13 @@
 //! - [`head`]: the request head lingo writes and the answer head it reads, and how that
 //!   answer's body is framed (pure);
 //! - [`decode`]: the body's framing, decoded from the bytes read (pure);
-//! - [`upload`]: writing the request's body, watching for an answer that comes before its end.
+//! - [`upload`]: writing the request's body, watching for an answer that comes before its end;
+//! - [`dial`]: a host's addresses tried with happy eyeballs.
 //!
 //! What is not here: upgrades (a WebSocket goes through hyper's client), HTTP/2, TLS.
 
 mod decode;
+mod dial;
 mod head;
 mod upload;
 
@@ -73,11 +75,11 @@ pub trait Home: Send + Unpin + 'static {
 // === impl Conn ===
 
 impl Conn {
-    /// Connects to `address` (`host:port`; the name is looked up) within `limit`; past it, an
-    /// `io::ErrorKind::TimedOut` error, which `upstream::classify` reports as the connect
-    /// timeout.
+    /// Connects to `address` (`host:port`; the name is looked up, see [`dial`]) within
+    /// `limit`; past it, an `io::ErrorKind::TimedOut` error, which `upstream::classify`
+    /// reports as the connect timeout.
     pub async fn open(address: &str, limit: Duration) -> io::Result<Conn> {
-        let io = match tokio::time::timeout(limit, TcpStream::connect(address)).await {
+        let io = match tokio::time::timeout(limit, dial::dial(address)).await {
             Ok(io) => io?,
             Err(_) => {
                 let msg = "connect (name lookup and TCP) timed out";
