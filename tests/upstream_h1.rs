@@ -3,7 +3,9 @@
 //! `Content-Length` or chunked framing), records it, and writes raw answer bytes. These pin
 //! request framing, every answer framing a client must get byte-exact, interim answers,
 //! connection reuse (counted on the upstream), and what malformed or early answers give the
-//! client, so that a replacement of the upstream HTTP/1.1 client can be checked against them.
+//! client. Written against hyper's client and kept for lingo's own (`src/upstream/h1/`),
+//! which passes them all (the early-answer cases were split in two: one for an upstream that
+//! reads on after refusing, whose 413 must be relayed; one for an upstream that resets).
 
 mod support;
 
