@@ -26,7 +26,7 @@ pub use translation::{
     FINGERPRINT, LineTranslator, Meta, NoStream, Refusal, Translation, UpstreamCall,
 };
 
-/// Parses an upstream line or answer into borrowed structs, checking its UTF-8 once.
+/// Parses JSON (an upstream line or answer, a client's request) checking its UTF-8 once.
 ///
 /// serde_json's slice reader checks each string it reads on its own, keys included: about ten
 /// calls a native line, 4.7% of a streamed translation's instructions (callgrind). Valid

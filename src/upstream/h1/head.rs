@@ -136,15 +136,8 @@ fn wants_length(method: &Method) -> bool {
 /// Takes an answer head out of `buf` if it is all there. `head_request`: the request was a
 /// `HEAD`, so the answer has no body whatever its fields say.
 pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, HeadError> {
-    // Uninitialised room for the fields: httparse fills what it finds (zeroing all 100 cost
-    // more than parsing a small head).
-    let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_FIELDS];
-    let mut answer = httparse::Response::new(&mut []);
-    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
-        &mut answer,
-        buf,
-        &mut fields,
-    );
+    let mut fields = [const { MaybeUninit::uninit() }; MAX_FIELDS];
+    let (answer, parsed) = read(buf, &mut fields);
     let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => return Err(HeadError::TooLarge),
@@ -153,11 +146,7 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
         Err(err) => return Err(HeadError::Malformed(err.to_string())),
     };
     let code = answer.code.unwrap_or_default();
-    let version = if answer.version == Some(0) {
-        Version::HTTP_10
-    } else {
-        Version::HTTP_11
-    };
+    let version = version_of(&answer);
     if code == 101 {
         return Err(HeadError::Switched);
     }
@@ -249,13 +238,8 @@ fn status_code(buf: &[u8]) -> Option<u16> {
 /// without taking it out; `None` while the head is not all there. A head that cannot be read
 /// counts as closing (reading it again later says what is wrong).
 fn closes(buf: &[u8]) -> Option<bool> {
-    let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_FIELDS];
-    let mut answer = httparse::Response::new(&mut []);
-    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
-        &mut answer,
-        buf,
-        &mut fields,
-    );
+    let mut fields = [const { MaybeUninit::uninit() }; MAX_FIELDS];
+    let (answer, parsed) = read(buf, &mut fields);
     match parsed {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => return None,
@@ -267,11 +251,31 @@ fn closes(buf: &[u8]) -> Option<bool> {
             facts.connection(field.value);
         }
     }
-    let version = match answer.version {
+    Some(!facts.keeps_alive(version_of(&answer)))
+}
+
+/// httparse's reading of the answer head `buf` starts with, its fields in `fields`:
+/// uninitialised room, which httparse fills as it finds them (zeroing all 100 cost more than
+/// parsing a small head; so did making that room in a function of its own, which returned
+/// it by copy).
+fn read<'h, 'b>(
+    buf: &'b [u8],
+    fields: &'h mut [MaybeUninit<httparse::Header<'b>>],
+) -> (httparse::Response<'h, 'b>, httparse::Result<usize>) {
+    let mut answer = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut answer,
+        buf,
+        fields,
+    );
+    (answer, parsed)
+}
+
+fn version_of(answer: &httparse::Response<'_, '_>) -> Version {
+    match answer.version {
         Some(0) => Version::HTTP_10,
         _ => Version::HTTP_11,
-    };
-    Some(!facts.keeps_alive(version))
+    }
 }
 
 /// Where each field's name and value sit in `buf`: the fields are made from one frozen copy

@@ -101,9 +101,9 @@ impl Conn {
         matches!(self.io.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 
-    /// Sends `req` (its URI's path and query in origin form) and reads the answer's head; the answer's body
-    /// reads the rest from this connection, and gives it to `home` if it can carry another
-    /// request. `host` is the `Host` of a request without one.
+    /// Sends `req` (its URI's path and query in origin form) and reads the answer's head;
+    /// the answer's body reads the rest from this connection, and gives it to `home` if it
+    /// can carry another request. `host` is the `Host` of a request without one.
     pub async fn send<H: Home>(
         mut self,
         req: Request<Body>,

@@ -192,6 +192,16 @@ async fn a_success_before_the_uploads_end_still_gets_the_rest() {
     );
 }
 
+/// A body that sends 64 KiB frames until its reader is gone, and the task that sends them.
+fn endless_upload() -> (Channel<Bytes, BoxError>, tokio::task::JoinHandle<()>) {
+    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
+    let sending = tokio::spawn(async move {
+        let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+        while tx.send_data(chunk.clone()).await.is_ok() {}
+    });
+    (rx, sending)
+}
+
 async fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, until: &[u8]) {
     let from = seen.len();
     while !contains(&seen[from..], until) {
@@ -208,11 +218,7 @@ async fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, until: &[u8]) {
 async fn an_answer_before_the_uploads_end_is_read() {
     let answer = b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\n\r\n";
     let (address, upstream) = upstream(b"\r\n\r\n", answer).await;
-    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
-    let sending = tokio::spawn(async move {
-        let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
-        while tx.send_data(chunk.clone()).await.is_ok() {}
-    });
+    let (rx, sending) = endless_upload();
     let shelf = Shelf::default();
     let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
     assert_eq!(response.status(), 413);
@@ -302,11 +308,7 @@ async fn chunks_already_read_leave_as_one_frame() {
 async fn a_success_that_closes_before_the_uploads_end_stops_it() {
     let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
     let (address, _upstream) = upstream(b"\r\n\r\n", answer).await;
-    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
-    let sending = tokio::spawn(async move {
-        let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
-        while tx.send_data(chunk.clone()).await.is_ok() {}
-    });
+    let (rx, sending) = endless_upload();
     let shelf = Shelf::default();
     let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
     assert_eq!(read(response).await.unwrap(), "ok");
