@@ -10,6 +10,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::json::Json;
 use super::params::{self, err};
 use super::sse;
 use super::translation::Refusal;
@@ -53,8 +54,8 @@ pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionR
         )
     };
     let prompts = match body.get("prompt") {
-        Some(Value::String(p)) => vec![p.clone()],
-        Some(Value::Array(items)) if !items.is_empty() && items.len() <= 64 => items
+        Some(Json::Str(p)) => vec![p.as_ref().to_owned()],
+        Some(Json::Array(items)) if !items.is_empty() && items.len() <= 64 => items
             .iter()
             .map(|p| p.as_str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()
@@ -88,7 +89,7 @@ pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionR
             if key == "suffix" && !v.is_string() {
                 return Err(err("suffix", "suffix must be a string"));
             }
-            native.insert(key.into(), v.clone());
+            native.insert(key.into(), v.to_value());
         }
     }
     Ok(CompletionRequest {

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::json::Json;
 use super::params::{self, err};
 use super::translation::Refusal;
 use super::translation::{NoStream, Translation, UpstreamCall};
@@ -34,8 +35,8 @@ pub fn request(body: &[u8]) -> Result<EmbedRequest, Refusal> {
         )
     };
     let inputs = match body.get("input") {
-        Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
-        Some(Value::Array(items)) if !items.is_empty() => items
+        Some(Json::Str(s)) if !s.is_empty() => vec![s.as_ref().to_owned()],
+        Some(Json::Array(items)) if !items.is_empty() => items
             .iter()
             .map(|i| i.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
             .collect::<Option<Vec<_>>>()
@@ -43,7 +44,7 @@ pub fn request(body: &[u8]) -> Result<EmbedRequest, Refusal> {
         _ => return Err(bad_input()),
     };
     let dimensions = match body.get("dimensions") {
-        None | Some(Value::Null) => None,
+        None | Some(Json::Null) => None,
         Some(v) => Some(
             v.as_u64()
                 .filter(|d| *d > 0)
@@ -51,9 +52,9 @@ pub fn request(body: &[u8]) -> Result<EmbedRequest, Refusal> {
         ),
     };
     let base64 = match body.get("encoding_format") {
-        None | Some(Value::Null) => false,
-        Some(Value::String(f)) if f.eq_ignore_ascii_case("float") => false,
-        Some(Value::String(f)) if f.eq_ignore_ascii_case("base64") => true,
+        None | Some(Json::Null) => false,
+        Some(Json::Str(f)) if f.eq_ignore_ascii_case("float") => false,
+        Some(Json::Str(f)) if f.eq_ignore_ascii_case("base64") => true,
         Some(_) => {
             return Err(err(
                 "encoding_format",
@@ -66,7 +67,7 @@ pub fn request(body: &[u8]) -> Result<EmbedRequest, Refusal> {
         .filter_map(|k| {
             Some((
                 (*k).to_owned(),
-                body.get(*k).filter(|v| !v.is_null())?.clone(),
+                body.get(k).filter(|v| !v.is_null())?.to_value(),
             ))
         })
         .collect();

@@ -3,8 +3,10 @@
 //! `/v1/chat/completions`, `/v1/completions` and `/v1/embeddings` refuse the same things the
 //! same way.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::json::{Json, Object};
 use super::translation::Refusal;
 
 /// A 400 naming `param`.
@@ -22,44 +24,58 @@ fn whole_body(message: String) -> Refusal {
     }
 }
 
-/// The body as a JSON object.
-pub fn object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
+/// The body as a JSON object, borrowing its strings.
+pub fn object(body: &[u8]) -> Result<Object<'_>, Refusal> {
+    match read(body)? {
+        Json::Object(o) => Ok(o),
+        _ => Err(not_an_object()),
+    }
+}
+
+/// The body as a `serde_json` object (for the native translators, which keep it).
+pub fn value_object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
+    match read(body)? {
+        Value::Object(map) => Ok(map),
+        _ => Err(not_an_object()),
+    }
+}
+
+fn read<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, Refusal> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(whole_body(
             "the request body is empty; send a JSON request".into(),
         ));
     }
-    match super::parse_json(body) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(whole_body("the request body must be a JSON object".into())),
-        Err(e) => Err(whole_body(format!(
-            "the request body is not valid JSON: {e}"
-        ))),
-    }
+    super::parse_json(body)
+        .map_err(|e| whole_body(format!("the request body is not valid JSON: {e}")))
+}
+
+fn not_an_object() -> Refusal {
+    whole_body("the request body must be a JSON object".into())
 }
 
 /// The required, non-blank `model`.
-pub fn model(body: &Map<String, Value>) -> Result<String, Refusal> {
+pub fn model(body: &Object) -> Result<String, Refusal> {
     match body.get("model") {
-        Some(Value::String(m)) if !m.trim().is_empty() => Ok(m.clone()),
+        Some(Json::Str(m)) if !m.trim().is_empty() => Ok(m.as_ref().to_owned()),
         _ => Err(err("model", "you must provide a model parameter")),
     }
 }
 
 /// A boolean field; absent or null is false.
-pub fn flag(map: &Map<String, Value>, key: &'static str) -> Result<bool, Refusal> {
+pub fn flag(map: &Object, key: &'static str) -> Result<bool, Refusal> {
     match map.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
+        None | Some(Json::Null) => Ok(false),
+        Some(Json::Bool(b)) => Ok(*b),
         Some(_) => Err(err(key, format!("{key} must be a boolean"))),
     }
 }
 
 /// `stream_options.include_usage`.
-pub fn include_usage(body: &Map<String, Value>) -> Result<bool, Refusal> {
+pub fn include_usage(body: &Object) -> Result<bool, Refusal> {
     match body.get("stream_options") {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Object(o)) => flag(o, "include_usage").map_err(|_| {
+        None | Some(Json::Null) => Ok(false),
+        Some(Json::Object(o)) => flag(o, "include_usage").map_err(|_| {
             err(
                 "stream_options",
                 "stream_options.include_usage must be a boolean",
@@ -72,13 +88,13 @@ pub fn include_usage(body: &Map<String, Value>) -> Result<bool, Refusal> {
 /// Native options: the route's defaults, then the client's `options` (an extension the SDKs
 /// send as `extra_body`), then the sampling fields the client set (which win).
 pub fn options(
-    body: &Map<String, Value>,
+    body: &Object,
     defaults: &Map<String, Value>,
 ) -> Result<Map<String, Value>, Refusal> {
     let mut options = defaults.clone();
     match body.get("options") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(client)) => options.extend(client.clone()),
+        None | Some(Json::Null) => {}
+        Some(Json::Object(client)) => options.extend(client.to_map()),
         Some(_) => {
             return Err(err(
                 "options",
@@ -93,9 +109,9 @@ pub fn options(
         ("presence_penalty", -2.0, 2.0),
     ] {
         match body.get(key) {
-            None | Some(Value::Null) => {}
+            None | Some(Json::Null) => {}
             Some(v) if v.as_f64().is_some_and(|x| (low..=high).contains(&x)) => {
-                options.insert(key.into(), v.clone());
+                options.insert(key.into(), v.to_value());
             }
             Some(_) => {
                 return Err(err(
@@ -106,19 +122,21 @@ pub fn options(
         }
     }
     match body.get("seed") {
-        None | Some(Value::Null) => {}
-        Some(v) if v.is_i64() || v.is_u64() => {
-            options.insert("seed".into(), v.clone());
+        None | Some(Json::Null) => {}
+        Some(v) if v.is_integer() => {
+            options.insert("seed".into(), v.to_value());
         }
         Some(_) => return Err(err("seed", "seed must be an integer")),
     }
     match body.get("stop") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) => {
+        None | Some(Json::Null) => {}
+        Some(Json::Str(s)) => {
             options.insert("stop".into(), json!([s]));
         }
-        Some(Value::Array(items)) if items.len() <= 4 && items.iter().all(Value::is_string) => {
-            options.insert("stop".into(), Value::Array(items.clone()));
+        Some(stop @ Json::Array(items))
+            if items.len() <= 4 && items.iter().all(Json::is_string) =>
+        {
+            options.insert("stop".into(), stop.to_value());
         }
         Some(_) => {
             return Err(err(
@@ -131,9 +149,9 @@ pub fn options(
 }
 
 /// A positive integer token limit (`max_tokens`, `max_completion_tokens`).
-pub fn token_limit(body: &Map<String, Value>, key: &'static str) -> Result<Option<u64>, Refusal> {
+pub fn token_limit(body: &Object, key: &'static str) -> Result<Option<u64>, Refusal> {
     match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
+        None | Some(Json::Null) => Ok(None),
         Some(v) => v
             .as_u64()
             .filter(|n| *n > 0)

@@ -6,11 +6,44 @@
 //! arguments (a JSON string) become objects; a tool result keeps its `tool_call_id` and
 //! gets the name of the call it answers.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
 
 use crate::translate::Refusal;
+use crate::translate::json::{Json, Object};
+
+/// One native message, borrowing from the client's.
+#[derive(Serialize)]
+pub struct NativeMessage<'a> {
+    role: &'static str,
+    content: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    images: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<NativeCall<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct NativeCall<'a> {
+    function: NativeFunction<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct NativeFunction<'a> {
+    index: usize,
+    name: &'a str,
+    arguments: Json<'a>,
+}
 
 fn bad(message: String) -> Refusal {
     Refusal {
@@ -20,7 +53,7 @@ fn bad(message: String) -> Refusal {
 }
 
 /// Translates every message, in order.
-pub fn translate(messages: &[Value]) -> Result<Vec<Value>, Refusal> {
+pub fn translate<'a>(messages: &'a [Json<'a>]) -> Result<Vec<NativeMessage<'a>>, Refusal> {
     let names = tool_call_names(messages);
     messages
         .iter()
@@ -30,10 +63,10 @@ pub fn translate(messages: &[Value]) -> Result<Vec<Value>, Refusal> {
 }
 
 /// Tool-call id -> function name, over the whole conversation (a later call wins).
-fn tool_call_names(messages: &[Value]) -> HashMap<&str, &str> {
+fn tool_call_names<'a>(messages: &'a [Json<'a>]) -> HashMap<&'a str, &'a str> {
     messages
         .iter()
-        .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
+        .filter_map(|m| m.get("tool_calls").and_then(Json::as_array))
         .flatten()
         .filter_map(|c| {
             Some((
@@ -44,56 +77,71 @@ fn tool_call_names(messages: &[Value]) -> HashMap<&str, &str> {
         .collect()
 }
 
-fn message(i: usize, m: &Value, names: &HashMap<&str, &str>) -> Result<Value, Refusal> {
+fn message<'a>(
+    i: usize,
+    m: &'a Json<'a>,
+    names: &HashMap<&'a str, &'a str>,
+) -> Result<NativeMessage<'a>, Refusal> {
     let Some(m) = m.as_object() else {
         return Err(bad(format!("messages[{i}] must be an object")));
     };
-    let role = match m.get("role").and_then(Value::as_str) {
+    let role = match m.get("role").and_then(Json::as_str) {
         Some("system" | "developer") => "system",
-        Some(r @ ("user" | "assistant" | "tool")) => r,
+        Some("user") => "user",
+        Some("assistant") => "assistant",
+        Some("tool") => "tool",
         Some(other) => return Err(bad(format!("messages[{i}] has an unknown role `{other}`"))),
         None => return Err(bad(format!("messages[{i}] needs a role"))),
     };
     let (content, images) = content(i, m.get("content"))?;
-    let mut out = Map::new();
-    out.insert("role".into(), role.into());
-    out.insert("content".into(), content.into());
-    if !images.is_empty() {
-        out.insert("images".into(), images.into());
+    let mut out = NativeMessage {
+        role,
+        content,
+        images,
+        thinking: None,
+        tool_calls: None,
+        tool_call_id: None,
+        tool_name: None,
+    };
+    match role {
+        "assistant" => assistant(i, m, &mut out)?,
+        "tool" => tool(m, names, &mut out),
+        _ => {}
     }
-    if role == "assistant" {
-        let thinking = ["reasoning", "reasoning_content"]
-            .iter()
-            .find_map(|k| m.get(*k)?.as_str());
-        if let Some(thinking) = thinking.filter(|t| !t.is_empty()) {
-            out.insert("thinking".into(), thinking.into());
-        }
-        if let Some(calls) = m.get("tool_calls").filter(|c| !c.is_null()) {
-            out.insert("tool_calls".into(), tool_calls(i, calls)?);
-        }
+    Ok(out)
+}
+
+/// An assistant's thinking and tool calls.
+fn assistant<'a>(i: usize, m: &'a Object<'a>, out: &mut NativeMessage<'a>) -> Result<(), Refusal> {
+    let thinking = ["reasoning", "reasoning_content"]
+        .iter()
+        .find_map(|k| m.get(k)?.as_str());
+    out.thinking = thinking.filter(|t| !t.is_empty());
+    if let Some(calls) = m.get("tool_calls").filter(|c| !c.is_null()) {
+        out.tool_calls = Some(tool_calls(i, calls)?);
     }
-    if role == "tool" {
-        let id = m.get("tool_call_id").and_then(Value::as_str);
-        if let Some(id) = id {
-            out.insert("tool_call_id".into(), id.into());
-        }
-        let name = m
-            .get("name")
-            .and_then(Value::as_str)
-            .or_else(|| names.get(id?).copied());
-        if let Some(name) = name {
-            out.insert("tool_name".into(), name.into());
-        }
-    }
-    Ok(Value::Object(out))
+    Ok(())
+}
+
+/// A tool result's call id, and the name of the call it answers.
+fn tool<'a>(m: &'a Object<'a>, names: &HashMap<&'a str, &'a str>, out: &mut NativeMessage<'a>) {
+    let id = m.get("tool_call_id").and_then(Json::as_str);
+    out.tool_call_id = id;
+    out.tool_name = m
+        .get("name")
+        .and_then(Json::as_str)
+        .or_else(|| names.get(id?).copied());
 }
 
 /// The text and the images of a message's `content`.
-fn content(i: usize, content: Option<&Value>) -> Result<(String, Vec<String>), Refusal> {
+fn content<'a>(
+    i: usize,
+    content: Option<&'a Json<'a>>,
+) -> Result<(Cow<'a, str>, Vec<String>), Refusal> {
     let parts = match content {
-        None | Some(Value::Null) => return Ok((String::new(), Vec::new())),
-        Some(Value::String(s)) => return Ok((s.clone(), Vec::new())),
-        Some(Value::Array(parts)) => parts,
+        None | Some(Json::Null) => return Ok((Cow::Borrowed(""), Vec::new())),
+        Some(Json::Str(s)) => return Ok((Cow::Borrowed(s), Vec::new())),
+        Some(Json::Array(parts)) => parts,
         Some(_) => {
             return Err(bad(format!(
                 "messages[{i}].content must be a string or an array of parts"
@@ -104,9 +152,9 @@ fn content(i: usize, content: Option<&Value>) -> Result<(String, Vec<String>), R
     let mut images = Vec::new();
     for (j, part) in parts.iter().enumerate() {
         let at = || format!("messages[{i}].content[{j}]");
-        match part.get("type").and_then(Value::as_str) {
+        match part.get("type").and_then(Json::as_str) {
             Some("text") => match part.get("text") {
-                Some(Value::String(t)) => texts.push(t.as_str()),
+                Some(Json::Str(t)) => texts.push(t.as_ref()),
                 _ => {
                     return Err(bad(format!(
                         "{} is a text part without a text string",
@@ -118,13 +166,13 @@ fn content(i: usize, content: Option<&Value>) -> Result<(String, Vec<String>), R
                 let url = part
                     .pointer("/image_url/url")
                     .or_else(|| part.get("image_url"))
-                    .and_then(Value::as_str);
+                    .and_then(Json::as_str);
                 let url =
                     url.ok_or_else(|| bad(format!("{} is an image_url part without a url", at())))?;
                 images.push(image(&at(), url)?);
             }
             Some("input_audio") => {
-                let data = part.pointer("/input_audio/data").and_then(Value::as_str);
+                let data = part.pointer("/input_audio/data").and_then(Json::as_str);
                 let data = data
                     .ok_or_else(|| bad(format!("{} is an input_audio part without data", at())))?;
                 images.push(base64(&at(), data)?);
@@ -138,7 +186,7 @@ fn content(i: usize, content: Option<&Value>) -> Result<(String, Vec<String>), R
             None => return Err(bad(format!("{} needs a type", at()))),
         }
     }
-    Ok((texts.join("\n"), images))
+    Ok((Cow::Owned(texts.join("\n")), images))
 }
 
 /// The bare base64 of a `data:image/...;base64,` URL.
@@ -181,42 +229,47 @@ fn base64(at: &str, data: &str) -> Result<String, Refusal> {
 }
 
 /// Assistant tool calls -> native: arguments string -> object (`""`/`"null"` -> `{}`).
-fn tool_calls(i: usize, calls: &Value) -> Result<Value, Refusal> {
+fn tool_calls<'a>(i: usize, calls: &'a Json<'a>) -> Result<Vec<NativeCall<'a>>, Refusal> {
     let calls = calls
         .as_array()
         .ok_or_else(|| bad(format!("messages[{i}].tool_calls must be an array")))?;
     let mut out = Vec::with_capacity(calls.len());
     for (index, call) in calls.iter().enumerate() {
-        let name = call.pointer("/function/name").and_then(Value::as_str);
+        let name = call.pointer("/function/name").and_then(Json::as_str);
         let name = name.ok_or_else(|| {
             bad(format!(
                 "messages[{i}].tool_calls[{index}] needs function.name"
             ))
         })?;
-        let arguments = match call.pointer("/function/arguments") {
-            None | Some(Value::Null) => json!({}),
-            Some(Value::String(s)) if s.trim().is_empty() || s.trim() == "null" => json!({}),
-            Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-                Ok(v @ Value::Object(_)) => v,
-                _ => {
-                    return Err(bad(format!(
-                        "messages[{i}].tool_calls[{index}].function.arguments is not a JSON object"
-                    )));
-                }
+        let arguments = arguments(call.pointer("/function/arguments")).map_err(|problem| {
+            bad(format!(
+                "messages[{i}].tool_calls[{index}].function.arguments {problem}"
+            ))
+        })?;
+        out.push(NativeCall {
+            function: NativeFunction {
+                index,
+                name,
+                arguments,
             },
-            Some(v @ Value::Object(_)) => v.clone(),
-            Some(_) => {
-                return Err(bad(format!(
-                    "messages[{i}].tool_calls[{index}].function.arguments must be a JSON string"
-                )));
-            }
-        };
-        let mut native =
-            json!({"function": {"index": index, "name": name, "arguments": arguments}});
-        if let Some(id) = call.get("id").and_then(Value::as_str) {
-            native["id"] = id.into();
-        }
-        out.push(native);
+            id: call.get("id").and_then(Json::as_str),
+        });
     }
-    Ok(Value::Array(out))
+    Ok(out)
+}
+
+/// A call's arguments as an object: a JSON string of one (as the API sends them), or one;
+/// else what is wrong with them.
+fn arguments<'a>(arguments: Option<&'a Json<'a>>) -> Result<Json<'a>, &'static str> {
+    let empty = || Json::Object(Object::default());
+    match arguments {
+        None | Some(Json::Null) => Ok(empty()),
+        Some(Json::Str(s)) if s.trim().is_empty() || s.trim() == "null" => Ok(empty()),
+        Some(Json::Str(s)) => match crate::translate::parse_json(s.as_bytes()) {
+            Ok(object @ Json::Object(_)) => Ok(object),
+            _ => Err("is not a JSON object"),
+        },
+        Some(object @ Json::Object(_)) => Ok(object.clone()),
+        Some(_) => Err("must be a JSON string"),
+    }
 }

@@ -4,9 +4,14 @@
 //! set wrongly is a 400 naming its `param`; fields lingo does not use (`user`, `store`,
 //! `logit_bias`, ...) are ignored, as the official API's clients expect.
 
+use std::borrow::Cow;
+
+use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::messages::{self, NativeMessage};
 use crate::translate::Refusal;
+use crate::translate::json::{Json, Object};
 use crate::translate::params::{self, err};
 
 /// Most choices one request may ask for: each is a full upstream generation.
@@ -19,14 +24,41 @@ pub struct RouteDefaults {
 }
 
 /// A translated request, before its model is resolved.
+///
+/// The native request is written once, as it is read, but for its `model`: that is known
+/// only once the alias is resolved, and goes first ([`ChatRequest::native_body`]).
 #[derive(Debug)]
 pub struct ChatRequest {
     /// The model name the client asked for.
     model: String,
-    native: Map<String, Value>,
+    /// The model the upstream knows, the client's until [`ChatRequest::set_model`].
+    upstream_model: String,
+    /// The native request but its model: `{"messages":...}`.
+    rest: Vec<u8>,
     stream: bool,
     include_usage: bool,
     n: u32,
+}
+
+/// The native `/api/chat` request but its model, borrowing from the client's.
+#[derive(Serialize)]
+struct Native<'a> {
+    messages: Vec<NativeMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    options: Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<Cow<'a, Json<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<&'a Json<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    think: Option<Cow<'a, Json<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep_alive: Option<&'a Json<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<&'a Json<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_logprobs: Option<&'a Json<'a>>,
 }
 
 // === impl ChatRequest ===
@@ -38,7 +70,7 @@ impl ChatRequest {
 
     /// Sets the model the upstream knows (an alias's target).
     pub fn set_model(&mut self, model: &str) {
-        self.native.insert("model".into(), model.into());
+        model.clone_into(&mut self.upstream_model);
     }
 
     pub fn stream(&self) -> bool {
@@ -55,12 +87,18 @@ impl ChatRequest {
 
     /// The native request as JSON.
     pub fn native_body(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.native).unwrap_or_default()
+        let mut body = Vec::with_capacity(self.rest.len() + self.upstream_model.len() + 16);
+        body.extend_from_slice(b"{\"model\":");
+        // Writing a `str` into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut body, &self.upstream_model);
+        body.push(b',');
+        body.extend_from_slice(self.rest.get(1..).unwrap_or_default());
+        body
     }
 
     /// The native request (for tests and tools).
-    pub fn native(&self) -> &Map<String, Value> {
-        &self.native
+    pub fn native(&self) -> Map<String, Value> {
+        serde_json::from_slice(&self.native_body()).unwrap_or_default()
     }
 }
 
@@ -68,70 +106,70 @@ impl ChatRequest {
 pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Refusal> {
     let body = params::object(body)?;
     let model = params::model(&body)?;
-    let messages = match body.get("messages") {
-        Some(Value::Array(m)) if !m.is_empty() => super::messages::translate(m)?,
-        _ => return Err(err("messages", "messages must be a non-empty array")),
-    };
     let stream = params::flag(&body, "stream")?;
     let include_usage = params::include_usage(&body)?;
     let n = match body.get("n") {
-        None | Some(Value::Null) => 1,
+        None | Some(Json::Null) => 1,
         Some(v) => match v.as_u64() {
             Some(n @ 1..=MAX_N) => n as u32,
             _ => return Err(err("n", format!("n must be an integer from 1 to {MAX_N}"))),
         },
     };
-
-    let mut native = Map::new();
-    native.insert("model".into(), model.clone().into());
-    native.insert("messages".into(), Value::Array(messages));
-    native.insert("stream".into(), stream.into());
-    let mut options = params::options(&body, &defaults.options)?;
-    // `max_completion_tokens` is the current name; `max_tokens` the older one.
-    let limit = match params::token_limit(&body, "max_completion_tokens")? {
-        Some(n) => Some(n),
-        None => params::token_limit(&body, "max_tokens")?,
-    };
-    if let Some(n) = limit {
-        options.insert("num_predict".into(), n.into());
-    }
-    if !options.is_empty() {
-        native.insert("options".into(), Value::Object(options));
-    }
-    if let Some(format) = format(&body)? {
-        native.insert("format".into(), format);
-    }
-    if let Some(tools) = tools(&body)? {
-        native.insert("tools".into(), tools);
-    }
-    if let Some(think) = think(&body)? {
-        native.insert("think".into(), think);
-    }
-    for key in ["keep_alive", "logprobs", "top_logprobs"] {
-        if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
-            native.insert(key.into(), v.clone());
-        }
-    }
+    let native = native(&body, stream, defaults)?;
     Ok(ChatRequest {
+        upstream_model: model.clone(),
         model,
-        native,
+        // Writing borrowed JSON into a `Vec` cannot fail.
+        rest: serde_json::to_vec(&native).unwrap_or_default(),
         stream,
         include_usage,
         n,
     })
 }
 
+fn native<'a>(
+    body: &'a Object<'a>,
+    stream: bool,
+    defaults: &RouteDefaults,
+) -> Result<Native<'a>, Refusal> {
+    let messages = match body.get("messages") {
+        Some(Json::Array(m)) if !m.is_empty() => messages::translate(m)?,
+        _ => return Err(err("messages", "messages must be a non-empty array")),
+    };
+    let mut options = params::options(body, &defaults.options)?;
+    // `max_completion_tokens` is the current name; `max_tokens` the older one.
+    let limit = match params::token_limit(body, "max_completion_tokens")? {
+        Some(n) => Some(n),
+        None => params::token_limit(body, "max_tokens")?,
+    };
+    if let Some(n) = limit {
+        options.insert("num_predict".into(), n.into());
+    }
+    let set = |key| body.get(key).filter(|v| !v.is_null());
+    Ok(Native {
+        messages,
+        stream,
+        options,
+        format: format(body)?,
+        tools: tools(body)?,
+        think: think(body)?,
+        keep_alive: set("keep_alive"),
+        logprobs: set("logprobs"),
+        top_logprobs: set("top_logprobs"),
+    })
+}
+
 /// `response_format` -> native `format`.
-fn format(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
+fn format<'a>(body: &'a Object<'a>) -> Result<Option<Cow<'a, Json<'a>>>, Refusal> {
     let Some(rf) = body.get("response_format").filter(|v| !v.is_null()) else {
         return Ok(None);
     };
-    let kind = rf.get("type").and_then(Value::as_str).map(str::trim);
+    let kind = rf.get("type").and_then(Json::as_str).map(str::trim);
     match kind {
         Some("text") => Ok(None),
-        Some("json_object") => Ok(Some("json".into())),
+        Some("json_object") => Ok(Some(Cow::Owned(Json::Str("json".into())))),
         Some("json_schema") => match rf.pointer("/json_schema/schema") {
-            Some(schema @ Value::Object(_)) => Ok(Some(schema.clone())),
+            Some(schema @ Json::Object(_)) => Ok(Some(Cow::Borrowed(schema))),
             _ => Err(err(
                 "response_format",
                 "response_format json_schema needs json_schema.schema (an object)",
@@ -145,35 +183,28 @@ fn format(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
 }
 
 /// `tools` as they are, filtered by `tool_choice`.
-fn tools(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
+fn tools<'a>(body: &'a Object<'a>) -> Result<Option<Vec<&'a Json<'a>>>, Refusal> {
     let tools = match body.get("tools") {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Array(t)) => t,
+        None | Some(Json::Null) => return Ok(None),
+        Some(Json::Array(t)) => t,
         Some(_) => return Err(err("tools", "tools must be an array")),
     };
-    let name_of = |t: &Value| {
-        t.pointer("/function/name")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
+    let name_of = |t: &'a Json<'a>| t.pointer("/function/name").and_then(Json::as_str);
     if tools.iter().any(|t| name_of(t).is_none()) {
         return Err(err("tools", "every tool needs function.name"));
     }
     match body.get("tool_choice") {
-        None | Some(Value::Null) => Ok(Some(Value::Array(tools.clone()))),
-        Some(Value::String(s)) if s == "auto" || s == "required" => {
-            Ok(Some(Value::Array(tools.clone())))
-        }
-        Some(Value::String(s)) if s == "none" => Ok(None),
+        None | Some(Json::Null) => Ok(Some(tools.iter().collect())),
+        Some(Json::Str(s)) if s == "auto" || s == "required" => Ok(Some(tools.iter().collect())),
+        Some(Json::Str(s)) if s == "none" => Ok(None),
         Some(choice) => {
-            let wanted = choice.pointer("/function/name").and_then(Value::as_str);
-            let chosen: Vec<Value> = tools
+            let wanted = choice.pointer("/function/name").and_then(Json::as_str);
+            let chosen: Vec<&Json> = tools
                 .iter()
-                .filter(|t| wanted.is_some() && name_of(t).as_deref() == wanted)
-                .cloned()
+                .filter(|t| wanted.is_some() && name_of(t) == wanted)
                 .collect();
             match (wanted, chosen.is_empty()) {
-                (Some(_), false) => Ok(Some(Value::Array(chosen))),
+                (Some(_), false) => Ok(Some(chosen)),
                 (Some(name), true) => Err(err(
                     "tool_choice",
                     format!("tool_choice names `{name}`, which is not in tools"),
@@ -188,25 +219,28 @@ fn tools(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
 }
 
 /// `reasoning.effort` / `reasoning_effort` -> `think`; an explicit `think` wins.
-fn think(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
+fn think<'a>(body: &'a Object<'a>) -> Result<Option<Cow<'a, Json<'a>>>, Refusal> {
     if let Some(think) = body.get("think").filter(|v| !v.is_null()) {
-        return Ok(Some(think.clone()));
+        return Ok(Some(Cow::Borrowed(think)));
     }
     let (param, effort) = match body.get("reasoning").filter(|v| !v.is_null()) {
         Some(r) => ("reasoning", r.get("effort")),
         None => ("reasoning_effort", body.get("reasoning_effort")),
     };
     let effort = match effort {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(e)) if e.is_empty() => return Ok(None),
-        Some(Value::String(e)) => e.as_str(),
+        None | Some(Json::Null) => return Ok(None),
+        Some(Json::Str(e)) if e.is_empty() => return Ok(None),
+        Some(Json::Str(e)) => e.as_ref(),
         Some(_) => return Err(err(param, "reasoning effort must be a string")),
     };
-    Ok(Some(match effort {
-        "none" => false.into(),
-        "minimal" => "low".into(),
-        "low" | "medium" | "high" | "max" => effort.into(),
-        "xhigh" | "ultra" => "max".into(),
+    let level = |l: &'static str| Json::Str(Cow::Borrowed(l));
+    Ok(Some(Cow::Owned(match effort {
+        "none" => Json::Bool(false),
+        "minimal" => level("low"),
+        "low" => level("low"),
+        "medium" => level("medium"),
+        "high" => level("high"),
+        "max" | "xhigh" | "ultra" => level("max"),
         other => {
             return Err(err(
                 param,
@@ -215,5 +249,5 @@ fn think(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
                 ),
             ));
         }
-    }))
+    })))
 }

@@ -178,8 +178,12 @@ fn formats_tools_and_reasoning() {
     for (effort, think) in [
         ("none", json!(false)),
         ("minimal", json!("low")),
+        ("low", json!("low")),
         ("medium", json!("medium")),
+        ("high", json!("high")),
+        ("max", json!("max")),
         ("xhigh", json!("max")),
+        ("ultra", json!("max")),
     ] {
         assert_eq!(
             translate(with(json!({"reasoning_effort": effort}))).unwrap()["think"],
@@ -199,6 +203,33 @@ fn formats_tools_and_reasoning() {
             .unwrap()
             .get("think")
             .is_none()
+    );
+}
+
+/// The native body is written as read: the upstream's model first, then what the client
+/// sent in the client's member order (a schema's property order steers a model's output).
+#[test]
+fn the_native_body_keeps_the_clients_order() {
+    let body = br#"{"messages":[{"content":"hi","role":"user"}],"model":"m","stream":false,
+        "response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object",
+        "properties":{"zeta":{"type":"string"},"alpha":{"type":"number"}}}}},
+        "tools":[{"type":"function","function":{"name":"f","parameters":{"b":1,"a":2}}}],
+        "model":"m\u00e9"}"#;
+    let mut request = request(body, &RouteDefaults::default()).unwrap();
+    assert_eq!(
+        request.model(),
+        "m\u{e9}",
+        "a repeated key reads as its last value"
+    );
+    request.set_model("up\"stream");
+    let native = String::from_utf8(request.native_body()).unwrap();
+    assert_eq!(
+        native,
+        concat!(
+            r#"{"model":"up\"stream","messages":[{"role":"user","content":"hi"}],"stream":false,"#,
+            r#""format":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"number"}}},"#,
+            r#""tools":[{"type":"function","function":{"name":"f","parameters":{"b":1,"a":2}}}]}"#
+        )
     );
 }
 

@@ -51,7 +51,7 @@ pub const EXTRA_OPTIONS: [(&str, &str); 8] = [
 
 /// The body as a JSON object (read as every translator reads it), and its required `model`.
 pub fn object(body: &[u8]) -> Result<(Map<String, Value>, String), Refusal> {
-    let map = crate::translate::params::object(body).map_err(|e| Refusal::bad(e.message))?;
+    let map = crate::translate::params::value_object(body).map_err(|e| Refusal::bad(e.message))?;
     match map.get("model") {
         Some(Value::String(m)) if !m.trim().is_empty() => {
             let model = m.clone();
