@@ -49,9 +49,9 @@ pub async fn handle(
     };
     let snapshot = reloader.snapshot();
     let request = (&*reloader, &*snapshot, &*conn, req);
-    // Boxed: hyper keeps a slot the size of this future for every connection, for its whole
-    // life; the phases' state is only needed until the answer's head.
-    let result = Box::pin(phases(request, refused, &mut arrival, &mut log)).await;
+    // Not boxed on its own: the connection boxes this whole future (`server::connection`),
+    // which is freed at the answer's head.
+    let result = phases(request, refused, &mut arrival, &mut log).await;
     let metrics = reloader.metrics();
     let response = respond::answer(result, metrics, &arrival, &mut log);
     let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);

@@ -120,8 +120,16 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         gate,
         activity: Arc::clone(&activity),
     });
-    let service =
-        service_fn(move |req| pipeline::handle(Arc::clone(&reloader), Arc::clone(&conn), req));
+    // Boxed: hyper keeps a slot the size of the service's future for every HTTP/1.1
+    // connection for its whole life (1.4 KiB, every open stream paying for it); boxed, the
+    // request's state is freed at its answer's head and the slot is a pointer.
+    let service = service_fn(move |req| {
+        Box::pin(pipeline::handle(
+            Arc::clone(&reloader),
+            Arc::clone(&conn),
+            req,
+        ))
+    });
     let session = Session {
         settings: Settings::new(&limits),
         service,
@@ -290,9 +298,11 @@ where
         } = self;
         match speaks {
             Speaks::Http1 => drive(settings.http1(io, service), quiet, stop, peer).await,
+            // Boxed: an HTTP/2 connection's state is twice an HTTP/1.1 one's (3.4 KiB against
+            // 1.7), and unboxed every connection's task would be the size of the larger.
             Speaks::Http2 => {
                 activity.speaks_http2();
-                drive(settings.http2(io, service), quiet, stop, peer).await
+                Box::pin(drive(settings.http2(io, service), quiet, stop, peer)).await
             }
         }
     }
