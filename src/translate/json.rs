@@ -10,6 +10,7 @@
 //! client's member order, which a JSON schema's properties need.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -34,19 +35,42 @@ pub struct Object<'a>(Vec<(Cow<'a, str>, Json<'a>)>);
 // === impl Object ===
 
 impl<'a> Object<'a> {
-    /// The member `key` (its last value, if it was sent twice).
+    /// The member `key` (its last value, if it was sent twice: see [`Object::dedup`]).
     pub fn get(&self, key: &str) -> Option<&Json<'a>> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
-    /// The members in order, a repeated key once (at its last value).
+    /// The members in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Json<'a>)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v))
+    }
+
+    /// Keeps a repeated key's last member only (in its place), once, as the object is read:
+    /// a scan for small objects, a map for large ones, so that no object costs more than
+    /// linear time however a client repeats its keys.
+    fn dedup(&mut self) {
         let members = &self.0;
-        members
-            .iter()
-            .enumerate()
-            .filter(move |(i, (k, _))| !members[i + 1..].iter().any(|(later, _)| later == k))
-            .map(|(_, (k, v))| (k.as_ref(), v))
+        let repeated = |i: usize| members[i + 1..].iter().any(|(k, _)| *k == members[i].0);
+        let keep: Vec<bool> = if members.len() <= 16 {
+            if !(0..members.len()).any(repeated) {
+                return;
+            }
+            (0..members.len()).map(|i| !repeated(i)).collect()
+        } else {
+            let last: HashMap<&str, usize> = members
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k.as_ref(), i))
+                .collect();
+            if last.len() == members.len() {
+                return;
+            }
+            (0..members.len())
+                .map(|i| last[members[i].0.as_ref()] == i)
+                .collect()
+        };
+        let mut keep = keep.into_iter();
+        self.0.retain(|_| keep.next().unwrap_or(true));
     }
 
     pub fn is_empty(&self) -> bool {
@@ -71,13 +95,16 @@ impl<'a> Json<'a> {
 
     /// The value at a JSON pointer (`/function/name`, `/0`), as `Value::pointer` reads it.
     pub fn pointer(&self, pointer: &str) -> Option<&Json<'a>> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
         let rest = pointer.strip_prefix('/')?;
         rest.split('/').try_fold(self, |at, token| match at {
             Json::Object(o) if token.contains('~') => {
                 o.get(&token.replace("~1", "/").replace("~0", "~"))
             }
             Json::Object(o) => o.get(token),
-            Json::Array(items) => items.get(token.parse::<usize>().ok()?),
+            Json::Array(items) => items.get(index(token)?),
             _ => None,
         })
     }
@@ -142,6 +169,14 @@ impl<'a> Json<'a> {
             Json::Object(o) => Value::Object(o.to_map()),
         }
     }
+}
+
+/// An array index as RFC 6901 writes it: digits, no sign, no leading zero.
+fn index(token: &str) -> Option<usize> {
+    if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
+        return None;
+    }
+    token.parse().ok()
 }
 
 impl Serialize for Json<'_> {
@@ -235,7 +270,11 @@ impl<'de> Visitor<'de> for JsonVisitor {
         while let Some(Key(key)) = map.next_key()? {
             members.push((key, map.next_value()?));
         }
-        Ok(Json::Object(Object(members)))
+        let mut object = Object(members);
+        if object.0.len() > 1 {
+            object.dedup();
+        }
+        Ok(Json::Object(object))
     }
 }
 
@@ -332,6 +371,30 @@ mod tests {
         assert!(!v.get("r").is_some_and(Json::is_integer));
         assert_eq!(v.get("r").and_then(Json::as_f64), Some(2.5));
         assert!(v.pointer("/f/a~1b/1").is_some_and(Json::is_string));
+        assert_eq!(v.pointer(""), Some(&v));
+        assert_eq!(v.pointer("/f/a~1b/+1"), None);
+        assert_eq!(v.pointer("/f/a~1b/01"), None);
+    }
+
+    /// A repeated key keeps its last member, in its place, for small and large objects
+    /// alike; many repeats cost linear time (a quadratic check of 100,000 members would
+    /// take minutes).
+    #[test]
+    fn repeated_keys_are_dropped_once_as_read() {
+        let small = read(r#"{"a":1,"b":2,"a":3}"#);
+        assert_eq!(serde_json::to_string(&small).unwrap(), r#"{"b":2,"a":3}"#);
+        let mut text = String::from("{");
+        for i in 0..100_000 {
+            text.push_str(&format!(r#""k{}":{i},"#, i % 20));
+        }
+        text.push_str(r#""z":true}"#);
+        let large = read(&text);
+        let Json::Object(o) = &large else { panic!() };
+        assert_eq!(o.iter().count(), 21);
+        assert_eq!(large.get("k0").and_then(Json::as_u64), Some(99_980));
+        assert_eq!(large.get("k19").and_then(Json::as_u64), Some(99_999));
+        let theirs: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(large.to_value(), theirs);
     }
 
     #[test]

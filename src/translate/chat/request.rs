@@ -106,6 +106,10 @@ impl ChatRequest {
 pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Refusal> {
     let body = params::object(body)?;
     let model = params::model(&body)?;
+    let messages = match body.get("messages") {
+        Some(Json::Array(m)) if !m.is_empty() => messages::translate(m)?,
+        _ => return Err(err("messages", "messages must be a non-empty array")),
+    };
     let stream = params::flag(&body, "stream")?;
     let include_usage = params::include_usage(&body)?;
     let n = match body.get("n") {
@@ -115,7 +119,7 @@ pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Ref
             _ => return Err(err("n", format!("n must be an integer from 1 to {MAX_N}"))),
         },
     };
-    let native = native(&body, stream, defaults)?;
+    let native = native(&body, messages, stream, defaults)?;
     Ok(ChatRequest {
         upstream_model: model.clone(),
         model,
@@ -127,15 +131,14 @@ pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Ref
     })
 }
 
+/// The rest of the native request, checked in the order the fields were always checked
+/// (the first mistake is the one told).
 fn native<'a>(
     body: &'a Object<'a>,
+    messages: Vec<NativeMessage<'a>>,
     stream: bool,
     defaults: &RouteDefaults,
 ) -> Result<Native<'a>, Refusal> {
-    let messages = match body.get("messages") {
-        Some(Json::Array(m)) if !m.is_empty() => messages::translate(m)?,
-        _ => return Err(err("messages", "messages must be a non-empty array")),
-    };
     let mut options = params::options(body, &defaults.options)?;
     // `max_completion_tokens` is the current name; `max_tokens` the older one.
     let limit = match params::token_limit(body, "max_completion_tokens")? {

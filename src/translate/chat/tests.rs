@@ -83,6 +83,10 @@ fn sampling_and_extensions() {
 fn refusals_name_their_param() {
     let cases = [
         (json!({"messages": []}), "messages"),
+        // The first mistake is told, in the order the fields were always checked.
+        (json!({"messages": [], "n": 0, "stream": "yes"}), "messages"),
+        (json!({"messages": [{"role": "x"}], "n": 0}), "messages"),
+        (json!({"n": 0, "temperature": 9}), "n"),
         (json!({"model": ""}), "model"),
         (json!({"temperature": 2.5}), "temperature"),
         (json!({"temperature": "hot"}), "temperature"),
