@@ -196,7 +196,8 @@ pub fn completion(
         });
     }
     let usage = total.total();
-    serde_json::to_vec(&envelope(meta, choices, Some(usage)))
+    let room = answers.iter().map(Bytes::len).sum::<usize>() + 512;
+    super::to_json(&envelope(meta, choices, Some(usage)), room)
         .map(|json| (Bytes::from(json), usage))
         .map_err(|e| e.to_string())
 }

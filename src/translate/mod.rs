@@ -19,7 +19,7 @@ pub mod sse;
 pub mod translation;
 pub mod webdata;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::base::dialect::{Dialect, paths};
 
@@ -39,6 +39,14 @@ pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result
         Ok(text) => serde_json::from_str(text),
         Err(_) => serde_json::from_slice(bytes),
     }
+}
+
+/// `value` as JSON, in a buffer with `room` made at once: serde_json's own starts at 128
+/// bytes, and a whole answer grew it twice, copying each time.
+pub fn to_json<T: Serialize>(value: &T, room: usize) -> serde_json::Result<Vec<u8>> {
+    let mut json = Vec::with_capacity(room);
+    serde_json::to_writer(&mut json, value)?;
+    Ok(json)
 }
 
 /// A client endpoint lingo can translate.

@@ -156,7 +156,8 @@ pub fn completion(answers: &[Bytes], meta: &Meta) -> Result<(Bytes, Usage), Stri
         choices,
         usage: usage.total(),
     };
-    serde_json::to_vec(&completion)
+    let room = answers.iter().map(Bytes::len).sum::<usize>() + 512;
+    crate::translate::to_json(&completion, room)
         .map(|json| (Bytes::from(json), completion.usage))
         .map_err(|e| e.to_string())
 }
