@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use hyper::body::Incoming;
@@ -30,6 +31,18 @@ use crate::runtime::Snapshot;
 use crate::table::Route;
 use crate::upstream::headers;
 
+/// [`handle`], boxed: what hyper is given. hyper keeps a slot the size of the service's
+/// future for every HTTP/1.1 connection for its whole life (1.4 KiB, every open stream paying
+/// for it); boxed, the request's state is freed at its answer's head and the slot is a
+/// pointer.
+pub fn boxed(
+    reloader: Arc<Reloader>,
+    conn: Arc<ConnInfo>,
+    req: Request<Incoming>,
+) -> Pin<Box<impl Future<Output = Result<Response<Body>, Infallible>> + Send>> {
+    Box::pin(handle(reloader, conn, req))
+}
+
 /// Serves one request; never fails (errors are answers).
 pub async fn handle(
     reloader: Arc<Reloader>,
@@ -49,8 +62,8 @@ pub async fn handle(
     };
     let snapshot = reloader.snapshot();
     let request = (&*reloader, &*snapshot, &*conn, req);
-    // Not boxed on its own: the connection boxes this whole future (`server::connection`),
-    // which is freed at the answer's head.
+    // Not boxed on its own: this whole future is (see [`boxed`]), and freed at the answer's
+    // head.
     let result = phases(request, refused, &mut arrival, &mut log).await;
     let metrics = reloader.metrics();
     let response = respond::answer(result, metrics, &arrival, &mut log);
@@ -58,7 +71,7 @@ pub async fn handle(
     let record = Record::new(log, Some(finish));
     let (head, body) = response.into_parts();
     let mut body = Batch::new(Held::new(Ended::new(body, record), held));
-    std::pin::Pin::new(&mut body).prime().await;
+    Pin::new(&mut body).prime().await;
     Ok(Response::from_parts(head, Body::boxed(body)))
 }
 

@@ -120,16 +120,8 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         gate,
         activity: Arc::clone(&activity),
     });
-    // Boxed: hyper keeps a slot the size of the service's future for every HTTP/1.1
-    // connection for its whole life (1.4 KiB, every open stream paying for it); boxed, the
-    // request's state is freed at its answer's head and the slot is a pointer.
-    let service = service_fn(move |req| {
-        Box::pin(pipeline::handle(
-            Arc::clone(&reloader),
-            Arc::clone(&conn),
-            req,
-        ))
-    });
+    let service =
+        service_fn(move |req| pipeline::boxed(Arc::clone(&reloader), Arc::clone(&conn), req));
     let session = Session {
         settings: Settings::new(&limits),
         service,

@@ -52,8 +52,10 @@ pub fn chunks(data: &[u8], seed: u8, longest: usize) -> Vec<Bytes> {
 }
 
 /// One upstream body re-framed as lingo serves it (`Reframe` inside `Merged`), polled to its
-/// end: the pieces are all ready, so the body never waits, and it never fails (a failure is
-/// an error frame).
+/// end, cut into its SSE events (a body frame carries every event one upstream read brought):
+/// the pieces are all ready, so the body never waits, and it never fails (a failure is an
+/// error frame). Bytes after the last event's blank line are one more item, so that a cut
+/// event shows.
 pub fn reframe<T: LineTranslator>(
     pieces: Vec<Bytes>,
     max_line: usize,
@@ -66,15 +68,27 @@ pub fn reframe<T: LineTranslator>(
     );
     let mut body = pin!(body);
     let mut cx = Context::from_waker(Waker::noop());
-    let mut frames = Vec::new();
+    let mut stream = Vec::new();
     loop {
         match http_body::Body::poll_frame(body.as_mut(), &mut cx) {
-            Poll::Ready(Some(Ok(frame))) => frames.extend(frame.into_data().ok()),
+            Poll::Ready(Some(Ok(frame))) => stream.extend(frame.into_data().unwrap_or_default()),
             Poll::Ready(Some(Err(e))) => panic!("the re-framed body failed: {e}"),
-            Poll::Ready(None) => return frames,
+            Poll::Ready(None) => return events(Bytes::from(stream)),
             Poll::Pending => panic!("a body of ready pieces waited"),
         }
     }
+}
+
+/// `stream` cut after each blank line.
+fn events(mut stream: Bytes) -> Vec<Bytes> {
+    let mut events = Vec::new();
+    while let Some(end) = stream.windows(2).position(|w| w == b"\n\n") {
+        events.push(stream.split_to(end + 2));
+    }
+    if !stream.is_empty() {
+        events.push(stream);
+    }
+    events
 }
 
 /// The payload of one SSE frame (`[DONE]` as a string), or why it is not exactly one

@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use pin_project_lite::pin_project;
 
@@ -124,7 +124,7 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let mut this = self.project();
         loop {
-            if let Some(frame) = this.queue.pop_front() {
+            if let Some(frame) = take_queued(this.queue) {
                 return Poll::Ready(Some(Ok(Frame::data(frame))));
             }
             if *this.state != State::Streaming {
@@ -176,6 +176,20 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
     fn is_end_stream(&self) -> bool {
         self.state != State::Streaming && self.queue.is_empty()
     }
+}
+
+/// Every queued frame, as one: the events one upstream read brought leave together, and the
+/// layers above (the merge, the record, the batch) handle them once rather than once a token.
+/// Nothing waits: only what is queued is joined.
+fn take_queued(queue: &mut VecDeque<Bytes>) -> Option<Bytes> {
+    if queue.len() < 2 {
+        return queue.pop_front();
+    }
+    let mut joined = BytesMut::with_capacity(queue.iter().map(Bytes::len).sum());
+    for frame in queue.drain(..) {
+        joined.extend_from_slice(&frame);
+    }
+    Some(joined.freeze())
 }
 
 /// Translates every complete line the framer holds.
