@@ -31,7 +31,7 @@ const ROOM: usize = 16;
 
 /// The most bytes kept, and joined into one frame: what a connection holds stays small, and
 /// a large body's frames (already large) are handed on as they are.
-const MAX_JOINED: usize = 16 * 1024;
+pub(crate) const MAX_JOINED: usize = 16 * 1024;
 
 /// How many times to step aside before handing on what was kept. Measured: after one, hyper's
 /// client connection task has not yet handed over the next frame it already holds; after

@@ -71,7 +71,15 @@ pub fn reframe<T: LineTranslator>(
     let mut stream = Vec::new();
     loop {
         match http_body::Body::poll_frame(body.as_mut(), &mut cx) {
-            Poll::Ready(Some(Ok(frame))) => stream.extend(frame.into_data().unwrap_or_default()),
+            Poll::Ready(Some(Ok(frame))) => {
+                let data = frame.into_data().unwrap_or_default();
+                // `Merged` interleaves streams frame by frame: a frame must end on an event.
+                assert!(
+                    data.ends_with(b"\n\n"),
+                    "a frame cut inside an event: {data:?}"
+                );
+                stream.extend(data);
+            }
             Poll::Ready(Some(Err(e))) => panic!("the re-framed body failed: {e}"),
             Poll::Ready(None) => return events(Bytes::from(stream)),
             Poll::Pending => panic!("a body of ready pieces waited"),

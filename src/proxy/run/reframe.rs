@@ -22,6 +22,7 @@ use pin_project_lite::pin_project;
 
 use crate::base::secret::Secret;
 use crate::base::usage::{Tally, Usage};
+use crate::http::batch::MAX_JOINED;
 use crate::http::body::{Body, BoxError};
 use crate::observe::{Outcome, RequestStats};
 use crate::proxy::respond;
@@ -178,16 +179,26 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
     }
 }
 
-/// Every queued frame, as one: the events one upstream read brought leave together, and the
+/// The queued frames, as one: the events one upstream read brought leave together, and the
 /// layers above (the merge, the record, the batch) handle them once rather than once a token.
-/// Nothing waits: only what is queued is joined.
+/// Nothing waits (only what is queued is joined), a joined frame stays under
+/// [`MAX_JOINED`], as the batch's do, and a frame that large on its own is not copied.
 fn take_queued(queue: &mut VecDeque<Bytes>) -> Option<Bytes> {
-    if queue.len() < 2 {
-        return queue.pop_front();
+    let first = queue.pop_front()?;
+    let (mut len, mut count) = (first.len(), 0);
+    for next in queue.iter() {
+        if len + next.len() > MAX_JOINED {
+            break;
+        }
+        (len, count) = (len + next.len(), count + 1);
     }
-    let mut joined = BytesMut::with_capacity(queue.iter().map(Bytes::len).sum());
-    for frame in queue.drain(..) {
-        joined.extend_from_slice(&frame);
+    if count == 0 {
+        return Some(first);
+    }
+    let mut joined = BytesMut::with_capacity(len);
+    joined.extend_from_slice(&first);
+    for next in queue.drain(..count) {
+        joined.extend_from_slice(&next);
     }
     Some(joined.freeze())
 }
@@ -312,5 +323,88 @@ impl<T: LineTranslator> http_body::Body for Merged<T> {
 
     fn is_end_stream(&self) -> bool {
         self.finished && self.closing.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::task::Waker;
+
+    use super::*;
+    use crate::translate::Meta;
+    use crate::translate::chat::ChatStream;
+
+    #[test]
+    fn queued_frames_are_joined_up_to_the_cap() {
+        let big = Bytes::from(vec![b'x'; MAX_JOINED]);
+        let mut queue: VecDeque<Bytes> = ["a", "bc", "d"].into_iter().map(Bytes::from).collect();
+        queue.push_back(big.clone());
+        queue.push_back(Bytes::from("e"));
+        assert_eq!(take_queued(&mut queue).unwrap(), "abcd");
+        let alone = take_queued(&mut queue).unwrap();
+        assert_eq!(
+            alone.as_ptr(),
+            big.as_ptr(),
+            "a frame at the cap is handed on uncopied"
+        );
+        assert_eq!(take_queued(&mut queue).unwrap(), "e");
+        assert_eq!(take_queued(&mut queue), None);
+    }
+
+    fn chat(pieces: &[&'static str]) -> Reframe<ChatStream> {
+        let meta = Meta {
+            id: "chatcmpl-t".into(),
+            created: 1,
+            model: "m".into(),
+        };
+        let body = Body::pieces(
+            pieces
+                .iter()
+                .map(|p| Bytes::from_static(p.as_bytes()))
+                .collect(),
+        );
+        Reframe::new(body, 1 << 20, ChatStream::new(&meta, 0, false))
+    }
+
+    /// One read that brings tokens and then the stream's failure: the failure's error frame
+    /// is still the last thing sent, after those tokens, with no `[DONE]`, and the other
+    /// stream of the request says nothing after it.
+    #[test]
+    fn a_failure_read_with_tokens_is_still_the_last_frame() {
+        const TOKEN: &str =
+            "{\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"done\":false}\n";
+        const TOKENS_THEN_ERROR: &str = concat!(
+            "{\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"done\":false}\n",
+            "{\"message\":{\"role\":\"assistant\",\"content\":\"ho\"},\"done\":false}\n",
+            "{\"error\":\"boom\"}\n"
+        );
+        let failing = chat(&[TOKENS_THEN_ERROR]);
+        let other = chat(&[TOKEN, TOKEN, TOKEN]);
+        let mut body = pin!(Merged::new(
+            vec![failing, other],
+            Box::new(|_| vec![crate::translate::sse::done()]),
+            RequestStats::new(),
+        ));
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut frames = Vec::new();
+        while let Poll::Ready(Some(frame)) = http_body::Body::poll_frame(body.as_mut(), &mut cx) {
+            frames.push(frame.unwrap().into_data().unwrap());
+        }
+        let last = String::from_utf8(frames.last().unwrap().to_vec()).unwrap();
+        assert!(last.ends_with("\n\n") && last.contains("boom"), "{last}");
+        let tokens_then_error = ["\"hi\"", "\"ho\"", "boom"].map(|s| last.find(s));
+        assert!(
+            tokens_then_error.is_sorted() && tokens_then_error[0].is_some(),
+            "{last}"
+        );
+        let all: Vec<u8> = frames.concat();
+        let all = String::from_utf8(all).unwrap();
+        assert!(!all.contains("[DONE]"), "{all}");
+        assert_eq!(all.matches("boom").count(), 1, "{all}");
+        assert!(
+            frames.iter().all(|f| f.ends_with(b"\n\n")),
+            "frames end on events"
+        );
     }
 }
