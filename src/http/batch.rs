@@ -4,9 +4,9 @@
 //! upstream's answer reaches lingo's side through hyper's body channel one frame at a time,
 //! each handed over only once the previous one was taken, so a streamed answer would cost
 //! one write per token even when the upstream sent many at once. [`Batch`] keeps the frames
-//! it gets, stepping aside after each ([`STEPS`] deferred wakes: every task already runnable, the
+//! it gets, stepping aside after each (`STEPS` deferred wakes: every task already runnable, the
 //! upstream connection's included, runs first), and hands them on as one frame (their bytes
-//! joined, at most [`MAX_JOINED`]) once stepping aside brought nothing new: hyper writes them
+//! joined, at most `MAX_JOINED`) once stepping aside brought nothing new: hyper writes them
 //! together, in one chunk. [`Batch::prime`] does the same before the answer's head is handed
 //! to hyper, so that the head leaves with the first frames rather than alone (hyper writes the
 //! head by itself when the body's first poll is `Pending`). A frame waits for those steps
@@ -75,9 +75,9 @@ impl<B> Batch<B>
 where
     B: http_body::Body<Data = Bytes, Error = BoxError>,
 {
-    /// Takes the frames that arrive while this task steps aside [`STEPS`] times, before the
+    /// Takes the frames that arrive while this task steps aside `STEPS` times, before the
     /// answer's head goes to hyper: the head then leaves in the same write as they do. With
-    /// nothing arriving, the head goes alone, as late as [`STEPS`] deferred wakes.
+    /// nothing arriving, the head goes alone, as late as `STEPS` deferred wakes.
     pub async fn prime(self: Pin<&mut Self>) {
         let mut this = self.project();
         let mut steps = 0;

@@ -93,7 +93,7 @@ impl Server {
     }
 
     /// Serves until `shutdown` completes, then drains: on `workers` threads of their own
-    /// (see [`workers`]), or on the calling runtime when `workers` is 0. The reload watcher
+    /// (see `workers`), or on the calling runtime when `workers` is 0. The reload watcher
     /// and the drain run on the calling runtime.
     pub async fn run_on(
         self,

@@ -35,7 +35,8 @@ pub struct Object<'a>(Vec<(Cow<'a, str>, Json<'a>)>);
 // === impl Object ===
 
 impl<'a> Object<'a> {
-    /// The member `key` (its last value, if it was sent twice: see [`Object::dedup`]).
+    /// The member `key` (its last value if it was sent twice: repeats are dropped as the
+    /// object is read).
     pub fn get(&self, key: &str) -> Option<&Json<'a>> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }

@@ -1,5 +1,5 @@
-//! `/api/chat` -> `/v1/chat/completions`, and the answer back: [`stream`] (a
-//! [`NativeStream`] of `/api/chat` lines) or [`answer`] (`stream: false`).
+//! `/api/chat` -> `/v1/chat/completions`, and the answer back: `super::stream` (a
+//! `NativeStream` of `/api/chat` lines) or `super::answer` (`stream: false`).
 //!
 //! Sent: `model`, `messages` (images as `data:` parts, tool calls with string arguments and
 //! ids, `thinking` as `reasoning_content`, tool results with their call's id), `stream` (native default true;

@@ -1,7 +1,7 @@
 //! `/api/generate` -> a chat completion (`system` and the prompt as one user turn, with its
 //! `images`), or `/v1/completions` when the client asks for the prompt as it is (`raw: true`)
 //! or for fill-in-the-middle (`suffix`), which only a text completion can do. The answer
-//! comes back through [`stream`] or [`answer`] (either path's answers are read). The final
+//! comes back through `super::stream` or `super::answer` (either path's answers are read). The final
 //! line has no `context` (there is none to give).
 //!
 //! `context` (the deprecated token array of an earlier answer) is a 400 naming it when it is

@@ -30,7 +30,7 @@ pub const MAX_FRAME: usize = 16 << 20;
 // === impl Frames ===
 
 impl Frames {
-    /// `max` is the longest frame held to be re-told (capped at [`MAX_FRAME`]).
+    /// `max` is the longest frame held to be re-told (capped at `MAX_FRAME`).
     pub fn new(json_as: JsonAs, max: usize) -> Self {
         Frames {
             buf: BytesMut::new(),

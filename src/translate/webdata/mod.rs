@@ -3,10 +3,10 @@
 //! the other translators: bytes and `serde_json` values in and out; the client-facing base
 //! and, for job memory, the clock come in as arguments.
 //!
-//! - [`route`]: the path map (spec 6.1), including the v1 endpoints v2 has no home for (501).
-//! - [`request`]: the bodies, per endpoint: scrape options (6.2, in [`scrape`]), crawl and map
-//!   (6.3, in [`crawl`]), batch, search and extract.
-//! - [`answer`]: v2 answers back to v1 (6.4), per endpoint, WebSocket frames included.
+//! - [`mod@route`]: the path map (spec 6.1), including the v1 endpoints v2 has no home for (501).
+//! - [`mod@request`]: the bodies, per endpoint: scrape options (6.2, in `scrape`), crawl and map
+//!   (6.3, in `crawl`), batch, search and extract.
+//! - [`mod@answer`]: v2 answers back to v1 (6.4), per endpoint, WebSocket frames included.
 //! - [`Frames`]: the WebSocket watcher's frames, upstream to client, with the same rule.
 //! - [`Jobs`]: which v1 formats a crawl or batch asked for, so status pages polled on another
 //!   connection still say `extract` where the client asked for `extract`.

@@ -23,7 +23,7 @@ pub struct Translated {
     pub json_as: JsonAs,
 }
 
-/// Translates the body of a `call` (see [`super::route`]).
+/// Translates the body of a `call` (see [`mod@super::route`]).
 pub fn request(call: Call, body: &[u8]) -> Result<Translated, Refusal> {
     let handler: fn(&mut Map<String, Value>) -> Result<JsonAs, Refusal> = match call {
         Call::Scrape => scrape_body,
