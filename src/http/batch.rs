@@ -138,13 +138,8 @@ impl Kept {
     /// The first kept frame, joined with the data frames after it (up to [`MAX_JOINED`]
     /// bytes in all): one chunk for hyper to write instead of many.
     fn join_front(&mut self) -> Option<Frame<Bytes>> {
-        let (mut count, mut len) = (0, 0);
-        for data in self.frames.iter().map_while(Frame::data_ref) {
-            if count > 0 && len + data.len() > MAX_JOINED {
-                break;
-            }
-            (count, len) = (count + 1, len + data.len());
-        }
+        let data = self.frames.iter().map_while(Frame::data_ref);
+        let (count, mut len) = joinable(data.map(Bytes::len));
         let front = if count < 2 {
             let front = self.frames.pop_front()?;
             len = front.data_ref().map_or(0, Bytes::len);
@@ -164,6 +159,20 @@ impl Kept {
         }
         Some(front)
     }
+}
+
+/// How many of the frames of `lens` (front first) make one frame of at most [`MAX_JOINED`]
+/// bytes (the first always counts, however large), and their bytes: what both the batch and
+/// a re-framed stream join.
+pub(crate) fn joinable(lens: impl Iterator<Item = usize>) -> (usize, usize) {
+    let (mut count, mut len) = (0, 0);
+    for next in lens {
+        if count > 0 && len + next > MAX_JOINED {
+            break;
+        }
+        (count, len) = (count + 1, len + next);
+    }
+    (count, len)
 }
 
 /// Asks the runtime to poll this task again after every task that is runnable now.

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Number, Value};
 
@@ -268,7 +268,12 @@ impl<'de> Visitor<'de> for JsonVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
         let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
-        while let Some(Key(key)) = map.next_key()? {
+        // A member's name is read as a value (borrowed when it has no escapes: `Cow<str>`'s
+        // own reading always copies); JSON's names are strings.
+        while let Some(key) = map.next_key()? {
+            let Json::Str(key) = key else {
+                return Err(A::Error::custom("a member name must be a string"));
+            };
             members.push((key, map.next_value()?));
         }
         let mut object = Object(members);
@@ -276,37 +281,6 @@ impl<'de> Visitor<'de> for JsonVisitor {
             object.dedup();
         }
         Ok(Json::Object(object))
-    }
-}
-
-/// A member's name, borrowed when it has no escapes (`Cow<str>`'s own impl always copies).
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Key<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Borrowed(s)))
-    }
-
-    fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(s.to_owned())))
-    }
-
-    fn visit_string<E>(self, s: String) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(s)))
     }
 }
 

@@ -78,7 +78,7 @@ pub fn reframe<T: LineTranslator>(
                     data.ends_with(b"\n\n"),
                     "a frame cut inside an event: {data:?}"
                 );
-                stream.extend(data);
+                stream.extend_from_slice(&data);
             }
             Poll::Ready(Some(Err(e))) => panic!("the re-framed body failed: {e}"),
             Poll::Ready(None) => return events(Bytes::from(stream)),

@@ -22,7 +22,7 @@ use pin_project_lite::pin_project;
 
 use crate::base::secret::Secret;
 use crate::base::usage::{Tally, Usage};
-use crate::http::batch::MAX_JOINED;
+use crate::http::batch::joinable;
 use crate::http::body::{Body, BoxError};
 use crate::observe::{Outcome, RequestStats};
 use crate::proxy::respond;
@@ -184,19 +184,11 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
 /// Nothing waits (only what is queued is joined), a joined frame stays under
 /// [`MAX_JOINED`], as the batch's do, and a frame that large on its own is not copied.
 fn take_queued(queue: &mut VecDeque<Bytes>) -> Option<Bytes> {
-    let first = queue.pop_front()?;
-    let (mut len, mut count) = (first.len(), 0);
-    for next in queue.iter() {
-        if len + next.len() > MAX_JOINED {
-            break;
-        }
-        (len, count) = (len + next.len(), count + 1);
-    }
-    if count == 0 {
-        return Some(first);
+    let (count, len) = joinable(queue.iter().map(Bytes::len));
+    if count < 2 {
+        return queue.pop_front();
     }
     let mut joined = BytesMut::with_capacity(len);
-    joined.extend_from_slice(&first);
     for next in queue.drain(..count) {
         joined.extend_from_slice(&next);
     }
@@ -332,6 +324,7 @@ mod tests {
     use std::task::Waker;
 
     use super::*;
+    use crate::http::batch::MAX_JOINED;
     use crate::translate::Meta;
     use crate::translate::chat::ChatStream;
 

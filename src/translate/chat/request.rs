@@ -104,6 +104,8 @@ impl ChatRequest {
 
 /// Translates a chat-completions body.
 pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Refusal> {
+    // The native request is about the client's size: room for it made once.
+    let room = body.len() + 64;
     let body = params::object(body)?;
     let model = params::model(&body)?;
     let messages = match body.get("messages") {
@@ -124,7 +126,7 @@ pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Ref
         upstream_model: model.clone(),
         model,
         // Writing borrowed JSON into a `Vec` cannot fail.
-        rest: serde_json::to_vec(&native).unwrap_or_default(),
+        rest: crate::translate::to_json(&native, room).unwrap_or_default(),
         stream,
         include_usage,
         n,
