@@ -12,3 +12,4 @@ pub mod join;
 pub mod path;
 pub mod redact;
 pub mod socket;
+pub mod upgrade;

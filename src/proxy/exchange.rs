@@ -6,11 +6,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper::Request;
-use hyper::body::Incoming;
 use hyper::header::{HOST, HeaderValue};
 
 use crate::base::dialect::{self, Dialect};
 use crate::base::ids;
+use crate::http::body::Body;
 use crate::limits::{Activity, Gate};
 use crate::observe::RequestStats;
 use crate::runtime::Snapshot;
@@ -63,7 +63,7 @@ pub struct Arrival {
 // === impl Arrival ===
 
 impl Arrival {
-    pub fn new(req: &Request<Incoming>) -> Self {
+    pub fn new(req: &Request<Body>) -> Self {
         Arrival {
             request_id: request_id(req),
             stats: RequestStats::new(),
@@ -81,7 +81,7 @@ impl<'a> Exchange<'a> {
         conn: &'a ConnInfo,
         route: &'a Route,
         path: &str,
-        req: &Request<Incoming>,
+        req: &Request<Body>,
         arrival: &Arrival,
     ) -> Self {
         let path_and_query = match req.uri().query() {
@@ -146,7 +146,7 @@ impl<'a> Exchange<'a> {
 }
 
 /// The request id: the client's `X-Request-Id` when it sent a sane one, else a new one.
-fn request_id(req: &Request<Incoming>) -> HeaderValue {
+fn request_id(req: &Request<Body>) -> HeaderValue {
     req.headers()
         .get(X_REQUEST_ID)
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.to_str().is_ok())

@@ -1,17 +1,15 @@
 //! One request's life, top-down: admit -> route -> authenticate -> plan -> run -> respond.
 //!
-//! [`handle`] is the hyper service. The table is snapshotted once; the request becomes an
+//! [`handle`] is the service every connection calls. The table is snapshotted once; the request becomes an
 //! [`Exchange`] once routed; a [`Plan`] says once what it will be; one of [`run`]'s modules
 //! runs it; and [`respond`] alone turns an error into an answer, in the dialect the route (or,
 //! before routing, the path) implies. Every request gets one record (the access line and its
 //! metrics) when its answer ends.
 
 use std::borrow::Cow;
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use hyper::body::Incoming;
 use hyper::{Request, Response};
 
 use super::exchange::{Arrival, ConnInfo, Exchange};
@@ -31,15 +29,14 @@ use crate::runtime::Snapshot;
 use crate::table::Route;
 use crate::upstream::headers;
 
-/// [`handle`], boxed: what hyper is given. hyper keeps a slot the size of the service's
-/// future for every HTTP/1.1 connection for its whole life (1.4 KiB, every open stream paying
-/// for it); boxed, the request's state is freed at its answer's head and the slot is a
-/// pointer.
+/// [`handle`], boxed: what a connection is given. A connection holds the service's future
+/// while the request is served (1.4 KiB unboxed, in every connection's task for its whole
+/// life); boxed, the request's state is freed at its answer's head and the slot is a pointer.
 pub fn boxed(
     reloader: Arc<Reloader>,
     conn: Arc<ConnInfo>,
-    req: Request<Incoming>,
-) -> Pin<Box<impl Future<Output = Result<Response<Body>, Infallible>> + Send>> {
+    req: Request<Body>,
+) -> Pin<Box<impl Future<Output = Response<Body>> + Send>> {
     Box::pin(handle(reloader, conn, req))
 }
 
@@ -47,13 +44,13 @@ pub fn boxed(
 pub async fn handle(
     reloader: Arc<Reloader>,
     conn: Arc<ConnInfo>,
-    req: Request<Incoming>,
-) -> Result<Response<Body>, Infallible> {
+    req: Request<Body>,
+) -> Response<Body> {
     let mut arrival = Arrival::new(&req);
     let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
     if let Err(why) = framing::check(&req) {
         let response = respond::unframed(why, &arrival, &mut log);
-        return Ok(response.map(|body| Body::boxed(Ended::new(body, Record::new(log, None)))));
+        return response.map(|body| Body::boxed(Ended::new(body, Record::new(log, None))));
     }
     // Admitted or not, lingo's own endpoints are answered (a full listener still says so).
     let (held, refused) = match conn.gate.admit_request(&conn.activity) {
@@ -72,11 +69,11 @@ pub async fn handle(
     let (head, body) = response.into_parts();
     let mut body = Batch::new(Held::new(Ended::new(body, record), held));
     Pin::new(&mut body).prime().await;
-    Ok(Response::from_parts(head, Body::boxed(body)))
+    Response::from_parts(head, Body::boxed(body))
 }
 
 /// A request and what it is served with.
-type Served<'a> = (&'a Reloader, &'a Snapshot, &'a ConnInfo, Request<Incoming>);
+type Served<'a> = (&'a Reloader, &'a Snapshot, &'a ConnInfo, Request<Body>);
 
 /// The phases after admission: lingo's own endpoints, then route -> authenticate -> plan ->
 /// run. An error is the answer; `arrival.dialect` says how to tell it.
@@ -111,7 +108,7 @@ async fn phases(
 /// Normalises the path and finds its route; from here on errors are told in its dialect.
 fn route<'s>(
     snapshot: &'s Snapshot,
-    req: &Request<Incoming>,
+    req: &Request<Body>,
     arrival: &mut Arrival,
     log: &mut AccessLog,
 ) -> Result<(&'s Route, String), ProxyError> {
@@ -134,7 +131,7 @@ fn route<'s>(
 /// the client key; the log names the client.
 fn authenticate(
     snapshot: &Snapshot,
-    req: &Request<Incoming>,
+    req: &Request<Body>,
     log: &mut AccessLog,
 ) -> Result<(), ProxyError> {
     let table = &snapshot.table;

@@ -4,12 +4,12 @@
 //! path it has no translator for) is refused here.
 
 use hyper::Request;
-use hyper::body::Incoming;
 use hyper::header::CONTENT_LENGTH;
 
 use super::exchange::Exchange;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
+use crate::http::body::Body;
 use crate::translate::{self, Endpoint};
 use crate::upstream::headers;
 
@@ -41,7 +41,7 @@ pub enum Plan {
 
 impl Plan {
     /// Decides the plan for `req`, or what the route refuses.
-    pub fn decide(x: &Exchange<'_>, req: &Request<Incoming>) -> Result<Plan, ProxyError> {
+    pub fn decide(x: &Exchange<'_>, req: &Request<Body>) -> Result<Plan, ProxyError> {
         let (route, upstream, path) = (x.route, x.upstream, x.path());
         let endpoint = translate::endpoint(route.speaks, upstream.speaks, path);
         if (route.speaks, upstream.speaks) == (Dialect::Native, Dialect::Chat)
@@ -78,7 +78,7 @@ impl Plan {
 
 /// What the route itself refuses: model management where it is not allowed, and a body
 /// declared larger than the route takes.
-fn refuse(x: &Exchange<'_>, req: &Request<Incoming>) -> Result<(), ProxyError> {
+fn refuse(x: &Exchange<'_>, req: &Request<Body>) -> Result<(), ProxyError> {
     if x.upstream.speaks == Dialect::Native
         && !x.route.allow_model_management
         && is_model_management(x.path())

@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::header::{CONNECTION, HeaderValue};
-use hyper::rt::bounds::Http2ServerConnExec;
-use hyper::service::{HttpService, service_fn};
+use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 
@@ -27,7 +27,7 @@ use super::protocol::{Graceful, Settings};
 use super::sniff::{self, Speaks};
 use super::watched::Watched;
 use crate::base::dialect;
-use crate::http::body::Body;
+use crate::http::body::{Body, BoxError};
 use crate::http::gated::Gated;
 use crate::limits::{Activity, ConnectionSlot, Gate, Quiet, Timeouts};
 use crate::proxy::exchange::ConnInfo;
@@ -120,11 +120,10 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         gate,
         activity: Arc::clone(&activity),
     });
-    let service =
-        service_fn(move |req| pipeline::boxed(Arc::clone(&reloader), Arc::clone(&conn), req));
     let session = Session {
         settings: Settings::new(&limits),
-        service,
+        reloader,
+        conn,
         stop,
         peer,
     };
@@ -137,7 +136,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
             let Some(speaks) = first_bytes(&stream, quiet.as_mut(), &mut session.stop).await else {
                 return ended(Ok(()));
             };
-            let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
+            let io = Watched::new(stream, Arc::clone(&activity));
             ended(session.run(speaks, io, &activity, quiet).await);
         });
         return;
@@ -147,7 +146,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
             return;
         };
         let speaks = sniff::by_alpn(stream.get_ref().1.alpn_protocol());
-        let io = TokioIo::new(Watched::new(stream, Arc::clone(&activity)));
+        let io = Watched::new(stream, Arc::clone(&activity));
         let quiet = activity.quiet(timeouts);
         ended(session.run(speaks, io, &activity, quiet).await);
     });
@@ -159,7 +158,7 @@ fn ending(
     slot: ConnectionSlot,
     drain: DrainGuard,
     peer: SocketAddr,
-) -> impl FnOnce(hyper::Result<()>) {
+) -> impl FnOnce(Result<(), BoxError>) {
     move |result| {
         drop((slot, drain));
         if let Err(err) = result {
@@ -257,19 +256,15 @@ pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
 }
 
 /// What serving a connection takes once the version it speaks is known.
-struct Session<S> {
+struct Session {
     settings: Settings,
-    service: S,
+    reloader: Arc<Reloader>,
+    conn: Arc<ConnInfo>,
     stop: watch::Receiver<bool>,
     peer: SocketAddr,
 }
 
-impl<S> Session<S>
-where
-    S: HttpService<Incoming, ResBody = Body>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    TokioExecutor: Http2ServerConnExec<S::Future, Body>,
-{
+impl Session {
     /// Serves `io` in the version it speaks, to its end (see [`drive`]). An HTTP/2
     /// connection's clock stops timing heads.
     async fn run<I>(
@@ -278,23 +273,38 @@ where
         io: I,
         activity: &Activity,
         quiet: impl Future<Output = Quiet>,
-    ) -> hyper::Result<()>
+    ) -> Result<(), BoxError>
     where
-        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+        I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
         let Session {
             settings,
-            service,
+            reloader,
+            conn,
             stop,
             peer,
         } = self;
         match speaks {
-            Speaks::Http1 => drive(settings.http1(io, service), quiet, stop, peer).await,
-            // Boxed: an HTTP/2 connection's state is twice an HTTP/1.1 one's (3.4 KiB against
-            // 1.7), and unboxed every connection's task would be the size of the larger.
+            Speaks::Http1 => {
+                let service =
+                    move |req| pipeline::boxed(Arc::clone(&reloader), Arc::clone(&conn), req);
+                drive(settings.http1(io, service), quiet, stop, peer).await
+            }
+            // Boxed: an HTTP/2 connection's state is twice an HTTP/1.1 one's, and unboxed
+            // every connection's task would be the size of the larger.
             Speaks::Http2 => {
                 activity.speaks_http2();
-                Box::pin(drive(settings.http2(io, service), quiet, stop, peer)).await
+                let service = service_fn(move |req: Request<Incoming>| {
+                    let answer = pipeline::boxed(
+                        Arc::clone(&reloader),
+                        Arc::clone(&conn),
+                        req.map(Body::new),
+                    );
+                    async move { Ok::<_, Infallible>(answer.await) }
+                });
+                let conn = settings.http2(TokioIo::new(io), service);
+                let ended = Box::pin(drive(conn, quiet, stop, peer)).await;
+                ended.map_err(Into::into)
             }
         }
     }
@@ -310,12 +320,15 @@ enum Ending {
 /// it to close gracefully and keeps polling so that the answer in progress is finished; when
 /// a request head is too slow to arrive, drops it (nothing is in flight on it). The timer
 /// and the shutdown signal are [`Gated`]: most wakes of the task are for the connection.
-async fn drive(
-    conn: impl Graceful,
+async fn drive<C, E>(
+    conn: C,
     quiet: impl Future<Output = Quiet>,
     mut stop: watch::Receiver<bool>,
     peer: SocketAddr,
-) -> hyper::Result<()> {
+) -> Result<(), E>
+where
+    C: Graceful<Output = Result<(), E>>,
+{
     let mut conn = pin!(conn);
     let ending = async move {
         tokio::select! {

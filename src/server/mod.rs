@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod connection;
+mod h1;
 mod protocol;
 mod sniff;
 mod watched;

@@ -5,7 +5,6 @@
 //! call per input, concurrently, and lingo remembers that for the upstream until the next
 //! reload.
 
-use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 
 use super::shared::{error_body, read_body, retold};
@@ -20,7 +19,7 @@ use crate::translate::embeddings::{self, Embeddings};
 type Answer = Result<Response<Body>, ProxyError>;
 
 /// Serves one embeddings request.
-pub async fn handle(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+pub async fn handle(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let mut t = Embeddings::new(embeddings::request(&body).map_err(invalid)?);

@@ -23,7 +23,6 @@ pub mod webdata;
 
 use std::pin::Pin;
 
-use hyper::body::Incoming;
 use hyper::{Request, Response};
 
 use super::exchange::Exchange;
@@ -43,7 +42,7 @@ type Running<'a> = Pin<Box<dyn Future<Output = Result<Response<Body>, ProxyError
 pub async fn run(
     plan: Plan,
     x: &Exchange<'_>,
-    req: Request<Incoming>,
+    req: Request<Body>,
 ) -> Result<Response<Body>, ProxyError> {
     let running: Running<'_> = match plan {
         Plan::Translate(Endpoint::ChatCompletions) => Box::pin(translate::chat(x, req)),

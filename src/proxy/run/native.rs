@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use hyper::body::Incoming;
 use hyper::{Request, Response};
 
 use super::shared::{json, read_body};
@@ -25,7 +24,7 @@ use crate::translate::native::{self, Embed, Generation, Now, Refusal, Stamp, Tra
 type Answer = Result<Response<Body>, ProxyError>;
 
 /// Serves `/api/chat`.
-pub async fn chat(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+pub async fn chat(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let now = clock(Instant::now());
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
@@ -35,7 +34,7 @@ pub async fn chat(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
 }
 
 /// Serves `/api/generate`.
-pub async fn generate(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+pub async fn generate(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let now = clock(Instant::now());
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
@@ -44,7 +43,7 @@ pub async fn generate(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
 }
 
 /// Serves `/api/embed` (`legacy: false`) and `/api/embeddings` (`legacy: true`).
-pub async fn embed(x: &Exchange<'_>, req: Request<Incoming>, legacy: bool) -> Answer {
+pub async fn embed(x: &Exchange<'_>, req: Request<Body>, legacy: bool) -> Answer {
     let now = clock(Instant::now());
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;

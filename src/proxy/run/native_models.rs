@@ -3,7 +3,6 @@
 //! [`crate::translate::native::models`].
 
 use bytes::Bytes;
-use hyper::body::Incoming;
 use hyper::{HeaderMap, Method, Request, Response};
 use serde_json::Value;
 
@@ -36,7 +35,7 @@ pub async fn tags(x: &Exchange<'_>) -> Answer {
 
 /// `POST /api/show` (`model`, or the older `name`): the model's `/v1/models/{id}` on the
 /// upstream its name (an alias, maybe) resolves to, described under the client's name.
-pub async fn show(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+pub async fn show(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let body = read_body(req.into_body(), x.route.max_body).await?;
     let name = model_name(&body)?;
     let (index, upstream, model) = resolve(x, &name);

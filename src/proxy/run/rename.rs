@@ -10,7 +10,6 @@ use std::sync::LazyLock;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::body::Incoming;
 use hyper::header::CONTENT_LENGTH;
 use hyper::{Request, Response};
 
@@ -25,10 +24,7 @@ use crate::translate::rename::Rename;
 use crate::translate::splice::{self, KeyScan};
 
 /// Forwards a native call, resolving a model alias if it names one.
-pub async fn handle(
-    call: &Exchange<'_>,
-    req: Request<Incoming>,
-) -> Result<Response<Body>, ProxyError> {
+pub async fn handle(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<Body>, ProxyError> {
     let (parts, body) = req.into_parts();
     let body = read_body(body, call.route.max_body).await?;
     let Some((index, alias, model, renamed)) = resolve(call, &body) else {

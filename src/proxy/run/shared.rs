@@ -3,7 +3,6 @@
 //! re-telling an upstream's error.
 
 use bytes::Bytes;
-use hyper::body::Incoming;
 use hyper::header::{
     ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderMap, HeaderValue,
     RETRY_AFTER,
@@ -19,7 +18,7 @@ use crate::table::Upstream;
 use crate::upstream::{self, UpstreamClient, headers};
 
 /// Reads the whole client body, refusing it past `limit` (413).
-pub async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, ProxyError> {
+pub async fn read_body(body: Body, limit: u64) -> Result<Bytes, ProxyError> {
     let read = read_all(body, usize::try_from(limit).unwrap_or(usize::MAX)).await;
     read.map_err(|err| {
         if err.is::<http_body_util::LengthLimitError>() {

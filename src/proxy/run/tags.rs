@@ -16,7 +16,6 @@ use std::future::Future;
 use std::pin::Pin;
 
 use bytes::Bytes;
-use hyper::body::Incoming;
 use hyper::{HeaderMap, Method, Request, Response};
 
 use super::shared::{bad_gateway, json, send, upstream_failure, whole};
@@ -34,10 +33,7 @@ type Fetched = Result<Bytes, ProxyError>;
 
 /// Answers `GET /api/tags` with the route upstream's list and one entry per usable alias;
 /// other methods (`HEAD` included: there is no list to merge) pass through.
-pub async fn handle(
-    call: &Exchange<'_>,
-    req: Request<Incoming>,
-) -> Result<Response<Body>, ProxyError> {
+pub async fn handle(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<Body>, ProxyError> {
     if req.method() != Method::GET {
         return pass::forward(call, req).await;
     }

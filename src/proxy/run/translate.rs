@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hyper::body::Incoming;
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Request, Response};
 
@@ -30,7 +29,7 @@ use crate::translate::{Meta, Translation, UpstreamCall};
 type Answer = Result<Response<Body>, ProxyError>;
 
 /// Serves `/v1/chat/completions`.
-pub async fn chat(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+pub async fn chat(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let defaults = RouteDefaults {
@@ -42,7 +41,7 @@ pub async fn chat(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
 }
 
 /// Serves `/v1/completions`.
-pub async fn completions(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+pub async fn completions(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let request = completions::request(&body, &x.route.options).map_err(invalid)?;

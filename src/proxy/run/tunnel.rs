@@ -17,8 +17,9 @@ use tower_service::Service;
 
 use crate::auth;
 use crate::error::{ProxyError, TimeoutKind};
-use crate::http::body::Body;
+use crate::http::body::{Body, BoxError};
 use crate::http::idle::Idle;
+use crate::http::upgrade::{self, NotUpgraded, Upgraded};
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
 use crate::table::Auth;
@@ -27,10 +28,7 @@ use crate::upstream::{self, UpstreamClient, headers};
 
 /// Tunnels a WebSocket upgrade to the call's upstream: connect, send the handshake with the
 /// key swapped in, and once both sides have switched protocols, copy bytes both ways.
-pub async fn proxy(
-    call: &Exchange<'_>,
-    req: Request<Incoming>,
-) -> Result<Response<Body>, ProxyError> {
+pub async fn proxy(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<Body>, ProxyError> {
     open(call, req, None).await
 }
 
@@ -39,7 +37,7 @@ pub async fn proxy(
 /// is offered, so that the frames stay readable.
 pub async fn watcher(
     call: &Exchange<'_>,
-    req: Request<Incoming>,
+    req: Request<Body>,
     frames: Frames,
 ) -> Result<Response<Body>, ProxyError> {
     open(call, req, Some(frames)).await
@@ -47,11 +45,11 @@ pub async fn watcher(
 
 async fn open(
     call: &Exchange<'_>,
-    mut req: Request<Incoming>,
+    mut req: Request<Body>,
     frames: Option<Frames>,
 ) -> Result<Response<Body>, ProxyError> {
     let upstream = call.upstream;
-    let client_upgrade = hyper::upgrade::on(&mut req);
+    let client_upgrade = upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
     if frames.is_some() {
         parts.headers.remove(SEC_WEBSOCKET_EXTENSIONS);
@@ -127,13 +125,14 @@ async fn handshake(
 /// Copies bytes both ways once both sides have switched protocols (through `frames` on the
 /// way down, when given).
 async fn relay(
-    client: hyper::upgrade::OnUpgrade,
+    client: impl Future<Output = Result<Upgraded, NotUpgraded>>,
     upstream: hyper::upgrade::OnUpgrade,
     frames: Option<Frames>,
 ) {
-    match tokio::try_join!(client, upstream) {
-        Ok((client, upstream)) => {
-            let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
+    let both = async { Ok::<_, BoxError>((client.await?, upstream.await?)) };
+    match both.await {
+        Ok((mut client, upstream)) => {
+            let mut upstream = TokioIo::new(upstream);
             let copied = match frames {
                 Some(frames) => relay_retelling(&mut client, &mut upstream, frames).await,
                 None => tokio::io::copy_bidirectional(&mut client, &mut upstream)

@@ -8,7 +8,6 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use hyper::body::Incoming;
 use hyper::header::{CONTENT_LENGTH, HeaderValue, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 
@@ -26,7 +25,7 @@ use crate::upstream::{self, headers};
 type Answer = Result<Response<Body>, ProxyError>;
 
 /// Serves one `/v1/...` call on a route to a v2-only upstream.
-pub async fn v1(x: &Exchange<'_>, req: Request<Incoming>) -> Answer {
+pub async fn v1(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let query = req.uri().query().map(str::to_owned);
     let route =
         webdata::route(req.method().as_str(), x.path(), query.as_deref()).map_err(refused)?;
@@ -89,7 +88,7 @@ async fn told(
 
 /// A v1 crawl watcher: tunnelled to its v2 path, its documents' json results where the job's
 /// v1 formats put them.
-async fn watch(x: &Exchange<'_>, v2_path: &str, req: Request<Incoming>) -> Answer {
+async fn watch(x: &Exchange<'_>, v2_path: &str, req: Request<Body>) -> Answer {
     let peer = x.snapshot.peer(x.route.upstream);
     let json_as = webdata::status_id(x.path()).map_or(JsonAs::Unknown, |id| recall(peer, id));
     let max = usize::try_from(x.snapshot.table.limits.max_answer).unwrap_or(usize::MAX);

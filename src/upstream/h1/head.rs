@@ -111,7 +111,7 @@ fn field(out: &mut BytesMut, name: &str, value: &[u8]) {
 }
 
 /// `n` in decimal, without the formatting machinery (a third of a request head's writing).
-fn push_decimal(out: &mut BytesMut, mut n: u64) {
+pub(crate) fn push_decimal(out: &mut BytesMut, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -280,7 +280,10 @@ fn version_of(answer: &httparse::Response<'_, '_>) -> Version {
 
 /// Where each field's name and value sit in `buf`: the fields are made from one frozen copy
 /// of the head instead of a copy each.
-fn spans(buf: &[u8], fields: &[httparse::Header<'_>]) -> Vec<(Range<usize>, Range<usize>)> {
+pub(crate) fn spans(
+    buf: &[u8],
+    fields: &[httparse::Header<'_>],
+) -> Vec<(Range<usize>, Range<usize>)> {
     let at = |s: &[u8]| {
         let start = s.as_ptr() as usize - buf.as_ptr() as usize;
         start..start + s.len()
@@ -295,7 +298,7 @@ fn spans(buf: &[u8], fields: &[httparse::Header<'_>]) -> Vec<(Range<usize>, Rang
 /// adding them does not grow the map (a rehash of every field).
 const ADDED_FIELDS: usize = 2;
 
-fn to_map(
+pub(crate) fn to_map(
     bytes: &Bytes,
     spans: &[(Range<usize>, Range<usize>)],
     facts: &mut Facts,
@@ -328,19 +331,19 @@ pub fn fields(section: &Bytes) -> Result<HeaderMap, HeadError> {
 /// What an answer's fields say about its framing and its connection, noted as its map is
 /// built (three lookups in the map after it cost more than a name comparison per field).
 #[derive(Default)]
-struct Facts {
+pub(crate) struct Facts {
     /// `Content-Length`: the one length all its values agree on, or `Err` when they do not
     /// or one is not a number.
-    length: Option<Result<u64, ()>>,
+    pub(crate) length: Option<Result<u64, ()>>,
     /// `Transfer-Encoding`: whether its last coding is `chunked`.
-    chunked: Option<bool>,
+    pub(crate) chunked: Option<bool>,
     /// `Connection: close` and `Connection: keep-alive`.
-    close: bool,
-    keep_alive: bool,
+    pub(crate) close: bool,
+    pub(crate) keep_alive: bool,
 }
 
 impl Facts {
-    fn note(&mut self, name: &HeaderName, value: &HeaderValue) {
+    pub(crate) fn note(&mut self, name: &HeaderName, value: &HeaderValue) {
         let text = || std::str::from_utf8(value.as_bytes()).unwrap_or("\u{fffd}");
         if *name == CONTENT_LENGTH {
             for part in text().split(',') {
@@ -386,7 +389,7 @@ impl Facts {
 
     /// Persistence (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
     /// `Connection: keep-alive`.
-    fn keeps_alive(&self, version: Version) -> bool {
+    pub(crate) fn keeps_alive(&self, version: Version) -> bool {
         match version {
             Version::HTTP_10 => self.keep_alive && !self.close,
             _ => !self.close,

@@ -16,9 +16,9 @@
 //!
 //! What is not here: upgrades (a WebSocket goes through hyper's client), HTTP/2, TLS.
 
-mod decode;
+pub(crate) mod decode;
 mod dial;
-mod head;
+pub(crate) mod head;
 mod upload;
 
 use std::future::poll_fn;

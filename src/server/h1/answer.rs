@@ -1,0 +1,275 @@
+//! Writing an answer: its head, then its body as the body has it, framed by length, chunked,
+//! or (to an HTTP/1.0 client, length unknown) up to the close.
+//!
+//! What the body has ready is gathered into one write: a whole answer leaves with its head in
+//! one write, and a burst of tokens in one write, while a token that comes alone goes out at
+//! once (a body with nothing ready means: write what is held). A large frame is written as it
+//! is, not copied. While the body has nothing, the client is watched: one that closes ends
+//! the answer (and so the upstream request behind it).
+
+use std::future::poll_fn;
+use std::io;
+use std::task::{Context, Poll};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http_body::Body as _;
+use hyper::header::{CONNECTION, CONTENT_LENGTH, HeaderValue};
+use hyper::{Response, StatusCode, Version};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::head::{self, Framing};
+use super::wire::{CONTINUE, Shared, lock};
+use crate::http::body::{Body, BoxError};
+
+/// Held bytes past this are written before more of the body is read; a frame larger than
+/// this is written on its own.
+const FLUSH_AT: usize = 16 * 1024;
+/// Room kept between writes; more is given back once written.
+const KEEP_ROOM: usize = 4 * 1024;
+
+/// What the request said about its answer.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked {
+    pub head_request: bool,
+    pub version: Version,
+    /// Whether the connection may carry another request after this answer.
+    pub keep_alive: bool,
+}
+
+/// Why an answer was not written to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("writing the answer failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("the client closed the connection during the answer")]
+    ClientGone,
+    #[error("the answer's body failed: {0}")]
+    Body(BoxError),
+    #[error("the answer's body did not match its content-length")]
+    Length,
+}
+
+/// What the body or the client had next.
+enum Next {
+    Data(Bytes),
+    End,
+    /// Nothing ready: write what is held before waiting.
+    Idle,
+}
+
+/// Writes `response` to its end. `Ok(true)`: the connection can carry another request.
+pub async fn write<I>(
+    wire: &Shared<I>,
+    response: Response<Body>,
+    asked: Asked,
+    date: &HeaderValue,
+) -> Result<bool, AnswerError>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let (parts, mut body) = response.into_parts();
+    let framing = framing(parts.status, &parts.headers, &body, asked);
+    // An answer that says `Connection: close` (lingo's own, to a request it will not read
+    // the rest of) closes the connection after it.
+    let keep_alive = asked.keep_alive && framing != Framing::ToClose && !says_close(&parts.headers);
+    // Room for the head, and for a whole body that comes in one write with it.
+    let whole = body
+        .size_hint()
+        .exact()
+        .and_then(|n| usize::try_from(n).ok());
+    let mut out = BytesMut::with_capacity(512 + whole.filter(|&n| n <= FLUSH_AT).unwrap_or(0));
+    // A `100 Continue` half written is finished first; one not begun is owed no more.
+    if let Some(at) = lock(wire).go_ahead.take()
+        && at > 0
+    {
+        out.put_slice(&CONTINUE[at..]);
+    }
+    let answer = head::Answer {
+        status: parts.status,
+        version: asked.version,
+        headers: &parts.headers,
+        framing,
+        keep_alive,
+        date,
+    };
+    head::write(&mut out, &answer);
+    // The fields are not held for a stream's life.
+    drop(parts);
+    match framing {
+        Framing::None => flush(wire, &mut out).await?,
+        _ => send_body(wire, &mut body, out, framing).await?,
+    }
+    Ok(keep_alive)
+}
+
+/// Writes the body after `out` (the head), framed by `framing`.
+async fn send_body<I>(
+    wire: &Shared<I>,
+    body: &mut Body,
+    mut out: BytesMut,
+    framing: Framing,
+) -> Result<(), AnswerError>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut left = match framing {
+        Framing::Length(n) => Some(n),
+        _ => None,
+    };
+    loop {
+        let next = match poll_fn(|cx| next(wire, body, !out.is_empty(), cx)).await {
+            Ok(next) => next,
+            // What came before a failure is the client's: written, then the connection is
+            // closed without the body's end, so the client sees the answer cut short.
+            Err(err @ AnswerError::Body(_)) => {
+                flush(wire, &mut out).await?;
+                return Err(err);
+            }
+            Err(err) => return Err(err),
+        };
+        match next {
+            Next::Data(data) => {
+                if let Some(left) = &mut left {
+                    *left = (left.checked_sub(data.len() as u64)).ok_or(AnswerError::Length)?;
+                }
+                add(wire, &mut out, data, framing == Framing::Chunked).await?;
+            }
+            Next::Idle => {
+                flush(wire, &mut out).await?;
+                // A stream waiting for its next token holds no room.
+                out = BytesMut::new();
+            }
+            Next::End => {
+                if framing == Framing::Chunked {
+                    out.put_slice(b"0\r\n\r\n");
+                }
+                flush(wire, &mut out).await?;
+                return match left {
+                    Some(left) if left > 0 => Err(AnswerError::Length),
+                    _ => Ok(()),
+                };
+            }
+        }
+    }
+}
+
+/// How the body goes on the wire (RFC 9112 §6.3): none for a `HEAD` request's answer, 1xx,
+/// 204 and 304; else the answer's own `Content-Length` if it has one, or the body's exact
+/// size; else chunked, or up to the close for an HTTP/1.0 client.
+fn framing(status: StatusCode, headers: &hyper::HeaderMap, body: &Body, asked: Asked) -> Framing {
+    let no_body = asked.head_request
+        || status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    if no_body {
+        return Framing::None;
+    }
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    match declared.or_else(|| body.size_hint().exact()) {
+        Some(n) => Framing::Length(n),
+        None if asked.version == Version::HTTP_10 => Framing::ToClose,
+        None => Framing::Chunked,
+    }
+}
+
+fn says_close(headers: &hyper::HeaderMap) -> bool {
+    headers.get_all(CONNECTION).iter().any(|value| {
+        (value.as_bytes().split(|&b| b == b','))
+            .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))
+    })
+}
+
+/// The body's next frame (trailers are not sent on: hyper sends them only to a client that
+/// asked, and none of lingo's clients do); when it has none yet, [`Next::Idle`] if bytes are
+/// held, else a wait on both the body and the client's close.
+fn next<I>(
+    wire: &Shared<I>,
+    body: &mut Body,
+    holding: bool,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Next, AnswerError>>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    loop {
+        match std::pin::Pin::new(&mut *body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) if data.is_empty() => continue,
+                Ok(data) => return Poll::Ready(Ok(Next::Data(data))),
+                Err(_trailers) => continue,
+            },
+            Poll::Ready(Some(Err(err))) => return Poll::Ready(Err(AnswerError::Body(err))),
+            Poll::Ready(None) => return Poll::Ready(Ok(Next::End)),
+            Poll::Pending if holding => return Poll::Ready(Ok(Next::Idle)),
+            Poll::Pending => {
+                return match lock(wire).poll_client_gone(cx) {
+                    Poll::Ready(true) => Poll::Ready(Err(AnswerError::ClientGone)),
+                    _ => Poll::Pending,
+                };
+            }
+        }
+    }
+}
+
+/// Adds a data frame to what is held, framed; a large one is written after what is held,
+/// as it is.
+async fn add<I>(
+    wire: &Shared<I>,
+    out: &mut BytesMut,
+    mut data: Bytes,
+    chunked: bool,
+) -> Result<(), AnswerError>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    if chunked {
+        push_hex(out, data.len());
+    }
+    if out.len() + data.len() <= FLUSH_AT {
+        out.extend_from_slice(&data);
+    } else {
+        flush(wire, out).await?;
+        poll_fn(|cx| lock(wire).poll_write_all(cx, &mut data)).await?;
+    }
+    if chunked {
+        out.put_slice(b"\r\n");
+    }
+    if out.len() >= FLUSH_AT {
+        flush(wire, out).await?;
+    }
+    Ok(())
+}
+
+/// Writes what is held; room past [`KEEP_ROOM`] is given back.
+pub async fn flush<I>(wire: &Shared<I>, out: &mut BytesMut) -> Result<(), AnswerError>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    if !out.is_empty() {
+        let mut held = std::mem::take(out);
+        poll_fn(|cx| lock(wire).poll_write_all(cx, &mut held)).await?;
+        held.clear();
+        if held.capacity() <= KEEP_ROOM {
+            *out = held;
+        }
+    }
+    Ok(())
+}
+
+/// A chunk-size line.
+fn push_hex(out: &mut BytesMut, mut n: usize) {
+    let mut line = [0u8; 18];
+    line[16..].copy_from_slice(b"\r\n");
+    let mut at = 16;
+    loop {
+        at -= 1;
+        line[at] = b"0123456789abcdef"[n & 15];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.put_slice(&line[at..]);
+}

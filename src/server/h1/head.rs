@@ -1,0 +1,386 @@
+//! A request head read, and an answer head written (RFC 9112). Pure.
+//!
+//! The request head is parsed by `httparse` (hyper's parser, with hyper's settings) and held
+//! to the framing rules hyper's server applies on top of it, so that lingo reads every
+//! request exactly as hyper did: `Transfer-Encoding` only in HTTP/1.1 and only ending in
+//! `chunked`, which then wins over `Content-Length` (dropped) and closes the connection after
+//! the answer (RFC 9112 §6.1); lengths that disagree or are no number refused.
+
+use std::mem::MaybeUninit;
+
+use bytes::{BufMut, BytesMut};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HeaderValue, UPGRADE};
+use hyper::http::request::Parts;
+use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
+
+use crate::upstream::h1::decode::{Chunk, Decoder};
+use crate::upstream::h1::head::{Facts, push_decimal, spans, to_map};
+
+/// Fields read without taking room on the heap (hyper's default limit is 100).
+const STACK_FIELDS: usize = 128;
+
+/// A request head, read.
+#[derive(Debug)]
+pub struct Head {
+    pub parts: Parts,
+    /// How its body is framed.
+    pub body: Decoder,
+    /// Whether the connection can carry another request after this one's answer.
+    pub keep_alive: bool,
+    /// `Expect: 100-continue`: the client waits for a go-ahead before sending the body.
+    pub expects_continue: bool,
+    /// An upgrade is asked for (`Connection: upgrade` with `Upgrade`).
+    pub upgrade: bool,
+}
+
+/// What the bytes read so far hold.
+#[derive(Debug)]
+pub enum Parsed {
+    /// A whole head, taken out of the buffer.
+    Head(Box<Head>),
+    /// Not all of a head yet.
+    Partial,
+}
+
+/// A head lingo does not read: answered with this status, then the connection is closed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("malformed request head ({0})")]
+    Malformed(String),
+    #[error("request head too large")]
+    TooLarge,
+}
+
+/// How an answer's body goes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body at all (a `HEAD` request's answer, 1xx, 204, 304).
+    None,
+    Length(u64),
+    Chunked,
+    /// Up to the close of the connection (an HTTP/1.0 client, length unknown).
+    ToClose,
+}
+
+// === impl Refusal ===
+
+impl Refusal {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Refusal::Malformed(_) => StatusCode::BAD_REQUEST,
+            Refusal::TooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        }
+    }
+}
+
+// === the request head ===
+
+/// Takes a request head out of `buf` if it is all there: at most `max_fields` fields and
+/// `max_head` bytes.
+pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<Parsed, Refusal> {
+    let mut stack = [const { MaybeUninit::uninit() }; STACK_FIELDS];
+    let mut heap = Vec::new();
+    let fields = if max_fields <= STACK_FIELDS {
+        &mut stack[..max_fields]
+    } else {
+        heap.resize_with(max_fields, MaybeUninit::uninit);
+        &mut heap[..]
+    };
+    let (req, parsed) = read(buf, fields);
+    let len = match parsed {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) if buf.len() >= max_head => return Err(Refusal::TooLarge),
+        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
+        Err(httparse::Error::TooManyHeaders) => return Err(Refusal::TooLarge),
+        Err(err) => return Err(malformed(err)),
+    };
+    if len > max_head {
+        return Err(Refusal::TooLarge);
+    }
+    let version = match req.version {
+        Some(0) => Version::HTTP_10,
+        _ => Version::HTTP_11,
+    };
+    let method =
+        Method::from_bytes(req.method.unwrap_or_default().as_bytes()).map_err(malformed)?;
+    let target = req.path.unwrap_or_default().as_bytes();
+    let start = target.as_ptr() as usize - buf.as_ptr() as usize;
+    let target = start..start + target.len();
+    let spans = spans(buf, req.headers);
+    let bytes = buf.split_to(len).freeze();
+    let uri = Uri::from_maybe_shared(bytes.slice(target)).map_err(malformed)?;
+    let mut facts = Facts::default();
+    let mut headers =
+        to_map(&bytes, &spans, &mut facts).map_err(|e| Refusal::Malformed(e.to_string()))?;
+    let (body, reusable) = framing(&facts, version, &mut headers)?;
+    let (mut parts, ()) = Request::new(()).into_parts();
+    parts.method = method;
+    parts.uri = uri;
+    parts.version = version;
+    let expects_continue = version == Version::HTTP_11
+        && body != Decoder::Done
+        && (headers.get(EXPECT))
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let upgrade = headers.contains_key(UPGRADE) && has_token(&headers, b"upgrade");
+    parts.headers = headers;
+    Ok(Parsed::Head(Box::new(Head {
+        parts,
+        body,
+        keep_alive: reusable && facts.keeps_alive(version),
+        expects_continue,
+        upgrade,
+    })))
+}
+
+/// httparse's reading of the request head `buf` starts with, its fields in `fields`
+/// (uninitialised room, which httparse fills as it finds them).
+fn read<'h, 'b>(
+    buf: &'b [u8],
+    fields: &'h mut [MaybeUninit<httparse::Header<'b>>],
+) -> (httparse::Request<'h, 'b>, httparse::Result<usize>) {
+    let mut req = httparse::Request::new(&mut []);
+    let parsed =
+        httparse::ParserConfig::default().parse_request_with_uninit_headers(&mut req, buf, fields);
+    (req, parsed)
+}
+
+fn malformed(err: impl std::fmt::Display) -> Refusal {
+    Refusal::Malformed(err.to_string())
+}
+
+/// The body's framing (RFC 9112 §6.1, §6.3) and whether the connection may be reused after
+/// it. A request with neither field has no body.
+fn framing(
+    facts: &Facts,
+    version: Version,
+    headers: &mut HeaderMap,
+) -> Result<(Decoder, bool), Refusal> {
+    match (facts.chunked, facts.length) {
+        (Some(_), _) if version == Version::HTTP_10 => {
+            Err(malformed("transfer-encoding in HTTP/1.0"))
+        }
+        (Some(false), _) => Err(malformed("transfer-encoding not ending in chunked")),
+        (Some(true), length) => {
+            headers.remove(CONTENT_LENGTH);
+            Ok((Decoder::Chunked(Chunk::Size), length.is_none()))
+        }
+        (None, Some(Err(()))) => Err(malformed("invalid content-length")),
+        (None, Some(Ok(0)) | None) => Ok((Decoder::Done, true)),
+        (None, Some(Ok(n))) => Ok((Decoder::Length(n), true)),
+    }
+}
+
+/// Whether a `Connection` field names `token`.
+fn has_token(headers: &HeaderMap, token: &[u8]) -> bool {
+    headers.get_all(CONNECTION).iter().any(|value| {
+        (value.as_bytes().split(|&b| b == b',')).any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+    })
+}
+
+// === the answer head ===
+
+/// What is known of an answer when its head is written.
+pub struct Answer<'a> {
+    pub status: StatusCode,
+    /// The client's version: an HTTP/1.0 client gets an HTTP/1.0 answer.
+    pub version: Version,
+    pub headers: &'a HeaderMap,
+    pub framing: Framing,
+    /// Whether the connection stays open after this answer.
+    pub keep_alive: bool,
+    /// `Date`, when the answer has none.
+    pub date: &'a HeaderValue,
+}
+
+/// Writes an answer head: the status line, the fields (but any framing field: this one's
+/// are written from `framing`), `Date` if missing, and `Connection` as `keep_alive` says.
+pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
+    out.put_slice(match answer.version {
+        Version::HTTP_10 => b"HTTP/1.0 ",
+        _ => b"HTTP/1.1 ",
+    });
+    out.put_slice(answer.status.as_str().as_bytes());
+    out.put_u8(b' ');
+    out.put_slice(answer.status.canonical_reason().unwrap_or("").as_bytes());
+    out.put_slice(b"\r\n");
+    for (name, value) in answer.headers {
+        let framing_field = *name == CONTENT_LENGTH || *name == hyper::header::TRANSFER_ENCODING;
+        if framing_field || *name == CONNECTION && !answer.keep_alive {
+            continue;
+        }
+        field(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    match answer.framing {
+        Framing::Length(n) => {
+            out.put_slice(b"content-length: ");
+            push_decimal(out, n);
+            out.put_slice(b"\r\n");
+        }
+        Framing::Chunked => field(out, b"transfer-encoding", b"chunked"),
+        // A `HEAD` or 304 answer says the length its `GET` would have, when it knows it.
+        Framing::None => {
+            if let Some(length) = answer.headers.get(CONTENT_LENGTH)
+                && answer.status != StatusCode::NO_CONTENT
+                && !answer.status.is_informational()
+            {
+                field(out, b"content-length", length.as_bytes());
+            }
+        }
+        Framing::ToClose => {}
+    }
+    if !answer.headers.contains_key(hyper::header::DATE) {
+        field(out, b"date", answer.date.as_bytes());
+    }
+    if !answer.keep_alive {
+        field(out, b"connection", b"close");
+    } else if answer.version == Version::HTTP_10 && !answer.headers.contains_key(CONNECTION) {
+        field(out, b"connection", b"keep-alive");
+    }
+    out.put_slice(b"\r\n");
+}
+
+fn field(out: &mut BytesMut, name: &[u8], value: &[u8]) {
+    out.reserve(name.len() + value.len() + 4);
+    out.put_slice(name);
+    out.put_slice(b": ");
+    out.put_slice(value);
+    out.put_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(raw: &str) -> Result<Head, Refusal> {
+        match parse(&mut BytesMut::from(raw), 100, 8192)? {
+            Parsed::Head(head) => Ok(*head),
+            Parsed::Partial => panic!("partial: {raw:?}"),
+        }
+    }
+
+    /// Framing and persistence, one request head each: what hyper's server decided too.
+    #[test]
+    fn framing_and_persistence() {
+        type Case = (&'static str, Option<(Decoder, bool)>);
+        let cases: &[Case] = &[
+            (
+                "GET / HTTP/1.1\r\nhost: a\r\n\r\n",
+                Some((Decoder::Done, true)),
+            ),
+            ("GET / HTTP/1.0\r\n\r\n", Some((Decoder::Done, false))),
+            (
+                "GET / HTTP/1.0\r\nconnection: keep-alive\r\n\r\n",
+                Some((Decoder::Done, true)),
+            ),
+            (
+                "GET / HTTP/1.1\r\nconnection: close\r\n\r\n",
+                Some((Decoder::Done, false)),
+            ),
+            (
+                "POST / HTTP/1.1\r\ncontent-length: 5\r\n\r\n",
+                Some((Decoder::Length(5), true)),
+            ),
+            (
+                "POST / HTTP/1.1\r\ncontent-length: 5, 5\r\n\r\n",
+                Some((Decoder::Length(5), true)),
+            ),
+            ("POST / HTTP/1.1\r\ncontent-length: 5, 6\r\n\r\n", None),
+            ("POST / HTTP/1.1\r\ncontent-length: +5\r\n\r\n", None),
+            (
+                "POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n",
+                Some((Decoder::Chunked(Chunk::Size), true)),
+            ),
+            (
+                "POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n",
+                Some((Decoder::Chunked(Chunk::Size), false)),
+            ),
+            ("POST / HTTP/1.1\r\ntransfer-encoding: gzip\r\n\r\n", None),
+            (
+                "POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n",
+                None,
+            ),
+        ];
+        for (raw, want) in cases {
+            let got = head(raw).map(|h| (h.body, h.keep_alive)).ok();
+            assert_eq!(got, *want, "{raw:?}");
+        }
+        let both =
+            head("POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n");
+        assert!(!both.unwrap().parts.headers.contains_key(CONTENT_LENGTH));
+    }
+
+    #[test]
+    fn expectations_and_upgrades() {
+        let h = head("POST /x?y=1 HTTP/1.1\r\nexpect: 100-Continue\r\ncontent-length: 2\r\n\r\n");
+        let h = h.unwrap();
+        assert!(h.expects_continue && !h.upgrade);
+        assert_eq!(h.parts.uri, "/x?y=1");
+        let h = head("GET / HTTP/1.1\r\nexpect: 100-continue\r\n\r\n").unwrap();
+        assert!(!h.expects_continue, "nothing to wait for without a body");
+        let ws =
+            "GET /ws HTTP/1.1\r\nconnection: keep-alive, Upgrade\r\nupgrade: websocket\r\n\r\n";
+        assert!(head(ws).unwrap().upgrade);
+        assert!(
+            !head("GET / HTTP/1.1\r\nupgrade: websocket\r\n\r\n")
+                .unwrap()
+                .upgrade
+        );
+    }
+
+    #[test]
+    fn partial_too_large_and_malformed() {
+        let mut buf = BytesMut::from("GET / HTTP/1.1\r\nhost: a\r\n");
+        assert!(matches!(parse(&mut buf, 100, 8192), Ok(Parsed::Partial)));
+        let mut big = BytesMut::from("GET / HTTP/1.1\r\n");
+        big.extend_from_slice(&[b'a'; 100]);
+        assert_eq!(parse(&mut big, 100, 64).unwrap_err(), Refusal::TooLarge);
+        let many = format!("GET / HTTP/1.1\r\n{}\r\n", "a: b\r\n".repeat(4));
+        let too_many = parse(&mut BytesMut::from(many.as_str()), 3, 8192);
+        assert_eq!(too_many.unwrap_err(), Refusal::TooLarge);
+        for raw in [
+            "GET / HTTP/1.1\r\nfo o: b\r\n\r\n",
+            "GET / HTTP/1.1\r\na:\r\n b\r\n\r\n",
+        ] {
+            let refused = parse(&mut BytesMut::from(raw), 100, 8192).unwrap_err();
+            assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn answer_heads() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-a", HeaderValue::from_static("1"));
+        headers.insert(CONTENT_LENGTH, HeaderValue::from_static("99"));
+        let date = HeaderValue::from_static("Thu, 26 Nov 2026 05:00:00 GMT");
+        let write_one = |version, framing, keep_alive| {
+            let mut out = BytesMut::new();
+            let answer = Answer {
+                status: StatusCode::OK,
+                version,
+                headers: &headers,
+                framing,
+                keep_alive,
+                date: &date,
+            };
+            write(&mut out, &answer);
+            String::from_utf8(out.to_vec()).unwrap()
+        };
+        let d = "date: Thu, 26 Nov 2026 05:00:00 GMT\r\n";
+        assert_eq!(
+            write_one(Version::HTTP_11, Framing::Length(3), true),
+            format!("HTTP/1.1 200 OK\r\nx-a: 1\r\ncontent-length: 3\r\n{d}\r\n")
+        );
+        assert_eq!(
+            write_one(Version::HTTP_11, Framing::Chunked, false),
+            format!(
+                "HTTP/1.1 200 OK\r\nx-a: 1\r\ntransfer-encoding: chunked\r\n{d}connection: close\r\n\r\n"
+            )
+        );
+        assert_eq!(
+            write_one(Version::HTTP_10, Framing::None, true),
+            format!(
+                "HTTP/1.0 200 OK\r\nx-a: 1\r\ncontent-length: 99\r\n{d}connection: keep-alive\r\n\r\n"
+            )
+        );
+    }
+}

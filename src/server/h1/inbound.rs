@@ -1,0 +1,116 @@
+//! A request's body, read from the connection as it is polled: no task, channel or buffer
+//! of its own between the socket and whoever reads it (hyper's server hands each piece of a
+//! body over a channel from the connection's task).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::wire::{Shared, lock};
+use crate::http::body::BoxError;
+use crate::upstream::h1::decode::{BodyError, Decoded, Decoder};
+
+/// A request body that cannot be read as framed: the client's fault.
+#[derive(Debug, thiserror::Error)]
+pub enum InboundError {
+    #[error("the client closed the connection before the end of the body")]
+    Cut,
+    #[error("invalid chunked encoding in the request body")]
+    Chunked,
+    #[error("invalid trailers in the request body")]
+    Trailers,
+    #[error("the connection moved on to another request")]
+    Gone,
+    #[error("reading the request body failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<BodyError> for InboundError {
+    fn from(err: BodyError) -> Self {
+        match err {
+            BodyError::Cut => InboundError::Cut,
+            BodyError::ChunkSize | BodyError::ChunkEnd => InboundError::Chunked,
+            BodyError::Trailers(_) => InboundError::Trailers,
+        }
+    }
+}
+
+/// The body of request number `request` on its connection.
+pub struct Inbound<I> {
+    wire: Shared<I>,
+    request: u64,
+}
+
+impl<I> Inbound<I> {
+    pub fn new(wire: Shared<I>, request: u64) -> Self {
+        Inbound { wire, request }
+    }
+}
+
+type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
+
+fn fail(err: impl Into<InboundError>) -> Polled {
+    Poll::Ready(Some(Err(Box::new(err.into()))))
+}
+
+impl<I: AsyncRead + AsyncWrite + Unpin + Send + 'static> http_body::Body for Inbound<I> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
+        let mut wire = lock(&self.wire);
+        if wire.request != self.request {
+            return fail(InboundError::Gone);
+        }
+        // The client waits for the go-ahead once its body is asked for (hyper's rule too).
+        match wire.poll_go_ahead(cx) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(err)) => return fail(err),
+            Poll::Pending => return Poll::Pending,
+        }
+        loop {
+            let wire = &mut *wire;
+            match wire.body.decode(&mut wire.buf) {
+                Ok(Decoded::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                Ok(Decoded::Trailers(fields)) => {
+                    return Poll::Ready(Some(Ok(Frame::trailers(fields))));
+                }
+                Ok(Decoded::End) => return Poll::Ready(None),
+                Ok(Decoded::More) => {}
+                Err(err) => return fail(err),
+            }
+            match wire.poll_fill(cx) {
+                Poll::Ready(Ok(0)) => {
+                    let closed = wire.body.closed();
+                    return fail(closed.err().unwrap_or(BodyError::Cut));
+                }
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(err)) => return fail(err),
+                Poll::Pending => {
+                    wire.release_room();
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        let wire = lock(&self.wire);
+        wire.request != self.request || wire.body == Decoder::Done
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        let wire = lock(&self.wire);
+        let left = match wire.request == self.request {
+            true => wire.body.exact(),
+            false => Some(0),
+        };
+        match left {
+            Some(n) => SizeHint::with_exact(n),
+            None => SizeHint::default(),
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! lingo's own HTTP/1.1 server connection.
+//!
+//! hyper's server keeps two 8 KiB buffers for every HTTP/1.1 connection for its whole life
+//! (one to read into, one to write from; neither can be made smaller), which was two thirds
+//! of what an open HTTP/1.1 stream cost; and it hands each request body over a channel from
+//! the connection's task. Here one task reads a head, calls the service, and writes the
+//! answer; the request's body reads the socket itself as it is polled ([`inbound`]); and a
+//! connection between requests or between two tokens of an answer holds no buffer at all.
+//!
+//! - [`head`]: the request head read and the answer head written (pure);
+//! - [`wire`]: the socket and the bytes read, shared with the body being read;
+//! - [`inbound`]: the request's body;
+//! - [`answer`]: writing the answer, gathered into as few writes as it allows.
+//!
+//! The request's framing is read as hyper reads it (its parser, its rules); a head that cannot
+//! be read is answered 400 (431 when too large) and the connection closed. An upgrade (a
+//! WebSocket) gets the socket once its 101 is written (`crate::http::upgrade`).
+
+mod answer;
+mod head;
+mod inbound;
+mod wire;
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, ready};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::BytesMut;
+use hyper::header::HeaderValue;
+use hyper::{Method, Request, Response, StatusCode};
+use pin_project_lite::pin_project;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::http::body::{Body, BoxError};
+use crate::http::upgrade::{self, Upgraded};
+use crate::upstream::h1::decode::Decoder;
+use answer::Asked;
+use head::{Head, Parsed, Refusal};
+use inbound::Inbound;
+use wire::{Shared, Wire, lock};
+
+/// The head limits: at most this many fields and bytes (hyper's own limits were these).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_fields: usize,
+    pub max_head: usize,
+}
+
+pin_project! {
+    /// A connection served to its end; [`Connection::close_gracefully`] asks it to close once
+    /// the answer in progress is written (at once, between requests).
+    pub struct Connection<F> {
+        closing: Arc<AtomicBool>,
+        #[pin]
+        serving: F,
+    }
+}
+
+impl<F: Future<Output = Result<(), BoxError>>> Future for Connection<F> {
+    type Output = Result<(), BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().serving.poll(cx)
+    }
+}
+
+impl<F> Connection<F> {
+    /// The connection is polled again right after (see `server::connection::drive`), and
+    /// a connection waiting for a head looks at the flag each time it is polled.
+    pub fn close_gracefully(self: Pin<&mut Self>) {
+        self.closing.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Serves `io` with `service` until the client closes, a request or its answer fails, or a
+/// graceful close is asked for.
+pub fn connection<I, S, F>(
+    io: I,
+    service: S,
+    limits: Limits,
+) -> Connection<impl Future<Output = Result<(), BoxError>>>
+where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    S: FnMut(Request<Body>) -> F,
+    F: Future<Output = Response<Body>>,
+{
+    let closing = Arc::new(AtomicBool::new(false));
+    let serving = serve(io, service, limits, Arc::clone(&closing));
+    Connection { closing, serving }
+}
+
+async fn serve<I, S, F>(
+    io: I,
+    mut service: S,
+    limits: Limits,
+    closing: Arc<AtomicBool>,
+) -> Result<(), BoxError>
+where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    S: FnMut(Request<Body>) -> F,
+    F: Future<Output = Response<Body>>,
+{
+    let wire: Shared<I> = Arc::new(std::sync::Mutex::new(Wire::new(io)));
+    loop {
+        let head = match poll_fn(|cx| next_head(&wire, limits, &closing, cx)).await {
+            Ok(Some(head)) => head,
+            Ok(None) => return Ok(()),
+            Err(Failed::Refused(refusal)) => {
+                refuse(&wire, &refusal).await;
+                return Err(refusal.into());
+            }
+            Err(Failed::Io(err)) => return Err(err.into()),
+        };
+        let asked = Asked {
+            head_request: head.parts.method == Method::HEAD,
+            version: head.parts.version,
+            keep_alive: head.keep_alive,
+        };
+        let (request, handover) = request(&wire, *head);
+        let Some(response) = watching(&wire, service(request)).await else {
+            return Ok(()); // the client left before its answer
+        };
+        let switched = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+        let asked = Asked {
+            keep_alive: asked.keep_alive && !closing.load(Ordering::Relaxed),
+            ..asked
+        };
+        let kept = answer::write(&wire, response, asked, &date()).await?;
+        if switched {
+            // The connection is the new protocol's now; a 101 no upgrade asked for ends it.
+            match handover {
+                Some(handover) => hand_over(&wire, handover),
+                None => shut(&wire).await,
+            }
+            return Ok(());
+        }
+        if !kept || !lock(&wire).drained() {
+            shut(&wire).await;
+            return Ok(());
+        }
+    }
+}
+
+/// Why no request came.
+enum Failed {
+    Refused(Refusal),
+    Io(std::io::Error),
+}
+
+/// The next request head: `None` when the client closed between requests, or a graceful
+/// close was asked for while no request had begun.
+fn next_head<I>(
+    wire: &Shared<I>,
+    limits: Limits,
+    closing: &AtomicBool,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Option<Box<Head>>, Failed>>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut wire = lock(wire);
+    loop {
+        if !wire.buf.is_empty() {
+            match head::parse(&mut wire.buf, limits.max_fields, limits.max_head) {
+                Ok(Parsed::Head(head)) => {
+                    wire.release_room();
+                    return Poll::Ready(Ok(Some(head)));
+                }
+                Ok(Parsed::Partial) => {}
+                Err(refusal) => return Poll::Ready(Err(Failed::Refused(refusal))),
+            }
+        } else if closing.load(Ordering::Relaxed) {
+            return Poll::Ready(Ok(None));
+        }
+        match ready!(wire.poll_fill(cx)) {
+            Ok(0) => return Poll::Ready(Ok(None)),
+            Ok(_) => {}
+            Err(err) => return Poll::Ready(Err(Failed::Io(err))),
+        }
+    }
+}
+
+/// The request a head begins: its body reads from the connection, and an upgrade request
+/// carries where its upgraded connection will come from.
+fn request<I>(wire: &Shared<I>, head: Head) -> (Request<Body>, Option<upgrade::Handover>)
+where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let number = {
+        let mut w = lock(wire);
+        w.request += 1;
+        w.body = head.body;
+        w.go_ahead = head.expects_continue.then_some(0);
+        w.request
+    };
+    let body = match head.body {
+        Decoder::Done => Body::empty(),
+        _ => Body::boxed(Inbound::new(Arc::clone(wire), number)),
+    };
+    let mut request = Request::from_parts(head.parts, body);
+    let handover = head.upgrade.then(|| {
+        let (handover, on) = upgrade::pair();
+        request.extensions_mut().insert(on);
+        handover
+    });
+    (request, handover)
+}
+
+/// `answer` to its end, or `None` when the client closes first (its request body read).
+async fn watching<I, F: Future>(wire: &Shared<I>, answer: F) -> Option<F::Output>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut answer = pin!(answer);
+    poll_fn(|cx| {
+        if let Poll::Ready(out) = answer.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        match lock(wire).poll_client_gone(cx) {
+            Poll::Ready(true) => Poll::Ready(None),
+            _ => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// Gives the socket, and what was read past the head, to the upgrade.
+fn hand_over<I>(wire: &Shared<I>, handover: upgrade::Handover)
+where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let mut wire = lock(wire);
+    if let Some(io) = wire.io.take() {
+        let read = std::mem::take(&mut wire.buf).freeze();
+        let _ = handover.send(Upgraded::new(Box::new(io), read));
+    }
+}
+
+/// A head lingo does not read: answered with its status (no body), and the connection closed.
+async fn refuse<I>(wire: &Shared<I>, refusal: &Refusal)
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let status = refusal.status();
+    let mut out = BytesMut::with_capacity(128);
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.extend_from_slice(b" ");
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\ncontent-length: 0\r\nconnection: close\r\ndate: ");
+    out.extend_from_slice(date().as_bytes());
+    out.extend_from_slice(b"\r\n\r\n");
+    let _ = answer::flush(wire, &mut out).await;
+    shut(wire).await;
+}
+
+/// Closes the write side (a TLS connection says `close_notify`).
+async fn shut<I>(wire: &Shared<I>)
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let _ = poll_fn(|cx| match lock(wire).io.as_mut() {
+        Some(io) => Pin::new(io).poll_shutdown(cx),
+        None => Poll::Ready(Ok(())),
+    })
+    .await;
+}
+
+/// The `Date` field, made once a second per thread.
+fn date() -> HeaderValue {
+    thread_local! {
+        static CACHED: RefCell<(u64, HeaderValue)> =
+            const { RefCell::new((u64::MAX, HeaderValue::from_static(""))) };
+    }
+    let now = SystemTime::now();
+    let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    CACHED.with_borrow_mut(|(at, value)| {
+        if *at != second {
+            *at = second;
+            *value = HeaderValue::try_from(httpdate::fmt_http_date(now))
+                .unwrap_or_else(|_| HeaderValue::from_static(""));
+        }
+        value.clone()
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,379 @@
+//! The HTTP/1.1 connection over an in-memory socket: framing both ways, pipelining, the
+//! go-ahead, streamed answers written as they come, a client that leaves, graceful closes,
+//! refused heads and upgrades.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::channel::{Channel, Sender};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::http::body::read_all;
+
+const LIMITS: Limits = Limits {
+    max_fields: 100,
+    max_head: 8192,
+};
+
+/// Not a threshold: a guard so that a hung exchange fails with a message.
+const GUARD: Duration = Duration::from_secs(10);
+
+/// Echoes the request: method, path and body, as a whole answer.
+async fn echo(req: Request<Body>) -> Response<Body> {
+    let line = format!("{} {} ", req.method(), req.uri());
+    let body = read_all(req.into_body(), 1 << 20).await;
+    let body = match body {
+        Ok(body) => format!("{line}{}", String::from_utf8_lossy(&body)),
+        Err(err) => format!("{line}error: {err}"),
+    };
+    Response::new(Body::full(body))
+}
+
+/// A connection served by `service` on a task, and the client's end.
+fn start<S, F>(service: S) -> (DuplexStream, tokio::task::JoinHandle<Result<(), BoxError>>)
+where
+    S: FnMut(Request<Body>) -> F + Send + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    let served = tokio::spawn(connection(server, service, LIMITS));
+    (client, served)
+}
+
+/// Reads until `want` has been seen (or the connection ends); all that was read.
+async fn read_until(client: &mut DuplexStream, want: &str) -> String {
+    let mut seen = Vec::new();
+    tokio::time::timeout(GUARD, async {
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains(want) {
+            match client.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{want:?} never came: {:?}", String::from_utf8_lossy(&seen)));
+    String::from_utf8(seen).unwrap()
+}
+
+async fn read_to_end(client: &mut DuplexStream) -> String {
+    let mut all = String::new();
+    tokio::time::timeout(GUARD, client.read_to_string(&mut all))
+        .await
+        .expect("the connection never closed")
+        .unwrap();
+    all
+}
+
+#[tokio::test]
+async fn pipelined_requests_are_answered_in_order_with_their_bodies() {
+    let (mut client, served) = start(echo);
+    let two = "POST /a HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\nabc\
+               POST /b HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n\
+               2\r\nde\r\n1;ext=1\r\nf\r\n0\r\ntrailer: t\r\n\r\n\
+               GET /c HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    client.write_all(two.as_bytes()).await.unwrap();
+    let all = read_to_end(&mut client).await;
+    let bodies: Vec<&str> = all
+        .split("HTTP/1.1 200 OK\r\n")
+        .skip(1)
+        .map(|answer| answer.split_once("\r\n\r\n").unwrap().1)
+        .collect();
+    assert_eq!(bodies, ["POST /a abc", "POST /b def", "GET /c "], "{all}");
+    assert!(all.contains("content-length: 11\r\n"), "{all}");
+    assert!(all.ends_with("connection: close\r\n\r\nGET /c ") || all.contains("connection: close"));
+    served.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_client_that_expects_100_continue_gets_it_once_the_body_is_read() {
+    let (mut client, served) = start(echo);
+    let head = "POST /up HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 4\r\n\r\n";
+    client.write_all(head.as_bytes()).await.unwrap();
+    let go = read_until(&mut client, "\r\n\r\n").await;
+    assert_eq!(go, "HTTP/1.1 100 Continue\r\n\r\n");
+    client.write_all(b"body").await.unwrap();
+    let answer = read_until(&mut client, "POST /up body").await;
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    drop(client);
+    served.await.unwrap().unwrap();
+}
+
+/// An answer given without reading the body owes no go-ahead, and a body that never came
+/// cannot be skipped: the connection is closed after the answer.
+#[tokio::test]
+async fn an_answer_without_reading_the_body_skips_the_go_ahead_and_closes() {
+    let (mut client, served) = start(|_req| async { Response::new(Body::full("no")) });
+    let head = "POST /up HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 4\r\n\r\n";
+    client.write_all(head.as_bytes()).await.unwrap();
+    let answer = read_to_end(&mut client).await;
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\nno"), "{answer}");
+    served.await.unwrap().unwrap();
+    // A body that was all there is read past, and the connection kept.
+    let (mut client, served) = start(|_req| async { Response::new(Body::full("no")) });
+    let two = "POST /a HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nab\
+               GET /b HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    client.write_all(two.as_bytes()).await.unwrap();
+    let answers = read_to_end(&mut client).await;
+    assert_eq!(answers.matches("HTTP/1.1 200 OK").count(), 2, "{answers}");
+    served.await.unwrap().unwrap();
+}
+
+type Tokens = Sender<Bytes, BoxError>;
+
+/// A service whose answers are streamed: each answer's sender goes to the test.
+fn streaming() -> (
+    impl FnMut(Request<Body>) -> std::future::Ready<Response<Body>> + Send + 'static,
+    mpsc::UnboundedReceiver<Tokens>,
+) {
+    let (senders, rx) = mpsc::unbounded_channel();
+    let service = move |_req| {
+        let (tokens, body) = Channel::<Bytes, BoxError>::new(8);
+        let _ = senders.send(tokens);
+        std::future::ready(Response::new(Body::new(body)))
+    };
+    (service, rx)
+}
+
+async fn send(tokens: &mut Tokens, token: &'static str) {
+    tokens
+        .send_data(Bytes::from_static(token.as_bytes()))
+        .await
+        .unwrap();
+}
+
+/// A streamed answer's frames go out as they come, chunked, and its end ends the chunks.
+#[tokio::test]
+async fn a_streamed_answer_is_written_token_by_token_and_chunked() {
+    let (service, mut answers) = streaming();
+    let (mut client, served) = start(service);
+    client
+        .write_all(b"GET /s HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut tokens = answers.recv().await.unwrap();
+    let head = read_until(&mut client, "\r\n\r\n").await;
+    assert!(head.contains("transfer-encoding: chunked\r\n"), "{head}");
+    for token in ["one", "two", "three"] {
+        send(&mut tokens, token).await;
+        let chunk = read_until(&mut client, &format!("{token}\r\n")).await;
+        assert_eq!(chunk, format!("{:x}\r\n{token}\r\n", token.len()));
+    }
+    let big = "x".repeat(40 * 1024);
+    tokens.send_data(Bytes::from(big.clone())).await.unwrap();
+    drop(tokens);
+    let rest = read_until(&mut client, "\r\n0\r\n\r\n").await;
+    assert_eq!(rest, format!("a000\r\n{big}\r\n0\r\n\r\n"));
+    drop(client);
+    served.await.unwrap().unwrap();
+}
+
+/// To an HTTP/1.0 client a stream of unknown length is sent as it is, up to the close.
+#[tokio::test]
+async fn an_http10_client_gets_a_stream_up_to_the_close() {
+    let (service, mut answers) = streaming();
+    let (mut client, served) = start(service);
+    client.write_all(b"GET /s HTTP/1.0\r\n\r\n").await.unwrap();
+    let mut tokens = answers.recv().await.unwrap();
+    send(&mut tokens, "one").await;
+    send(&mut tokens, "two").await;
+    drop(tokens);
+    let all = read_to_end(&mut client).await;
+    assert!(all.starts_with("HTTP/1.0 200 OK\r\n"), "{all}");
+    assert!(!all.contains("transfer-encoding") && all.contains("connection: close\r\n"));
+    assert!(all.ends_with("\r\n\r\nonetwo"), "{all}");
+    served.await.unwrap().unwrap();
+}
+
+/// A client that closes during a stream ends it: the answer's body is dropped (and with it
+/// the upstream request behind it).
+#[tokio::test]
+async fn a_client_that_leaves_ends_its_stream() {
+    let (service, mut answers) = streaming();
+    let (mut client, served) = start(service);
+    client
+        .write_all(b"GET /s HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut tokens = answers.recv().await.unwrap();
+    send(&mut tokens, "one").await;
+    read_until(&mut client, "one\r\n").await;
+    drop(client);
+    let ended = tokio::time::timeout(GUARD, served)
+        .await
+        .expect("the connection hung");
+    assert!(
+        ended.unwrap().is_err(),
+        "a stream cut short is an error of the connection"
+    );
+    let sent = tokens.send_data(Bytes::from_static(b"two")).await;
+    assert!(sent.is_err(), "the body was not dropped");
+}
+
+/// Graceful close: an idle connection closes at once; one with an answer in progress closes
+/// after it.
+#[tokio::test]
+async fn a_graceful_close_waits_for_the_answer_in_progress() {
+    let (service, mut answers) = streaming();
+    let (mut client, server) = tokio::io::duplex(64 * 1024);
+    let (close, closed) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(async move {
+        let mut conn = pin!(connection(server, service, LIMITS));
+        tokio::select! {
+            ended = conn.as_mut() => return ended,
+            _ = closed => {}
+        }
+        conn.as_mut().close_gracefully();
+        conn.await
+    });
+    client
+        .write_all(b"GET /s HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut tokens = answers.recv().await.unwrap();
+    read_until(&mut client, "\r\n\r\n").await;
+    close.send(()).unwrap();
+    send(&mut tokens, "last").await;
+    drop(tokens);
+    let rest = read_to_end(&mut client).await;
+    assert_eq!(rest, "4\r\nlast\r\n0\r\n\r\n");
+    served.await.unwrap().unwrap();
+
+    let (mut client, server) = tokio::io::duplex(1024);
+    let mut conn = Box::pin(connection(server, echo, LIMITS));
+    conn.as_mut().close_gracefully();
+    tokio::time::timeout(GUARD, conn).await.unwrap().unwrap();
+    assert_eq!(read_to_end(&mut client).await, "");
+}
+
+#[tokio::test]
+async fn unreadable_heads_are_answered_and_the_connection_closed() {
+    let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(9000));
+    let cases = [
+        (
+            "GET / HTTP/1.1\r\nbad header\r\n\r\n",
+            "HTTP/1.1 400 Bad Request\r\n",
+        ),
+        (
+            "GET / HTTP/1.1\r\nhost: x\r\ncontent-length: x\r\n\r\n",
+            "HTTP/1.1 400 ",
+        ),
+        (
+            long.as_str(),
+            "HTTP/1.1 431 Request Header Fields Too Large\r\n",
+        ),
+    ];
+    for (raw, want) in cases {
+        let (mut client, served) = start(echo);
+        client.write_all(raw.as_bytes()).await.unwrap();
+        let all = read_to_end(&mut client).await;
+        assert!(all.starts_with(want), "{raw:.40}: {all}");
+        assert!(all.contains("connection: close\r\n") && all.ends_with("\r\n\r\n"));
+        assert!(served.await.unwrap().is_err());
+    }
+}
+
+/// After a 101, the upgrade gets the socket, with the bytes the client sent right after its
+/// head.
+#[tokio::test]
+async fn an_upgrade_gets_the_socket_and_what_came_after_the_head() {
+    let service = |mut req: Request<Body>| {
+        let upgraded = upgrade::on(&mut req);
+        tokio::spawn(async move {
+            let mut io = upgraded.await.unwrap();
+            let mut buf = [0u8; 64];
+            loop {
+                let n = io.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                io.write_all(&buf[..n]).await.unwrap();
+            }
+        });
+        let mut switching = Response::new(Body::empty());
+        *switching.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let headers = switching.headers_mut();
+        headers.insert("connection", HeaderValue::from_static("upgrade"));
+        headers.insert("upgrade", HeaderValue::from_static("echo"));
+        std::future::ready(switching)
+    };
+    let (mut client, served) = start(service);
+    let head = "GET /ws HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: echo\r\n\r\nearly";
+    client.write_all(head.as_bytes()).await.unwrap();
+    let switched = read_until(&mut client, "early").await;
+    assert!(
+        switched.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
+        "{switched}"
+    );
+    assert!(switched.contains("connection: upgrade\r\n"), "{switched}");
+    assert!(switched.ends_with("\r\n\r\nearly"), "{switched}");
+    client.write_all(b"later").await.unwrap();
+    assert_eq!(read_until(&mut client, "later").await, "later");
+    served.await.unwrap().unwrap();
+}
+
+/// A request's body reads the connection itself; once the connection has moved on to the
+/// next request, a body left behind reads nothing of it.
+#[tokio::test]
+async fn a_body_left_behind_reads_nothing_of_the_next_request() {
+    let (kept, mut bodies) = mpsc::unbounded_channel();
+    let service = move |req: Request<Body>| {
+        let _ = kept.send(req.into_body());
+        std::future::ready(Response::new(Body::full("ok")))
+    };
+    let (mut client, served) = start(service);
+    let two = "POST /a HTTP/1.1\r\nhost: x\r\ncontent-length: 1\r\n\r\na\
+               POST /b HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\nbcd";
+    client.write_all(two.as_bytes()).await.unwrap();
+    let first = bodies.recv().await.unwrap();
+    // The second request is read only once the first one's answer is written.
+    let second = bodies.recv().await.unwrap();
+    let err = read_all(first, 100).await.unwrap_err();
+    assert!(err.to_string().contains("another request"), "{err}");
+    drop(client);
+    // The second body was read past (it had all come) once its answer was written.
+    assert_eq!(read_all(second, 100).await.unwrap(), "");
+    served.await.unwrap().unwrap();
+}
+
+/// A body that has all its frames ready at once, the last maybe a failure.
+struct Ready(std::collections::VecDeque<Result<Bytes, &'static str>>);
+
+impl http_body::Body for Ready {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        let next = self.0.pop_front();
+        Poll::Ready(next.map(|r| r.map(http_body::Frame::data).map_err(Into::into)))
+    }
+}
+
+/// Tokens gathered for one write are still written when the body fails after them; the
+/// chunked body is then left without its end, so that the client sees it cut short.
+#[tokio::test]
+async fn tokens_before_a_failure_reach_the_client_and_the_answer_stays_unfinished() {
+    let (mut client, served) = start(|_req| {
+        let frames = [
+            Ok(Bytes::from_static(b"one")),
+            Ok(Bytes::from_static(b"two")),
+            Err("x"),
+        ];
+        std::future::ready(Response::new(Body::boxed(Ready(frames.into()))))
+    });
+    client
+        .write_all(b"GET /s HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let all = read_to_end(&mut client).await;
+    assert!(all.ends_with("\r\n\r\n3\r\none\r\n3\r\ntwo\r\n"), "{all}");
+    let failed = served.await.unwrap().unwrap_err();
+    assert!(failed.to_string().contains("body failed"), "{failed}");
+}

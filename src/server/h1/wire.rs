@@ -1,0 +1,170 @@
+//! The connection's socket and the bytes read from it, shared by the connection (which reads
+//! heads and writes answers) and the request body on its way (which may be polled by another
+//! task, hyper's client for a TLS upstream). Each is polled in turn, never at once: the
+//! connection reads only once the body is read, and writes only the answer.
+//!
+//! A connection waiting for its next request, or for the next token of a streamed answer,
+//! holds no read buffer: a read into nothing is made on the stack and what it brought is
+//! copied into room of its size (hyper keeps 8 KiB a connection for its whole life).
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::pin::{Pin, pin};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, ready};
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+
+use crate::upstream::h1::decode::{Decoded, Decoder};
+
+/// The stack read's size: a request head and a small body fit.
+const STACK_READ: usize = 4 * 1024;
+/// Once a read's room is in the buffer, reads take at least this much; a read that fills
+/// the room it had doubles the next one, up to [`MAX_READ`].
+const MIN_READ: usize = 4 * 1024;
+const MAX_READ: usize = 64 * 1024;
+/// What a read made only to notice a client's close may take.
+const WATCH_READ: usize = 512;
+
+/// `100 Continue`, owed to a client that waits for it before sending its body.
+pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// The socket and what was read from it.
+pub struct Wire<I> {
+    /// `None` once handed over to an upgrade.
+    pub io: Option<I>,
+    /// Bytes read and not yet used.
+    pub buf: BytesMut,
+    /// The current request's body.
+    pub body: Decoder,
+    /// Which request the body is: a body left behind by an earlier request reads nothing.
+    pub request: u64,
+    /// How much of [`CONTINUE`] is written, while it is owed.
+    pub go_ahead: Option<usize>,
+    read_size: usize,
+}
+
+pub type Shared<I> = Arc<Mutex<Wire<I>>>;
+
+pub fn lock<I>(wire: &Shared<I>) -> MutexGuard<'_, Wire<I>> {
+    wire.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+// === impl Wire ===
+
+impl<I: AsyncRead + AsyncWrite + Unpin> Wire<I> {
+    pub fn new(io: I) -> Self {
+        Wire {
+            io: Some(io),
+            buf: BytesMut::new(),
+            body: Decoder::Done,
+            request: 0,
+            go_ahead: None,
+            read_size: MIN_READ,
+        }
+    }
+
+    /// Reads what the socket has into the buffer: how many bytes (0: the client closed).
+    pub fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let Some(io) = self.io.as_mut() else {
+            return Poll::Ready(Ok(0));
+        };
+        if self.buf.capacity() == 0 {
+            let mut stack = [MaybeUninit::<u8>::uninit(); STACK_READ];
+            let mut read = ReadBuf::uninit(&mut stack);
+            ready!(Pin::new(io).poll_read(cx, &mut read))?;
+            self.buf = BytesMut::from(read.filled());
+            return Poll::Ready(Ok(read.filled().len()));
+        }
+        if self.buf.capacity() - self.buf.len() < MIN_READ / 4 {
+            self.buf.reserve(self.read_size);
+        }
+        let room = self.buf.capacity() - self.buf.len();
+        let n = ready!(pin!(io.read_buf(&mut self.buf)).poll(cx))?;
+        self.read_size = match n >= room {
+            true => (self.read_size * 2).min(MAX_READ),
+            false => MIN_READ,
+        };
+        Poll::Ready(Ok(n))
+    }
+
+    /// Gives back the buffer's room while nothing is in it.
+    pub fn release_room(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > 0 {
+            self.buf = BytesMut::new();
+        }
+    }
+
+    /// Ready(true) when the client has closed (or its socket failed) while an answer is
+    /// being made. Only watched once the request's body is read and nothing of the next
+    /// request is here: bytes that come are kept for the next request, and watching stops.
+    pub fn poll_client_gone(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        let Some(io) = self.io.as_mut() else {
+            return Poll::Pending;
+        };
+        if self.body != Decoder::Done || !self.buf.is_empty() {
+            return Poll::Pending;
+        }
+        let mut stack = [MaybeUninit::<u8>::uninit(); WATCH_READ];
+        let mut read = ReadBuf::uninit(&mut stack);
+        match Pin::new(io).poll_read(cx, &mut read) {
+            Poll::Ready(Ok(())) if read.filled().is_empty() => Poll::Ready(true),
+            Poll::Ready(Ok(())) => {
+                self.buf = BytesMut::from(read.filled());
+                Poll::Pending
+            }
+            Poll::Ready(Err(_)) => Poll::Ready(true),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Writes all of `out`.
+    pub fn poll_write_all(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut impl Buf,
+    ) -> Poll<io::Result<()>> {
+        let Some(io) = self.io.as_mut() else {
+            return Poll::Ready(Err(io::ErrorKind::NotConnected.into()));
+        };
+        while out.has_remaining() {
+            match ready!(Pin::new(&mut *io).poll_write(cx, out.chunk()))? {
+                0 => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                n => out.advance(n),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Writes what is left of a `100 Continue` being sent.
+    pub fn poll_go_ahead(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some(at) = self.go_ahead {
+            let mut rest = &CONTINUE[at..];
+            let Some(io) = self.io.as_mut() else {
+                return Poll::Ready(Err(io::ErrorKind::NotConnected.into()));
+            };
+            let n = ready!(Pin::new(io).poll_write(cx, rest))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            rest.advance(n);
+            self.go_ahead = (!rest.is_empty()).then_some(at + n);
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// After an answer: whether the request's body is all read, reading what of it is already
+    /// here (hyper's rule: a body left unread is drained only as far as it has arrived;
+    /// otherwise the connection cannot be reused).
+    pub fn drained(&mut self) -> bool {
+        loop {
+            match self.body.decode(&mut self.buf) {
+                Ok(Decoded::Data(_) | Decoded::Trailers(_)) => {}
+                Ok(Decoded::End) => return true,
+                Ok(Decoded::More) | Err(_) => return false,
+            }
+        }
+    }
+}
