@@ -9,7 +9,7 @@
 //!   duration and size units, token usage and its merge rule, unguessable ids.
 //! - [`http`]: plumbing: the one boxed [`http::body::Body`], the idle timeout, streaming key
 //!   redaction, HTTP/1.1 framing rules, path normalisation, futures joined on one task,
-//!   listening sockets.
+//!   listening sockets, a client connection handed to a WebSocket after its 101.
 //! - [`translate`]: the pure translators (sans-IO: bytes in, bytes out; ids and clocks passed
 //!   in): the [`translate::Translation`] trait every endpoint implements (chat, completions,
 //!   embeddings), the NDJSON framer, SSE frames, link re-basing, in-place JSON splicing.
@@ -19,7 +19,8 @@
 //!   (one way); `lingo check` runs exactly this path.
 //! - [`auth`], [`limits`]: client keys; connection and in-flight pools, header limits.
 //! - [`mock`]: the built-in deterministic backend (`mock:` upstreams, `lingo mock`).
-//! - [`upstream`]: pooled clients, connecting, the header rules towards upstreams.
+//! - [`upstream`]: pooled clients (lingo's own HTTP/1.1 client for plain `http://`),
+//!   connecting, the header rules towards upstreams.
 //! - [`observe`]: one record per request, told as the access line and as metrics when its
 //!   answer ends.
 //! - [`runtime`], [`reload`]: what one table is at run time (a [`runtime::Snapshot`] of
@@ -27,11 +28,13 @@
 //!   watch, SIGHUP).
 //! - [`admin`]: `/healthz`, `/readyz`, `/metrics`.
 //! - [`proxy`]: a request's life (below).
-//! - [`server`]: listeners, TLS, connections, graceful drain; [`cli`]: argv.
+//! - [`server`]: listeners, TLS, connections (lingo's own HTTP/1.1 server, hyper's HTTP/2),
+//!   graceful drain; [`cli`]: argv.
 //!
 //! # A request's life
 //!
-//! accept (TLS?) -> hyper -> [`proxy::pipeline::handle`]: snapshot the table once ->
+//! accept (TLS?) -> the connection (HTTP/1.1: `server::h1`; HTTP/2: hyper) ->
+//! [`proxy::pipeline::handle`]: snapshot the table once ->
 //! **admit** (in-flight slot; lingo's own endpoints first) -> **route** (normalise the path,
 //! find the route: from here errors speak the route's dialect) -> **authenticate** (header
 //! limits, client key) -> **plan** ([`proxy::plan::Plan`], decided once: translate an

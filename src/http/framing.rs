@@ -1,11 +1,12 @@
-//! HTTP/1.1 framing rules hyper leaves to the application (RFC 9112), checked before a
-//! request is routed, because a proxy that forwards an ambiguous request is how requests are
+//! HTTP/1.1 framing rules the connection leaves to the application (RFC 9112), checked
+//! before a request is routed, because a proxy that forwards an ambiguous request is how requests are
 //! smuggled past it.
 
 use hyper::header::HOST;
 use hyper::{Request, Version};
 
-/// Why a request's framing is refused, or `Ok` when it is sound. hyper has already refused
+/// Why a request's framing is refused, or `Ok` when it is sound. The HTTP/1.1 connection
+/// (`server::h1`, with hyper's parser and rules; hyper itself for HTTP/2) has already refused
 /// what it parses itself (conflicting `Content-Length`s, bad chunk sizes, obs-fold, invalid
 /// bytes, a non-chunked `Transfer-Encoding`) and settled `Content-Length` with
 /// `Transfer-Encoding` as RFC 9112 §6.3 allows: the length is dropped, the body read as

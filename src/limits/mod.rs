@@ -139,8 +139,8 @@ impl<B: http_body::Body> http_body::Body for Held<B> {
     }
 }
 
-/// Refuses a request whose headers exceed the table's limits (431). hyper enforces a looser
-/// backstop itself (see `server`), so that what reaches here is refused in the caller's
+/// Refuses a request whose headers exceed the table's limits (431). The connection enforces
+/// a looser backstop itself (see `server::protocol`), so that what reaches here is refused in the caller's
 /// dialect rather than with a bare status.
 pub fn check_headers(headers: &HeaderMap, limits: &Limits) -> Result<(), ProxyError> {
     let count = headers.len();

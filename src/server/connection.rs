@@ -207,7 +207,8 @@ async fn first_bytes(
 /// listener the handshake comes first (a TLS client would read a plain answer as garbage),
 /// offering HTTP/1.1 only: an HTTP/2 connection would take any number of requests until the
 /// timeout instead of closing after one answer. Handshake and answer together get at most
-/// [`REFUSE_TIMEOUT`].
+/// [`REFUSE_TIMEOUT`]. Served by hyper-util's connection (one answer, then closed: what it
+/// holds meanwhile does not matter).
 pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
     let Accepted {
         stream,

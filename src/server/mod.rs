@@ -2,9 +2,10 @@
 //!
 //! Each listener accepts plain TCP or TLS (rustls; the certificate is taken from the *current*
 //! table for every new connection, so a reloaded certificate applies without a restart) and
-//! serves HTTP/1.1 (with upgrades) or HTTP/2 with hyper's own connection for the version, told
-//! which of the two a connection speaks before hyper reads it (`sniff`, `protocol`). Shutdown stops
-//! accepting, lets requests in flight finish up to the drain deadline, then returns.
+//! serves HTTP/1.1 (with upgrades) with lingo's own connection (`h1`) or HTTP/2 with hyper's,
+//! told which of the two a connection speaks before a byte of it is read (`sniff`,
+//! `protocol`). Shutdown stops accepting, lets requests in flight finish up to the drain
+//! deadline, then returns.
 
 use std::future::Future;
 use std::net::SocketAddr;

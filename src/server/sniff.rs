@@ -1,14 +1,11 @@
-//! Which HTTP a new connection speaks, told before hyper reads a byte of it.
+//! Which HTTP a new connection speaks, told before a byte of it is read.
 //!
 //! hyper-util's auto builder finds out by reading the first 24 bytes itself (HTTP/2's
-//! preface is 24 bytes) and handing them back to hyper as a prefix. On HTTP/1.1 that prefix
-//! costs every connection 8 KiB for as long as it lives: hyper's first read returns just those
-//! 24 bytes, its second must make room for a full read beside them, and its 8 KiB read buffer
-//! doubles to 16 KiB (heaptrack: 16 KiB a connection, the largest single cost of an open
-//! HTTP/1.1 stream). So lingo decides first, without consuming anything: on plain TCP by
-//! peeking at the socket, on TLS by what ALPN agreed. The connection is then served by hyper's
-//! own connection for that version (`protocol`), whose first read takes the request whole into
-//! its 8 KiB buffer.
+//! preface is 24 bytes) and handing them back as a prefix: a read more per connection, and
+//! (with hyper's HTTP/1.1 reader) a read buffer doubled for the connection's life. So lingo
+//! decides first, without consuming anything: on plain TCP by peeking at the socket, on TLS by
+//! what ALPN agreed. The connection is then served by the connection for that version
+//! (`protocol`: lingo's own for HTTP/1.1, whose first read takes the request whole).
 
 use std::io;
 use std::time::Duration;
