@@ -82,7 +82,7 @@ const HOP_BY_HOP: [HeaderName; 9] = [
 ];
 
 /// Removes the hop-by-hop headers of RFC 9110 §7.6.1, including any the `Connection`
-/// header names; `upward`, also `Expect`, which hyper has already answered on the client's
+/// header names; `upward`, also `Expect`, which the connection has already answered on the client's
 /// hop (when the body was first read), so the upstream gets the body without being asked.
 fn remove_hop_by_hop(headers: &mut HeaderMap, upward: bool) {
     // Many messages carry none: one pass over their few names costs less than a lookup of

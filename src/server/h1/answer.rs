@@ -181,8 +181,8 @@ fn says_close(headers: &hyper::HeaderMap) -> bool {
     })
 }
 
-/// The body's next frame (trailers are not sent on: hyper sends them only to a client that
-/// asked, and none of lingo's clients do); when it has none yet, [`Next::Idle`] if bytes are
+/// The body's next frame (trailers are not sent on: `Trailer` is a hop-by-hop field lingo
+/// drops, and hyper sent only the trailers it named); when it has none yet, [`Next::Idle`] if bytes are
 /// held, else a wait on both the body and the client's close.
 fn next<I>(
     wire: &Shared<I>,

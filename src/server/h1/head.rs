@@ -9,12 +9,12 @@
 use std::mem::MaybeUninit;
 
 use bytes::{BufMut, BytesMut};
-use hyper::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HeaderValue, UPGRADE};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
 use crate::upstream::h1::decode::{Chunk, Decoder};
-use crate::upstream::h1::head::{Facts, push_decimal, spans, to_map};
+use crate::upstream::h1::head::{Facts, STACK_SPANS, push_decimal, spans, to_map};
 
 /// Fields read without taking room on the heap (hyper's default limit is 100).
 const STACK_FIELDS: usize = 128;
@@ -35,9 +35,10 @@ pub struct Head {
 
 /// What the bytes read so far hold.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Parsed {
-    /// A whole head, taken out of the buffer.
-    Head(Box<Head>),
+    /// A whole head, taken out of the buffer (a return value, moved once).
+    Head(Head),
     /// Not all of a head yet.
     Partial,
 }
@@ -106,30 +107,28 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     let target = req.path.unwrap_or_default().as_bytes();
     let start = target.as_ptr() as usize - buf.as_ptr() as usize;
     let target = start..start + target.len();
-    let spans = spans(buf, req.headers);
+    let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
+    let spans = spans(buf, req.headers, &mut room, &mut heap);
     let bytes = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(bytes.slice(target)).map_err(malformed)?;
     let mut facts = Facts::default();
     let mut headers =
-        to_map(&bytes, &spans, &mut facts).map_err(|e| Refusal::Malformed(e.to_string()))?;
+        to_map(&bytes, spans, &mut facts).map_err(|e| Refusal::Malformed(e.to_string()))?;
     let (body, reusable) = framing(&facts, version, &mut headers)?;
     let (mut parts, ()) = Request::new(()).into_parts();
     parts.method = method;
     parts.uri = uri;
     parts.version = version;
-    let expects_continue = version == Version::HTTP_11
-        && body != Decoder::Done
-        && (headers.get(EXPECT))
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    let upgrade = headers.contains_key(UPGRADE) && has_token(&headers, b"upgrade");
     parts.headers = headers;
-    Ok(Parsed::Head(Box::new(Head {
+    Ok(Parsed::Head(Head {
         parts,
         body,
         keep_alive: reusable && facts.keeps_alive(version),
-        expects_continue,
-        upgrade,
-    })))
+        expects_continue: facts.expects_continue
+            && version == Version::HTTP_11
+            && body != Decoder::Done,
+        upgrade: facts.upgrade && facts.upgrade_to,
+    }))
 }
 
 /// httparse's reading of the request head `buf` starts with, its fields in `fields`
@@ -168,13 +167,6 @@ fn framing(
         (None, Some(Ok(0)) | None) => Ok((Decoder::Done, true)),
         (None, Some(Ok(n))) => Ok((Decoder::Length(n), true)),
     }
-}
-
-/// Whether a `Connection` field names `token`.
-fn has_token(headers: &HeaderMap, token: &[u8]) -> bool {
-    headers.get_all(CONNECTION).iter().any(|value| {
-        (value.as_bytes().split(|&b| b == b',')).any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
-    })
 }
 
 // === the answer head ===
@@ -253,7 +245,7 @@ mod tests {
 
     fn head(raw: &str) -> Result<Head, Refusal> {
         match parse(&mut BytesMut::from(raw), 100, 8192)? {
-            Parsed::Head(head) => Ok(*head),
+            Parsed::Head(head) => Ok(head),
             Parsed::Partial => panic!("partial: {raw:?}"),
         }
     }

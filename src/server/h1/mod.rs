@@ -120,7 +120,7 @@ where
             version: head.parts.version,
             keep_alive: head.keep_alive,
         };
-        let (request, handover) = request(&wire, *head);
+        let (request, handover) = request(&wire, head);
         let Some(response) = watching(&wire, service(request)).await else {
             return Ok(()); // the client left before its answer
         };
@@ -158,7 +158,7 @@ fn next_head<I>(
     limits: Limits,
     closing: &AtomicBool,
     cx: &mut Context<'_>,
-) -> Poll<Result<Option<Box<Head>>, Failed>>
+) -> Poll<Result<Option<Head>, Failed>>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {

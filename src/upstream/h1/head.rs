@@ -8,7 +8,9 @@ use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
-use hyper::header::{CONNECTION, CONTENT_LENGTH, HOST, HeaderName, HeaderValue, TRANSFER_ENCODING};
+use hyper::header::{
+    CONNECTION, CONTENT_LENGTH, EXPECT, HOST, HeaderName, HeaderValue, TRANSFER_ENCODING, UPGRADE,
+};
 use hyper::{HeaderMap, Method, StatusCode, Version};
 
 use super::decode::{Chunk, Decoder};
@@ -155,10 +157,11 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
         return Ok(Parsed::Interim);
     }
     let status = StatusCode::from_u16(code).map_err(|e| HeadError::Malformed(e.to_string()))?;
-    let spans = spans(buf, answer.headers);
+    let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
+    let spans = spans(buf, answer.headers, &mut room, &mut heap);
     let bytes = buf.split_to(len).freeze();
     let mut facts = Facts::default();
-    let mut headers = to_map(&bytes, &spans, &mut facts)?;
+    let mut headers = to_map(&bytes, spans, &mut facts)?;
     if facts.chunked.is_some() {
         // RFC 9112 §6.1: framing faulty in HTTP/1.0; otherwise the length is not the body's,
         // and a forwarder must not pass it on.
@@ -278,20 +281,34 @@ fn version_of(answer: &httparse::Response<'_, '_>) -> Version {
     }
 }
 
-/// Where each field's name and value sit in `buf`: the fields are made from one frozen copy
-/// of the head instead of a copy each.
-pub(crate) fn spans(
+/// Where a field's name and value sit in the head's bytes.
+pub(crate) type Span = (Range<usize>, Range<usize>);
+
+/// Fields whose spans are noted on the stack; a head with more takes room on the heap.
+pub(crate) const STACK_SPANS: usize = 32;
+
+/// Where each field's name and value sit in `buf`, noted in `room` (or in `heap` when there
+/// are more): the fields are made from one frozen copy of the head instead of a copy each,
+/// and a head's spans cost no allocation.
+pub(crate) fn spans<'r>(
     buf: &[u8],
     fields: &[httparse::Header<'_>],
-) -> Vec<(Range<usize>, Range<usize>)> {
+    room: &'r mut [Span; STACK_SPANS],
+    heap: &'r mut Vec<Span>,
+) -> &'r [Span] {
     let at = |s: &[u8]| {
         let start = s.as_ptr() as usize - buf.as_ptr() as usize;
         start..start + s.len()
     };
-    fields
-        .iter()
-        .map(|f| (at(f.name.as_bytes()), at(f.value)))
-        .collect()
+    let spans = fields.iter().map(|f| (at(f.name.as_bytes()), at(f.value)));
+    if fields.len() > STACK_SPANS {
+        heap.extend(spans);
+        return heap;
+    }
+    for (slot, span) in room.iter_mut().zip(spans) {
+        *slot = span;
+    }
+    &room[..fields.len()]
 }
 
 /// Room for the fields lingo adds before the answer goes on (`x-request-id`), so that
@@ -300,7 +317,7 @@ const ADDED_FIELDS: usize = 2;
 
 pub(crate) fn to_map(
     bytes: &Bytes,
-    spans: &[(Range<usize>, Range<usize>)],
+    spans: &[Span],
     facts: &mut Facts,
 ) -> Result<HeaderMap, HeadError> {
     let mut headers = HeaderMap::with_capacity(spans.len() + ADDED_FIELDS);
@@ -320,7 +337,9 @@ pub fn fields(section: &Bytes) -> Result<HeaderMap, HeadError> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
     match httparse::parse_headers(section, &mut fields) {
         Ok(httparse::Status::Complete((_, parsed))) => {
-            to_map(section, &spans(section, parsed), &mut Facts::default())
+            let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
+            let spans = spans(section, parsed, &mut room, &mut heap);
+            to_map(section, spans, &mut Facts::default())
         }
         Ok(httparse::Status::Partial) => Err(HeadError::Malformed("partial".into())),
         Err(httparse::Error::TooManyHeaders) => Err(HeadError::TooLarge),
@@ -328,8 +347,8 @@ pub fn fields(section: &Bytes) -> Result<HeaderMap, HeadError> {
     }
 }
 
-/// What an answer's fields say about its framing and its connection, noted as its map is
-/// built (three lookups in the map after it cost more than a name comparison per field).
+/// What a head's fields say about its framing and its connection, noted as its map is built
+/// (three lookups in the map after it cost more than a name comparison per field).
 #[derive(Default)]
 pub(crate) struct Facts {
     /// `Content-Length`: the one length all its values agree on, or `Err` when they do not
@@ -337,9 +356,14 @@ pub(crate) struct Facts {
     pub(crate) length: Option<Result<u64, ()>>,
     /// `Transfer-Encoding`: whether its last coding is `chunked`.
     pub(crate) chunked: Option<bool>,
-    /// `Connection: close` and `Connection: keep-alive`.
+    /// `Connection: close`, `Connection: keep-alive` and `Connection: upgrade`.
     pub(crate) close: bool,
     pub(crate) keep_alive: bool,
+    pub(crate) upgrade: bool,
+    /// An `Upgrade` field (a request's).
+    pub(crate) upgrade_to: bool,
+    /// `Expect: 100-continue` (a request's).
+    pub(crate) expects_continue: bool,
 }
 
 impl Facts {
@@ -358,6 +382,10 @@ impl Facts {
             self.chunked = Some(last.is_some_and(|t| t.eq_ignore_ascii_case("chunked")));
         } else if *name == CONNECTION {
             self.connection(value.as_bytes());
+        } else if *name == UPGRADE {
+            self.upgrade_to = true;
+        } else if *name == EXPECT {
+            self.expects_continue = value.as_bytes().eq_ignore_ascii_case(b"100-continue");
         }
     }
 
@@ -366,6 +394,7 @@ impl Facts {
         for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
             self.close |= token.eq_ignore_ascii_case(b"close");
             self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            self.upgrade |= token.eq_ignore_ascii_case(b"upgrade");
         }
     }
 
