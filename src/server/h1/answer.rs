@@ -7,9 +7,11 @@
 //! is, not copied. While the body has nothing, the client is watched: one that closes ends
 //! the answer (and so the upstream request behind it).
 
+use std::cell::RefCell;
 use std::future::poll_fn;
 use std::io;
 use std::task::{Context, Poll};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body::Body as _;
@@ -57,26 +59,37 @@ enum Next {
     Idle,
 }
 
-/// Writes `response` to its end. `Ok(true)`: the connection can carry another request.
-pub async fn write<I>(
-    wire: &Shared<I>,
-    response: Response<Body>,
-    asked: Asked,
-    date: &HeaderValue,
-) -> Result<bool, AnswerError>
-where
-    I: AsyncRead + AsyncWrite + Unpin,
-{
-    let (parts, mut body) = response.into_parts();
+/// An answer whose head is made: what is left to send. Its fields are not held for a
+/// stream's life, and the connection's state while it streams is only this and the body's
+/// own (a connection's task is as large as its largest state, for its whole life).
+pub struct Prepared {
+    body: Body,
+    /// The head, and room for what follows it.
+    out: BytesMut,
+    framing: Framing,
+    /// Whether the connection can carry another request after this answer.
+    pub keep_alive: bool,
+    /// A `101 Switching Protocols`: the connection is the new protocol's after the head.
+    pub switched: bool,
+}
+
+/// Makes `response`'s head, ready to be sent with its body.
+pub fn prepare<I>(wire: &Shared<I>, response: Response<Body>, asked: Asked) -> Prepared {
+    let (mut parts, body) = response.into_parts();
     let framing = framing(parts.status, &parts.headers, &body, asked);
+    // A `HEAD` request's answer says the length its `GET` would have, when the body lingo
+    // made for it knows it (an empty one may stand for a body of unknown length).
+    if asked.head_request && !parts.headers.contains_key(CONTENT_LENGTH) {
+        match body.size_hint().exact() {
+            Some(n) if n > 0 => drop(parts.headers.insert(CONTENT_LENGTH, n.into())),
+            _ => {}
+        }
+    }
     // An answer that says `Connection: close` (lingo's own, to a request it will not read
     // the rest of) closes the connection after it.
     let keep_alive = asked.keep_alive && framing != Framing::ToClose && !says_close(&parts.headers);
     // Room for the head, and for a whole body that comes in one write with it.
-    let whole = body
-        .size_hint()
-        .exact()
-        .and_then(|n| usize::try_from(n).ok());
+    let whole = (body.size_hint().exact()).and_then(|n| usize::try_from(n).ok());
     let mut out = BytesMut::with_capacity(512 + whole.filter(|&n| n <= FLUSH_AT).unwrap_or(0));
     // A `100 Continue` half written is finished first; one not begun is owed no more.
     if let Some(at) = lock(wire).go_ahead.take()
@@ -90,16 +103,33 @@ where
         headers: &parts.headers,
         framing,
         keep_alive,
-        date,
+        date: &date(),
     };
     head::write(&mut out, &answer);
-    // The fields are not held for a stream's life.
-    drop(parts);
-    match framing {
-        Framing::None => flush(wire, &mut out).await?,
-        _ => send_body(wire, &mut body, out, framing).await?,
+    Prepared {
+        body,
+        out,
+        framing,
+        keep_alive,
+        switched: parts.status == StatusCode::SWITCHING_PROTOCOLS,
     }
-    Ok(keep_alive)
+}
+
+/// Sends a prepared answer to its end.
+pub async fn send<I>(wire: &Shared<I>, prepared: Prepared) -> Result<(), AnswerError>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let Prepared {
+        mut body,
+        mut out,
+        framing,
+        ..
+    } = prepared;
+    match framing {
+        Framing::None => flush(wire, &mut out).await,
+        _ => send_body(wire, &mut body, out, framing).await,
+    }
 }
 
 /// Writes the body after `out` (the head), framed by `framing`.
@@ -272,4 +302,22 @@ fn push_hex(out: &mut BytesMut, mut n: usize) {
         }
     }
     out.put_slice(&line[at..]);
+}
+
+/// The `Date` field, made once a second per thread.
+pub fn date() -> HeaderValue {
+    thread_local! {
+        static CACHED: RefCell<(u64, HeaderValue)> =
+            const { RefCell::new((u64::MAX, HeaderValue::from_static(""))) };
+    }
+    let now = SystemTime::now();
+    let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    CACHED.with_borrow_mut(|(at, value)| {
+        if *at != second {
+            *at = second;
+            *value = HeaderValue::try_from(httpdate::fmt_http_date(now))
+                .unwrap_or_else(|_| HeaderValue::from_static(""));
+        }
+        value.clone()
+    })
 }

@@ -21,17 +21,15 @@ mod head;
 mod inbound;
 mod wire;
 
-use std::cell::RefCell;
 use std::future::poll_fn;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
-use hyper::header::HeaderValue;
-use hyper::{Method, Request, Response, StatusCode};
+
+use hyper::{Method, Request, Response};
 use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -89,12 +87,13 @@ where
     F: Future<Output = Response<Body>>,
 {
     let closing = Arc::new(AtomicBool::new(false));
-    let serving = serve(io, service, limits, Arc::clone(&closing));
+    let wire: Shared<I> = Arc::new(std::sync::Mutex::new(Wire::new(io)));
+    let serving = serve(wire, service, limits, Arc::clone(&closing));
     Connection { closing, serving }
 }
 
 async fn serve<I, S, F>(
-    io: I,
+    wire: Shared<I>,
     mut service: S,
     limits: Limits,
     closing: Arc<AtomicBool>,
@@ -104,32 +103,19 @@ where
     S: FnMut(Request<Body>) -> F,
     F: Future<Output = Response<Body>>,
 {
-    let wire: Shared<I> = Arc::new(std::sync::Mutex::new(Wire::new(io)));
+    // Each step consumes what the one before made, so that nothing of a request (its head,
+    // its answer's fields) stays in the connection's state while its answer streams.
     loop {
-        let head = match poll_fn(|cx| next_head(&wire, limits, &closing, cx)).await {
-            Ok(Some(head)) => head,
-            Ok(None) => return Ok(()),
-            Err(Failed::Refused(refusal)) => {
-                refuse(&wire, &refusal).await;
-                return Err(refusal.into());
-            }
-            Err(Failed::Io(err)) => return Err(err.into()),
+        let Some(head) = read_head(&wire, limits, &closing).await? else {
+            return Ok(());
         };
-        let asked = Asked {
-            head_request: head.parts.method == Method::HEAD,
-            version: head.parts.version,
-            keep_alive: head.keep_alive,
-        };
-        let (request, handover) = request(&wire, head);
-        let Some(response) = watching(&wire, service(request)).await else {
+        let (answer, asked, handover) = begin(&wire, head, &mut service, &closing);
+        let Some(response) = watching(&wire, answer).await else {
             return Ok(()); // the client left before its answer
         };
-        let switched = response.status() == StatusCode::SWITCHING_PROTOCOLS;
-        let asked = Asked {
-            keep_alive: asked.keep_alive && !closing.load(Ordering::Relaxed),
-            ..asked
-        };
-        let kept = answer::write(&wire, response, asked, &date()).await?;
+        let prepared = answer::prepare(&wire, response, asked);
+        let (keep_alive, switched) = (prepared.keep_alive, prepared.switched);
+        answer::send(&wire, prepared).await?;
         if switched {
             // The connection is the new protocol's now; a 101 no upgrade asked for ends it.
             match handover {
@@ -138,11 +124,52 @@ where
             }
             return Ok(());
         }
-        if !kept || !lock(&wire).drained() {
+        if !keep_alive || !lock(&wire).drained() {
             shut(&wire).await;
             return Ok(());
         }
     }
+}
+
+/// The next request's head (`None`: the client closed between requests, or a graceful close
+/// was asked for); a head that cannot be read is answered and ends the connection.
+async fn read_head<I>(
+    wire: &Shared<I>,
+    limits: Limits,
+    closing: &AtomicBool,
+) -> Result<Option<Head>, BoxError>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    match poll_fn(|cx| next_head(wire, limits, closing, cx)).await {
+        Ok(head) => Ok(head),
+        Err(Failed::Refused(refusal)) => {
+            refuse(wire, &refusal).await;
+            Err(refusal.into())
+        }
+        Err(Failed::Io(err)) => Err(err.into()),
+    }
+}
+
+/// Starts a request: what its answer will be, what it asked of it, and where an upgrade's
+/// connection goes.
+fn begin<I, S, F>(
+    wire: &Shared<I>,
+    head: Head,
+    service: &mut S,
+    closing: &AtomicBool,
+) -> (F, Asked, Option<upgrade::Handover>)
+where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    S: FnMut(Request<Body>) -> F,
+{
+    let asked = Asked {
+        head_request: head.parts.method == Method::HEAD,
+        version: head.parts.version,
+        keep_alive: head.keep_alive && !closing.load(Ordering::Relaxed),
+    };
+    let (request, handover) = request(wire, head);
+    (service(request), asked, handover)
 }
 
 /// Why no request came.
@@ -252,7 +279,7 @@ where
     out.extend_from_slice(b" ");
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\ncontent-length: 0\r\nconnection: close\r\ndate: ");
-    out.extend_from_slice(date().as_bytes());
+    out.extend_from_slice(answer::date().as_bytes());
     out.extend_from_slice(b"\r\n\r\n");
     let _ = answer::flush(wire, &mut out).await;
     shut(wire).await;
@@ -268,24 +295,6 @@ where
         None => Poll::Ready(Ok(())),
     })
     .await;
-}
-
-/// The `Date` field, made once a second per thread.
-fn date() -> HeaderValue {
-    thread_local! {
-        static CACHED: RefCell<(u64, HeaderValue)> =
-            const { RefCell::new((u64::MAX, HeaderValue::from_static(""))) };
-    }
-    let now = SystemTime::now();
-    let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    CACHED.with_borrow_mut(|(at, value)| {
-        if *at != second {
-            *at = second;
-            *value = HeaderValue::try_from(httpdate::fmt_http_date(now))
-                .unwrap_or_else(|_| HeaderValue::from_static(""));
-        }
-        value.clone()
-    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,9 @@ use http_body_util::channel::{Channel, Sender};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
 
+use hyper::StatusCode;
+use hyper::header::HeaderValue;
+
 use super::*;
 use crate::http::body::read_all;
 
@@ -376,4 +379,20 @@ async fn tokens_before_a_failure_reach_the_client_and_the_answer_stays_unfinishe
     assert!(all.ends_with("\r\n\r\n3\r\none\r\n3\r\ntwo\r\n"), "{all}");
     let failed = served.await.unwrap().unwrap_err();
     assert!(failed.to_string().contains("body failed"), "{failed}");
+}
+
+/// A `HEAD` request's answer has no body, but says the length of the one lingo made.
+#[tokio::test]
+async fn a_head_answer_says_its_length_and_sends_no_body() {
+    let (mut client, served) = start(echo);
+    let two = "HEAD /h HTTP/1.1\r\nhost: x\r\n\r\nGET /g HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    client.write_all(two.as_bytes()).await.unwrap();
+    let all = read_to_end(&mut client).await;
+    let (head, get) = all.split_once("\r\n\r\n").unwrap();
+    assert!(head.contains("content-length: 8\r\n"), "{all}"); // "HEAD /h "
+    assert!(
+        get.starts_with("HTTP/1.1 200 OK\r\n") && get.ends_with("GET /g "),
+        "{all}"
+    );
+    served.await.unwrap().unwrap();
 }
