@@ -7,6 +7,7 @@ pub mod batch;
 pub mod body;
 pub mod framing;
 pub mod gated;
+pub mod h1;
 pub mod idle;
 pub mod join;
 pub mod path;

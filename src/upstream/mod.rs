@@ -8,7 +8,7 @@
 //! serves WebSocket upgrades, which cannot ride on HTTP/2.
 
 mod connect;
-pub(crate) mod h1;
+mod h1;
 pub mod headers;
 mod pool;
 

@@ -13,8 +13,8 @@ use hyper::header::{CONNECTION, CONTENT_LENGTH, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
-use crate::upstream::h1::decode::{Chunk, Decoder};
-use crate::upstream::h1::head::{Facts, STACK_SPANS, push_decimal, spans, to_map};
+use crate::http::h1::decode::{Chunk, Decoder};
+use crate::http::h1::fields::{Facts, STACK_SPANS, push_decimal, spans, to_map};
 
 /// Fields read without taking room on the heap (hyper's default limit is 100).
 const STACK_FIELDS: usize = 128;

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::wire::{Shared, lock};
 use crate::http::body::BoxError;
-use crate::upstream::h1::decode::{BodyError, Decoded, Decoder};
+use crate::http::h1::decode::{BodyError, Decoded, Decoder};
 
 /// A request body that cannot be read as framed: the client's fault.
 #[derive(Debug, thiserror::Error)]

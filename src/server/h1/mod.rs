@@ -34,8 +34,8 @@ use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::http::body::{Body, BoxError};
+use crate::http::h1::decode::Decoder;
 use crate::http::upgrade::{self, Upgraded};
-use crate::upstream::h1::decode::Decoder;
 use answer::Asked;
 use head::{Head, Parsed, Refusal};
 use inbound::Inbound;

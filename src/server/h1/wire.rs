@@ -16,7 +16,7 @@ use std::task::{Context, Poll, ready};
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 
-use crate::upstream::h1::decode::{Decoded, Decoder};
+use crate::http::h1::decode::{Decoded, Decoder};
 
 /// The stack read's size: a request head and a small body fit.
 const STACK_READ: usize = 4 * 1024;

@@ -5,15 +5,13 @@
 //! body is decided here, once, by RFC 9112 §6.3's order.
 
 use std::mem::MaybeUninit;
-use std::ops::Range;
 
-use bytes::{Bytes, BytesMut};
-use hyper::header::{
-    CONNECTION, CONTENT_LENGTH, EXPECT, HOST, HeaderName, HeaderValue, TRANSFER_ENCODING, UPGRADE,
-};
+use bytes::BytesMut;
+use hyper::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use hyper::{HeaderMap, Method, StatusCode, Version};
 
-use super::decode::{Chunk, Decoder};
+use crate::http::h1::decode::{Chunk, Decoder};
+use crate::http::h1::fields::{Facts, FieldError, STACK_SPANS, push_decimal, spans, to_map};
 
 /// The most fields an answer head may have (hyper's default too).
 const MAX_FIELDS: usize = 100;
@@ -112,21 +110,6 @@ fn field(out: &mut BytesMut, name: &str, value: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// `n` in decimal, without the formatting machinery (a third of a request head's writing).
-pub(crate) fn push_decimal(out: &mut BytesMut, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
 /// Methods whose requests carry a body as a rule: an empty one says so with a zero length
 /// (RFC 9110 §8.6: a user agent SHOULD send it for them).
 fn wants_length(method: &Method) -> bool {
@@ -172,7 +155,7 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
     }
     let no_body =
         head_request || status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
-    let (body, framed) = facts.framing(no_body)?;
+    let (body, framed) = framing(&facts, no_body)?;
     let keep_alive = framed && facts.keeps_alive(version);
     Ok(Parsed::Head(Head {
         status,
@@ -281,162 +264,37 @@ fn version_of(answer: &httparse::Response<'_, '_>) -> Version {
     }
 }
 
-/// Where a field's name and value sit in the head's bytes.
-pub(crate) type Span = (Range<usize>, Range<usize>);
-
-/// Fields whose spans are noted on the stack; a head with more takes room on the heap.
-pub(crate) const STACK_SPANS: usize = 32;
-
-/// Where each field's name and value sit in `buf`, noted in `room` (or in `heap` when there
-/// are more): the fields are made from one frozen copy of the head instead of a copy each,
-/// and a head's spans cost no allocation.
-pub(crate) fn spans<'r>(
-    buf: &[u8],
-    fields: &[httparse::Header<'_>],
-    room: &'r mut [Span; STACK_SPANS],
-    heap: &'r mut Vec<Span>,
-) -> &'r [Span] {
-    let at = |s: &[u8]| {
-        let start = s.as_ptr() as usize - buf.as_ptr() as usize;
-        start..start + s.len()
-    };
-    let spans = fields.iter().map(|f| (at(f.name.as_bytes()), at(f.value)));
-    if fields.len() > STACK_SPANS {
-        heap.extend(spans);
-        return heap;
+/// The body's framing, and whether it ends on its own (else the connection's close ends
+/// it). RFC 9112 §6.3: no body for some answers; then `Transfer-Encoding` over
+/// `Content-Length` (and then the connection cannot be reused, §6.1); a list of equal
+/// lengths is one length, differing ones are an error; neither: up to the close.
+fn framing(facts: &Facts, no_body: bool) -> Result<(Decoder, bool), HeadError> {
+    if no_body {
+        return Ok((Decoder::Done, true));
     }
-    for (slot, span) in room.iter_mut().zip(spans) {
-        *slot = span;
-    }
-    &room[..fields.len()]
-}
-
-/// Room for the fields lingo adds before the answer goes on (`x-request-id`), so that
-/// adding them does not grow the map (a rehash of every field).
-const ADDED_FIELDS: usize = 2;
-
-pub(crate) fn to_map(
-    bytes: &Bytes,
-    spans: &[Span],
-    facts: &mut Facts,
-) -> Result<HeaderMap, HeadError> {
-    let mut headers = HeaderMap::with_capacity(spans.len() + ADDED_FIELDS);
-    for (name, value) in spans {
-        let name = HeaderName::from_bytes(&bytes[name.clone()])
-            .map_err(|e| HeadError::Malformed(e.to_string()))?;
-        let value = HeaderValue::from_maybe_shared(bytes.slice(value.clone()))
-            .map_err(|e| HeadError::Malformed(e.to_string()))?;
-        facts.note(&name, &value);
-        headers.append(name, value);
-    }
-    Ok(headers)
-}
-
-/// The fields of a trailer section (`name: value` lines, then an empty line).
-pub fn fields(section: &Bytes) -> Result<HeaderMap, HeadError> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
-    match httparse::parse_headers(section, &mut fields) {
-        Ok(httparse::Status::Complete((_, parsed))) => {
-            let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
-            let spans = spans(section, parsed, &mut room, &mut heap);
-            to_map(section, spans, &mut Facts::default())
-        }
-        Ok(httparse::Status::Partial) => Err(HeadError::Malformed("partial".into())),
-        Err(httparse::Error::TooManyHeaders) => Err(HeadError::TooLarge),
-        Err(err) => Err(HeadError::Malformed(err.to_string())),
+    match (facts.chunked, facts.length) {
+        (Some(true), length) => Ok((Decoder::Chunked(Chunk::Size), length.is_none())),
+        (Some(false), _) => Ok((Decoder::ToClose, false)),
+        (None, Some(Ok(0))) => Ok((Decoder::Done, true)),
+        (None, Some(Ok(n))) => Ok((Decoder::Length(n), true)),
+        (None, Some(Err(()))) => Err(HeadError::ContentLength),
+        (None, None) => Ok((Decoder::ToClose, false)),
     }
 }
 
-/// What a head's fields say about its framing and its connection, noted as its map is built
-/// (three lookups in the map after it cost more than a name comparison per field).
-#[derive(Default)]
-pub(crate) struct Facts {
-    /// `Content-Length`: the one length all its values agree on, or `Err` when they do not
-    /// or one is not a number.
-    pub(crate) length: Option<Result<u64, ()>>,
-    /// `Transfer-Encoding`: whether its last coding is `chunked`.
-    pub(crate) chunked: Option<bool>,
-    /// `Connection: close`, `Connection: keep-alive` and `Connection: upgrade`.
-    pub(crate) close: bool,
-    pub(crate) keep_alive: bool,
-    pub(crate) upgrade: bool,
-    /// An `Upgrade` field (a request's).
-    pub(crate) upgrade_to: bool,
-    /// `Expect: 100-continue` (a request's).
-    pub(crate) expects_continue: bool,
-}
-
-impl Facts {
-    pub(crate) fn note(&mut self, name: &HeaderName, value: &HeaderValue) {
-        let text = || std::str::from_utf8(value.as_bytes()).unwrap_or("\u{fffd}");
-        if *name == CONTENT_LENGTH {
-            for part in text().split(',') {
-                self.length = Some(match (self.length, parse_length(part.trim())) {
-                    (None, Some(n)) => Ok(n),
-                    (Some(Ok(length)), Some(n)) if length == n => Ok(length),
-                    _ => Err(()),
-                });
-            }
-        } else if *name == TRANSFER_ENCODING {
-            let last = text().rsplit(',').next().map(str::trim);
-            self.chunked = Some(last.is_some_and(|t| t.eq_ignore_ascii_case("chunked")));
-        } else if *name == CONNECTION {
-            self.connection(value.as_bytes());
-        } else if *name == UPGRADE {
-            self.upgrade_to = true;
-        } else if *name == EXPECT {
-            self.expects_continue = value.as_bytes().eq_ignore_ascii_case(b"100-continue");
+impl From<FieldError> for HeadError {
+    fn from(err: FieldError) -> Self {
+        match err {
+            FieldError::Malformed(why) => HeadError::Malformed(why),
+            FieldError::TooLarge => HeadError::TooLarge,
         }
     }
-
-    /// A `Connection` field's tokens.
-    fn connection(&mut self, value: &[u8]) {
-        for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-            self.close |= token.eq_ignore_ascii_case(b"close");
-            self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
-            self.upgrade |= token.eq_ignore_ascii_case(b"upgrade");
-        }
-    }
-
-    /// The body's framing, and whether it ends on its own (else the connection's close ends
-    /// it). RFC 9112 §6.3: no body for some answers; then `Transfer-Encoding` over
-    /// `Content-Length` (and then the connection cannot be reused, §6.1); a list of equal
-    /// lengths is one length, differing ones are an error; neither: up to the close.
-    fn framing(&self, no_body: bool) -> Result<(Decoder, bool), HeadError> {
-        if no_body {
-            return Ok((Decoder::Done, true));
-        }
-        match (self.chunked, self.length) {
-            (Some(true), length) => Ok((Decoder::Chunked(Chunk::Size), length.is_none())),
-            (Some(false), _) => Ok((Decoder::ToClose, false)),
-            (None, Some(Ok(0))) => Ok((Decoder::Done, true)),
-            (None, Some(Ok(n))) => Ok((Decoder::Length(n), true)),
-            (None, Some(Err(()))) => Err(HeadError::ContentLength),
-            (None, None) => Ok((Decoder::ToClose, false)),
-        }
-    }
-
-    /// Persistence (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
-    /// `Connection: keep-alive`.
-    pub(crate) fn keeps_alive(&self, version: Version) -> bool {
-        match version {
-            Version::HTTP_10 => self.keep_alive && !self.close,
-            _ => !self.close,
-        }
-    }
-}
-
-/// `1*DIGIT`, within 64 bits.
-fn parse_length(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hyper::header::HeaderValue;
 
     fn parse(raw: &str, head_request: bool) -> Result<Parsed, HeadError> {
         parse_answer(&mut BytesMut::from(raw), head_request)

@@ -9,16 +9,14 @@
 //! between requests is just a socket and an empty buffer, handed back by the body at its end.
 //!
 //! - [`head`]: the request head lingo writes and the answer head it reads, and how that
-//!   answer's body is framed (pure);
-//! - [`decode`]: the body's framing, decoded from the bytes read (pure);
+//!   answer's body is framed (pure; the fields and the body's decoding are `http::h1`'s);
 //! - [`upload`]: writing the request's body, watching for an answer that comes before its end;
 //! - [`dial`]: a host's addresses tried with happy eyeballs.
 //!
 //! What is not here: upgrades (a WebSocket goes through hyper's client), HTTP/2, TLS.
 
-pub(crate) mod decode;
 mod dial;
-pub(crate) mod head;
+mod head;
 mod upload;
 
 use std::future::poll_fn;
@@ -34,7 +32,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use crate::http::body::{Body, BoxError};
-use decode::{Decoded, Decoder};
+use crate::http::h1::decode::{Decoded, Decoder};
 pub use head::HeadError;
 use head::Parsed;
 

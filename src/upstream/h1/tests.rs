@@ -282,7 +282,7 @@ async fn chunks_already_read_leave_as_one_frame() {
     let shelf = Shelf::default();
     let mut body = Answer {
         conn: Some(conn),
-        decoder: Decoder::Chunked(decode::Chunk::Size),
+        decoder: Decoder::Chunked(crate::http::h1::decode::Chunk::Size),
         keep_alive: true,
         home: Some(shelf.clone()),
         trailers: None,

@@ -1,5 +1,6 @@
-//! An answer body's framing (RFC 9112 §6.3, §7.1), decoded from the bytes read so far: by
-//! length, chunked, or up to the close of the connection.
+//! A body's framing (RFC 9112 §6.3, §7.1), decoded from the bytes read so far: by length,
+//! chunked, or up to the close of the connection. The same for a request lingo serves and an
+//! answer it reads.
 //!
 //! Pure: the connection reads into a buffer, and [`Decoder::decode`] takes what it can out of
 //! it. A token stream's chunks come out as slices of the bytes read, without copies; the
@@ -9,7 +10,7 @@
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::HeaderMap;
 
-use super::head::{self, HeadError};
+use super::fields::{self, FieldError};
 
 /// The longest chunk-size line (with its extensions) and the largest trailer section read.
 const MAX_LINE: usize = 4096;
@@ -51,17 +52,17 @@ pub enum Decoded {
     End,
 }
 
-/// An answer body that cannot be read as framed.
+/// A body that cannot be read as framed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BodyError {
-    #[error("the upstream closed the connection before the end of the answer")]
+    #[error("the peer closed the connection before the end of the body")]
     Cut,
-    #[error("invalid chunk size line in the upstream's answer")]
+    #[error("invalid chunk size line")]
     ChunkSize,
-    #[error("chunk data not followed by CRLF in the upstream's answer")]
+    #[error("chunk data not followed by CRLF")]
     ChunkEnd,
-    #[error("invalid trailers in the upstream's answer: {0}")]
-    Trailers(HeadError),
+    #[error("invalid trailers: {0}")]
+    Trailers(FieldError),
 }
 
 // === impl Decoder ===
@@ -218,11 +219,11 @@ fn trailers(buf: &mut BytesMut) -> Result<Step, BodyError> {
             // Taken out only once read: a failed decode leaves the buffer as it was, so that
             // the next call fails alike.
             let section = Bytes::copy_from_slice(&buf[..at + 4]);
-            let fields = head::fields(&section).map_err(BodyError::Trailers)?;
+            let fields = fields::fields(&section).map_err(BodyError::Trailers)?;
             buf.advance(at + 4);
             Ok(Step::Out(Decoder::Done, Decoded::Trailers(fields)))
         }
-        None if buf.len() >= MAX_TRAILERS => Err(BodyError::Trailers(HeadError::TooLarge)),
+        None if buf.len() >= MAX_TRAILERS => Err(BodyError::Trailers(FieldError::TooLarge)),
         None => more,
     }
 }
@@ -403,6 +404,6 @@ mod tests {
         let mut trailers = b"0\r\n".to_vec();
         trailers.extend(std::iter::repeat_n(b'a', MAX_TRAILERS));
         let got = run(CHUNKED, &trailers, 512).2;
-        assert_eq!(got, Err(BodyError::Trailers(HeadError::TooLarge)));
+        assert_eq!(got, Err(BodyError::Trailers(FieldError::TooLarge)));
     }
 }

@@ -1,0 +1,170 @@
+//! A head's fields (RFC 9112 §5), read the same way for the requests lingo serves and the
+//! answers it reads: built into a map from one frozen copy of the head, and what they say
+//! about framing and persistence noted as the map is built. Pure.
+
+use std::ops::Range;
+
+use bytes::{Bytes, BytesMut};
+use hyper::HeaderMap;
+use hyper::Version;
+use hyper::header::{
+    CONNECTION, CONTENT_LENGTH, EXPECT, HeaderName, HeaderValue, TRANSFER_ENCODING, UPGRADE,
+};
+
+/// The most fields a trailer section may have (hyper's default limit for a head too).
+const MAX_FIELDS: usize = 100;
+
+/// A field section lingo cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("{0}")]
+    Malformed(String),
+    #[error("too many or too large fields")]
+    TooLarge,
+}
+
+/// Where a field's name and value sit in the head's bytes.
+pub type Span = (Range<usize>, Range<usize>);
+
+/// Fields whose spans are noted on the stack; a head with more takes room on the heap.
+pub const STACK_SPANS: usize = 32;
+
+/// Where each field's name and value sit in `buf`, noted in `room` (or in `heap` when there
+/// are more): the fields are made from one frozen copy of the head instead of a copy each,
+/// and a head's spans cost no allocation.
+pub fn spans<'r>(
+    buf: &[u8],
+    fields: &[httparse::Header<'_>],
+    room: &'r mut [Span; STACK_SPANS],
+    heap: &'r mut Vec<Span>,
+) -> &'r [Span] {
+    let at = |s: &[u8]| {
+        let start = s.as_ptr() as usize - buf.as_ptr() as usize;
+        start..start + s.len()
+    };
+    let spans = fields.iter().map(|f| (at(f.name.as_bytes()), at(f.value)));
+    if fields.len() > STACK_SPANS {
+        heap.extend(spans);
+        return heap;
+    }
+    for (slot, span) in room.iter_mut().zip(spans) {
+        *slot = span;
+    }
+    &room[..fields.len()]
+}
+
+/// Room for the fields lingo adds before the answer goes on (`x-request-id`), so that
+/// adding them does not grow the map (a rehash of every field).
+const ADDED_FIELDS: usize = 2;
+
+pub fn to_map(bytes: &Bytes, spans: &[Span], facts: &mut Facts) -> Result<HeaderMap, FieldError> {
+    let mut headers = HeaderMap::with_capacity(spans.len() + ADDED_FIELDS);
+    for (name, value) in spans {
+        let name = HeaderName::from_bytes(&bytes[name.clone()])
+            .map_err(|e| FieldError::Malformed(e.to_string()))?;
+        let value = HeaderValue::from_maybe_shared(bytes.slice(value.clone()))
+            .map_err(|e| FieldError::Malformed(e.to_string()))?;
+        facts.note(&name, &value);
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+/// The fields of a trailer section (`name: value` lines, then an empty line).
+pub fn fields(section: &Bytes) -> Result<HeaderMap, FieldError> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
+    match httparse::parse_headers(section, &mut fields) {
+        Ok(httparse::Status::Complete((_, parsed))) => {
+            let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
+            let spans = spans(section, parsed, &mut room, &mut heap);
+            to_map(section, spans, &mut Facts::default())
+        }
+        Ok(httparse::Status::Partial) => Err(FieldError::Malformed("partial".into())),
+        Err(httparse::Error::TooManyHeaders) => Err(FieldError::TooLarge),
+        Err(err) => Err(FieldError::Malformed(err.to_string())),
+    }
+}
+
+/// What a head's fields say about its framing and its connection, noted as its map is built
+/// (three lookups in the map after it cost more than a name comparison per field).
+#[derive(Default)]
+pub struct Facts {
+    /// `Content-Length`: the one length all its values agree on, or `Err` when they do not
+    /// or one is not a number.
+    pub length: Option<Result<u64, ()>>,
+    /// `Transfer-Encoding`: whether its last coding is `chunked`.
+    pub chunked: Option<bool>,
+    /// `Connection: close`, `Connection: keep-alive` and `Connection: upgrade`.
+    pub close: bool,
+    pub keep_alive: bool,
+    pub upgrade: bool,
+    /// An `Upgrade` field (a request's).
+    pub upgrade_to: bool,
+    /// `Expect: 100-continue` (a request's).
+    pub expects_continue: bool,
+}
+
+impl Facts {
+    pub fn note(&mut self, name: &HeaderName, value: &HeaderValue) {
+        let text = || std::str::from_utf8(value.as_bytes()).unwrap_or("\u{fffd}");
+        if *name == CONTENT_LENGTH {
+            for part in text().split(',') {
+                self.length = Some(match (self.length, parse_length(part.trim())) {
+                    (None, Some(n)) => Ok(n),
+                    (Some(Ok(length)), Some(n)) if length == n => Ok(length),
+                    _ => Err(()),
+                });
+            }
+        } else if *name == TRANSFER_ENCODING {
+            let last = text().rsplit(',').next().map(str::trim);
+            self.chunked = Some(last.is_some_and(|t| t.eq_ignore_ascii_case("chunked")));
+        } else if *name == CONNECTION {
+            self.connection(value.as_bytes());
+        } else if *name == UPGRADE {
+            self.upgrade_to = true;
+        } else if *name == EXPECT {
+            self.expects_continue = value.as_bytes().eq_ignore_ascii_case(b"100-continue");
+        }
+    }
+
+    /// A `Connection` field's tokens.
+    pub fn connection(&mut self, value: &[u8]) {
+        for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+            self.close |= token.eq_ignore_ascii_case(b"close");
+            self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            self.upgrade |= token.eq_ignore_ascii_case(b"upgrade");
+        }
+    }
+
+    /// Persistence (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
+    /// `Connection: keep-alive`.
+    pub fn keeps_alive(&self, version: Version) -> bool {
+        match version {
+            Version::HTTP_10 => self.keep_alive && !self.close,
+            _ => !self.close,
+        }
+    }
+}
+
+/// `1*DIGIT`, within 64 bits.
+fn parse_length(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// `n` in decimal, without the formatting machinery (a third of a request head's writing).
+pub fn push_decimal(out: &mut BytesMut, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}

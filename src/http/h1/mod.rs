@@ -1,0 +1,9 @@
+//! HTTP/1.1 pieces both of lingo's connections use (the server for clients, `server::h1`,
+//! and the client for upstreams, `upstream::h1`). Pure.
+//!
+//! - [`fields`]: a head's fields built into a map, and what they say about framing;
+//! - [`decode`]: a body's framing (by length, chunked, up to the close) decoded from the
+//!   bytes read.
+
+pub mod decode;
+pub mod fields;
