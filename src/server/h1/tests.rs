@@ -396,3 +396,37 @@ async fn a_head_answer_says_its_length_and_sends_no_body() {
     );
     served.await.unwrap().unwrap();
 }
+
+/// A client that closes while its answer is still being made ends the request: the
+/// service's future is dropped (and with it the upstream request it waits on).
+#[tokio::test]
+async fn a_client_that_leaves_before_its_answer_ends_the_request() {
+    let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel::<()>();
+    let guard = std::sync::Mutex::new(Some(dropped_tx));
+    let (mut client, served) = start(move |_req| {
+        // Sends on the channel when dropped: the future never finishes on its own.
+        let tell = guard.lock().unwrap().take();
+        async move {
+            let _tell = tell;
+            std::future::pending::<()>().await;
+            Response::new(Body::empty())
+        }
+    });
+    client
+        .write_all(b"GET /slow HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::task::yield_now().await;
+    drop(client);
+    let ended = tokio::time::timeout(GUARD, served)
+        .await
+        .expect("the connection hung");
+    assert!(ended.unwrap().is_ok());
+    let dropped = tokio::time::timeout(GUARD, dropped_rx)
+        .await
+        .expect("never dropped");
+    assert!(
+        dropped.is_err(),
+        "the request's future was dropped, not finished"
+    );
+}
