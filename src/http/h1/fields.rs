@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use hyper::HeaderMap;
 use hyper::Version;
 use hyper::header::{
@@ -167,4 +167,20 @@ pub fn push_decimal(out: &mut BytesMut, mut n: u64) {
         }
     }
     out.extend_from_slice(&digits[at..]);
+}
+
+/// A chunk-size line: `n` in lowercase hex, then CRLF.
+pub fn push_hex(out: &mut BytesMut, mut n: usize) {
+    let mut line = [0u8; 18];
+    line[16..].copy_from_slice(b"\r\n");
+    let mut at = 16;
+    loop {
+        at -= 1;
+        line[at] = b"0123456789abcdef"[n & 15];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.put_slice(&line[at..]);
 }

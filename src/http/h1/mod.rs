@@ -3,7 +3,9 @@
 //!
 //! - [`fields`]: a head's fields built into a map, and what they say about framing;
 //! - [`decode`]: a body's framing (by length, chunked, up to the close) decoded from the
-//!   bytes read.
+//!   bytes read;
+//! - [`read`]: how much room a connection's next read gets.
 
 pub mod decode;
 pub mod fields;
+pub mod read;

@@ -22,6 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::head::{self, Framing};
 use super::wire::{CONTINUE, Shared, lock};
 use crate::http::body::{Body, BoxError};
+use crate::http::h1::fields::{Facts, push_hex};
 
 /// Held bytes past this are written before more of the body is read; a frame larger than
 /// this is written on its own.
@@ -205,10 +206,11 @@ fn framing(status: StatusCode, headers: &hyper::HeaderMap, body: &Body, asked: A
 }
 
 fn says_close(headers: &hyper::HeaderMap) -> bool {
-    headers.get_all(CONNECTION).iter().any(|value| {
-        (value.as_bytes().split(|&b| b == b','))
-            .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))
-    })
+    let mut facts = Facts::default();
+    for value in headers.get_all(CONNECTION) {
+        facts.connection(value.as_bytes());
+    }
+    facts.close
 }
 
 /// The body's next frame (trailers are not sent on: `Trailer` is a hop-by-hop field lingo
@@ -286,22 +288,6 @@ where
         }
     }
     Ok(())
-}
-
-/// A chunk-size line.
-fn push_hex(out: &mut BytesMut, mut n: usize) {
-    let mut line = [0u8; 18];
-    line[16..].copy_from_slice(b"\r\n");
-    let mut at = 16;
-    loop {
-        at -= 1;
-        line[at] = b"0123456789abcdef"[n & 15];
-        n >>= 4;
-        if n == 0 {
-            break;
-        }
-    }
-    out.put_slice(&line[at..]);
 }
 
 /// The `Date` field, made once a second per thread.

@@ -272,15 +272,16 @@ async fn refuse<I>(wire: &Shared<I>, refusal: &Refusal)
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    let status = refusal.status();
     let mut out = BytesMut::with_capacity(128);
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_str().as_bytes());
-    out.extend_from_slice(b" ");
-    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(b"\r\ncontent-length: 0\r\nconnection: close\r\ndate: ");
-    out.extend_from_slice(answer::date().as_bytes());
-    out.extend_from_slice(b"\r\n\r\n");
+    let answer = head::Answer {
+        status: refusal.status(),
+        version: hyper::Version::HTTP_11,
+        headers: &hyper::HeaderMap::new(),
+        framing: head::Framing::Length(0),
+        keep_alive: false,
+        date: &answer::date(),
+    };
+    head::write(&mut out, &answer);
     let _ = answer::flush(wire, &mut out).await;
     shut(wire).await;
 }

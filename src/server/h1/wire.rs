@@ -9,21 +9,18 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::http::h1::decode::{Decoded, Decoder};
+use crate::http::h1::read::{Reads, release_room};
 
 /// The stack read's size: a request head and a small body fit.
 const STACK_READ: usize = 4 * 1024;
-/// Once a read's room is in the buffer, reads take at least this much; a read that fills
-/// the room it had doubles the next one, up to [`MAX_READ`].
-const MIN_READ: usize = 4 * 1024;
-const MAX_READ: usize = 64 * 1024;
 /// What a read made only to notice a client's close may take.
 const WATCH_READ: usize = 512;
 
@@ -42,7 +39,7 @@ pub struct Wire<I> {
     pub request: u64,
     /// How much of [`CONTINUE`] is written, while it is owed.
     pub go_ahead: Option<usize>,
-    read_size: usize,
+    reads: Reads,
 }
 
 pub type Shared<I> = Arc<Mutex<Wire<I>>>;
@@ -62,7 +59,7 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Wire<I> {
             body: Decoder::Done,
             request: 0,
             go_ahead: None,
-            read_size: MIN_READ,
+            reads: Reads::default(),
         }
     }
 
@@ -78,23 +75,12 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Wire<I> {
             self.buf = BytesMut::from(read.filled());
             return Poll::Ready(Ok(read.filled().len()));
         }
-        if self.buf.capacity() - self.buf.len() < MIN_READ / 4 {
-            self.buf.reserve(self.read_size);
-        }
-        let room = self.buf.capacity() - self.buf.len();
-        let n = ready!(pin!(io.read_buf(&mut self.buf)).poll(cx))?;
-        self.read_size = match n >= room {
-            true => (self.read_size * 2).min(MAX_READ),
-            false => MIN_READ,
-        };
-        Poll::Ready(Ok(n))
+        self.reads.poll_into(io, &mut self.buf, cx)
     }
 
     /// Gives back the buffer's room while nothing is in it.
     pub fn release_room(&mut self) {
-        if self.buf.is_empty() && self.buf.capacity() > 0 {
-            self.buf = BytesMut::new();
-        }
+        release_room(&mut self.buf);
     }
 
     /// Ready(true) when the client has closed (or its socket failed) while an answer is
@@ -140,19 +126,13 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Wire<I> {
 
     /// Writes what is left of a `100 Continue` being sent.
     pub fn poll_go_ahead(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while let Some(at) = self.go_ahead {
-            let mut rest = &CONTINUE[at..];
-            let Some(io) = self.io.as_mut() else {
-                return Poll::Ready(Err(io::ErrorKind::NotConnected.into()));
-            };
-            let n = ready!(Pin::new(io).poll_write(cx, rest))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            rest.advance(n);
-            self.go_ahead = (!rest.is_empty()).then_some(at + n);
-        }
-        Poll::Ready(Ok(()))
+        let Some(at) = self.go_ahead else {
+            return Poll::Ready(Ok(()));
+        };
+        let mut rest = &CONTINUE[at..];
+        let written = self.poll_write_all(cx, &mut rest);
+        self.go_ahead = (!rest.is_empty()).then(|| CONTINUE.len() - rest.len());
+        written
     }
 
     /// After an answer: whether the request's body is all read, reading what of it is already

@@ -21,26 +21,20 @@ mod upload;
 
 use std::future::poll_fn;
 use std::io;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
 use hyper::{HeaderMap, Method, Request, Response};
-use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use crate::http::body::{Body, BoxError};
 use crate::http::h1::decode::{Decoded, Decoder};
+use crate::http::h1::read::{MIN_READ, Reads, release_room};
 pub use head::HeadError;
 use head::Parsed;
-
-/// The smallest read: an answer head or a few tokens fit. A read that fills the room it had
-/// doubles the next one, up to [`MAX_READ`]: a long answer is read in few calls, while a
-/// connection that carries tokens keeps a small buffer.
-const MIN_READ: usize = 4 * 1024;
-const MAX_READ: usize = 64 * 1024;
 
 /// An open connection to an upstream, with no request on it.
 pub struct Conn {
@@ -48,7 +42,7 @@ pub struct Conn {
     /// Bytes read and not yet decoded.
     buf: BytesMut,
     /// How much room the next read gets.
-    read_size: usize,
+    reads: Reads,
 }
 
 /// Why a request got no answer.
@@ -88,7 +82,7 @@ impl Conn {
         Ok(Conn {
             io,
             buf: BytesMut::new(),
-            read_size: MIN_READ,
+            reads: Reads::default(),
         })
     }
 
@@ -152,9 +146,7 @@ impl Conn {
     /// token then holds no read buffer (the next read takes new room once the socket is
     /// readable; what was read before is freed once its frames are written).
     fn release_room(&mut self) {
-        if self.buf.is_empty() && self.buf.capacity() > 0 {
-            self.buf = BytesMut::new();
-        }
+        release_room(&mut self.buf);
     }
 
     /// Reads what the socket has into the buffer: how many bytes (0: the upstream closed).
@@ -163,16 +155,7 @@ impl Conn {
             // Room given back: none is taken until there is something to read.
             ready!(self.io.poll_read_ready(cx))?;
         }
-        if self.buf.capacity() - self.buf.len() < MIN_READ / 4 {
-            self.buf.reserve(self.read_size);
-        }
-        let room = self.buf.capacity() - self.buf.len();
-        let n = ready!(pin!(self.io.read_buf(&mut self.buf)).poll(cx))?;
-        self.read_size = match n >= room {
-            true => (self.read_size * 2).min(MAX_READ),
-            false => MIN_READ,
-        };
-        Poll::Ready(Ok(n))
+        self.reads.poll_into(&mut self.io, &mut self.buf, cx)
     }
 }
 

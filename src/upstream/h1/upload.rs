@@ -19,6 +19,7 @@ use tokio::io::AsyncWrite;
 use super::head::{self, Early, Framing};
 use super::{Conn, SendError};
 use crate::http::body::Body;
+use crate::http::h1::fields::push_hex;
 
 /// Held bytes past this are written before more of the body is read.
 const FLUSH_AT: usize = 16 * 1024;
@@ -149,8 +150,7 @@ impl Upload<'_> {
         }
         let chunked = self.framing == Framing::Chunked;
         if chunked {
-            use std::fmt::Write as _;
-            let _ = write!(self.out, "{:x}\r\n", data.len());
+            push_hex(&mut self.out, data.len());
         }
         if self.out.len() + data.len() <= FLUSH_AT {
             self.out.extend_from_slice(&data);
