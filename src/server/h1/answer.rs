@@ -29,6 +29,10 @@ use crate::http::h1::fields::{Facts, push_hex};
 const FLUSH_AT: usize = 16 * 1024;
 /// Room kept between writes; more is given back once written.
 const KEEP_ROOM: usize = 4 * 1024;
+/// Room a stream keeps while it waits for its next token: a token's frame fits, so that a
+/// stream sent a token at a time takes no new room per token; a burst's larger room is
+/// given back.
+const IDLE_ROOM: usize = 512;
 
 /// What the request said about its answer.
 #[derive(Clone, Copy, Debug)]
@@ -167,8 +171,9 @@ where
             }
             Next::Idle => {
                 flush(wire, &mut out).await?;
-                // A stream waiting for its next token holds no room.
-                out = BytesMut::new();
+                if out.capacity() > IDLE_ROOM {
+                    out = BytesMut::new();
+                }
             }
             Next::End => {
                 if framing == Framing::Chunked {
