@@ -1,7 +1,7 @@
 //! How much room a connection's next read gets, for lingo's HTTP/1.1 server and client alike.
 //!
 //! The smallest read fits a head or a few tokens; a read that fills the room it had doubles
-//! the next one, up to [`MAX_READ`]: a long body is read in few calls, while a connection
+//! the next one, up to 64 KiB: a long body is read in few calls, while a connection
 //! that carries tokens keeps a small buffer.
 
 use std::io;
