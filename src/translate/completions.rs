@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::json::Json;
 use super::params::{self, err};
+use super::scan::{Scan, Seen};
 use super::sse;
 use super::translation::Refusal;
 use super::translation::{FINGERPRINT, LineTranslator, Meta, Translation, UpstreamCall};
@@ -103,7 +104,7 @@ pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionR
 }
 
 /// One native `/api/generate` event (or the whole answer).
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct Event<'a> {
     #[serde(default, borrow)]
     response: Cow<'a, str>,
@@ -120,8 +121,37 @@ struct Event<'a> {
 }
 
 fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
-    crate::translate::parse_json(bytes)
+    crate::translate::parse_json_or_scan(bytes, scan)
         .map_err(|e| format!("upstream sent something that is not a native generate event: {e}"))
+}
+
+/// An event read by [`Scan`], or `None` for serde to read (see `chat::native::scan`).
+fn scan(text: &str) -> Option<Event<'_>> {
+    let mut event = Event {
+        response: Cow::Borrowed(""),
+        done: false,
+        done_reason: None,
+        prompt_eval_count: 0,
+        eval_count: 0,
+        error: None,
+    };
+    let mut seen = Seen::default();
+    let mut scan = Scan::new(text);
+    scan.object(|key, scan| {
+        match key {
+            "response" => event.response = seen.first(0).and_then(|()| scan.str())?,
+            "done" => event.done = seen.first(1).and_then(|()| scan.bool())?,
+            "done_reason" => event.done_reason = seen.first(2).and_then(|()| scan.opt_str())?,
+            "prompt_eval_count" => {
+                event.prompt_eval_count = seen.first(3).and_then(|()| scan.u64())?;
+            }
+            "eval_count" => event.eval_count = seen.first(4).and_then(|()| scan.u64())?,
+            "error" => event.error = seen.first(5).and_then(|()| scan.opt_str())?,
+            _ => scan.skip()?,
+        }
+        Some(())
+    })?;
+    scan.end().map(|()| event)
 }
 
 fn finish_reason(done_reason: Option<&str>) -> &'static str {
@@ -369,7 +399,44 @@ impl LineTranslator for CompletionStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::translate::scan::random_objects;
     use serde_json::json;
+
+    /// Generate lines: what the scan reads (real lines always), serde reads the same.
+    #[test]
+    fn scanned_lines_read_as_serde_reads_them() {
+        let serde = |text: &str| serde_json::from_str::<Event>(text).map(|e| format!("{e:?}"));
+        let real = [
+            r#"{"model":"llama3.2","created_at":"2025-07-07T20:22:19.1Z","response":" sky\n","done":false}"#,
+            r#"{"model":"llama3.2","created_at":"2025-07-07T20:22:19.1Z","response":"","done":true,"done_reason":"stop","context":[128006,9125,128007],"total_duration":4883583458,"prompt_eval_count":26,"eval_count":282}"#,
+        ];
+        for line in real {
+            let event = scan(line).unwrap_or_else(|| panic!("not scanned: {line}"));
+            assert_eq!(format!("{event:?}"), serde(line).unwrap());
+        }
+        let keys = [
+            "response",
+            "done",
+            "done_reason",
+            "prompt_eval_count",
+            "eval_count",
+            "error",
+            "model",
+            "context",
+            "thinking",
+        ];
+        let (mut scanned, cases) = (0, 20_000);
+        for line in random_objects(&keys, &[], cases) {
+            if let Some(event) = scan(&line) {
+                scanned += 1;
+                assert_eq!(format!("{event:?}"), serde(&line).unwrap(), "{line}");
+            }
+        }
+        assert!(
+            scanned > cases / 10,
+            "only {scanned} of {cases} lines scanned"
+        );
+    }
 
     fn native(body: Value) -> Result<Value, Refusal> {
         let r = request(body.to_string().as_bytes(), &Map::new())?;

@@ -14,6 +14,7 @@ pub mod native;
 pub mod ndjson;
 pub mod params;
 pub mod rename;
+pub mod scan;
 pub mod splice;
 pub mod sse;
 pub mod translation;
@@ -35,8 +36,17 @@ pub use translation::{
 /// not again; anything else goes to the slice reader, which skips strings it ignores, as
 /// before.
 pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
+    parse_json_or_scan(bytes, |_| None)
+}
+
+/// [`parse_json`], trying `scan` first (a [`scan::Scan`] of the shape lingo expects, which
+/// answers `None` where it is not sure that serde would read the same).
+pub fn parse_json_or_scan<'a, T: Deserialize<'a>>(
+    bytes: &'a [u8],
+    scan: impl FnOnce(&'a str) -> Option<T>,
+) -> serde_json::Result<T> {
     match std::str::from_utf8(bytes) {
-        Ok(text) => serde_json::from_str(text),
+        Ok(text) => scan(text).map_or_else(|| serde_json::from_str(text), Ok),
         Err(_) => serde_json::from_slice(bytes),
     }
 }

@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::translate::scan::{Scan, Seen};
+
 /// One NDJSON event (or the whole non-streamed answer).
 #[derive(Debug, Deserialize)]
 pub struct Event<'a> {
@@ -54,6 +56,147 @@ pub struct Function<'a> {
 
 /// Parses one line or answer.
 pub fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
-    crate::translate::parse_json(bytes)
+    crate::translate::parse_json_or_scan(bytes, scan)
         .map_err(|e| format!("upstream sent something that is not a native chat event: {e}"))
+}
+
+/// An event read by [`Scan`] (a token's line or a plain answer), or `None` for serde to read:
+/// tool calls, log probabilities and anything unexpected.
+fn scan(text: &str) -> Option<Event<'_>> {
+    let mut event = Event {
+        message: None,
+        done: false,
+        done_reason: None,
+        prompt_eval_count: 0,
+        eval_count: 0,
+        logprobs: None,
+        error: None,
+    };
+    let mut seen = Seen::default();
+    let mut scan = Scan::new(text);
+    scan.object(|key, scan| {
+        match key {
+            "message" => event.message = seen.first(0).and_then(|()| opt_message(scan))?,
+            "done" => event.done = seen.first(1).and_then(|()| scan.bool())?,
+            "done_reason" => event.done_reason = seen.first(2).and_then(|()| scan.opt_str())?,
+            "prompt_eval_count" => {
+                event.prompt_eval_count = seen.first(3).and_then(|()| scan.u64())?
+            }
+            "eval_count" => event.eval_count = seen.first(4).and_then(|()| scan.u64())?,
+            "logprobs" => seen.first(5).and_then(|()| scan.null())?,
+            "error" => event.error = seen.first(6).and_then(|()| scan.opt_str())?,
+            _ => scan.skip()?,
+        }
+        Some(())
+    })?;
+    scan.end().map(|()| event)
+}
+
+/// `null`, or a message without tool calls.
+fn opt_message<'a>(scan: &mut Scan<'a>) -> Option<Option<Message<'a>>> {
+    if scan.is_null() {
+        return scan.null().map(|()| None);
+    }
+    let mut message = Message::default();
+    let mut seen = Seen::default();
+    scan.object(|key, scan| {
+        match key {
+            "content" => message.content = seen.first(0).and_then(|()| scan.str())?,
+            "thinking" => message.thinking = seen.first(1).and_then(|()| scan.opt_str())?,
+            "tool_calls" => return None,
+            _ => scan.skip()?,
+        }
+        Some(())
+    })?;
+    Some(Some(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::translate::scan::random_objects;
+
+    /// What serde reads, as text (`Cow`s compare by content).
+    fn serde(text: &str) -> Result<String, String> {
+        serde_json::from_str::<Event>(text)
+            .map(|e| format!("{e:?}"))
+            .map_err(|e| e.to_string())
+    }
+
+    /// What real upstreams send, read by the scan exactly as serde reads it.
+    #[test]
+    fn upstream_lines_are_scanned_as_serde_reads_them() {
+        let lines = [
+            r#"{"created_at":"2026-01-01T00:00:00Z","done":false,"message":{"content":"Lingo","role":"assistant"},"model":"llama3.2"}"#,
+            r#"{"model":"llama3.2","created_at":"2025-07-07T20:22:19.184Z","message":{"role":"assistant","content":"\u003cdiv\u003e\n \"q\" \ud83d\ude00"},"done":false}"#,
+            r#"{"model":"qwen3","created_at":"2025-07-07T20:22:19.1Z","message":{"role":"assistant","content":"","thinking":"Hmm"},"done":false}"#,
+            r#"{"model":"llama3.2","created_at":"2025-07-07T20:22:19.1Z","message":{"role":"assistant","content":""},"done_reason":"stop","done":true,"total_duration":4883583458,"load_duration":1334875,"prompt_eval_count":26,"prompt_eval_duration":342546000,"eval_count":282,"eval_duration":4535599000}"#,
+            r#"{"error":"model \"x\" not found, try pulling it first"}"#,
+            r#"{"message":null,"done":true,"done_reason":null,"logprobs":null,"context":[1,2,{"a":[]}]}"#,
+            " { \"done\" : true , \"message\" : { } } \n",
+            r#"{"d\u006fne":true}"#,
+        ];
+        for line in lines {
+            let event = scan(line).unwrap_or_else(|| panic!("not scanned: {line}"));
+            assert_eq!(Ok(format!("{event:?}")), serde(line), "{line}");
+        }
+    }
+
+    /// Anything the scan is not sure of goes to serde: tool calls, log probabilities, a field
+    /// twice, a number serde would refuse or read otherwise, bytes after the object.
+    #[test]
+    fn the_unsure_is_left_to_serde() {
+        let lines = [
+            r#"{"message":{"content":"","tool_calls":[{"function":{"name":"f","arguments":{}}}]},"done":false}"#,
+            r#"{"message":{"content":"a"},"logprobs":[{"token":"a","logprob":-0.1}],"done":false}"#,
+            r#"{"done":false,"done":true}"#,
+            r#"{"message":{"content":"a","content":"b"}}"#,
+            r#"{"eval_count":1.0}"#,
+            r#"{"eval_count":-1}"#,
+            r#"{"eval_count":01}"#,
+            r#"{"done":null}"#,
+            r#"{"done":true} x"#,
+            r#"["not", "an", "object"]"#,
+            r#"{"message":{"content":"lone \ud800"}}"#,
+        ];
+        for line in lines {
+            assert!(scan(line).is_none(), "{line}");
+        }
+    }
+
+    /// Thousands of lines built from the pieces upstreams send and the ones they should not:
+    /// whatever the scan reads, serde reads the same; the scan reads many of them.
+    #[test]
+    fn scanned_lines_read_as_serde_reads_them() {
+        let keys = [
+            "message",
+            "done",
+            "done_reason",
+            "prompt_eval_count",
+            "eval_count",
+            "logprobs",
+            "error",
+            "model",
+            "created_at",
+            "context",
+            r"d\u006fne",
+        ];
+        let messages = [
+            r#"{"content":"tok","role":"assistant"}"#,
+            r#"{"content":null}"#,
+            r#"{"thinking":"t","content":"","images":["aGk="]}"#,
+            r#"{"content":"a","tool_calls":[]}"#,
+        ];
+        let (mut scanned, cases) = (0, 20_000);
+        for line in random_objects(&keys, &messages, cases) {
+            if let Some(event) = scan(&line) {
+                scanned += 1;
+                assert_eq!(Ok(format!("{event:?}")), serde(&line), "{line}");
+            }
+        }
+        assert!(
+            scanned > cases / 10,
+            "only {scanned} of {cases} lines scanned"
+        );
+    }
 }

@@ -1,0 +1,498 @@
+//! A strict, fast reader for the small flat objects of a native stream: one per token.
+//!
+//! serde_json read a native line at about 2,800 instructions (callgrind: a third of a
+//! streamed translation's instructions), most of it generic visitor work for keys lingo
+//! ignores. This reads only what it is sure of, in one pass, and answers `None` ("not sure")
+//! for anything else: a nested value it does not expect, a number that is not a plain
+//! unsigned integer, a field given twice, a lone surrogate, a raw control character, bytes
+//! after the object. The caller then lets serde read the line, so an answer is never
+//! different from serde's: either the same value, or serde's own (value or error).
+
+use std::borrow::Cow;
+
+/// Deepest nesting a skipped value may have before the scan leaves it to serde.
+const MAX_SKIP_DEPTH: usize = 16;
+
+/// A cursor over JSON text.
+#[derive(Debug)]
+pub struct Scan<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Scan { text, at: 0 }
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    /// The next byte that is not JSON whitespace, left unread.
+    #[inline]
+    fn peek(&mut self) -> Option<u8> {
+        let bytes = self.bytes();
+        while let Some(&c) = bytes.get(self.at) {
+            if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(c);
+            }
+            self.at += 1;
+        }
+        None
+    }
+
+    #[inline]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.at += 1)
+    }
+
+    fn word(&mut self, word: &str) -> Option<()> {
+        self.peek()?;
+        self.text[self.at..]
+            .starts_with(word)
+            .then(|| self.at += word.len())
+    }
+
+    /// An object: `member` is called with each key and the scan at its value, which it must
+    /// read (or answer `None`).
+    pub fn object(&mut self, mut member: impl FnMut(&str, &mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.str()?;
+            self.eat(b':')?;
+            member(&key, self)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The end of the text: nothing but whitespace may follow the value.
+    pub fn end(mut self) -> Option<()> {
+        self.peek().is_none().then_some(())
+    }
+
+    /// A string, borrowed unless it has escapes.
+    #[inline]
+    pub fn str(&mut self) -> Option<Cow<'a, str>> {
+        self.eat(b'"')?;
+        let start = self.at;
+        let end = self.plain_run(start);
+        match self.bytes().get(end)? {
+            b'"' => {
+                self.at = end + 1;
+                Some(Cow::Borrowed(&self.text[start..end]))
+            }
+            b'\\' => self.escaped(start, end).map(Cow::Owned),
+            _ => None, // a raw control character: serde refuses it
+        }
+    }
+
+    /// `null` or a string.
+    pub fn opt_str(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.peek()? == b'n' {
+            return self.word("null").map(|()| None);
+        }
+        self.str().map(Some)
+    }
+
+    /// `null`.
+    pub fn null(&mut self) -> Option<()> {
+        self.word("null")
+    }
+
+    /// Whether the value is `null` (left unread when it is not).
+    pub fn is_null(&mut self) -> bool {
+        self.peek() == Some(b'n')
+    }
+
+    pub fn bool(&mut self) -> Option<bool> {
+        match self.peek()? {
+            b't' => self.word("true").map(|()| true),
+            b'f' => self.word("false").map(|()| false),
+            _ => None,
+        }
+    }
+
+    /// A plain unsigned integer (`0` or digits not starting with `0`, no sign, fraction or
+    /// exponent) that fits a `u64`.
+    pub fn u64(&mut self) -> Option<u64> {
+        self.peek()?;
+        let start = self.at;
+        let digits = self.digits();
+        let text = &self.text[start..self.at];
+        if digits == 0 || (digits > 1 && text.starts_with('0')) {
+            return None;
+        }
+        if matches!(self.bytes().get(self.at), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        text.parse().ok()
+    }
+
+    /// Any value, read and dropped.
+    pub fn skip(&mut self) -> Option<()> {
+        self.skip_at(0)
+    }
+
+    fn skip_at(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.str().map(drop),
+            b't' => self.word("true"),
+            b'f' => self.word("false"),
+            b'n' => self.word("null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ if depth == MAX_SKIP_DEPTH => None,
+            b'[' => self.skip_array(depth + 1),
+            b'{' => self.object(|_, scan| scan.skip_at(depth + 1)),
+            _ => None,
+        }
+    }
+
+    fn skip_array(&mut self, depth: usize) -> Option<()> {
+        self.eat(b'[')?;
+        if self.peek()? == b']' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            self.skip_at(depth)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b']' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A number as JSON writes one: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+    fn number(&mut self) -> Option<()> {
+        if self.bytes()[self.at] == b'-' {
+            self.at += 1;
+        }
+        let start = self.at;
+        let digits = self.digits();
+        if digits == 0 || (digits > 1 && self.bytes()[start] == b'0') {
+            return None;
+        }
+        if self.bytes().get(self.at) == Some(&b'.') {
+            self.at += 1;
+            (self.digits() > 0).then_some(())?;
+        }
+        if matches!(self.bytes().get(self.at), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.bytes().get(self.at), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            (self.digits() > 0).then_some(())?;
+        }
+        Some(())
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.at;
+        let bytes = self.bytes();
+        while bytes.get(self.at).is_some_and(u8::is_ascii_digit) {
+            self.at += 1;
+        }
+        self.at - start
+    }
+
+    /// Where the run of string bytes from `at` that need no care ends: at a quote, a
+    /// backslash, a control character or the end of the text. Eight bytes at a time (a
+    /// byte-at-a-time loop made strings most of a line's reading).
+    #[inline]
+    fn plain_run(&self, mut at: usize) -> usize {
+        let bytes = self.bytes();
+        while let Some(word) = bytes.get(at..at + 8) {
+            let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+            let care = needs_care(word);
+            if care != 0 {
+                return at + care.trailing_zeros() as usize / 8;
+            }
+            at += 8;
+        }
+        at + bytes[at..]
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+            .unwrap_or(bytes.len() - at)
+    }
+
+    /// The rest of a string from its first escape at `at` (`start`: its first byte).
+    #[cold]
+    #[inline(never)]
+    fn escaped(&mut self, start: usize, mut at: usize) -> Option<String> {
+        let bytes = self.bytes();
+        let mut out = String::with_capacity(at - start + 16);
+        out.push_str(&self.text[start..at]);
+        loop {
+            match *bytes.get(at)? {
+                b'"' => {
+                    self.at = at + 1;
+                    return Some(out);
+                }
+                b'\\' => {
+                    let (c, used) = unescape(&bytes[at + 1..])?;
+                    out.push(c);
+                    at += 1 + used;
+                }
+                c if c < 0x20 => return None,
+                _ => {
+                    let end = self.plain_run(at);
+                    out.push_str(&self.text[at..end]);
+                    at = end;
+                }
+            }
+        }
+    }
+}
+
+/// The character an escape stands for (`rest`: what follows the backslash) and how many
+/// bytes of `rest` it took. A lone surrogate is left to serde, which refuses it.
+fn unescape(rest: &[u8]) -> Option<(char, usize)> {
+    let c = match rest.first()? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let high = hex4(rest.get(1..5)?)?;
+            if !(0xD800..0xE000).contains(&high) {
+                return Some((char::from_u32(high)?, 5));
+            }
+            if high >= 0xDC00 || rest.get(5..7)? != b"\\u" {
+                return None;
+            }
+            let low = hex4(rest.get(7..11)?)?;
+            if !(0xDC00..0xE000).contains(&low) {
+                return None;
+            }
+            let c = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+            return Some((char::from_u32(c)?, 11));
+        }
+        _ => return None,
+    };
+    Some((c, 1))
+}
+
+/// A word with the high bit set in each byte that is a quote, a backslash or below 0x20:
+/// exact up to the first such byte (a borrow may mark bytes after it), which is all
+/// [`Scan::plain_run`] reads.
+fn needs_care(word: u64) -> u64 {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES * 0x80;
+    let zero_at = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    zero_at(word ^ (ONES * u64::from(b'"')))
+        | zero_at(word ^ (ONES * u64::from(b'\\')))
+        | below_space
+}
+
+fn hex4(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0, |n, &d| {
+        let v = (d as char).to_digit(16)?;
+        Some(n * 16 + v)
+    })
+}
+
+/// The fields of one object read so far: serde refuses a known field given twice, so a
+/// second one is left to it.
+#[derive(Debug, Default)]
+pub struct Seen(u32);
+
+impl Seen {
+    /// Marks field number `field` (< 32) read; `None` if it was already.
+    pub fn first(&mut self, field: u32) -> Option<()> {
+        let bit = 1 << field;
+        (self.0 & bit == 0).then(|| self.0 |= bit)
+    }
+}
+
+/// `count` objects of up to five members, keys from `keys`, values JSON and not (and any of
+/// `values`), with and without whitespace and trailing bytes: for the tests that check a
+/// scan against serde.
+#[cfg(test)]
+pub(crate) fn random_objects(
+    keys: &[&str],
+    values: &[&str],
+    count: usize,
+) -> impl Iterator<Item = String> {
+    const VALUES: [&str; 20] = [
+        r#""stop""#,
+        "null",
+        "true",
+        "false",
+        "0",
+        "42",
+        "01",
+        "-1",
+        "1.5e3",
+        "18446744073709551616",
+        r#""a\nb\u00e9\ud83d\ude00""#,
+        r#""lone \udc00""#,
+        "[]",
+        "[1,[2,{}]]",
+        r#"{"k":"v"}"#,
+        "{}",
+        r#""x"#,
+        "nul",
+        "[1,]",
+        "\"\u{1}\"",
+    ];
+    const SPACES: [&str; 5] = ["", "", " ", "\n", "\t "];
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as usize
+    };
+    let values: Vec<String> = VALUES.iter().chain(values).map(|v| v.to_string()).collect();
+    let keys: Vec<String> = keys.iter().map(|k| format!("\"{k}\":")).collect();
+    (0..count).map(move |_| {
+        let mut line = String::from(SPACES[next(SPACES.len())]);
+        line.push('{');
+        for i in 0..next(6) {
+            if i > 0 {
+                line.push(',');
+            }
+            line.push_str(SPACES[next(SPACES.len())]);
+            line.push_str(&keys[next(keys.len())]);
+            line.push_str(SPACES[next(SPACES.len())]);
+            line.push_str(&values[next(values.len())]);
+        }
+        line.push_str(["}", "}", "}\n", "} x", ",}", ""][next(6)]);
+        line
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn str_of(json: &str) -> Option<Cow<'_, str>> {
+        let mut scan = Scan::new(json);
+        let s = scan.str()?;
+        scan.end().map(|()| s)
+    }
+
+    /// Every string reads as serde reads it, or is left to serde.
+    #[test]
+    fn strings_read_as_serde_reads_them() {
+        let cases = [
+            (r#""plain""#, true),
+            (r#""""#, true),
+            (r#""caf\u00e9 \u00E9""#, true),
+            (r#""tab\\there \"q\" \/ \b\f\n\r\t""#, true),
+            (r#""\u003cb\u003e \ud83d\ude00""#, true),
+            ("\"caf\u{e9} \u{1f600}\"", true),
+            (r#""lone \ud83d""#, false),
+            (r#""lone \ude00""#, false),
+            (r#""pair \ud83d\u0041""#, false),
+            (r#""bad \x""#, false),
+            (r#""short \u12""#, false),
+            ("\"raw \u{1} control\"", false),
+            (r#""unterminated"#, false),
+            (r#""trailing" x"#, false),
+        ];
+        for (json, fast) in cases {
+            let ours = str_of(json);
+            assert_eq!(ours.is_some(), fast, "{json}");
+            if let Some(ours) = ours {
+                assert_eq!(
+                    ours,
+                    serde_json::from_str::<String>(json).unwrap(),
+                    "{json}"
+                );
+            }
+        }
+        assert!(matches!(str_of(r#""plain""#), Some(Cow::Borrowed(_))));
+    }
+
+    /// Numbers: a `u64` only when it is a plain unsigned integer serde reads the same; any
+    /// JSON number skipped; what JSON does not allow refused.
+    #[test]
+    fn numbers() {
+        let u64_of = |json: &str| {
+            let mut scan = Scan::new(json);
+            let n = scan.u64()?;
+            scan.end().map(|()| n)
+        };
+        assert_eq!(u64_of("0"), Some(0));
+        assert_eq!(u64_of(" 42 "), Some(42));
+        assert_eq!(u64_of("18446744073709551615"), Some(u64::MAX));
+        for json in [
+            "18446744073709551616",
+            "01",
+            "-1",
+            "-0",
+            "1.0",
+            "1e2",
+            "",
+            "x",
+            "1x",
+        ] {
+            assert_eq!(u64_of(json), None, "{json}");
+        }
+    }
+
+    /// Any JSON value is skipped, nothing JSON does not allow, nothing nested too deep.
+    #[test]
+    fn skipping() {
+        let skips = |json: &str| {
+            let mut scan = Scan::new(json);
+            scan.skip().and_then(|()| scan.end()).is_some()
+        };
+        let values = [
+            "0",
+            "-0",
+            "1.5",
+            "-12.5e-3",
+            "1E+2",
+            r#"[1,[2,{"a":null}],true]"#,
+            "{}",
+        ];
+        for json in values {
+            assert!(skips(json), "{json}");
+            assert!(serde_json::from_str::<serde::de::IgnoredAny>(json).is_ok());
+        }
+        let not_json = [
+            "01", "-", "1.", ".5", "1e", "+1", "[1,]", r#"{"a"}"#, "[1 2]", "nul",
+        ];
+        for json in not_json {
+            assert!(!skips(json), "{json}");
+            assert!(serde_json::from_str::<serde::de::IgnoredAny>(json).is_err());
+        }
+        let depth = MAX_SKIP_DEPTH + 1;
+        assert!(!skips(&format!(
+            "{}{}",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        )));
+    }
+
+    #[test]
+    fn a_field_is_first_once() {
+        let mut seen = Seen::default();
+        assert_eq!(seen.first(0), Some(()));
+        assert_eq!(seen.first(3), Some(()));
+        assert_eq!(seen.first(0), None);
+    }
+}
