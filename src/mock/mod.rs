@@ -63,25 +63,32 @@ impl Answer {
 }
 
 fn json_answer(status: u16, value: &Value) -> Answer {
-    let mut answer = Answer::ok(
-        "application/json; charset=utf-8",
-        Body::full(value.to_string()),
+    Answer::Response(json_response(status, value))
+}
+
+fn json_response(status: u16, value: &Value) -> Response<Body> {
+    let mut response = Response::new(Body::full(value.to_string()));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
     );
-    if let Answer::Response(r) = &mut answer {
-        *r.status_mut() =
-            hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-    }
-    answer
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response
 }
 
 /// An error in the native (`{"error"}`) or web-data (`{"success":false,"error"}`) shape.
 fn error_answer(status: u16, message: &str, webdata: bool) -> Answer {
+    Answer::Response(error_response(status, message, webdata))
+}
+
+fn error_response(status: u16, message: &str, webdata: bool) -> Response<Body> {
     let body = if webdata {
         json!({"success": false, "error": message})
     } else {
         json!({"error": message})
     };
-    json_answer(status, &body)
+    json_response(status, &body)
 }
 
 /// An error in the shape of the dialect `knobs` speak at `path`.
@@ -218,18 +225,11 @@ pub async fn serve_on(listener: TcpListener, defaults: Knobs) -> std::io::Result
 /// 413 over its limit, else 400, in the native shape (what the real server answers).
 fn bad_body(err: &(dyn std::error::Error + 'static)) -> Response<Body> {
     let chain = || std::iter::successors(Some(err), |&e| e.source());
-    let answer = if chain().any(|e| e.is::<http_body_util::LengthLimitError>()) {
-        error_answer(413, "request body too large for the mock", false)
+    if chain().any(|e| e.is::<http_body_util::LengthLimitError>()) {
+        error_response(413, "request body too large for the mock", false)
     } else {
-        error_answer(
-            400,
-            &format!("the request body could not be read: {err}"),
-            false,
-        )
-    };
-    match answer {
-        Answer::Response(response) => response,
-        Answer::Cut | Answer::BadBody(_) => unreachable!("error_answer answers"),
+        let message = format!("the request body could not be read: {err}");
+        error_response(400, &message, false)
     }
 }
 

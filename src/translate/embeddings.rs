@@ -11,6 +11,7 @@ use super::json::Json;
 use super::params::{self, err};
 use super::translation::Refusal;
 use super::translation::{NoStream, Translation, UpstreamCall};
+use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 
 /// A translated embeddings request.
@@ -263,7 +264,7 @@ impl Translation for Embeddings {
     }
 
     fn stream(&self, _: usize, _: usize) -> NoStream {
-        unreachable!("an embeddings request is never streamed")
+        NoStream(Dialect::Chat)
     }
 
     fn closing(&self, _: Option<Usage>, _: usize) -> Vec<Bytes> {

@@ -84,26 +84,30 @@ pub trait Translation: Send + 'static {
     fn upstream_error(&self, status: u16, body: &[u8]) -> (u16, String, Option<&'static str>);
 }
 
-/// The stream of a translation that never streams.
-pub enum NoStream {}
+/// The stream of a translation that never streams (embeddings): the driver never asks for
+/// one, and if a change ever made it, the client gets an error in its dialect, not a panic.
+#[derive(Debug)]
+pub struct NoStream(pub Dialect);
 
 impl LineTranslator for NoStream {
     fn on_line(&mut self, _: &[u8]) -> Result<Vec<Bytes>, String> {
-        match *self {}
+        Err(NO_STREAM.to_owned())
     }
 
     fn finish(&mut self) -> Result<Vec<Bytes>, String> {
-        match *self {}
+        Err(NO_STREAM.to_owned())
     }
 
     fn dialect(&self) -> Dialect {
-        match *self {}
+        self.0
     }
 
     fn usage(&self) -> Option<Usage> {
-        match *self {}
+        None
     }
 }
+
+const NO_STREAM: &str = "this endpoint does not stream its answers";
 
 /// A tool call's id when the upstream gave none: derived from the response's own random id,
 /// the choice and the call's number, so that the translator stays pure and the ids stay
@@ -128,6 +132,19 @@ pub fn call_id(meta: &Meta, choice: u32, n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A translation that never streams fails a stream it is asked for, in the client's
+    /// dialect, instead of panicking.
+    #[test]
+    fn no_stream_fails_in_its_dialect() {
+        for dialect in [Dialect::Chat, Dialect::Native] {
+            let mut stream = NoStream(dialect);
+            assert_eq!(stream.dialect(), dialect);
+            assert_eq!(stream.on_line(b"{}"), Err(NO_STREAM.to_owned()));
+            assert_eq!(stream.finish(), Err(NO_STREAM.to_owned()));
+            assert_eq!(stream.usage(), None);
+        }
+    }
 
     #[test]
     fn call_ids_are_official_length_and_distinct() {

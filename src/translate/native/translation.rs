@@ -164,7 +164,7 @@ impl Translation for Embed {
     }
 
     fn stream(&self, _: usize, _: usize) -> NoStream {
-        unreachable!("embeddings never stream")
+        NoStream(Dialect::Native)
     }
 
     fn closing(&self, _: Option<Usage>, _: usize) -> Vec<Bytes> {
