@@ -154,8 +154,8 @@ impl<'a> Scan<'a> {
             b'-' | b'0'..=b'9' => self.number(),
             _ if depth == MAX_SKIP_DEPTH => None,
             b'[' => self.skip_array(depth + 1),
-            b'{' => self.object(|_, scan| scan.skip_at(depth + 1)),
-            _ => None,
+            // Anything else but an object is refused by `object`.
+            _ => self.object(|_, scan| scan.skip_at(depth + 1)),
         }
     }
 
