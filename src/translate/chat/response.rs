@@ -157,9 +157,65 @@ pub fn completion(answers: &[Bytes], meta: &Meta) -> Result<(Bytes, Usage), Stri
         usage: usage.total(),
     };
     let room = answers.iter().map(Bytes::len).sum::<usize>() + 512;
-    crate::translate::to_json(&completion, room)
-        .map(|json| (Bytes::from(json), completion.usage))
-        .map_err(|e| e.to_string())
+    let json = if completion.choices.iter().all(Choice::is_plain) {
+        let mut json = Vec::with_capacity(room);
+        completion.write_plain(&mut json);
+        json
+    } else {
+        crate::translate::to_json(&completion, room).map_err(|e| e.to_string())?
+    };
+    Ok((Bytes::from(json), completion.usage))
+}
+
+// === impl Completion ===
+
+impl Completion<'_> {
+    /// What serde writes for a completion whose choices are all [plain](Choice::is_plain):
+    /// the keys as literals and only the texts escaped (see [`ChunkChoice::write_plain`]).
+    fn write_plain(&self, out: &mut Vec<u8>) {
+        field(out, b"{\"id\":", self.id);
+        field(out, b",\"object\":", self.object);
+        field(out, b",\"created\":", &self.created);
+        field(out, b",\"model\":", self.model);
+        field(out, b",\"system_fingerprint\":", self.system_fingerprint);
+        out.extend_from_slice(b",\"choices\":[");
+        for (i, choice) in self.choices.iter().enumerate() {
+            let open: &[u8] = if i == 0 { b"{" } else { b",{" };
+            out.extend_from_slice(open);
+            field(out, b"\"index\":", &choice.index);
+            field(out, b",\"message\":{\"role\":", choice.message.role);
+            field(out, b",\"content\":", choice.message.content);
+            field(
+                out,
+                b"},\"logprobs\":null,\"finish_reason\":",
+                choice.finish_reason,
+            );
+            out.push(b'}');
+        }
+        field(out, b"],\"usage\":", &self.usage);
+        out.push(b'}');
+    }
+}
+
+/// `key` (a literal: its quotes and colon, and whatever JSON goes before it) and `value`
+/// as serde writes it.
+fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &[u8], value: &T) {
+    out.extend_from_slice(key);
+    // Serialising plain values into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+// === impl Choice ===
+
+impl Choice<'_> {
+    /// Text only: no reasoning, tool calls or log probabilities.
+    fn is_plain(&self) -> bool {
+        let m = &self.message;
+        m.reasoning.is_none()
+            && m.reasoning_content.is_none()
+            && m.tool_calls.is_empty()
+            && self.logprobs.is_none()
+    }
 }
 
 // --- streams ---
@@ -356,18 +412,18 @@ impl ChunkChoice<'_> {
     /// literals and only the text escaped. serde_json escapes every key byte by byte, which
     /// was most of a chunk's serialising (callgrind: about 800 instructions a token).
     fn write_plain(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"[{\"index\":");
-        let _ = serde_json::to_writer(&mut *out, &self.index);
+        field(out, b"[{\"index\":", &self.index);
         out.extend_from_slice(b",\"delta\":{");
         if let Some(role) = self.delta.role {
-            out.extend_from_slice(b"\"role\":");
-            let _ = serde_json::to_writer(&mut *out, role);
+            field(out, b"\"role\":", role);
             out.push(b',');
         }
-        out.extend_from_slice(b"\"content\":");
-        let _ = serde_json::to_writer(&mut *out, &self.delta.content);
-        out.extend_from_slice(b"},\"logprobs\":null,\"finish_reason\":");
-        let _ = serde_json::to_writer(&mut *out, &self.finish_reason);
+        field(out, b"\"content\":", &self.delta.content);
+        field(
+            out,
+            b"},\"logprobs\":null,\"finish_reason\":",
+            &self.finish_reason,
+        );
         out.extend_from_slice(b"}]");
     }
 }
@@ -449,6 +505,49 @@ mod tests {
                         String::from_utf8(serde).unwrap()
                     );
                 }
+            }
+        }
+    }
+
+    /// The hand-written plain completion is byte for byte what serde writes for it.
+    #[test]
+    fn a_plain_completion_is_written_as_serde_writes_it() {
+        let texts = [
+            "",
+            "Paris.",
+            "tab\there \"quoted\" \\ /\n",
+            "caf\u{e9} \u{1}\u{1f600}",
+        ];
+        for n in 1..=3 {
+            for text in texts {
+                let choice = |i: u32| Choice {
+                    index: i,
+                    message: OutMessage {
+                        role: "assistant",
+                        content: text,
+                        reasoning: None,
+                        reasoning_content: None,
+                        tool_calls: Vec::new(),
+                    },
+                    logprobs: None,
+                    finish_reason: ["stop", "length"][i as usize % 2],
+                };
+                let completion = Completion {
+                    id: "chatcmpl-\"x\"",
+                    object: "chat.completion",
+                    created: 1_700_000_000,
+                    model: "gpt-4o-mini",
+                    system_fingerprint: FINGERPRINT,
+                    choices: (0..n).map(choice).collect(),
+                    usage: Usage::new(3, 5),
+                };
+                assert!(completion.choices.iter().all(Choice::is_plain));
+                let mut ours = Vec::new();
+                completion.write_plain(&mut ours);
+                assert_eq!(
+                    String::from_utf8(ours).unwrap(),
+                    serde_json::to_string(&completion).unwrap()
+                );
             }
         }
     }
