@@ -91,6 +91,8 @@ struct Completion<'a> {
     usage: Usage,
 }
 
+/// A field added here or to [`OutMessage`] is also written by [`Completion::write_plain`]
+/// or makes its choice not [plain](Choice::is_plain).
 #[derive(Serialize)]
 struct Choice<'a> {
     index: u32,
@@ -231,6 +233,8 @@ struct Head<'a> {
     system_fingerprint: &'static str,
 }
 
+/// A field added here or to [`Delta`] is also written by [`ChunkChoice::write_plain`] or
+/// makes its choice not [plain](ChunkChoice::is_plain).
 #[derive(Serialize)]
 struct ChunkChoice<'a> {
     index: u32,
