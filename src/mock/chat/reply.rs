@@ -39,7 +39,7 @@ pub struct Reply {
     pub finish: &'static str,
     pub prompt_tokens: u64,
     pub include_usage: bool,
-    /// The tool-call deltas, in order (made from `calls` by [`Reply::split_calls`]).
+    /// The tool-call deltas, in order (made from `calls` by [`Reply::with_calls`]).
     fragments: Vec<Value>,
 }
 

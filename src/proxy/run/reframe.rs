@@ -182,7 +182,8 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
 /// The queued frames, as one: the events one upstream read brought leave together, and the
 /// layers above (the merge, the record, the batch) handle them once rather than once a token.
 /// Nothing waits (only what is queued is joined), a joined frame stays under
-/// [`MAX_JOINED`], as the batch's do, and a frame that large on its own is not copied.
+/// [`MAX_JOINED`](crate::http::batch::MAX_JOINED), as the batch's do, and a frame that large
+/// on its own is not copied.
 fn take_queued(queue: &mut VecDeque<Bytes>) -> Option<Bytes> {
     let (count, len) = joinable(queue.iter().map(Bytes::len));
     if count < 2 {
