@@ -57,18 +57,31 @@ impl<'a> Scan<'a> {
     /// An object: `member` is called with each key and the scan at its value, which it must
     /// read (or answer `None`).
     pub fn object(&mut self, mut member: impl FnMut(&str, &mut Self) -> Option<()>) -> Option<()> {
-        self.eat(b'{')?;
-        if self.peek()? == b'}' {
+        self.list(b'{', b'}', |scan| {
+            let key = scan.str()?;
+            scan.eat(b':')?;
+            member(&key, scan)
+        })
+    }
+
+    /// `open`, items read by `item` separated by commas, `close`: an object's members or an
+    /// array's values.
+    fn list(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(open)?;
+        if self.peek()? == close {
             self.at += 1;
             return Some(());
         }
         loop {
-            let key = self.str()?;
-            self.eat(b':')?;
-            member(&key, self)?;
+            item(self)?;
             match self.peek()? {
                 b',' => self.at += 1,
-                b'}' => {
+                c if c == close => {
                     self.at += 1;
                     return Some(());
                 }
@@ -153,28 +166,9 @@ impl<'a> Scan<'a> {
             b'n' => self.word("null"),
             b'-' | b'0'..=b'9' => self.number(),
             _ if depth == MAX_SKIP_DEPTH => None,
-            b'[' => self.skip_array(depth + 1),
+            b'[' => self.list(b'[', b']', |scan| scan.skip_at(depth + 1)),
             // Anything else but an object is refused by `object`.
             _ => self.object(|_, scan| scan.skip_at(depth + 1)),
-        }
-    }
-
-    fn skip_array(&mut self, depth: usize) -> Option<()> {
-        self.eat(b'[')?;
-        if self.peek()? == b']' {
-            self.at += 1;
-            return Some(());
-        }
-        loop {
-            self.skip_at(depth)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b']' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
         }
     }
 
