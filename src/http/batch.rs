@@ -110,34 +110,52 @@ where
 /// The frames kept, and how many data bytes they hold.
 #[derive(Default)]
 struct Kept {
+    /// The one frame kept when it is the only one (a whole answer's body): no room made.
+    lone: Option<Frame<Bytes>>,
+    /// The frames kept when there are more (`lone` is then `None`).
     frames: VecDeque<Frame<Bytes>>,
     bytes: usize,
 }
 
 impl Kept {
-    /// Room for [`ROOM`] frames is made at once rather than by doubling from four (the
-    /// growth was 1% of a streamed answer's instructions), and given back when the frames
-    /// have been handed on, so that a stream waiting for its next token holds none.
+    /// A lone frame is kept without room made for more (making and freeing it was 1% of a
+    /// whole answer's instructions). Room for [`ROOM`] frames is made at once rather than by
+    /// doubling from four (the growth was 1% of a streamed answer's instructions), and given
+    /// back when the frames have been handed on, so that a stream waiting for its next token
+    /// holds none.
     fn push(&mut self, frame: Frame<Bytes>) {
+        self.bytes += frame.data_ref().map_or(0, Bytes::len);
+        if self.is_empty() {
+            self.lone = Some(frame);
+            return;
+        }
         if self.frames.capacity() == 0 {
             self.frames.reserve(ROOM);
         }
-        self.bytes += frame.data_ref().map_or(0, Bytes::len);
+        self.frames.extend(self.lone.take());
         self.frames.push_back(frame);
     }
 
     fn is_empty(&self) -> bool {
-        self.frames.is_empty()
+        self.lone.is_none() && self.frames.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.lone.is_some()) + self.frames.len()
     }
 
     /// Whether no more frames should be kept before handing them on.
     fn full(&self) -> bool {
-        self.frames.len() >= MAX_FRAMES || self.bytes >= MAX_JOINED
+        self.len() >= MAX_FRAMES || self.bytes >= MAX_JOINED
     }
 
     /// The first kept frame, joined with the data frames after it (up to [`MAX_JOINED`]
     /// bytes in all): one chunk for hyper to write instead of many.
     fn join_front(&mut self) -> Option<Frame<Bytes>> {
+        if let Some(lone) = self.lone.take() {
+            self.bytes -= lone.data_ref().map_or(0, Bytes::len);
+            return Some(lone);
+        }
         let data = self.frames.iter().map_while(Frame::data_ref);
         let (count, mut len) = joinable(data.map(Bytes::len));
         let front = if count < 2 {
@@ -303,7 +321,7 @@ mod tests {
         drop(tx);
         let mut body = Batch::new(rx);
         Pin::new(&mut body).prime().await;
-        assert_eq!(body.kept.frames.len(), 5);
+        assert_eq!(body.kept.len(), 5);
         assert_eq!(body.size_hint().lower(), 5);
         let first = body.frame().await.unwrap().unwrap();
         assert_eq!(first.into_data().unwrap(), "01234");
@@ -359,6 +377,21 @@ mod tests {
         assert_eq!(kept.frames.capacity(), 0, "an empty keep holds no room");
     }
 
+    /// A lone frame (a whole answer's body) is kept and handed on without room made for
+    /// more; a second one moves it into the room, in order.
+    #[test]
+    fn a_lone_frame_takes_no_room() {
+        let mut kept = kept([Frame::data(Bytes::from_static(b"a"))]);
+        assert_eq!((kept.len(), kept.bytes, kept.frames.capacity()), (1, 1, 0));
+        assert_eq!(kept.join_front().unwrap().into_data().unwrap(), "a");
+        assert!(kept.is_empty() && kept.bytes == 0);
+        kept.push(Frame::data(Bytes::from_static(b"b")));
+        kept.push(Frame::data(Bytes::from_static(b"c")));
+        assert_eq!((kept.len(), kept.bytes), (2, 2));
+        assert_eq!(kept.join_front().unwrap().into_data().unwrap(), "bc");
+        assert!(kept.join_front().is_none());
+    }
+
     /// A frame larger than `MAX_JOINED` on its own is handed on as it is, not copied.
     #[test]
     fn a_large_frame_is_not_copied() {
@@ -369,7 +402,7 @@ mod tests {
         ]);
         let first = kept.join_front().unwrap().into_data().unwrap();
         assert_eq!(first.as_ptr(), big.as_ptr());
-        assert_eq!((kept.frames.len(), kept.bytes), (1, 1));
+        assert_eq!((kept.len(), kept.bytes), (1, 1));
     }
 
     /// Keeping stops at `MAX_JOINED` bytes: a large body is not held in memory.

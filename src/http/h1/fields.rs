@@ -53,12 +53,23 @@ pub fn spans<'r>(
     &room[..fields.len()]
 }
 
-/// Room for the fields lingo adds before the answer goes on (`x-request-id`), so that
+/// Room for the fields lingo adds to an answer before it goes on (`x-request-id`), so that
 /// adding them does not grow the map (a rehash of every field).
-const ADDED_FIELDS: usize = 2;
+pub const ANSWER_ADDS: usize = 2;
 
-pub fn to_map(bytes: &Bytes, spans: &[Span], facts: &mut Facts) -> Result<HeaderMap, FieldError> {
-    let mut headers = HeaderMap::with_capacity(spans.len() + ADDED_FIELDS);
+/// Room for the fields lingo adds to a request it forwards (its upstream's key, `Host`,
+/// three `X-Forwarded-*`, `X-Request-Id`): see `upstream::headers::to_upstream`.
+pub const REQUEST_ADDS: usize = 6;
+
+/// The map of a head's fields, with room for `adds` more; what they say about framing and
+/// persistence noted in `facts` on the way.
+pub fn to_map(
+    bytes: &Bytes,
+    spans: &[Span],
+    adds: usize,
+    facts: &mut Facts,
+) -> Result<HeaderMap, FieldError> {
+    let mut headers = HeaderMap::with_capacity(spans.len() + adds);
     for (name, value) in spans {
         let name = HeaderName::from_bytes(&bytes[name.clone()])
             .map_err(|e| FieldError::Malformed(e.to_string()))?;
@@ -77,7 +88,7 @@ pub fn fields(section: &Bytes) -> Result<HeaderMap, FieldError> {
         Ok(httparse::Status::Complete((_, parsed))) => {
             let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
             let spans = spans(section, parsed, &mut room, &mut heap);
-            to_map(section, spans, &mut Facts::default())
+            to_map(section, spans, 0, &mut Facts::default())
         }
         Ok(httparse::Status::Partial) => Err(FieldError::Malformed("partial".into())),
         Err(httparse::Error::TooManyHeaders) => Err(FieldError::TooLarge),

@@ -11,7 +11,9 @@ use hyper::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use hyper::{HeaderMap, Method, StatusCode, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
-use crate::http::h1::fields::{Facts, FieldError, STACK_SPANS, push_decimal, spans, to_map};
+use crate::http::h1::fields::{
+    ANSWER_ADDS, Facts, FieldError, STACK_SPANS, push_decimal, spans, to_map,
+};
 
 /// The most fields an answer head may have (hyper's default too).
 const MAX_FIELDS: usize = 100;
@@ -144,7 +146,7 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
     let spans = spans(buf, answer.headers, &mut room, &mut heap);
     let bytes = buf.split_to(len).freeze();
     let mut facts = Facts::default();
-    let mut headers = to_map(&bytes, spans, &mut facts)?;
+    let mut headers = to_map(&bytes, spans, ANSWER_ADDS, &mut facts)?;
     if facts.chunked.is_some() {
         // RFC 9112 §6.1: framing faulty in HTTP/1.0; otherwise the length is not the body's,
         // and a forwarder must not pass it on.
