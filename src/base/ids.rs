@@ -10,9 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// 32 lowercase hex characters, unique within the process and unguessable across processes.
 pub fn random_hex() -> String {
-    let mut out = String::with_capacity(32);
-    push_random_hex(&mut out);
-    out
+    ascii(&random_id()).to_owned()
 }
 
 /// `prefix`, `-` and [`random_hex`]: a response id (`chatcmpl-...`), in one allocation.
@@ -20,30 +18,45 @@ pub fn prefixed(prefix: &str) -> String {
     let mut out = String::with_capacity(prefix.len() + 33);
     out.push_str(prefix);
     out.push('-');
-    push_random_hex(&mut out);
+    out.push_str(ascii(&random_id()));
     out
 }
 
-fn push_random_hex(out: &mut String) {
+/// [`random_hex`]'s characters, on the stack: a request id is made from them with no
+/// allocation but the one that holds it.
+pub fn random_id() -> [u8; 32] {
     static STATE: OnceLock<(RandomState, RandomState)> = OnceLock::new();
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let (a, b) = STATE.get_or_init(|| (RandomState::new(), RandomState::new()));
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    push_hex(out, a.hash_one(n));
-    push_hex(out, b.hash_one(n));
+    let mut id = [0u8; 32];
+    id[..16].copy_from_slice(&hex(a.hash_one(n)));
+    id[16..].copy_from_slice(&hex(b.hash_one(n)));
+    id
+}
+
+fn ascii(hex: &[u8]) -> &str {
+    std::str::from_utf8(hex).expect("hex digits are ASCII")
 }
 
 /// `word` as 16 lowercase hex digits: what `{:016x}` writes, without the formatting
-/// machinery (a third of the instructions of a translated request's ids), into a buffer on
-/// the stack and then in one copy.
-fn push_hex(out: &mut String, word: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = [0u8; 16];
-    for (i, digit) in hex.iter_mut().enumerate() {
-        let nibble = (word >> ((15 - i) * 4)) & 0xf;
-        *digit = DIGITS[nibble as usize];
+/// machinery, a byte (two digits) at a time from a table.
+fn hex(word: u64) -> [u8; 16] {
+    const PAIRS: [[u8; 2]; 256] = {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut pairs = [[0u8; 2]; 256];
+        let mut i = 0;
+        while i < 256 {
+            pairs[i] = [DIGITS[i >> 4], DIGITS[i & 0xf]];
+            i += 1;
+        }
+        pairs
+    };
+    let mut out = [0u8; 16];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(word.to_be_bytes()) {
+        pair.copy_from_slice(&PAIRS[usize::from(byte)]);
     }
-    out.push_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"));
+    out
 }
 
 /// FNV-1a's standard offset basis.
@@ -62,19 +75,17 @@ pub fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
 /// deterministic, different per model, the right shape for clients that shorten or compare
 /// digests.
 pub fn digest(name: &str) -> String {
-    (0..4_u64)
-        .map(|round| {
-            let seed = FNV_OFFSET ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            let mut hex = String::with_capacity(16);
-            push_hex(&mut hex, fnv1a(seed, name.as_bytes()));
-            hex
-        })
-        .collect()
+    let mut out = String::with_capacity(64);
+    for round in 0..4_u64 {
+        let seed = FNV_OFFSET ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        out.push_str(ascii(&hex(fnv1a(seed, name.as_bytes()))));
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    /// `push_hex` writes what `{:016x}` does.
+    /// `hex` writes what `{:016x}` does.
     #[test]
     fn hex_is_the_formatters() {
         for word in [
@@ -86,9 +97,7 @@ mod tests {
             u64::MAX,
             0x0123_4567_89ab_cdef,
         ] {
-            let mut out = String::new();
-            super::push_hex(&mut out, word);
-            assert_eq!(out, format!("{word:016x}"));
+            assert_eq!(super::ascii(&super::hex(word)), format!("{word:016x}"));
         }
     }
 

@@ -60,6 +60,7 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
         (Some(speaks), Some(target), Some(timeouts), Some(auth), Some(tls)) => {
             Some(Arc::new(Upstream {
                 name: name.value.as_str().into(),
+                host: target.host(),
                 target,
                 speaks,
                 timeouts,

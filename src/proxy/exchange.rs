@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use hyper::Request;
 use hyper::header::{HOST, HeaderValue};
 
@@ -154,7 +155,14 @@ fn request_id(req: &Request<Body>) -> HeaderValue {
         // and the id lives as long as the answer (the access line), so sharing it would keep
         // that buffer from being reused while a stream lasts.
         .and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok())
-        .unwrap_or_else(|| HeaderValue::try_from(ids::random_hex()).expect("hex is a valid header"))
+        .unwrap_or_else(new_request_id)
+}
+
+/// A new request id, held by the one allocation all its copies share (the request's, the
+/// answer's and the access line's).
+fn new_request_id() -> HeaderValue {
+    HeaderValue::from_maybe_shared(Bytes::from_owner(ids::random_id()))
+        .expect("hex is a valid header")
 }
 
 /// `scheme://authority` of lingo as this client addressed it.

@@ -91,6 +91,8 @@ pub struct Upstream {
     /// Shared, not copied, by each request's access record and metric labels.
     pub name: Arc<str>,
     pub target: Target,
+    /// The `Host` it is addressed by (see [`Target::host`]), made once.
+    pub host: HeaderValue,
     pub speaks: Dialect,
     pub timeouts: Timeouts,
     pub auth: Option<Auth>,
@@ -216,6 +218,18 @@ pub struct Limits {
 }
 
 // === impl RouteTable ===
+
+impl Target {
+    /// The `Host` an upstream is addressed by: its URL's authority (`lingo-mock` for the mock,
+    /// which is reached without a socket).
+    pub fn host(&self) -> HeaderValue {
+        let host = match self {
+            Target::Url(uri) => uri.authority().and_then(|a| a.as_str().parse().ok()),
+            Target::Mock(_) => None,
+        };
+        host.unwrap_or_else(|| HeaderValue::from_static("lingo-mock"))
+    }
+}
 
 impl RouteTable {
     pub fn upstream(&self, index: usize) -> &Arc<Upstream> {

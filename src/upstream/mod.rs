@@ -197,6 +197,23 @@ pub fn base_path(upstream: &Upstream) -> &str {
     }
 }
 
+/// [`target_uri`] for a request passed on with the path and query it came with (`client`'s,
+/// when the upstream has no base path): that path is shared with the request's head, not
+/// parsed and copied again.
+pub fn forward_uri(upstream: &Upstream, path_and_query: &str, client: &Uri) -> Uri {
+    let same = client
+        .path_and_query()
+        .filter(|pq| pq.as_str() == path_and_query);
+    match (&upstream.target, same) {
+        (Target::Url(base), Some(pq)) if base_path(upstream).is_empty() => {
+            let mut parts = base.clone().into_parts();
+            parts.path_and_query = Some(pq.clone());
+            Uri::from_parts(parts).unwrap_or_else(|_| target_uri(upstream, path_and_query))
+        }
+        _ => target_uri(upstream, path_and_query),
+    }
+}
+
 /// The URI of `path_and_query` on an upstream: its scheme and authority, its base path
 /// (if any) prepended.
 pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
@@ -217,15 +234,6 @@ pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
         format!("{base_path}{path_and_query}").parse().ok()
     };
     Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
-}
-
-/// The `Host` an upstream is addressed by.
-pub fn host_header(upstream: &Upstream) -> hyper::header::HeaderValue {
-    let host = match &upstream.target {
-        Target::Url(uri) => uri.authority().and_then(|a| a.as_str().parse().ok()),
-        Target::Mock(_) => None,
-    };
-    host.unwrap_or_else(|| hyper::header::HeaderValue::from_static("lingo-mock"))
 }
 
 /// Maps a client error to the error the caller sees. A body that went over its limit while

@@ -62,7 +62,7 @@ where
     B::Error: Into<BoxError>,
 {
     let (mut parts, body) = req.into_parts();
-    parts.uri = upstream::target_uri(call.upstream, &call.path_and_query);
+    parts.uri = upstream::forward_uri(call.upstream, &call.path_and_query, &parts.uri);
     // The client's HTTP version is its hop's business; the pool picks the upstream's.
     parts.version = Version::HTTP_11;
     headers::to_upstream(&mut parts.headers, &forwarding(call, false));
@@ -83,7 +83,7 @@ where
 /// The header facts for this call.
 pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forwarding<'a> {
     headers::Forwarding {
-        host: upstream::host_header(call.upstream),
+        host: call.upstream.host.clone(),
         client_ip: call.conn.client_ip.clone(),
         proto: if call.conn.tls { "https" } else { "http" },
         client_host: call.client_host.clone(),

@@ -101,7 +101,7 @@ pub async fn send(
     headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
     let mut fwd = forwarding(call, false);
     fwd.auth = upstream.auth.as_ref();
-    fwd.host = upstream::host_header(upstream);
+    fwd.host = upstream.host.clone();
     headers::to_upstream(&mut headers, &fwd);
     let mut request = Request::new(Body::full(body));
     *request.method_mut() = method;
