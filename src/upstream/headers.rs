@@ -6,8 +6,9 @@
 
 use hyper::HeaderMap;
 use hyper::header::{
-    AUTHORIZATION, CONNECTION, EXPECT, HOST, HeaderName, HeaderValue, PROXY_AUTHENTICATE,
-    PROXY_AUTHORIZATION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE,
+    ACCEPT_ENCODING, AUTHORIZATION, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE,
+    EXPECT, HOST, HeaderName, HeaderValue, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION, TE, TRAILER,
+    TRANSFER_ENCODING, UPGRADE,
 };
 
 use crate::table::Auth;
@@ -32,35 +33,108 @@ pub struct Forwarding<'a> {
     pub auth: Option<&'a Auth>,
     /// A WebSocket upgrade: keep `Connection: upgrade` and `Upgrade`.
     pub upgrade: bool,
+    /// Ask for the answer unencoded (`Accept-Encoding: identity`): lingo reads it.
+    pub identity: bool,
+    /// The body is lingo's own JSON (a translated request): the client's `Content-Type` and
+    /// `Content-Encoding` described the client's body and stay behind.
+    pub json: bool,
 }
 
-/// Rewrites a client request's headers for the upstream.
+/// The most fields [`Forwarding::each_added`] adds.
+const MOST_ADDED: usize = 10;
+
+impl Forwarding<'_> {
+    /// Whether a client field named `name` stays behind (besides those `Connection` names):
+    /// hop-by-hop fields; `Expect`, which the connection has already answered on the client's
+    /// hop (when the body was first read), so the upstream gets the body without being asked;
+    /// the framing lingo writes itself; the client's credentials; and every field lingo sets
+    /// (`each_added`).
+    pub fn drops(&self, name: &HeaderName) -> bool {
+        HOP_BY_HOP.contains(name)
+            || SET.contains(name)
+            || *name == EXPECT
+            || *name == CONTENT_LENGTH
+            || self.auth.is_some_and(|auth| auth.header == name)
+            || (self.identity && *name == ACCEPT_ENCODING)
+            || (self.json && (*name == CONTENT_TYPE || *name == CONTENT_ENCODING))
+    }
+
+    /// Each field lingo sets on the upstream request, whatever the client sent, lent to
+    /// `add` (written as they are by lingo's own client, cloned into a map otherwise).
+    pub fn each_added(&self, mut add: impl FnMut(&HeaderName, &HeaderValue)) {
+        if let Some(auth) = self.auth {
+            add(&auth.header, &auth.value);
+        }
+        add(&HOST, &self.host);
+        add(&X_FORWARDED_FOR, &self.client_ip);
+        add(&X_FORWARDED_PROTO, &HeaderValue::from_static(self.proto));
+        if let Some(host) = &self.client_host {
+            add(&X_FORWARDED_HOST, host);
+        }
+        add(&X_REQUEST_ID, &self.request_id);
+        if self.upgrade {
+            add(&CONNECTION, &HeaderValue::from_static("upgrade"));
+            add(&UPGRADE, &HeaderValue::from_static("websocket"));
+        }
+        if self.json {
+            add(&CONTENT_TYPE, &HeaderValue::from_static("application/json"));
+        }
+        if self.identity {
+            add(&ACCEPT_ENCODING, &HeaderValue::from_static("identity"));
+        }
+    }
+}
+
+/// The fields lingo sets on every upstream request (the client's are replaced, or dropped when
+/// lingo has none to set, such as `X-Forwarded-Host` or a keyless upstream's `Authorization`).
+const SET: [HeaderName; 6] = [
+    AUTHORIZATION,
+    HOST,
+    X_FORWARDED_FOR,
+    X_FORWARDED_PROTO,
+    X_FORWARDED_HOST,
+    X_REQUEST_ID,
+];
+
+/// Rewrites a client request's headers for the upstream, in its map: [`Forwarding::drops`]
+/// and the fields `Connection` names go, [`Forwarding::each_added`] come. lingo's own HTTP/1.1
+/// client applies the same rules as it writes the head instead (no map rewritten).
 pub fn to_upstream(headers: &mut HeaderMap, fwd: &Forwarding<'_>) {
-    remove_hop_by_hop(headers, true);
-    // Room for the (up to six) fields added below, made once: a client's map is sized for
-    // its own fields, and each growth rehashes them all.
-    headers.reserve(6);
-    headers.remove(AUTHORIZATION);
-    if let Some(auth) = fwd.auth {
-        headers.insert(auth.header.clone(), auth.value.clone());
+    let named = connection_named(headers);
+    let dropped: Vec<HeaderName> = headers
+        .keys()
+        .filter(|name| fwd.drops(name) || named.contains(name))
+        .cloned()
+        .collect();
+    for name in dropped {
+        headers.remove(name);
     }
-    headers.insert(HOST, fwd.host.clone());
-    headers.insert(X_FORWARDED_FOR, fwd.client_ip.clone());
-    headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(fwd.proto));
-    match &fwd.client_host {
-        Some(host) => headers.insert(X_FORWARDED_HOST, host.clone()),
-        None => headers.remove(X_FORWARDED_HOST),
-    };
-    headers.insert(X_REQUEST_ID, fwd.request_id.clone());
-    if fwd.upgrade {
-        headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
-        headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    // Room for the fields added, made once: each growth of a map rehashes all its fields.
+    headers.reserve(MOST_ADDED);
+    fwd.each_added(|name, value| {
+        headers.insert(name.clone(), value.clone());
+    });
+}
+
+/// The fields a message's `Connection` header names (RFC 9110 §7.6.1): hop-by-hop too.
+pub fn connection_named(headers: &HeaderMap) -> Vec<HeaderName> {
+    // Most messages have no `Connection` field: a pass over their few names costs less than
+    // a lookup.
+    if !headers.keys().any(|name| name == CONNECTION) {
+        return Vec::new();
     }
+    headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect()
 }
 
 /// Rewrites an upstream answer's headers for the client.
 pub fn to_client(headers: &mut HeaderMap, request_id: &HeaderValue, upgrade: bool) {
-    remove_hop_by_hop(headers, false);
+    remove_hop_by_hop(headers);
     if upgrade {
         headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
         headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
@@ -82,30 +156,18 @@ const HOP_BY_HOP: [HeaderName; 9] = [
 ];
 
 /// Removes the hop-by-hop headers of RFC 9110 §7.6.1, including any the `Connection`
-/// header names; `upward`, also `Expect`, which the connection has already answered on the client's
-/// hop (when the body was first read), so the upstream gets the body without being asked.
-fn remove_hop_by_hop(headers: &mut HeaderMap, upward: bool) {
+/// header names.
+fn remove_hop_by_hop(headers: &mut HeaderMap) {
     // Many messages carry none: one pass over their few names costs less than a lookup of
     // each of the nine (callgrind: 2,700 instructions a request).
-    let listed = |name: &HeaderName| HOP_BY_HOP.contains(name) || (upward && name == EXPECT);
-    if !headers.keys().any(listed) {
+    if !headers.keys().any(|name| HOP_BY_HOP.contains(name)) {
         return;
     }
-    let named: Vec<HeaderName> = headers
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in named {
+    for name in connection_named(headers) {
         headers.remove(name);
     }
     for name in HOP_BY_HOP {
         headers.remove(name);
-    }
-    if upward {
-        headers.remove(EXPECT);
     }
 }
 
@@ -122,6 +184,35 @@ pub fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
     has_token(CONNECTION, "upgrade") && has_token(UPGRADE, "websocket")
 }
 
+/// A client's fields with one of each kind the rules treat apart (for the tests here and
+/// those of lingo's client, which applies the rules as it writes).
+#[cfg(test)]
+pub(crate) fn sample_client_headers() -> HeaderMap {
+    [
+        ("authorization", "Bearer client-key"),
+        ("host", "proxy.example"),
+        ("connection", "keep-alive, x-secret-hop"),
+        ("x-secret-hop", "1"),
+        ("keep-alive", "timeout=5"),
+        ("proxy-authorization", "Basic xyz"),
+        ("te", "trailers"),
+        ("x-forwarded-for", "6.6.6.6"),
+        ("x-forwarded-host", "spoofed"),
+        ("x-request-id", "client-id"),
+        ("content-type", "application/json"),
+        ("content-encoding", "gzip"),
+        ("accept-encoding", "br"),
+        ("content-length", "5"),
+        ("expect", "100-continue"),
+        ("x-api-key", "client-api-key"),
+        ("x-kept", "a"),
+        ("x-kept", "b"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.parse().unwrap(), HeaderValue::from_static(v)))
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,25 +227,9 @@ mod tests {
             request_id: HeaderValue::from_static("rid"),
             auth,
             upgrade: false,
+            identity: false,
+            json: false,
         }
-    }
-
-    fn client_headers() -> HeaderMap {
-        [
-            ("authorization", "Bearer client-key"),
-            ("host", "proxy.example"),
-            ("connection", "keep-alive, x-secret-hop"),
-            ("x-secret-hop", "1"),
-            ("keep-alive", "timeout=5"),
-            ("proxy-authorization", "Basic xyz"),
-            ("te", "trailers"),
-            ("x-forwarded-for", "6.6.6.6"),
-            ("content-type", "application/json"),
-            ("expect", "100-continue"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.parse().unwrap(), HeaderValue::from_static(v)))
-        .collect()
     }
 
     #[test]
@@ -165,7 +240,7 @@ mod tests {
             key: Secret::new("up-key"),
             source: crate::base::secret::SecretSource::Inline,
         };
-        let mut h = client_headers();
+        let mut h = sample_client_headers();
         to_upstream(&mut h, &fwd(Some(&auth)));
         assert_eq!(h[AUTHORIZATION], "Bearer up-key");
         assert_eq!(h[HOST], "up:11434");
@@ -191,7 +266,7 @@ mod tests {
 
     #[test]
     fn client_key_is_removed_when_the_upstream_has_none() {
-        let mut h = client_headers();
+        let mut h = sample_client_headers();
         to_upstream(&mut h, &fwd(None));
         assert!(!h.contains_key(AUTHORIZATION));
     }

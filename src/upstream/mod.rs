@@ -28,6 +28,7 @@ use crate::http::body::Body;
 use crate::http::idle::IdleTimeout;
 use crate::mock::{self, knobs::Knobs};
 use crate::table::{Target, Upstream};
+use headers::Forwarding;
 
 /// Timed as a whole: the connect timeout covers name lookup, TCP and the TLS handshake.
 pub type Connector = connect::Timed<HttpsConnector<HttpConnector>>;
@@ -97,24 +98,29 @@ impl UpstreamClient {
         UpstreamClient::Http { pool, ws_connector }
     }
 
-    /// Sends a request and waits for the answer's head, within the first-byte limit.
+    /// Sends a request, its fields forwarded by `rules`, and waits for the answer's head,
+    /// within the first-byte limit.
     pub async fn send(
         &self,
         upstream: &Upstream,
-        req: Request<Body>,
+        mut req: Request<Body>,
+        rules: &Forwarding<'_>,
         body_limit: u64,
     ) -> Result<Response<Body>, ProxyError> {
         let pool = match self {
             UpstreamClient::Http { pool, .. } => pool,
             UpstreamClient::Mock(knobs) => {
+                headers::to_upstream(req.headers_mut(), rules);
                 return send_to_mock(upstream, knobs, req, body_limit).await;
             }
         };
         let sending = async {
             match pool {
-                // lingo's client writes the request line from the path and query alone.
-                Pool::Lean(pool) => pool.send(req).await,
+                // lingo's client writes the request line from the path and query alone, and
+                // applies the header rules as it writes the fields.
+                Pool::Lean(pool) => pool.send(req, rules).await,
                 Pool::Legacy(clients) => {
+                    headers::to_upstream(req.headers_mut(), rules);
                     let client = &clients[worker::slot() % clients.len()];
                     client
                         .request(req)

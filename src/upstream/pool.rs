@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use hyper::{Request, Response, Uri};
 
 use super::h1::{self, Conn};
+use super::headers::Forwarding;
 use crate::base::worker;
 use crate::http::body::{Body, BoxError};
 
@@ -66,13 +67,17 @@ impl Http1Pool {
 
     /// Sends `req` (its URI's path and query go on the request line) and waits for the
     /// answer's head. The answer's body returns the connection to this thread's list at its end.
-    pub async fn send(&self, req: Request<Body>) -> Result<Response<Body>, BoxError> {
+    pub async fn send(
+        &self,
+        req: Request<Body>,
+        rules: &Forwarding<'_>,
+    ) -> Result<Response<Body>, BoxError> {
         let conn = match self.take() {
             Some(conn) => conn,
             None => Conn::open(&self.address, self.connect).await?,
         };
         let home = Home(Arc::clone(&self.lists));
-        Ok(conn.send(req, &self.address, home).await?)
+        Ok(conn.send(req, &self.address, Some(rules), home).await?)
     }
 
     /// The newest idle connection of this thread that can take a request now; the expired

@@ -8,7 +8,7 @@
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Limited};
-use hyper::header::{ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Request, Response, Version};
 
 use crate::error::ProxyError;
@@ -27,10 +27,13 @@ where
     B::Error: Into<BoxError>,
 {
     let request = upward(call, req);
+    let mut rules = forwarding(call, false);
+    // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
+    rules.identity = call.upstream.speaks.is_web_data() || call.upstream.auth.is_some();
     let waiting = call.stats.waiting();
     let response = call
         .client
-        .send(call.upstream, request, call.route.max_body)
+        .send(call.upstream, request, &rules, call.route.max_body)
         .await;
     drop(waiting);
     let (mut parts, body) = response?.into_parts();
@@ -54,8 +57,8 @@ where
     Ok(Response::from_parts(parts, Body::boxed(body)))
 }
 
-/// The request as it goes up: the upstream's URI, the header rules, framed by its body, the
-/// body under the route's size limit.
+/// The request as it goes up: the upstream's URI, the body under the route's size limit.
+/// Its fields are rewritten by the header rules (`headers::Forwarding`) on the way.
 fn upward<B>(call: &Exchange<'_>, req: Request<B>) -> Request<Body>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -65,17 +68,9 @@ where
     parts.uri = upstream::forward_uri(call.upstream, &call.path_and_query, &parts.uri);
     // The client's HTTP version is its hop's business; the pool picks the upstream's.
     parts.version = Version::HTTP_11;
-    headers::to_upstream(&mut parts.headers, &forwarding(call, false));
-    // The body is framed by what is sent, not by what the client declared: hyper writes the
-    // length of a body that knows it (the client's own, unchanged, or one rewritten on the
-    // way, such as an alias) and chunks one that does not.
-    parts.headers.remove(CONTENT_LENGTH);
-    if call.upstream.speaks.is_web_data() || call.upstream.auth.is_some() {
-        // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
-        parts
-            .headers
-            .insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
-    }
+    // The body is framed by what is sent, not by what the client declared (the rules drop
+    // its `Content-Length`): the length of a body that knows it (the client's own, unchanged,
+    // or one rewritten on the way, such as an alias) is written, one that does not is chunked.
     let limit = usize::try_from(call.route.max_body).unwrap_or(usize::MAX);
     Request::from_parts(parts, Body::new(Limited::new(body, limit)))
 }
@@ -90,6 +85,8 @@ pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forward
         request_id: call.request_id.clone(),
         auth: call.upstream.auth.as_ref(),
         upgrade,
+        identity: false,
+        json: false,
     }
 }
 

@@ -3,10 +3,7 @@
 //! re-telling an upstream's error.
 
 use bytes::Bytes;
-use hyper::header::{
-    ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderMap, HeaderValue,
-    RETRY_AFTER,
-};
+use hyper::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode, Version};
 
 use crate::error::ProxyError;
@@ -15,7 +12,7 @@ use crate::http::idle::Idle;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
 use crate::table::Upstream;
-use crate::upstream::{self, UpstreamClient, headers};
+use crate::upstream::{self, UpstreamClient};
 
 /// Reads the whole client body, refusing it past `limit` (413).
 pub async fn read_body(body: Body, limit: u64) -> Result<Bytes, ProxyError> {
@@ -43,22 +40,6 @@ pub fn resolve<'a>(call: &'a Exchange<'_>, model: &str) -> (usize, &'a Upstream,
         ),
         None => (call.route.upstream, call.upstream, model.to_owned()),
     }
-}
-
-/// The client's headers that travel on to a native upstream with a translated request: all
-/// but those that describe the client's own body or hop (lingo writes its own).
-fn end_to_end(client: &HeaderMap) -> HeaderMap {
-    let mut headers = client.clone();
-    for name in [
-        CONTENT_LENGTH,
-        CONTENT_TYPE,
-        CONTENT_ENCODING,
-        ACCEPT_ENCODING,
-        HOST,
-    ] {
-        headers.remove(name);
-    }
-    headers
 }
 
 /// Sends one native JSON request (`POST path`) to an upstream, with the same header rules as
@@ -95,21 +76,21 @@ pub async fn send(
     path: &str,
     body: Bytes,
 ) -> Result<Response<Body>, ProxyError> {
-    let mut headers = end_to_end(client_headers);
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    // lingo reads what comes back: a CDN in front of the upstream must not compress it.
-    headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
-    let mut fwd = forwarding(call, false);
-    fwd.auth = upstream.auth.as_ref();
-    fwd.host = upstream.host.clone();
-    headers::to_upstream(&mut headers, &fwd);
+    let mut rules = forwarding(call, false);
+    rules.auth = upstream.auth.as_ref();
+    rules.host = upstream.host.clone();
+    // The client's end-to-end fields travel on, but those of its own body: the body is
+    // lingo's JSON; and lingo reads what comes back, so a CDN in front of the upstream must
+    // not compress it.
+    rules.json = true;
+    rules.identity = true;
     let mut request = Request::new(Body::full(body));
     *request.method_mut() = method;
     *request.uri_mut() = upstream::target_uri(upstream, path);
     *request.version_mut() = Version::HTTP_11;
-    *request.headers_mut() = headers;
+    *request.headers_mut() = client_headers.clone();
     let waiting = call.stats.waiting();
-    let response = client.send(upstream, request, u64::MAX).await;
+    let response = client.send(upstream, request, &rules, u64::MAX).await;
     drop(waiting);
     let response = response?;
     let idle = upstream.timeouts.idle;

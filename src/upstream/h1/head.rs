@@ -14,6 +14,7 @@ use crate::http::h1::decode::{Chunk, Decoder};
 use crate::http::h1::fields::{
     ANSWER_ADDS, Facts, FieldError, STACK_SPANS, push_decimal, spans, to_map,
 };
+use crate::upstream::headers::{Forwarding, connection_named};
 
 /// The most fields an answer head may have (hyper's default too).
 const MAX_FIELDS: usize = 100;
@@ -68,6 +69,8 @@ pub enum HeadError {
 
 /// Writes a request head: the request line in origin form, the headers (but any framing
 /// header: lingo writes its own, from `framing`), and `Host` from `host` if it has none.
+/// With `rules`, the headers are the client's as those rules forward them (the rules
+/// `to_upstream` applies to a map, applied here as the fields are written: no map rewritten).
 pub fn write_request(
     out: &mut BytesMut,
     method: &Method,
@@ -75,6 +78,7 @@ pub fn write_request(
     headers: &HeaderMap,
     framing: Framing,
     host: &str,
+    rules: Option<&Forwarding<'_>>,
 ) {
     let path = if path_and_query.is_empty() {
         "/"
@@ -85,12 +89,17 @@ pub fn write_request(
     out.extend_from_slice(b" ");
     out.extend_from_slice(path.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    if !headers.contains_key(HOST) {
-        field(out, "host", host.as_bytes());
-    }
-    for (name, value) in headers {
-        if name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
-            field(out, name.as_str(), value.as_bytes());
+    match rules {
+        Some(rules) => forwarded_fields(out, headers, rules),
+        None => {
+            if !headers.contains_key(HOST) {
+                field(out, "host", host.as_bytes());
+            }
+            for (name, value) in headers {
+                if name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
+                    field(out, name.as_str(), value.as_bytes());
+                }
+            }
         }
     }
     match framing {
@@ -103,6 +112,17 @@ pub fn write_request(
         Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// lingo's fields, then the client's that `rules` let through.
+fn forwarded_fields(out: &mut BytesMut, headers: &HeaderMap, rules: &Forwarding<'_>) {
+    rules.each_added(|name, value| field(out, name.as_str(), value.as_bytes()));
+    let named = connection_named(headers);
+    for (name, value) in headers {
+        if !rules.drops(name) && !named.contains(name) {
+            field(out, name.as_str(), value.as_bytes());
+        }
+    }
 }
 
 fn field(out: &mut BytesMut, name: &str, value: &[u8]) {
@@ -533,6 +553,7 @@ mod tests {
                 &headers,
                 *framing,
                 "ignored",
+                None,
             );
             let want =
                 format!("{method} /api/x?q=1 HTTP/1.1\r\nhost: up:1\r\nx-a: 1\r\n{tail}\r\n");
@@ -546,7 +567,55 @@ mod tests {
             &HeaderMap::new(),
             Framing::Length(0),
             "up:2",
+            None,
         );
         assert_eq!(&out[..], b"GET / HTTP/1.1\r\nhost: up:2\r\n\r\n");
+    }
+
+    /// The header rules applied as the head is written give the fields that applying them
+    /// to the map first gives, whatever the rules and whatever the client sent.
+    #[test]
+    fn rules_written_are_the_rules_applied_to_the_map() {
+        use crate::base::secret::{Secret, SecretSource};
+        use crate::table::Auth;
+        use crate::upstream::headers::{Forwarding, sample_client_headers, to_upstream};
+
+        let client = sample_client_headers();
+        let auth = |header: &str| Auth {
+            header: header.parse().unwrap(),
+            value: HeaderValue::from_static("up-key"),
+            key: Secret::new("up-key"),
+            source: SecretSource::Inline,
+        };
+        let (bearer, api_key) = (auth("authorization"), auth("x-api-key"));
+        let fields = |head: &[u8]| {
+            let text = std::str::from_utf8(head).unwrap();
+            let mut lines: Vec<&str> = text.split("\r\n").skip(1).collect();
+            lines.sort_unstable();
+            lines.into_iter().map(str::to_owned).collect::<Vec<_>>()
+        };
+        for auth in [None, Some(&bearer), Some(&api_key)] {
+            for flags in 0..16_u8 {
+                let rules = Forwarding {
+                    host: HeaderValue::from_static("up:11434"),
+                    client_ip: HeaderValue::from_static("10.1.2.3"),
+                    proto: "https",
+                    client_host: (flags & 1 != 0).then(|| HeaderValue::from_static("lingo")),
+                    request_id: HeaderValue::from_static("rid"),
+                    auth,
+                    upgrade: flags & 2 != 0,
+                    identity: flags & 4 != 0,
+                    json: flags & 8 != 0,
+                };
+                let mut mapped = client.clone();
+                to_upstream(&mut mapped, &rules);
+                let (mut want, mut got) = (BytesMut::new(), BytesMut::new());
+                let framing = Framing::Length(2);
+                write_request(&mut want, &Method::POST, "/", &mapped, framing, "x", None);
+                let rules = Some(&rules);
+                write_request(&mut got, &Method::POST, "/", &client, framing, "x", rules);
+                assert_eq!(fields(&got), fields(&want), "flags {flags}");
+            }
+        }
     }
 }

@@ -33,6 +33,7 @@ use tokio::net::TcpStream;
 use crate::http::body::{Body, BoxError};
 use crate::http::h1::decode::{Decoded, Decoder};
 use crate::http::h1::read::{MIN_READ, Reads, release_room};
+use crate::upstream::headers::Forwarding;
 pub use head::HeadError;
 use head::Parsed;
 
@@ -95,18 +96,21 @@ impl Conn {
 
     /// Sends `req` (its URI's path and query in origin form) and reads the answer's head;
     /// the answer's body reads the rest from this connection, and gives it to `home` if it
-    /// can carry another request. `host` is the `Host` of a request without one.
+    /// can carry another request. `host` is the `Host` of a request without one; `rules`,
+    /// the header rules its fields are forwarded by (see `head::write_request`).
     pub async fn send<H: Home>(
         mut self,
         req: Request<Body>,
         host: &str,
+        rules: Option<&Forwarding<'_>>,
         home: H,
     ) -> Result<Response<Body>, SendError> {
         let (parts, body) = req.into_parts();
         let framing = upload::framing(&body);
         let mut out = BytesMut::with_capacity(512);
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        head::write_request(&mut out, &parts.method, path, &parts.headers, framing, host);
+        let (method, headers) = (&parts.method, &parts.headers);
+        head::write_request(&mut out, method, path, headers, framing, host, rules);
         let sent = upload::send(&mut self, out, body, framing).await?;
         let head = self.read_head(parts.method == Method::HEAD).await?;
         // An answer that came before the request's end leaves the request's rest unsent: the

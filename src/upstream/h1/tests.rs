@@ -67,7 +67,7 @@ async fn send(
     shelf: &Shelf,
 ) -> Result<Response<Body>, SendError> {
     let conn = Conn::open(address, PATIENCE).await.unwrap();
-    tokio::time::timeout(PATIENCE, conn.send(req, "up", shelf.clone()))
+    tokio::time::timeout(PATIENCE, conn.send(req, "up", None, shelf.clone()))
         .await
         .expect("an answer")
 }
