@@ -16,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::Frame;
 use pin_project_lite::pin_project;
-use tokio::time::{Instant, Sleep, sleep};
+use tokio::time::{Instant, Sleep, sleep_until};
 
 use crate::http::body::BoxError;
 
@@ -42,11 +42,12 @@ pin_project! {
 
 impl<B> Idle<B> {
     pub fn new(inner: B, limit: Duration) -> Self {
+        let now = Instant::now();
         Idle {
             inner,
-            sleep: sleep(limit),
+            sleep: sleep_until(now + limit),
             limit,
-            last: Instant::now(),
+            last: now,
         }
     }
 }
@@ -65,7 +66,10 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let mut this = self.project();
         if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
-            *this.last = Instant::now();
+            // Only a frame ends a silence (after the end or an error, nothing is awaited).
+            if let Some(Ok(_)) = frame {
+                *this.last = Instant::now();
+            }
             return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
         }
         loop {

@@ -48,6 +48,8 @@ pub struct Exchange<'a> {
     pub request_id: HeaderValue,
     /// The `Host` the client addressed (the `:authority` on HTTP/2).
     pub client_host: Option<HeaderValue>,
+    /// The request asks for a WebSocket upgrade.
+    pub upgrade: bool,
     /// What the runs learn for the metrics (upstream wait, tokens, a failed stream).
     pub stats: Arc<RequestStats>,
 }
@@ -76,7 +78,8 @@ impl Arrival {
 // === impl Exchange ===
 
 impl<'a> Exchange<'a> {
-    /// The exchange for `req` routed to `route` on the path `path` (normalised).
+    /// The exchange for `req` routed to `route` on the path `path` (normalised); `upgrade`:
+    /// it asks for a WebSocket upgrade.
     pub fn new(
         snapshot: &'a Snapshot,
         conn: &'a ConnInfo,
@@ -84,6 +87,7 @@ impl<'a> Exchange<'a> {
         path: &str,
         req: &Request<Body>,
         arrival: &Arrival,
+        upgrade: bool,
     ) -> Self {
         let path_and_query = match req.uri().query() {
             Some(q) => format!("{path}?{q}"),
@@ -104,6 +108,7 @@ impl<'a> Exchange<'a> {
             path_len: path.len(),
             request_id: arrival.request_id.clone(),
             client_host,
+            upgrade,
             stats: Arc::clone(&arrival.stats),
         }
     }
@@ -141,6 +146,7 @@ impl<'a> Exchange<'a> {
             path_len: self.path_len,
             request_id: self.request_id.clone(),
             client_host: self.client_host.clone(),
+            upgrade: self.upgrade,
             stats: Arc::clone(&self.stats),
         }
     }

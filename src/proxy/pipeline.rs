@@ -99,8 +99,8 @@ async fn phases(
         });
     }
     let (route, path) = route(snapshot, &req, arrival, log)?;
-    authenticate(snapshot, &req, log)?;
-    let exchange = Exchange::new(snapshot, conn, route, &path, &req, arrival);
+    let upgrade = authenticate(snapshot, &req, log)?;
+    let exchange = Exchange::new(snapshot, conn, route, &path, &req, arrival, upgrade);
     let plan = Plan::decide(&exchange, &req)?;
     run::run(plan, &exchange, req).await
 }
@@ -128,16 +128,17 @@ fn route<'s>(
 }
 
 /// Checks the header limits (before anything else reads the headers, the key included) and
-/// the client key; the log names the client.
+/// the client key; the log names the client. Says whether the request asks for a WebSocket
+/// upgrade (read once, here, for the key check and the plan).
 fn authenticate(
     snapshot: &Snapshot,
     req: &Request<Body>,
     log: &mut AccessLog,
-) -> Result<(), ProxyError> {
+) -> Result<bool, ProxyError> {
     let table = &snapshot.table;
     limits::check_headers(req.headers(), &table.limits)?;
     let upgrade = headers::is_websocket_upgrade(req.headers());
     let client = auth::check(&table.clients, req.headers(), upgrade)?;
     log.client = client.map(str::to_owned);
-    Ok(())
+    Ok(upgrade)
 }

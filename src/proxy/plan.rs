@@ -11,7 +11,6 @@ use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::translate::{self, Endpoint};
-use crate::upstream::headers;
 
 /// The native endpoints whose body names a model.
 const MODEL_PATHS: [&str; 5] = [
@@ -64,7 +63,7 @@ impl Plan {
         let table = &x.snapshot.table;
         Ok(match endpoint {
             Some(endpoint) => Plan::Translate(endpoint),
-            None if headers::is_websocket_upgrade(req.headers()) => Plan::Tunnel,
+            None if x.upgrade => Plan::Tunnel,
             None if native && path == "/api/tags" && table.native_aliases().next().is_some() => {
                 Plan::ListTags
             }

@@ -41,7 +41,9 @@ type Lists = [Mutex<Vec<Idle>>];
 /// A connection waiting for its next request.
 struct Idle {
     conn: Conn,
-    since: Instant,
+    /// When it has been idle for [`IDLE`]: noted once, so that expiring compares instants
+    /// rather than subtracting them.
+    expires: Instant,
 }
 
 /// Where an answer's connection goes back to: its pool's lists.
@@ -99,7 +101,10 @@ impl h1::Home for Home {
         let mut list = lock(list_of(&self.0));
         let now = Instant::now();
         expire(&mut list, now);
-        list.push(Idle { conn, since: now });
+        list.push(Idle {
+            conn,
+            expires: now + IDLE,
+        });
     }
 }
 
@@ -116,10 +121,7 @@ fn lock(list: &Mutex<Vec<Idle>>) -> std::sync::MutexGuard<'_, Vec<Idle>> {
 
 /// Drops the connections idle for [`IDLE`] or more: the oldest are at the front.
 fn expire(list: &mut Vec<Idle>, now: Instant) {
-    let expired = list
-        .iter()
-        .take_while(|idle| now.duration_since(idle.since) >= IDLE)
-        .count();
+    let expired = list.iter().take_while(|idle| idle.expires <= now).count();
     list.drain(..expired);
 }
 
@@ -165,13 +167,13 @@ mod tests {
                 let conn = Conn::open(&address, Duration::from_secs(5)).await.unwrap();
                 list.push(Idle {
                     conn,
-                    since: now - age,
+                    expires: now - age + IDLE,
                 });
             }
             list
         });
         expire(&mut list, now);
-        let left: Vec<Duration> = list.iter().map(|i| now - i.since).collect();
+        let left: Vec<Duration> = list.iter().map(|i| now + IDLE - i.expires).collect();
         assert_eq!(left, [IDLE - Duration::from_millis(1), Duration::ZERO]);
     }
 }

@@ -29,7 +29,7 @@ pub async fn v1(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let query = req.uri().query().map(str::to_owned);
     let route =
         webdata::route(req.method().as_str(), x.path(), query.as_deref()).map_err(refused)?;
-    if headers::is_websocket_upgrade(req.headers()) {
+    if x.upgrade {
         return watch(x, &route.path_and_query, req).await;
     }
     let (parts, body) = req.into_parts();
