@@ -137,6 +137,38 @@ async fn forwards_request_line_and_sets_forwarding_headers() {
     assert_eq!(answer.headers["x-request-id"], "abc-123");
 }
 
+/// The answer carries lingo's request id, not one the upstream set, and none of the fields
+/// of the upstream's hop (hop-by-hop, and those its `Connection` names); its own fields stay.
+#[tokio::test]
+async fn the_answer_carries_lingos_request_id_and_not_the_upstreams_hop() {
+    let backend = Backend::start(|_| async {
+        let mut answer = json_response(200, "{}");
+        for (name, value) in [
+            ("x-request-id", "upstream-id"),
+            ("keep-alive", "timeout=5"),
+            ("connection", "x-upstream-hop"),
+            ("x-upstream-hop", "1"),
+            ("x-upstream-own", "kept"),
+        ] {
+            answer.headers_mut().insert(name, value.parse().unwrap());
+        }
+        answer
+    })
+    .await;
+    let lingo = Lingo::start(&native_table(&backend, "")).await;
+    let answer = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let rid = backend.last().headers["x-request-id"].clone();
+    assert_eq!(
+        answer.headers["x-request-id"], rid,
+        "lingo's id, sent up and back"
+    );
+    assert_eq!(answer.headers["x-upstream-own"], "kept");
+    for gone in ["keep-alive", "x-upstream-hop"] {
+        assert!(!answer.headers.contains_key(gone), "{gone}");
+    }
+}
+
 /// The client's key is replaced by the upstream's; the upstream never sees the client's.
 #[tokio::test]
 async fn injects_the_upstream_key_and_drops_the_clients() {

@@ -132,14 +132,14 @@ pub fn connection_named(headers: &HeaderMap) -> Vec<HeaderName> {
         .collect()
 }
 
-/// Rewrites an upstream answer's headers for the client.
-pub fn to_client(headers: &mut HeaderMap, request_id: &HeaderValue, upgrade: bool) {
+/// Rewrites an upstream answer's headers for the client. (Its `X-Request-Id` is lingo's,
+/// set on every answer, lingo's own included, by `proxy::respond::answer`.)
+pub fn to_client(headers: &mut HeaderMap, upgrade: bool) {
     remove_hop_by_hop(headers);
     if upgrade {
         headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
         headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
     }
-    headers.insert(X_REQUEST_ID, request_id.clone());
 }
 
 /// The hop-by-hop headers of RFC 9110 §7.6.1 (besides those `Connection` names).
@@ -282,11 +282,10 @@ mod tests {
             let mut h = HeaderMap::new();
             h.insert(name.clone(), HeaderValue::from_static("x"));
             h.insert("x-kept", HeaderValue::from_static("1"));
-            to_client(&mut h, &HeaderValue::from_static("rid"), false);
+            to_client(&mut h, false);
             let hop = HOP_BY_HOP.contains(name);
             assert_eq!(h.contains_key(name), !hop, "{name}");
             assert_eq!(h["x-kept"], "1");
-            assert_eq!(h[X_REQUEST_ID], "rid");
         }
     }
 

@@ -37,7 +37,7 @@ where
         .await;
     drop(waiting);
     let (mut parts, body) = response?.into_parts();
-    headers::to_client(&mut parts.headers, &call.request_id, false);
+    headers::to_client(&mut parts.headers, false);
     let body = Idle::new(body, call.upstream.timeouts.idle);
     if let Some(auth) = &call.upstream.auth
         && (parts.status.is_client_error() || parts.status.is_server_error())

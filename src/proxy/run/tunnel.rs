@@ -69,7 +69,7 @@ async fn open(
         .map_err(|_| ProxyError::BadPath("unparsable"))?;
     let mut response = handshake(call, Request::from_parts(parts, Body::empty())).await?;
     let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
-    headers::to_client(response.headers_mut(), &call.request_id, switching);
+    headers::to_client(response.headers_mut(), switching);
     if let Some(auth) = &upstream.auth {
         scrub(response.headers_mut(), auth, offer.as_ref(), altered);
     }

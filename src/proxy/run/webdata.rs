@@ -76,7 +76,7 @@ async fn told(
     };
     retry_after(&mut head, &whole);
     let told = webdata::answer(&at, head.status.as_u16(), &whole).unwrap_or(whole);
-    headers::to_client(&mut head.headers, &x.request_id, false);
+    headers::to_client(&mut head.headers, false);
     head.headers.remove(CONTENT_LENGTH);
     let told = if head.status.is_success() {
         told

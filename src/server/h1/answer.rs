@@ -81,7 +81,8 @@ pub struct Prepared {
 /// Makes `response`'s head, ready to be sent with its body.
 pub fn prepare<I>(wire: &Shared<I>, response: Response<Body>, asked: Asked) -> Prepared {
     let (mut parts, body) = response.into_parts();
-    let framing = framing(parts.status, &parts.headers, &body, asked);
+    let said = Said::of(&parts.headers);
+    let framing = framing(parts.status, said.length, &body, asked);
     // A `HEAD` request's answer says the length its `GET` would have, when the body lingo
     // made for it knows it (an empty one may stand for a body of unknown length).
     if asked.head_request && !parts.headers.contains_key(CONTENT_LENGTH) {
@@ -92,7 +93,7 @@ pub fn prepare<I>(wire: &Shared<I>, response: Response<Body>, asked: Asked) -> P
     }
     // An answer that says `Connection: close` (lingo's own, to a request it will not read
     // the rest of) closes the connection after it.
-    let keep_alive = asked.keep_alive && framing != Framing::ToClose && !says_close(&parts.headers);
+    let keep_alive = asked.keep_alive && framing != Framing::ToClose && !said.close;
     // Room for the head, and for a whole body that comes in one write with it.
     let whole = (body.size_hint().exact()).and_then(|n| usize::try_from(n).ok());
     let mut out = BytesMut::with_capacity(512 + whole.filter(|&n| n <= FLUSH_AT).unwrap_or(0));
@@ -192,7 +193,7 @@ where
 /// How the body goes on the wire (RFC 9112 §6.3): none for a `HEAD` request's answer, 1xx,
 /// 204 and 304; else the answer's own `Content-Length` if it has one, or the body's exact
 /// size; else chunked, or up to the close for an HTTP/1.0 client.
-fn framing(status: StatusCode, headers: &hyper::HeaderMap, body: &Body, asked: Asked) -> Framing {
+fn framing(status: StatusCode, declared: Option<u64>, body: &Body, asked: Asked) -> Framing {
     let no_body = asked.head_request
         || status.is_informational()
         || status == StatusCode::NO_CONTENT
@@ -200,9 +201,6 @@ fn framing(status: StatusCode, headers: &hyper::HeaderMap, body: &Body, asked: A
     if no_body {
         return Framing::None;
     }
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse().ok());
     match declared.or_else(|| body.size_hint().exact()) {
         Some(n) => Framing::Length(n),
         None if asked.version == Version::HTTP_10 => Framing::ToClose,
@@ -210,12 +208,31 @@ fn framing(status: StatusCode, headers: &hyper::HeaderMap, body: &Body, asked: A
     }
 }
 
-fn says_close(headers: &hyper::HeaderMap) -> bool {
-    let mut facts = Facts::default();
-    for value in headers.get_all(CONNECTION) {
-        facts.connection(value.as_bytes());
+/// What an answer's own fields say about its framing and its connection, read in one pass
+/// over them (a lookup of each costs more).
+struct Said {
+    /// Its (first) `Content-Length`, when that is a number.
+    length: Option<u64>,
+    /// `Connection: close`.
+    close: bool,
+}
+
+impl Said {
+    fn of(headers: &hyper::HeaderMap) -> Said {
+        let mut length = None;
+        let mut connection = Facts::default();
+        for (name, value) in headers {
+            if *name == CONTENT_LENGTH && length.is_none() {
+                length = Some(value.to_str().ok().and_then(|v| v.parse().ok()));
+            } else if *name == CONNECTION {
+                connection.connection(value.as_bytes());
+            }
+        }
+        Said {
+            length: length.flatten(),
+            close: connection.close,
+        }
     }
-    facts.close
 }
 
 /// The body's next frame (trailers are not sent on: `Trailer` is a hop-by-hop field lingo

@@ -198,7 +198,11 @@ pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
     out.put_u8(b' ');
     out.put_slice(answer.status.canonical_reason().unwrap_or("").as_bytes());
     out.put_slice(b"\r\n");
+    // Whether it has a `Date` and a `Connection`, noted on the way (two lookups cost more).
+    let (mut dated, mut connection) = (false, false);
     for (name, value) in answer.headers {
+        dated |= *name == hyper::header::DATE;
+        connection |= *name == CONNECTION;
         let framing_field = *name == CONTENT_LENGTH || *name == hyper::header::TRANSFER_ENCODING;
         if framing_field || *name == CONNECTION && !answer.keep_alive {
             continue;
@@ -223,12 +227,12 @@ pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
         }
         Framing::ToClose => {}
     }
-    if !answer.headers.contains_key(hyper::header::DATE) {
+    if !dated {
         field(out, b"date", answer.date.as_bytes());
     }
     if !answer.keep_alive {
         field(out, b"connection", b"close");
-    } else if answer.version == Version::HTTP_10 && !answer.headers.contains_key(CONNECTION) {
+    } else if answer.version == Version::HTTP_10 && !connection {
         field(out, b"connection", b"keep-alive");
     }
     out.put_slice(b"\r\n");
