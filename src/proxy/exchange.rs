@@ -89,10 +89,14 @@ impl<'a> Exchange<'a> {
         arrival: &Arrival,
         upgrade: bool,
     ) -> Self {
-        let path_and_query = match req.uri().query() {
-            Some(q) => format!("{path}?{q}"),
-            None => path.to_owned(),
-        };
+        let query = req.uri().query();
+        let mut path_and_query =
+            String::with_capacity(path.len() + query.map_or(0, |q| q.len() + 1));
+        path_and_query.push_str(path);
+        if let Some(query) = query {
+            path_and_query.push('?');
+            path_and_query.push_str(query);
+        }
         let client_host = req.headers().get(HOST).cloned().or_else(|| {
             let authority = req.uri().authority()?;
             HeaderValue::from_str(authority.as_str()).ok()

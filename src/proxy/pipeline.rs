@@ -106,12 +106,13 @@ async fn phases(
 }
 
 /// Normalises the path and finds its route; from here on errors are told in its dialect.
-fn route<'s>(
+/// The path is the request's own when normalising left it as it was.
+fn route<'s, 'r>(
     snapshot: &'s Snapshot,
-    req: &Request<Body>,
+    req: &'r Request<Body>,
     arrival: &mut Arrival,
     log: &mut AccessLog,
-) -> Result<(&'s Route, String), ProxyError> {
+) -> Result<(&'s Route, Cow<'r, str>), ProxyError> {
     let path = path::normalize(req.uri().path()).map_err(ProxyError::BadPath)?;
     let Some(route) = snapshot.table.find(&path) else {
         arrival.dialect = dialect::guess(&path);
@@ -124,7 +125,7 @@ fn route<'s>(
     log.route = Some(Arc::clone(&route.label));
     log.upstream = Some(Arc::clone(&snapshot.table.upstream(route.upstream).name));
     log.dialect = Some(route.speaks);
-    Ok((route, Cow::into_owned(path)))
+    Ok((route, path))
 }
 
 /// Checks the header limits (before anything else reads the headers, the key included) and
