@@ -386,12 +386,10 @@ impl ChatStream {
         {
             choice.write_plain(&mut out);
         } else {
-            // Serialising plain structs into a Vec cannot fail.
-            let _ = serde_json::to_writer(&mut out, choices);
+            field(&mut out, b"", choices);
         }
         if let Some(usage) = usage {
-            out.extend_from_slice(b",\"usage\":");
-            let _ = serde_json::to_writer(&mut out, &usage);
+            field(&mut out, b",\"usage\":", &usage);
         }
         out.extend_from_slice(b"}\n\n");
         Bytes::from(out)
@@ -441,8 +439,8 @@ fn head(meta: &Meta) -> Vec<u8> {
         model: &meta.model,
         system_fingerprint: FINGERPRINT,
     };
-    let mut out = b"data: ".to_vec();
-    let _ = serde_json::to_writer(&mut out, &head);
+    let mut out = Vec::new();
+    field(&mut out, b"data: ", &head);
     out.pop(); // the closing `}`: the choices come next
     out.extend_from_slice(b",\"choices\":");
     out
