@@ -444,6 +444,104 @@ async fn a_chunked_upload_arrives_whole() {
     assert_eq!(upstream.received()[0].body, pieces.concat().as_bytes());
 }
 
+// === answer fields ===
+
+/// An answer lingo passes through keeps its fields as read and writes them to an HTTP/1.1
+/// client as they are, or makes them into hyper's map for an HTTP/2 one: either way the
+/// client gets the same fields. Hop-by-hop ones (and what `Connection` names) stay behind,
+/// as does a chunked answer's `Content-Length`; the upstream's `Date` is the only one;
+/// repeated fields all arrive; the request id is lingo's, not the upstream's.
+#[tokio::test]
+async fn an_answers_fields_pass_on_as_read_to_either_http_version() {
+    let upstream = Upstream::start(|_| {
+        answer(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+             Date: Mon, 02 Jan 2006 15:04:05 GMT\r\nConnection: keep-alive, X-Up-Hop\r\n\
+             X-Up-Hop: 1\r\nKeep-Alive: timeout=5\r\nX-Request-Id: upstream-id\r\n\
+             Set-Cookie: a=1\r\nset-cookie: b=2\r\nX-Kept:  as written  \r\n\
+             Transfer-Encoding: chunked\r\nContent-Length: 99\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        )
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    let (head, body) = raw_get(&lingo, "/api/x").await;
+    assert_eq!(body, b"{}", "re-framed: the body was all there");
+    let head = String::from_utf8(head).unwrap();
+    let lines: Vec<&str> = head
+        .split("\r\n")
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let named = |name: &str| -> Vec<String> {
+        let prefix = format!("{name}: ");
+        let values = lines.iter().filter_map(|l| l.strip_prefix(prefix.as_str()));
+        values.map(str::to_owned).collect()
+    };
+    let h2 = http2_get(&lingo, "/api/x").await;
+    let both = |name: &str| -> Vec<String> {
+        let from_h2: Vec<String> = h2
+            .get_all(name)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_ascii_lowercase())
+            .collect();
+        let from_h1 = named(name);
+        assert_eq!(from_h1, from_h2, "{name}: HTTP/1.1 {head:?}, HTTP/2 {h2:?}");
+        from_h1
+    };
+    assert_eq!(both("content-type"), ["application/json"]);
+    assert_eq!(
+        both("date"),
+        ["mon, 02 jan 2006 15:04:05 gmt"],
+        "(`raw_get` lowers case)"
+    );
+    assert_eq!(both("set-cookie"), ["a=1", "b=2"]);
+    assert_eq!(both("x-kept"), ["as written"]);
+    for gone in ["x-up-hop", "keep-alive", "transfer-encoding"] {
+        assert_eq!(both(gone), Vec::<String>::new(), "{gone}");
+    }
+    // The framing is lingo's own: the upstream's length (of a chunked body) is not passed on.
+    assert_eq!(named("content-length"), ["2"]);
+    assert!(
+        h2.get_all("content-length").iter().all(|v| v == "2"),
+        "{h2:?}"
+    );
+    assert_eq!(named("connection"), ["close"], "the client's own `close`");
+    let (id1, id2) = (named("x-request-id"), both_ids(&h2));
+    for ids in [&id1, &id2] {
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        assert_eq!(ids[0].len(), 32, "lingo's id: {ids:?}");
+    }
+}
+
+fn both_ids(headers: &HeaderMap) -> Vec<String> {
+    let ids = headers.get_all("x-request-id").iter();
+    ids.map(|v| v.to_str().unwrap().to_owned()).collect()
+}
+
+/// A GET from an HTTP/2 client (prior knowledge, on lingo's plain listener): the answer's
+/// fields, its body read to the end.
+async fn http2_get(lingo: &Lingo, path: &str) -> HeaderMap {
+    let exchange = async {
+        let tcp = TcpStream::connect(lingo.addr).await.unwrap();
+        let io = hyper_util::rt::TokioIo::new(tcp);
+        let (mut sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let req = Request::get(lingo.url(path))
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap();
+        let response = sender.send_request(req).await.unwrap();
+        assert_eq!(response.version(), hyper::Version::HTTP_2);
+        let (parts, body) = response.into_parts();
+        assert_eq!(body.collect().await.unwrap().to_bytes(), "{}");
+        parts.headers
+    };
+    tokio::time::timeout(PATIENCE, exchange)
+        .await
+        .expect("no hang")
+}
+
 // === answer framings ===
 
 /// The plainest answer: its body by its length, byte for byte.

@@ -9,15 +9,35 @@ use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full, Limited};
 use pin_project_lite::pin_project;
+
+use crate::http::h1::raw::Raw;
 
 /// Errors carried through bodies.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A boxed body of `Bytes` frames.
-pub struct Body(UnsyncBoxBody<Bytes, BoxError>);
+pub struct Body(Pin<Box<dyn Boxed>>);
+
+/// What a body is boxed as: a body, and what it carries besides its frames.
+trait Boxed: http_body::Body<Data = Bytes, Error = BoxError> + Send {
+    fn take_raw(self: Pin<&mut Self>) -> Option<Box<Raw>>;
+}
+
+pin_project! {
+    /// A body in its box, with the fields of a passed-through answer kept as read
+    /// (`h1::raw`), if it is one's: they travel with its body, from lingo's client to the
+    /// client's connection, which writes them or makes them into the map ([`materialize`]).
+    /// Kept in the box, they make no `Body` larger (every move of a future holding one would
+    /// cost more); a response's extensions would carry them at the cost of three
+    /// allocations (the map, its table, the box), more than keeping them saved.
+    struct Carrying<B> {
+        #[pin]
+        body: B,
+        raw: Option<Box<Raw>>,
+    }
+}
 
 // === impl Body ===
 
@@ -27,7 +47,7 @@ impl Body {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        Body(body.map_err(Into::into).boxed_unsync())
+        Body::carrying(body.map_err(Into::into), None)
     }
 
     /// A body whose errors are already [`BoxError`]s, boxed without the error-mapping layer
@@ -37,7 +57,21 @@ impl Body {
     where
         B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
     {
-        Body(body.boxed_unsync())
+        Body::carrying(body, None)
+    }
+
+    /// [`Body::boxed`], carrying the fields of its answer kept as read.
+    pub fn carrying<B>(body: B, raw: Option<Box<Raw>>) -> Self
+    where
+        B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
+    {
+        Body(Box::pin(Carrying { body, raw }))
+    }
+
+    /// The fields of its answer kept as read, taken: whoever wraps this body in another
+    /// hands them on to the wrapper ([`Body::carrying`]).
+    pub fn take_raw(&mut self) -> Option<Box<Raw>> {
+        self.0.as_mut().take_raw()
     }
 
     pub fn empty() -> Self {
@@ -86,6 +120,15 @@ where
     Ok(joined.map_or(first, BytesMut::freeze))
 }
 
+/// Makes the fields an answer kept as read (if it did) into its map: needed before anything
+/// but the client's HTTP/1.1 connection reads or edits the fields of an answer that may have
+/// kept them (see `pass::relay`).
+pub fn materialize(response: &mut hyper::Response<Body>) {
+    if let Some(raw) = response.body_mut().take_raw() {
+        raw.into_map(response.headers_mut());
+    }
+}
+
 /// A JSON answer with `status`: lingo's own answers (errors, translated answers, health).
 pub fn json(status: hyper::StatusCode, body: impl Into<Bytes>) -> hyper::Response<Body> {
     let mut response = hyper::Response::new(Body::full(body));
@@ -111,7 +154,7 @@ impl http_body::Body for Body {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Pin::new(&mut self.0).poll_frame(cx)
+        self.0.as_mut().poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
@@ -120,6 +163,36 @@ impl http_body::Body for Body {
 
     fn size_hint(&self) -> SizeHint {
         self.0.size_hint()
+    }
+}
+
+impl<B> Boxed for Carrying<B>
+where
+    B: http_body::Body<Data = Bytes, Error = BoxError> + Send,
+{
+    fn take_raw(self: Pin<&mut Self>) -> Option<Box<Raw>> {
+        self.project().raw.take()
+    }
+}
+
+impl<B: http_body::Body<Data = Bytes, Error = BoxError>> http_body::Body for Carrying<B> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    #[inline]
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 

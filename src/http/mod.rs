@@ -1,6 +1,6 @@
 //! HTTP plumbing below every handler: the one boxed body type, batching frames already
 //! available into one write, the idle timeout between frames, streaming key redaction,
-//! HTTP/1.1 framing rules, path normalisation, futures joined on one task, a future polled
+//! HTTP/1.1 framing rules, hop-by-hop fields, path normalisation, futures joined on one task, a future polled
 //! only when its own waker fired, and listening sockets. Nothing here knows a route or a dialect.
 
 pub mod batch;
@@ -8,6 +8,7 @@ pub mod body;
 pub mod framing;
 pub mod gated;
 pub mod h1;
+pub mod hop;
 pub mod idle;
 pub mod join;
 pub mod path;

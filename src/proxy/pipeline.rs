@@ -66,10 +66,11 @@ pub async fn handle(
     let response = respond::answer(result, metrics, &arrival, &mut log);
     let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
     let record = Record::new(log, Some(finish));
-    let (head, body) = response.into_parts();
+    let (head, mut body) = response.into_parts();
+    let raw = body.take_raw();
     let mut body = Batch::new(Held::new(Ended::new(body, record), held));
     Pin::new(&mut body).prime().await;
-    Response::from_parts(head, Body::boxed(body))
+    Response::from_parts(head, Body::carrying(body, raw))
 }
 
 /// A request and what it is served with.

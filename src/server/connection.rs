@@ -27,7 +27,7 @@ use super::protocol::{Graceful, Settings};
 use super::sniff::{self, Speaks};
 use super::watched::Watched;
 use crate::base::dialect;
-use crate::http::body::{Body, BoxError};
+use crate::http::body::{Body, BoxError, materialize};
 use crate::http::gated::Gated;
 use crate::limits::{Activity, ConnectionSlot, Gate, Quiet, Timeouts};
 use crate::proxy::exchange::ConnInfo;
@@ -302,7 +302,12 @@ impl Session {
                         Arc::clone(&conn),
                         req.map(Body::new),
                     );
-                    async move { Ok::<_, Infallible>(answer.await) }
+                    async move {
+                        // hyper writes the map: fields kept as read go into it.
+                        let mut answer = answer.await;
+                        materialize(&mut answer);
+                        Ok::<_, Infallible>(answer)
+                    }
                 });
                 let serving = async move {
                     let conn = pin!(settings.http2(TokioIo::new(io), service));

@@ -7,18 +7,16 @@
 use hyper::HeaderMap;
 use hyper::header::{
     ACCEPT_ENCODING, AUTHORIZATION, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE,
-    EXPECT, HOST, HeaderName, HeaderValue, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION, TE, TRAILER,
-    TRANSFER_ENCODING, UPGRADE,
+    EXPECT, HOST, HeaderName, HeaderValue, UPGRADE,
 };
 
+use crate::http::hop::{HOP_BY_HOP, connection_named, remove_hop_by_hop};
 use crate::table::Auth;
 
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 pub const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
-const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
-const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
 
 /// What the upstream request's headers say about the client and the upstream.
 pub struct Forwarding<'a> {
@@ -38,6 +36,9 @@ pub struct Forwarding<'a> {
     /// The body is lingo's own JSON (a translated request): the client's `Content-Type` and
     /// `Content-Encoding` described the client's body and stay behind.
     pub json: bool,
+    /// The answer goes to the client unchanged: lingo's own client may keep its fields as
+    /// read (`http::h1::raw`), and whoever reads them materializes them first.
+    pub raw_answer: bool,
 }
 
 /// The most fields [`Forwarding::each_added`] adds.
@@ -116,22 +117,6 @@ pub fn to_upstream(headers: &mut HeaderMap, fwd: &Forwarding<'_>) {
     });
 }
 
-/// The fields a message's `Connection` header names (RFC 9110 §7.6.1): hop-by-hop too.
-pub fn connection_named(headers: &HeaderMap) -> Vec<HeaderName> {
-    // Most messages have no `Connection` field: a pass over their few names costs less than
-    // a lookup.
-    if !headers.keys().any(|name| name == CONNECTION) {
-        return Vec::new();
-    }
-    headers
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect()
-}
-
 /// Rewrites an upstream answer's headers for the client. (Its `X-Request-Id` is lingo's,
 /// set on every answer, lingo's own included, by `proxy::respond::answer`.)
 pub fn to_client(headers: &mut HeaderMap, upgrade: bool) {
@@ -139,35 +124,6 @@ pub fn to_client(headers: &mut HeaderMap, upgrade: bool) {
     if upgrade {
         headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
         headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
-    }
-}
-
-/// The hop-by-hop headers of RFC 9110 §7.6.1 (besides those `Connection` names).
-const HOP_BY_HOP: [HeaderName; 9] = [
-    CONNECTION,
-    KEEP_ALIVE,
-    PROXY_CONNECTION,
-    PROXY_AUTHENTICATE,
-    PROXY_AUTHORIZATION,
-    TE,
-    TRAILER,
-    TRANSFER_ENCODING,
-    UPGRADE,
-];
-
-/// Removes the hop-by-hop headers of RFC 9110 §7.6.1, including any the `Connection`
-/// header names.
-fn remove_hop_by_hop(headers: &mut HeaderMap) {
-    // Many messages carry none: one pass over their few names costs less than a lookup of
-    // each of the nine (callgrind: 2,700 instructions a request).
-    if !headers.keys().any(|name| HOP_BY_HOP.contains(name)) {
-        return;
-    }
-    for name in connection_named(headers) {
-        headers.remove(name);
-    }
-    for name in HOP_BY_HOP {
-        headers.remove(name);
     }
 }
 
@@ -229,6 +185,7 @@ mod tests {
             upgrade: false,
             identity: false,
             json: false,
+            raw_answer: false,
         }
     }
 

@@ -62,7 +62,7 @@ pub async fn run(
         Plan::Tunnel => Box::pin(tunnel::proxy(x, req)),
         Plan::ListTags => Box::pin(tags::handle(x, req)),
         Plan::Rename => Box::pin(rename::handle(x, req)),
-        Plan::Pass => Box::pin(pass::forward(x, req)),
+        Plan::Pass => Box::pin(pass::relay(x, req)),
     };
     running.await
 }

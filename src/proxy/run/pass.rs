@@ -12,7 +12,7 @@ use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Request, Response, Version};
 
 use crate::error::ProxyError;
-use crate::http::body::{Body, BoxError, Prepend};
+use crate::http::body::{Body, BoxError, Prepend, materialize};
 use crate::http::idle::Idle;
 use crate::http::redact::{Redacting, redact_headers};
 use crate::proxy::exchange::Exchange;
@@ -20,27 +20,61 @@ use crate::table::Upstream;
 use crate::translate::links;
 use crate::upstream::{self, headers};
 
-/// Forwards `req` to the call's upstream and streams the answer back.
+/// Forwards `req` to the call's upstream and streams the answer back, its fields in its map.
 pub async fn forward<B>(call: &Exchange<'_>, req: Request<B>) -> Result<Response<Body>, ProxyError>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    exchange(call, req, false).await
+}
+
+/// [`forward`], for a caller that hands the answer on as it is: its fields may stay as read
+/// (`http::h1::raw`) until the client's connection writes them, whoever reads or edits them
+/// first making them into the map.
+pub async fn relay<B>(call: &Exchange<'_>, req: Request<B>) -> Result<Response<Body>, ProxyError>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    exchange(call, req, true).await
+}
+
+async fn exchange<B>(
+    call: &Exchange<'_>,
+    req: Request<B>,
+    raw: bool,
+) -> Result<Response<Body>, ProxyError>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    // Fields kept as read are written by lingo's HTTP/1.1 connection; hyper's HTTP/2 one
+    // would need them made into a map after all.
+    let raw = raw && req.version() != Version::HTTP_2;
     let request = upward(call, req);
     let mut rules = forwarding(call, false);
+    let web_data = call.upstream.speaks.is_web_data();
     // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
-    rules.identity = call.upstream.speaks.is_web_data() || call.upstream.auth.is_some();
+    rules.identity = web_data || call.upstream.auth.is_some();
+    rules.raw_answer = raw && !web_data;
     let waiting = call.stats.waiting();
     let response = call
         .client
         .send(call.upstream, request, &rules, call.route.max_body)
         .await;
     drop(waiting);
-    let (mut parts, body) = response?.into_parts();
+    let mut response = response?;
+    let failed = response.status().is_client_error() || response.status().is_server_error();
+    if failed && call.upstream.auth.is_some() {
+        materialize(&mut response); // redacted below
+    }
+    let (mut parts, mut body) = response.into_parts();
     headers::to_client(&mut parts.headers, false);
+    let raw = body.take_raw();
     let body = Idle::new(body, call.upstream.timeouts.idle);
     if let Some(auth) = &call.upstream.auth
-        && (parts.status.is_client_error() || parts.status.is_server_error())
+        && failed
     {
         // Redacting can change the length.
         parts.headers.remove(CONTENT_LENGTH);
@@ -54,7 +88,7 @@ where
         drop(waiting);
         return Ok(Response::from_parts(parts, body));
     }
-    Ok(Response::from_parts(parts, Body::boxed(body)))
+    Ok(Response::from_parts(parts, Body::carrying(body, raw)))
 }
 
 /// The request as it goes up: the upstream's URI, the body under the route's size limit.
@@ -87,6 +121,7 @@ pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forward
         upgrade,
         identity: false,
         json: false,
+        raw_answer: false,
     }
 }
 

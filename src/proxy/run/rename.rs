@@ -28,7 +28,7 @@ pub async fn handle(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<
     let (parts, body) = req.into_parts();
     let body = read_body(body, call.route.max_body).await?;
     let Some((index, alias, model, renamed)) = resolve(call, &body) else {
-        return pass::forward(call, Request::from_parts(parts, Full::new(body))).await;
+        return pass::relay(call, Request::from_parts(parts, Full::new(body))).await;
     };
     let upstream = call.snapshot.table.upstream(index);
     if upstream.speaks != Dialect::Native {

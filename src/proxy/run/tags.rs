@@ -35,7 +35,7 @@ type Fetched = Result<Bytes, ProxyError>;
 /// other methods (`HEAD` included: there is no list to merge) pass through.
 pub async fn handle(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<Body>, ProxyError> {
     if req.method() != Method::GET {
-        return pass::forward(call, req).await;
+        return pass::relay(call, req).await;
     }
     let own_index = call.route.upstream;
     let (aliases, others) = plan(&call.snapshot.table, own_index);

@@ -23,6 +23,7 @@ use super::head::{self, Framing};
 use super::wire::{CONTINUE, Shared, lock};
 use crate::http::body::{Body, BoxError};
 use crate::http::h1::fields::{Facts, push_hex};
+use crate::http::h1::raw::Raw;
 
 /// Held bytes past this are written before more of the body is read; a frame larger than
 /// this is written on its own.
@@ -80,12 +81,13 @@ pub struct Prepared {
 
 /// Makes `response`'s head, ready to be sent with its body.
 pub fn prepare<I>(wire: &Shared<I>, response: Response<Body>, asked: Asked) -> Prepared {
-    let (mut parts, body) = response.into_parts();
-    let said = Said::of(&parts.headers);
+    let (mut parts, mut body) = response.into_parts();
+    let raw = body.take_raw();
+    let said = Said::of(&parts.headers, raw.as_deref());
     let framing = framing(parts.status, said.length, &body, asked);
     // A `HEAD` request's answer says the length its `GET` would have, when the body lingo
     // made for it knows it (an empty one may stand for a body of unknown length).
-    if asked.head_request && !parts.headers.contains_key(CONTENT_LENGTH) {
+    if asked.head_request && !said.declared {
         match body.size_hint().exact() {
             Some(n) if n > 0 => drop(parts.headers.insert(CONTENT_LENGTH, n.into())),
             _ => {}
@@ -107,6 +109,7 @@ pub fn prepare<I>(wire: &Shared<I>, response: Response<Body>, asked: Asked) -> P
         status: parts.status,
         version: asked.version,
         headers: &parts.headers,
+        raw: raw.as_deref(),
         framing,
         keep_alive,
         date: &date(),
@@ -209,8 +212,11 @@ fn framing(status: StatusCode, declared: Option<u64>, body: &Body, asked: Asked)
 }
 
 /// What an answer's own fields say about its framing and its connection, read in one pass
-/// over them (a lookup of each costs more).
+/// over its map (a lookup of each costs more), and its fields kept as read (`raw`: its
+/// `Connection`, hop-by-hop, is the upstream's and not passed on).
 struct Said {
+    /// It has a `Content-Length`.
+    declared: bool,
     /// Its (first) `Content-Length`, when that is a number.
     length: Option<u64>,
     /// `Connection: close`.
@@ -218,18 +224,21 @@ struct Said {
 }
 
 impl Said {
-    fn of(headers: &hyper::HeaderMap) -> Said {
+    fn of(headers: &hyper::HeaderMap, raw: Option<&Raw>) -> Said {
         let mut length = None;
         let mut connection = Facts::default();
         for (name, value) in headers {
             if *name == CONTENT_LENGTH && length.is_none() {
-                length = Some(value.to_str().ok().and_then(|v| v.parse().ok()));
+                length = Some(value.as_bytes());
             } else if *name == CONNECTION {
                 connection.connection(value.as_bytes());
             }
         }
+        let length = length.or_else(|| raw?.length());
+        let number = |v: &[u8]| std::str::from_utf8(v).ok()?.parse().ok();
         Said {
-            length: length.flatten(),
+            declared: length.is_some(),
+            length: length.and_then(number),
             close: connection.close,
         }
     }

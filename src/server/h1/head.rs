@@ -9,12 +9,13 @@
 use std::mem::MaybeUninit;
 
 use bytes::{BufMut, BytesMut};
-use hyper::header::{CONNECTION, CONTENT_LENGTH, HeaderValue};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
 use crate::http::h1::fields::{Facts, REQUEST_ADDS, STACK_SPANS, push_decimal, spans, to_map};
+use crate::http::h1::raw::{Raw, set_in};
 
 /// Fields read without taking room on the heap: the connection's backstop under the default
 /// table (twice `limits.max_headers`' 100, see `server::protocol`), so that a head under the
@@ -180,6 +181,8 @@ pub struct Answer<'a> {
     /// The client's version: an HTTP/1.0 client gets an HTTP/1.0 answer.
     pub version: Version,
     pub headers: &'a HeaderMap,
+    /// Fields kept as read, written after the map's (`http::h1::raw`).
+    pub raw: Option<&'a Raw>,
     pub framing: Framing,
     /// Whether the connection stays open after this answer.
     pub keep_alive: bool,
@@ -201,13 +204,16 @@ pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
     // Whether it has a `Date` and a `Connection`, noted on the way (two lookups cost more).
     let (mut dated, mut connection) = (false, false);
     for (name, value) in answer.headers {
-        dated |= *name == hyper::header::DATE;
+        dated |= *name == DATE;
         connection |= *name == CONNECTION;
         let framing_field = *name == CONTENT_LENGTH || *name == hyper::header::TRANSFER_ENCODING;
         if framing_field || *name == CONNECTION && !answer.keep_alive {
             continue;
         }
         field(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if let Some(raw) = answer.raw {
+        dated |= raw_fields(out, raw, answer.headers);
     }
     match answer.framing {
         Framing::Length(n) => {
@@ -218,11 +224,15 @@ pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
         Framing::Chunked => field(out, b"transfer-encoding", b"chunked"),
         // A `HEAD` or 304 answer says the length its `GET` would have, when it knows it.
         Framing::None => {
-            if let Some(length) = answer.headers.get(CONTENT_LENGTH)
+            let length = answer
+                .headers
+                .get(CONTENT_LENGTH)
+                .map(HeaderValue::as_bytes);
+            if let Some(length) = length.or_else(|| answer.raw?.length())
                 && answer.status != StatusCode::NO_CONTENT
                 && !answer.status.is_informational()
             {
-                field(out, b"content-length", length.as_bytes());
+                field(out, b"content-length", length);
             }
         }
         Framing::ToClose => {}
@@ -236,6 +246,16 @@ pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
         field(out, b"connection", b"keep-alive");
     }
     out.put_slice(b"\r\n");
+}
+
+/// Writes the fields `raw` passes on but those the map has a field for and the framing
+/// ones; says whether one was `Date`.
+fn raw_fields(out: &mut BytesMut, raw: &Raw, map: &HeaderMap) -> bool {
+    raw.each_but_length(|name, value| {
+        if !set_in(map, name) {
+            field(out, name, value);
+        }
+    })
 }
 
 fn field(out: &mut BytesMut, name: &[u8], value: &[u8]) {
@@ -357,6 +377,7 @@ mod tests {
                 status: StatusCode::OK,
                 version,
                 headers: &headers,
+                raw: None,
                 framing,
                 keep_alive,
                 date: &date,

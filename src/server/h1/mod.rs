@@ -277,6 +277,7 @@ where
         status: refusal.status(),
         version: hyper::Version::HTTP_11,
         headers: &hyper::HeaderMap::new(),
+        raw: None,
         framing: head::Framing::Length(0),
         keep_alive: false,
         date: &answer::date(),

@@ -6,15 +6,17 @@
 
 use std::mem::MaybeUninit;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use hyper::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use hyper::{HeaderMap, Method, StatusCode, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
 use crate::http::h1::fields::{
-    ANSWER_ADDS, Facts, FieldError, STACK_SPANS, push_decimal, spans, to_map,
+    ANSWER_ADDS, Facts, FieldError, STACK_SPANS, Span, push_decimal, spans, to_map,
 };
-use crate::upstream::headers::{Forwarding, connection_named};
+use crate::http::h1::raw::Raw;
+use crate::http::hop::connection_named;
+use crate::upstream::headers::Forwarding;
 
 /// The most fields an answer head may have (hyper's default too).
 const MAX_FIELDS: usize = 100;
@@ -34,7 +36,9 @@ pub enum Framing {
 pub struct Head {
     pub status: StatusCode,
     pub version: Version,
+    /// Its fields; empty when they are kept as read (`raw`).
     pub headers: HeaderMap,
+    pub raw: Option<Box<Raw>>,
     /// How its body is framed.
     pub body: Decoder,
     /// Whether the connection can carry another request after this answer.
@@ -141,8 +145,13 @@ fn wants_length(method: &Method) -> bool {
 // === the answer head ===
 
 /// Takes an answer head out of `buf` if it is all there. `head_request`: the request was a
-/// `HEAD`, so the answer has no body whatever its fields say.
-pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, HeadError> {
+/// `HEAD`, so the answer has no body whatever its fields say. `raw`: the answer is passed on
+/// unchanged, and its fields may be kept as read (`http::h1::raw`).
+pub fn parse_answer(
+    buf: &mut BytesMut,
+    head_request: bool,
+    raw: bool,
+) -> Result<Parsed, HeadError> {
     let mut fields = [const { MaybeUninit::uninit() }; MAX_FIELDS];
     let (answer, parsed) = read(buf, &mut fields);
     let len = match parsed {
@@ -166,10 +175,10 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
     let spans = spans(buf, answer.headers, &mut room, &mut heap);
     let bytes = buf.split_to(len).freeze();
     let mut facts = Facts::default();
-    let mut headers = to_map(&bytes, spans, ANSWER_ADDS, &mut facts)?;
+    let (mut headers, raw) = kept(bytes, spans, raw, &mut facts)?;
     if facts.chunked.is_some() {
         // RFC 9112 §6.1: framing faulty in HTTP/1.0; otherwise the length is not the body's,
-        // and a forwarder must not pass it on.
+        // and a forwarder must not pass it on (`Raw` leaves it out as it passes fields on).
         if version == Version::HTTP_10 {
             return Err(HeadError::Malformed("transfer-encoding in HTTP/1.0".into()));
         }
@@ -183,9 +192,31 @@ pub fn parse_answer(buf: &mut BytesMut, head_request: bool) -> Result<Parsed, He
         status,
         version,
         headers,
+        raw,
         body,
         keep_alive,
     }))
+}
+
+/// An answer's fields: kept as read when `raw` asks for it and they fit (the map then
+/// empty, with room for the fields lingo adds), else made into the map. What they say about
+/// framing is noted in `facts` either way.
+fn kept(
+    bytes: Bytes,
+    spans: &[Span],
+    raw: bool,
+    facts: &mut Facts,
+) -> Result<(HeaderMap, Option<Box<Raw>>), HeadError> {
+    if raw {
+        for (name, value) in spans {
+            facts.note_raw(&bytes[name.clone()], &bytes[value.clone()]);
+        }
+        if let Some(raw) = Raw::new(bytes.clone(), spans, facts.chunked.is_some()) {
+            return Ok((HeaderMap::with_capacity(ANSWER_ADDS), Some(Box::new(raw))));
+        }
+        *facts = Facts::default();
+    }
+    Ok((to_map(&bytes, spans, ANSWER_ADDS, facts)?, None))
 }
 
 /// What an answer that begins before the request's end asks of the rest of the request.
@@ -217,7 +248,7 @@ pub fn early(buf: &mut BytesMut) -> Result<Option<Early>, HeadError> {
             return Ok(Some(Early::StopSending));
         }
         // An interim head: taken out when it is all there.
-        if let Parsed::Partial = parse_answer(buf, false)? {
+        if let Parsed::Partial = parse_answer(buf, false, false)? {
             return Ok(None);
         }
     }
@@ -318,8 +349,23 @@ mod tests {
     use super::*;
     use hyper::header::HeaderValue;
 
+    /// The head read into a map; read again with its fields kept as read, it must be framed,
+    /// kept alive and refused alike.
     fn parse(raw: &str, head_request: bool) -> Result<Parsed, HeadError> {
-        parse_answer(&mut BytesMut::from(raw), head_request)
+        let mapped = parse_answer(&mut BytesMut::from(raw), head_request, false);
+        let kept = parse_answer(&mut BytesMut::from(raw), head_request, true);
+        match (&mapped, &kept) {
+            (Ok(Parsed::Head(m)), Ok(Parsed::Head(k))) => {
+                let seen = |h: &Head| (h.status, h.version, h.body, h.keep_alive);
+                assert_eq!(seen(m), seen(k), "{raw:?}");
+                assert!(m.raw.is_none() && k.raw.is_some(), "{raw:?}");
+            }
+            (Err(m), Err(k)) => assert_eq!(m, k, "{raw:?}"),
+            (Ok(Parsed::Partial), Ok(Parsed::Partial))
+            | (Ok(Parsed::Interim), Ok(Parsed::Interim)) => {}
+            _ => panic!("{raw:?}: {mapped:?}, kept as read {kept:?}"),
+        }
+        mapped
     }
 
     fn head(raw: &str) -> Head {
@@ -468,10 +514,19 @@ mod tests {
     fn interim_answers_are_dropped_and_partial_heads_wait() {
         let mut buf =
             BytesMut::from("HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\nHTTP/1.1 200 OK\r\n");
-        assert!(matches!(parse_answer(&mut buf, false), Ok(Parsed::Interim)));
-        assert!(matches!(parse_answer(&mut buf, false), Ok(Parsed::Partial)));
+        assert!(matches!(
+            parse_answer(&mut buf, false, false),
+            Ok(Parsed::Interim)
+        ));
+        assert!(matches!(
+            parse_answer(&mut buf, false, false),
+            Ok(Parsed::Partial)
+        ));
         buf.extend_from_slice(b"content-length: 0\r\n\r\nrest");
-        assert!(matches!(parse_answer(&mut buf, false), Ok(Parsed::Head(_))));
+        assert!(matches!(
+            parse_answer(&mut buf, false, false),
+            Ok(Parsed::Head(_))
+        ));
         assert_eq!(&buf[..], b"rest");
     }
 
@@ -606,6 +661,7 @@ mod tests {
                     upgrade: flags & 2 != 0,
                     identity: flags & 4 != 0,
                     json: flags & 8 != 0,
+                    raw_answer: false,
                 };
                 let mut mapped = client.clone();
                 to_upstream(&mut mapped, &rules);

@@ -97,7 +97,8 @@ impl Conn {
     /// Sends `req` (its URI's path and query in origin form) and reads the answer's head;
     /// the answer's body reads the rest from this connection, and gives it to `home` if it
     /// can carry another request. `host` is the `Host` of a request without one; `rules`,
-    /// the header rules its fields are forwarded by (see `head::write_request`).
+    /// the header rules its fields are forwarded by (see `head::write_request`), and whether
+    /// the answer's fields may be kept as read (`http::h1::raw`).
     pub async fn send<H: Home>(
         mut self,
         req: Request<Body>,
@@ -112,7 +113,8 @@ impl Conn {
         let (method, headers) = (&parts.method, &parts.headers);
         head::write_request(&mut out, method, path, headers, framing, host, rules);
         let sent = upload::send(&mut self, out, body, framing).await?;
-        let head = self.read_head(parts.method == Method::HEAD).await?;
+        let raw = rules.is_some_and(|rules| rules.raw_answer);
+        let head = self.read_head(parts.method == Method::HEAD, raw).await?;
         // An answer that came before the request's end leaves the request's rest unsent: the
         // connection cannot carry another.
         let keep_alive = head.keep_alive && sent == upload::Sent::All;
@@ -123,16 +125,16 @@ impl Conn {
             home: Some(home),
             trailers: None,
         };
-        let mut response = Response::new(Body::boxed(body));
+        let mut response = Response::new(Body::carrying(body, head.raw));
         *response.status_mut() = head.status;
         *response.version_mut() = head.version;
         *response.headers_mut() = head.headers;
         Ok(response)
     }
 
-    async fn read_head(&mut self, head_request: bool) -> Result<head::Head, SendError> {
+    async fn read_head(&mut self, head_request: bool, raw: bool) -> Result<head::Head, SendError> {
         loop {
-            match head::parse_answer(&mut self.buf, head_request)? {
+            match head::parse_answer(&mut self.buf, head_request, raw)? {
                 Parsed::Head(head) => return Ok(head),
                 Parsed::Interim => continue,
                 Parsed::Partial => {}

@@ -1,0 +1,184 @@
+//! An upstream answer's fields kept as read, for an answer passed on unchanged. Pure.
+//!
+//! A passed-through answer's fields only go from the upstream's head to the client's: making
+//! a map of them (each name parsed, each value checked, an entry made for each) cost a whole
+//! pass-through 2,000 of its 29,600 instructions, and the map was then searched for
+//! hop-by-hop fields and written out again. Such an answer keeps its fields as read instead
+//! ([`Raw`], carried in its body's box: see `body::Body::carrying`), with which of them pass
+//! on decided once as they are read. The client's HTTP/1.1 writer writes those as they are;
+//! whatever else reads or edits an answer's fields (a redaction, an HTTP/2 client's
+//! connection) makes them into the map first (`body::materialize`). A field in the map
+//! (lingo's own, `X-Request-Id`) stands for every field of its name in `Raw`.
+//!
+//! Only answers lingo's own client reads for a pass-through to an HTTP/1.1 client carry
+//! `Raw`, and only those with at most [`MAX_RAW`] fields in a head under 64 KiB; every other
+//! answer has its map.
+
+use bytes::Bytes;
+use hyper::HeaderMap;
+use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HeaderName, HeaderValue};
+
+use super::fields::Span;
+use crate::http::hop;
+
+/// The most fields an answer keeps as read: room for them is part of [`Raw`] (no allocation
+/// of its own); an answer with more is made into a map.
+pub const MAX_RAW: usize = 16;
+
+/// Where one field's name and value sit in the head (a head kept as read is under 64 KiB).
+#[derive(Clone, Copy, Default)]
+struct Field {
+    name: (u16, u16),
+    value: (u16, u16),
+}
+
+/// An answer's fields as the upstream wrote them, and which of them are passed on (decided
+/// once, as they are read: they are written, or made into a map, once).
+#[derive(Clone)]
+pub struct Raw {
+    /// The head they were read from.
+    head: Bytes,
+    fields: [Field; MAX_RAW],
+    len: usize,
+    /// Bit `i`: field `i` is passed on (not hop-by-hop, not named by `Connection`, not the
+    /// `Content-Length` of a chunked answer).
+    passed: u16,
+    /// The first `Content-Length` passed on.
+    length: Option<u8>,
+    /// Bit `i`: field `i` is a `Content-Length` or a `Date` passed on.
+    lengths: u16,
+    dates: u16,
+}
+
+impl Raw {
+    /// The fields at `spans` of `head`, kept as read; `None` when there are more than
+    /// [`MAX_RAW`] or the head is 64 KiB or more (then they go into a map). `chunked`: the
+    /// body was framed by `Transfer-Encoding`, so a `Content-Length` with it is not the
+    /// body's, and is not passed on (RFC 9112 §6.1).
+    pub fn new(head: Bytes, spans: &[Span], chunked: bool) -> Option<Raw> {
+        if spans.len() > MAX_RAW || head.len() > usize::from(u16::MAX) {
+            return None;
+        }
+        let at = |range: &std::ops::Range<usize>| (range.start as u16, range.end as u16);
+        let mut raw = Raw {
+            head,
+            fields: [Field::default(); MAX_RAW],
+            len: spans.len(),
+            passed: 0,
+            length: None,
+            lengths: 0,
+            dates: 0,
+        };
+        let mut connection = false;
+        for (i, (name, value)) in spans.iter().enumerate() {
+            raw.fields[i] = Field {
+                name: at(name),
+                value: at(value),
+            };
+            let name = &raw.head[name.clone()];
+            connection |= is(name, &CONNECTION);
+            let length = is(name, &CONTENT_LENGTH);
+            if hop::is_hop_by_hop(name) || (chunked && length) {
+                continue;
+            }
+            raw.passed |= 1 << i;
+            raw.lengths |= u16::from(length) << i;
+            raw.dates |= u16::from(is(name, &DATE)) << i;
+        }
+        if connection {
+            raw.leave_named();
+        }
+        raw.length = (raw.lengths != 0).then(|| raw.lengths.trailing_zeros() as u8);
+        Some(raw)
+    }
+
+    /// Leaves out the fields a `Connection` field names.
+    fn leave_named(&mut self) {
+        for i in 0..self.len {
+            let name = self.name(i);
+            let named = (0..self.len)
+                .any(|c| is(self.name(c), &CONNECTION) && hop::names(self.value(c), name));
+            if named {
+                let kept = !(1 << i);
+                (self.passed, self.lengths, self.dates) =
+                    (self.passed & kept, self.lengths & kept, self.dates & kept);
+            }
+        }
+    }
+
+    fn name(&self, i: usize) -> &[u8] {
+        let (start, end) = self.fields[i].name;
+        &self.head[usize::from(start)..usize::from(end)]
+    }
+
+    fn value(&self, i: usize) -> &[u8] {
+        let (start, end) = self.fields[i].value;
+        &self.head[usize::from(start)..usize::from(end)]
+    }
+
+    /// Each field passed on, in the order read, lent to `each`.
+    pub fn each(&self, each: impl FnMut(&[u8], &[u8])) {
+        self.each_of(self.passed, each);
+    }
+
+    /// Each field passed on but `Content-Length` (which the writer frames the body by), and
+    /// whether one of them was `Date`.
+    pub fn each_but_length(&self, each: impl FnMut(&[u8], &[u8])) -> bool {
+        self.each_of(self.passed & !self.lengths, each);
+        self.dates != 0
+    }
+
+    fn each_of(&self, mut bits: u16, mut each: impl FnMut(&[u8], &[u8])) {
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            each(self.name(i), self.value(i));
+        }
+    }
+
+    /// The value of the first `Content-Length` passed on.
+    pub fn length(&self) -> Option<&[u8]> {
+        self.length.map(|i| self.value(usize::from(i)))
+    }
+
+    /// Adds the fields passed on to `map`, but those of a name `map` already has: the
+    /// answer's fields as a map, as if they had been read into one.
+    pub fn into_map(self, map: &mut HeaderMap) {
+        let set: Vec<HeaderName> = map.keys().cloned().collect();
+        self.each(|name, value| {
+            let name = HeaderName::from_bytes(name);
+            let value = HeaderValue::from_maybe_shared(self.head.slice_ref(value));
+            match (name, value) {
+                (Ok(name), Ok(value)) if !set.contains(&name) => drop(map.append(name, value)),
+                (Ok(_), Ok(_)) => {}
+                // httparse checks names and values as the map does (see the tests): not met.
+                _ => tracing::error!("an answer's field could not be made a map's"),
+            }
+        });
+    }
+}
+
+impl std::fmt::Debug for Raw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let lossy = String::from_utf8_lossy;
+        let mut map = f.debug_map();
+        self.each(|name, value| {
+            map.entry(&lossy(name), &lossy(value));
+        });
+        map.finish()
+    }
+}
+
+fn is(name: &[u8], known: &HeaderName) -> bool {
+    name.eq_ignore_ascii_case(known.as_str().as_bytes())
+}
+
+/// Whether `map` has a field named `name` (as read, any case): a field lingo set, which
+/// stands for the answer's own of that name.
+pub fn set_in(map: &HeaderMap, name: &[u8]) -> bool {
+    map.keys()
+        .any(|set| set.as_str().as_bytes().eq_ignore_ascii_case(name))
+}
+
+#[cfg(test)]
+mod tests;

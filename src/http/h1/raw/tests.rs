@@ -1,0 +1,170 @@
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{HeaderMap, Response};
+
+use super::*;
+use crate::http::body::{Body, materialize};
+use crate::http::h1::fields::{Facts, STACK_SPANS, spans, to_map};
+
+/// A field section read as an answer's is: its spans, and what it says about framing.
+fn read(section: &str) -> (Bytes, Vec<Span>, Facts) {
+    let bytes = Bytes::copy_from_slice(section.as_bytes());
+    let mut fields = [httparse::EMPTY_HEADER; 64];
+    let parsed = match httparse::parse_headers(&bytes, &mut fields) {
+        Ok(httparse::Status::Complete((_, parsed))) => parsed,
+        other => panic!("{section:?}: {other:?}"),
+    };
+    let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
+    let spans = spans(&bytes, parsed, &mut room, &mut heap).to_vec();
+    let mut facts = Facts::default();
+    for (name, value) in &spans {
+        facts.note_raw(&bytes[name.clone()], &bytes[value.clone()]);
+    }
+    (bytes, spans, facts)
+}
+
+fn raw(section: &str) -> Raw {
+    let (bytes, spans, facts) = read(section);
+    Raw::new(bytes, &spans, facts.chunked.is_some()).expect("few fields")
+}
+
+/// The answer's fields as the map path passes them on: a map, the length of a chunked
+/// answer taken out (`upstream::h1::head`), then the hop-by-hop ones (`to_client`).
+fn the_maps(section: &str) -> HeaderMap {
+    let (bytes, spans, _) = read(section);
+    let mut facts = Facts::default();
+    let mut map = to_map(&bytes, &spans, 0, &mut facts).unwrap();
+    if facts.chunked.is_some() {
+        map.remove(CONTENT_LENGTH);
+    }
+    hop::remove_hop_by_hop(&mut map);
+    map
+}
+
+fn lowered(fields: impl IntoIterator<Item = (String, Vec<u8>)>) -> Vec<(String, Vec<u8>)> {
+    let mut fields: Vec<_> = fields.into_iter().collect();
+    fields.sort();
+    fields
+}
+
+const SECTIONS: &[&str] = &[
+    "Content-Type: application/json\r\nDate: Thu, 26 Nov 2026 05:00:00 GMT\r\nContent-Length: 2\r\n\r\n",
+    "content-type: text/plain\r\ntransfer-encoding: chunked\r\ncontent-length: 9\r\n\r\n",
+    "Transfer-Encoding: gzip, chunked\r\nX-A: 1\r\n\r\n",
+    "Connection: keep-alive, X-Up-Hop\r\nx-up-hop: 1\r\nX-UP-HOP: 2\r\nx-up-end: kept\r\n\r\n",
+    "connection: close\r\nconnection: x-b\r\nx-b: 1\r\nx-c: 2\r\n\r\n",
+    "TE: trailers\r\nTrailer: x-sum\r\nUpgrade: h2c\r\nKeep-Alive: timeout=5\r\n\
+     Proxy-Connection: keep-alive\r\nProxy-Authenticate: Basic\r\nProxy-Authorization: x\r\n\
+     x-kept: a\r\nX-Kept: b\r\n\r\n",
+    "set-cookie: a=1\r\nset-cookie: b=2\r\nvary: origin\r\nvary: accept\r\n\r\n",
+    "x-empty:\r\nx-spaced:   v  \r\ncontent-length: 5, 5\r\n\r\n",
+    "\r\n",
+];
+
+/// What the client's writer passes on is what the map path passed on: the same fields and
+/// values, whatever their case, hop-by-hop ones and a chunked answer's length left out.
+#[test]
+fn the_fields_passed_on_are_the_maps() {
+    for section in SECTIONS {
+        let mut passed = Vec::new();
+        raw(section).each(|name, value| {
+            passed.push((
+                String::from_utf8(name.to_ascii_lowercase()).unwrap(),
+                value.to_vec(),
+            ));
+        });
+        let map = the_maps(section);
+        let mapped = map
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec()));
+        assert_eq!(lowered(passed), lowered(mapped), "{section:?}");
+        let mut made = HeaderMap::new();
+        raw(section).into_map(&mut made);
+        assert_eq!(made, map, "{section:?}");
+    }
+}
+
+/// A field lingo set stands for the answer's fields of its name, in the map made and in
+/// the test the writer uses.
+#[test]
+fn a_field_set_in_the_map_stands_for_the_answers() {
+    let section = "X-Request-Id: upstreams\r\nx-request-id: again\r\nx-a: 1\r\n\r\n";
+    let mut response = Response::new(Body::carrying(Body::empty(), Some(Box::new(raw(section)))));
+    let set = HeaderValue::from_static("lingos");
+    response.headers_mut().insert("x-request-id", set.clone());
+    assert!(set_in(response.headers(), b"X-REQUEST-ID"));
+    assert!(!set_in(response.headers(), b"x-a"));
+    materialize(&mut response);
+    assert!(response.body_mut().take_raw().is_none());
+    let ids: Vec<_> = response.headers().get_all("x-request-id").iter().collect();
+    assert_eq!(ids, [&set]);
+    assert_eq!(response.headers()["x-a"], "1");
+    // Materialized once: a second time is nothing.
+    materialize(&mut response);
+    assert_eq!(response.headers().len(), 2);
+}
+
+/// Past [`MAX_RAW`] fields, or a head too long for its offsets, an answer has its map.
+#[test]
+fn many_fields_or_a_long_head_are_not_kept_as_read() {
+    let many: String = (0..=MAX_RAW)
+        .map(|i| format!("x-{i}: v\r\n"))
+        .collect::<String>()
+        + "\r\n";
+    let (bytes, spans, _) = read(&many);
+    assert!(Raw::new(bytes.clone(), &spans[..MAX_RAW], false).is_some());
+    assert!(Raw::new(bytes, &spans, false).is_none());
+    let long = format!("x-long: {}\r\n\r\n", "v".repeat(usize::from(u16::MAX)));
+    let (bytes, spans, _) = read(&long);
+    assert!(Raw::new(bytes, &spans, false).is_none());
+}
+
+/// Fields kept as read are not checked again: every byte httparse lets into a name or a
+/// value (all of them, one at a time) is one the map's types take too, so that a map made
+/// of them later cannot fail.
+#[test]
+fn what_httparse_reads_the_map_takes() {
+    let taken = |section: &[u8]| {
+        let mut fields = [httparse::EMPTY_HEADER; 2];
+        if let Ok(httparse::Status::Complete(_)) = httparse::parse_headers(section, &mut fields) {
+            let [field, _] = &fields;
+            assert!(
+                HeaderName::from_bytes(field.name.as_bytes()).is_ok(),
+                "{section:?}"
+            );
+            assert!(HeaderValue::from_bytes(field.value).is_ok(), "{section:?}");
+        }
+    };
+    for b in 0..=255u8 {
+        taken(&[b"x".as_slice(), &[b], b"a: v\r\n\r\n"].concat());
+        taken(&[b"x-a: v".as_slice(), &[b], b"v\r\n\r\n"].concat());
+    }
+}
+
+/// A field's name as read is noted as the map's typed name is.
+#[test]
+fn facts_from_bytes_are_the_maps() {
+    for section in SECTIONS.iter().chain(&[
+        "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        "EXPECT: 100-Continue\r\n\r\n",
+        "content-length: 5, 6\r\n\r\n",
+        "content-length: x\r\n\r\n",
+        "transfer-encoding: chunked, gzip\r\n\r\n",
+    ]) {
+        let (bytes, spans, raw) = read(section);
+        let mut mapped = Facts::default();
+        to_map(&bytes, &spans, 0, &mut mapped).unwrap();
+        let facts = |f: &Facts| {
+            (
+                f.length,
+                f.chunked,
+                f.close,
+                f.keep_alive,
+                f.upgrade,
+                f.upgrade_to,
+                f.expects_continue,
+            )
+        };
+        assert_eq!(facts(&raw), facts(&mapped), "{section:?}");
+    }
+}
