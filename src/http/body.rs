@@ -1,7 +1,10 @@
 //! `Body`: the one body type lingo's handlers return and send upstream.
 //!
 //! A boxed body keeps the service's types simple while each transformation (idle timeout,
-//! access-log accounting, ...) stays its own small `pin_project!` wrapper.
+//! access-log accounting, ...) stays its own small `pin_project!` wrapper. The box also
+//! carries a passed-through answer's fields kept as read, from lingo's client to the
+//! client's connection: whoever wraps such a body hands them on ([`Body::take_raw`],
+//! [`Body::carrying`]).
 
 use std::collections::VecDeque;
 use std::pin::{Pin, pin};

@@ -34,7 +34,6 @@ struct Field {
 
 /// An answer's fields as the upstream wrote them, and which of them are passed on (decided
 /// once, as they are read: they are written, or made into a map, once).
-#[derive(Clone)]
 pub struct Raw {
     /// The head they were read from.
     head: Bytes,
@@ -45,7 +44,7 @@ pub struct Raw {
     passed: u16,
     /// The first `Content-Length` passed on.
     length: Option<u8>,
-    /// Bit `i`: field `i` is a `Content-Length` or a `Date` passed on.
+    /// Bit `i`: field `i` is a `Content-Length` passed on; a `Date` passed on.
     lengths: u16,
     dates: u16,
 }
