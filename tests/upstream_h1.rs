@@ -306,9 +306,16 @@ fn refused(outcome: Outcome) {
 /// (names in lower case, values as their bytes) and its body. For what a hyper client would
 /// refuse to hold, such as more than 100 header fields.
 async fn raw_get(lingo: &Lingo, path: &str) -> (Vec<u8>, Vec<u8>) {
+    let req = format!("GET {path} HTTP/1.1\r\nhost: lingo\r\nconnection: close\r\n\r\n");
+    let (head, body) = by_hand(lingo, &req).await;
+    (head.to_ascii_lowercase(), body)
+}
+
+/// `req` written by hand on its own connection to lingo, read to the close: the answer's
+/// head as lingo wrote it, and its body.
+async fn by_hand(lingo: &Lingo, req: &str) -> (Vec<u8>, Vec<u8>) {
     let exchange = async {
         let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nhost: lingo\r\nconnection: close\r\n\r\n");
         stream.write_all(req.as_bytes()).await.unwrap();
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw).await.unwrap();
@@ -318,7 +325,7 @@ async fn raw_get(lingo: &Lingo, path: &str) -> (Vec<u8>, Vec<u8>) {
         .await
         .expect("no hang");
     let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    (raw[..end].to_ascii_lowercase(), raw[end..].to_vec())
+    (raw[..end].to_vec(), raw[end..].to_vec())
 }
 
 /// `body` as a chunked answer in chunks of `size`.
@@ -446,9 +453,9 @@ async fn a_chunked_upload_arrives_whole() {
 
 // === answer fields ===
 
-/// An answer lingo passes through keeps its fields as read and writes them to an HTTP/1.1
-/// client as they are, or makes them into hyper's map for an HTTP/2 one: either way the
-/// client gets the same fields. Hop-by-hop ones (and what `Connection` names) stay behind,
+/// An answer lingo passes through keeps its fields as read and writes them to an HTTP/1.x
+/// client as they are (in the upstream's case), while an HTTP/2 one gets them from a map:
+/// either way the client gets the same fields. Hop-by-hop ones (and what `Connection` names) stay behind,
 /// as does a chunked answer's `Content-Length`; the upstream's `Date` is the only one;
 /// repeated fields all arrive; the request id is lingo's, not the upstream's.
 #[tokio::test]
@@ -464,6 +471,20 @@ async fn an_answers_fields_pass_on_as_read_to_either_http_version() {
     })
     .await;
     let lingo = through(&upstream.url).await;
+    // As the upstream wrote them (names in its case: written as read), to HTTP/1.1 and 1.0.
+    for version in ["1.1", "1.0"] {
+        let req = format!("GET /api/x HTTP/{version}\r\nhost: lingo\r\nconnection: close\r\n\r\n");
+        let (head, body) = by_hand(&lingo, &req).await;
+        let head = String::from_utf8(head).unwrap();
+        assert!(
+            head.starts_with(&format!("HTTP/{version} 200 OK\r\n")),
+            "{head}"
+        );
+        for line in ["X-Kept: as written", "Set-Cookie: a=1", "set-cookie: b=2"] {
+            assert!(head.contains(&format!("\r\n{line}\r\n")), "{line}: {head}");
+        }
+        assert_eq!(body, b"{}");
+    }
     let (head, body) = raw_get(&lingo, "/api/x").await;
     assert_eq!(body, b"{}", "re-framed: the body was all there");
     let head = String::from_utf8(head).unwrap();

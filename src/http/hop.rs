@@ -48,7 +48,9 @@ pub fn names(value: &[u8], name: &[u8]) -> bool {
         .any(|token| token.trim_ascii().eq_ignore_ascii_case(name))
 }
 
-/// The fields a message's `Connection` header names (RFC 9110 §7.6.1): hop-by-hop too.
+/// The fields a message's `Connection` header names (RFC 9110 §7.6.1): hop-by-hop too. Read
+/// as bytes, as [`names`] reads them: a value with other text besides its names still names
+/// them.
 pub fn connection_named(headers: &HeaderMap) -> Vec<HeaderName> {
     // Most messages have no `Connection` field: a pass over their few names costs less than
     // a lookup.
@@ -58,9 +60,8 @@ pub fn connection_named(headers: &HeaderMap) -> Vec<HeaderName> {
     headers
         .get_all(CONNECTION)
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim_ascii()).ok())
         .collect()
 }
 

@@ -365,6 +365,42 @@ mod tests {
         }
     }
 
+    /// Fields kept as read are written as they are, after the map's: one the map has (the
+    /// request id) stands for theirs, their `Date` is the answer's, their length is written
+    /// only for an answer without a body (a `HEAD`'s), and hop-by-hop ones never.
+    #[test]
+    fn answer_heads_with_fields_kept_as_read() {
+        let raw = crate::http::h1::raw::read(
+            "X-Request-Id: upstreams\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\n\
+             Content-Length: 10\r\nX-B: 2\r\nKeep-Alive: timeout=5\r\n\r\n",
+        );
+        let mut headers = HeaderMap::new();
+        headers.insert("x-request-id", HeaderValue::from_static("lingos"));
+        let write_one = |framing| {
+            let mut out = BytesMut::new();
+            let answer = Answer {
+                status: StatusCode::OK,
+                version: Version::HTTP_11,
+                headers: &headers,
+                raw: Some(&raw),
+                framing,
+                keep_alive: true,
+                date: &HeaderValue::from_static("lingo's date"),
+            };
+            write(&mut out, &answer);
+            String::from_utf8(out.to_vec()).unwrap()
+        };
+        let fields = "x-request-id: lingos\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\nX-B: 2\r\n";
+        assert_eq!(
+            write_one(Framing::None),
+            format!("HTTP/1.1 200 OK\r\n{fields}content-length: 10\r\n\r\n")
+        );
+        assert_eq!(
+            write_one(Framing::Chunked),
+            format!("HTTP/1.1 200 OK\r\n{fields}transfer-encoding: chunked\r\n\r\n")
+        );
+    }
+
     #[test]
     fn answer_heads() {
         let mut headers = HeaderMap::new();

@@ -10,9 +10,9 @@
 //! connection) makes them into the map first (`body::materialize`). A field in the map
 //! (lingo's own, `X-Request-Id`) stands for every field of its name in `Raw`.
 //!
-//! Only answers lingo's own client reads for a pass-through to an HTTP/1.1 client carry
-//! `Raw`, and only those with at most [`MAX_RAW`] fields in a head under 64 KiB; every other
-//! answer has its map.
+//! Only answers lingo's own client (plain `http://`, HTTP/1.1 upstreams) reads for a
+//! pass-through to an HTTP/1.x client carry `Raw`, and only those with at most [`MAX_RAW`]
+//! fields in a head under 64 KiB; every other answer has its map.
 
 use bytes::Bytes;
 use hyper::HeaderMap;
@@ -44,8 +44,9 @@ pub struct Raw {
     passed: u16,
     /// The first `Content-Length` passed on.
     length: Option<u8>,
-    /// Bit `i`: field `i` is a `Content-Length` passed on; a `Date` passed on.
+    /// Bit `i`: field `i` is a `Content-Length` passed on.
     lengths: u16,
+    /// Bit `i`: field `i` is a `Date` passed on.
     dates: u16,
 }
 
@@ -155,6 +156,34 @@ impl Raw {
             }
         });
     }
+}
+
+/// A field section (`name: value` lines, then an empty line) read as an answer's is: its
+/// bytes, where each field sits, and what they say about framing (for the tests here and
+/// those of the writer).
+#[cfg(test)]
+pub(crate) fn spans_of(section: &str) -> (Bytes, Vec<Span>, super::fields::Facts) {
+    use super::fields::{Facts, STACK_SPANS, spans};
+    let head = Bytes::copy_from_slice(section.as_bytes());
+    let mut fields = [httparse::EMPTY_HEADER; 64];
+    let Ok(httparse::Status::Complete((_, parsed))) = httparse::parse_headers(&head, &mut fields)
+    else {
+        panic!("not a field section: {section:?}");
+    };
+    let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
+    let spans = spans(&head, parsed, &mut room, &mut heap).to_vec();
+    let mut facts = Facts::default();
+    for (name, value) in &spans {
+        facts.note_raw(&head[name.clone()], &head[value.clone()]);
+    }
+    (head, spans, facts)
+}
+
+/// A field section kept as an answer's are.
+#[cfg(test)]
+pub(crate) fn read(section: &str) -> Raw {
+    let (head, spans, facts) = spans_of(section);
+    Raw::new(head, &spans, facts.chunked.is_some()).expect("at most MAX_RAW fields")
 }
 
 impl std::fmt::Debug for Raw {

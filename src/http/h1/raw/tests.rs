@@ -1,37 +1,14 @@
-use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{HeaderMap, Response};
 
 use super::*;
 use crate::http::body::{Body, materialize};
-use crate::http::h1::fields::{Facts, STACK_SPANS, spans, to_map};
-
-/// A field section read as an answer's is: its spans, and what it says about framing.
-fn read(section: &str) -> (Bytes, Vec<Span>, Facts) {
-    let bytes = Bytes::copy_from_slice(section.as_bytes());
-    let mut fields = [httparse::EMPTY_HEADER; 64];
-    let parsed = match httparse::parse_headers(&bytes, &mut fields) {
-        Ok(httparse::Status::Complete((_, parsed))) => parsed,
-        other => panic!("{section:?}: {other:?}"),
-    };
-    let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
-    let spans = spans(&bytes, parsed, &mut room, &mut heap).to_vec();
-    let mut facts = Facts::default();
-    for (name, value) in &spans {
-        facts.note_raw(&bytes[name.clone()], &bytes[value.clone()]);
-    }
-    (bytes, spans, facts)
-}
-
-fn raw(section: &str) -> Raw {
-    let (bytes, spans, facts) = read(section);
-    Raw::new(bytes, &spans, facts.chunked.is_some()).expect("few fields")
-}
+use crate::http::h1::fields::{Facts, to_map};
 
 /// The answer's fields as the map path passes them on: a map, the length of a chunked
 /// answer taken out (`upstream::h1::head`), then the hop-by-hop ones (`to_client`).
 fn the_maps(section: &str) -> HeaderMap {
-    let (bytes, spans, _) = read(section);
+    let (bytes, spans, _) = spans_of(section);
     let mut facts = Facts::default();
     let mut map = to_map(&bytes, &spans, 0, &mut facts).unwrap();
     if facts.chunked.is_some() {
@@ -59,6 +36,17 @@ const SECTIONS: &[&str] = &[
     "set-cookie: a=1\r\nset-cookie: b=2\r\nvary: origin\r\nvary: accept\r\n\r\n",
     "x-empty:\r\nx-spaced:   v  \r\ncontent-length: 5, 5\r\n\r\n",
     "\r\n",
+    // Sixteen fields, the kinds set apart last (bit 15 of the masks).
+    "Connection: x-14\r\nx-1: 1\r\nx-2: 2\r\nx-3: 3\r\nx-4: 4\r\nx-5: 5\r\nx-6: 6\r\n\
+     x-7: 7\r\nx-8: 8\r\nx-9: 9\r\nx-10: 10\r\nx-11: 11\r\nx-12: 12\r\nx-13: 13\r\n\
+     x-14: 14\r\nDate: Thu, 26 Nov 2026 05:00:00 GMT\r\n\r\n",
+    "transfer-encoding: chunked\r\nx-1: 1\r\nx-2: 2\r\nx-3: 3\r\nx-4: 4\r\nx-5: 5\r\n\
+     x-6: 6\r\nx-7: 7\r\nx-8: 8\r\nx-9: 9\r\nx-10: 10\r\nx-11: 11\r\nx-12: 12\r\n\
+     x-13: 13\r\nx-14: 14\r\ncontent-length: 7\r\n\r\n",
+    "Connection: content-length, date\r\nContent-Length: 2\r\nDate: x\r\nx-a: 1\r\n\r\n",
+    "Date: a\r\nx-1: 1\r\nx-2: 2\r\nx-3: 3\r\nx-4: 4\r\nx-5: 5\r\nx-6: 6\r\nx-7: 7\r\n\
+     x-8: 8\r\nx-9: 9\r\nx-10: 10\r\nx-11: 11\r\nx-12: 12\r\nx-13: 13\r\nx-14: 14\r\n\
+     Content-Length: 7\r\n\r\n",
 ];
 
 /// What the client's writer passes on is what the map path passed on: the same fields and
@@ -67,7 +55,7 @@ const SECTIONS: &[&str] = &[
 fn the_fields_passed_on_are_the_maps() {
     for section in SECTIONS {
         let mut passed = Vec::new();
-        raw(section).each(|name, value| {
+        read(section).each(|name, value| {
             passed.push((
                 String::from_utf8(name.to_ascii_lowercase()).unwrap(),
                 value.to_vec(),
@@ -78,8 +66,13 @@ fn the_fields_passed_on_are_the_maps() {
             .iter()
             .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec()));
         assert_eq!(lowered(passed), lowered(mapped), "{section:?}");
+        let raw = read(section);
+        let length = map.get(CONTENT_LENGTH).map(HeaderValue::as_bytes);
+        assert_eq!(raw.length(), length, "{section:?}");
+        let dated = raw.each_but_length(|name, _| assert!(!is(name, &CONTENT_LENGTH)));
+        assert_eq!(dated, map.contains_key(DATE), "{section:?}");
         let mut made = HeaderMap::new();
-        raw(section).into_map(&mut made);
+        raw.into_map(&mut made);
         assert_eq!(made, map, "{section:?}");
     }
 }
@@ -89,7 +82,7 @@ fn the_fields_passed_on_are_the_maps() {
 #[test]
 fn a_field_set_in_the_map_stands_for_the_answers() {
     let section = "X-Request-Id: upstreams\r\nx-request-id: again\r\nx-a: 1\r\n\r\n";
-    let mut response = Response::new(Body::carrying(Body::empty(), Some(Box::new(raw(section)))));
+    let mut response = Response::new(Body::carrying(Body::empty(), Some(Box::new(read(section)))));
     let set = HeaderValue::from_static("lingos");
     response.headers_mut().insert("x-request-id", set.clone());
     assert!(set_in(response.headers(), b"X-REQUEST-ID"));
@@ -111,11 +104,11 @@ fn many_fields_or_a_long_head_are_not_kept_as_read() {
         .map(|i| format!("x-{i}: v\r\n"))
         .collect::<String>()
         + "\r\n";
-    let (bytes, spans, _) = read(&many);
+    let (bytes, spans, _) = spans_of(&many);
     assert!(Raw::new(bytes.clone(), &spans[..MAX_RAW], false).is_some());
     assert!(Raw::new(bytes, &spans, false).is_none());
     let long = format!("x-long: {}\r\n\r\n", "v".repeat(usize::from(u16::MAX)));
-    let (bytes, spans, _) = read(&long);
+    let (bytes, spans, _) = spans_of(&long);
     assert!(Raw::new(bytes, &spans, false).is_none());
 }
 
@@ -135,9 +128,13 @@ fn what_httparse_reads_the_map_takes() {
             assert!(HeaderValue::from_bytes(field.value).is_ok(), "{section:?}");
         }
     };
+    // Long names and values too: httparse reads those 16 and 32 bytes at a time.
+    let long = [b'a'; 40];
     for b in 0..=255u8 {
         taken(&[b"x".as_slice(), &[b], b"a: v\r\n\r\n"].concat());
         taken(&[b"x-a: v".as_slice(), &[b], b"v\r\n\r\n"].concat());
+        taken(&[&long[..], &[b], &long, b": v\r\n\r\n"].concat());
+        taken(&[b"x-a: ".as_slice(), &long, &[b], &long, b"\r\n\r\n"].concat());
     }
 }
 
@@ -151,7 +148,7 @@ fn facts_from_bytes_are_the_maps() {
         "content-length: x\r\n\r\n",
         "transfer-encoding: chunked, gzip\r\n\r\n",
     ]) {
-        let (bytes, spans, raw) = read(section);
+        let (bytes, spans, raw) = spans_of(section);
         let mut mapped = Facts::default();
         to_map(&bytes, &spans, 0, &mut mapped).unwrap();
         let facts = |f: &Facts| {
