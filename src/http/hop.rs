@@ -24,20 +24,15 @@ pub const HOP_BY_HOP: [HeaderName; 9] = [
     UPGRADE,
 ];
 
-/// Whether a field named `name` (as read, any case) is one of [`HOP_BY_HOP`].
+/// Whether a field named `name` (as read, any case) is one of [`HOP_BY_HOP`]. (A comparison
+/// of names of other lengths stops at their lengths.)
 pub fn is_hop_by_hop(name: &[u8]) -> bool {
-    // Told apart by length first: most names are none of these, and no comparison is made.
-    let candidates: &[&[u8]] = match name.len() {
-        2 => &[b"te"],
-        7 => &[b"trailer", b"upgrade"],
-        10 => &[b"connection", b"keep-alive"],
-        16 => &[b"proxy-connection"],
-        17 => &[b"transfer-encoding"],
-        18 => &[b"proxy-authenticate"],
-        19 => &[b"proxy-authorization"],
-        _ => return false,
-    };
-    candidates.iter().any(|hop| name.eq_ignore_ascii_case(hop))
+    HOP_BY_HOP.iter().any(|hop| is(name, hop))
+}
+
+/// Whether the field name `read` (as read, in any case) is `known`.
+pub fn is(read: &[u8], known: &HeaderName) -> bool {
+    read.eq_ignore_ascii_case(known.as_str().as_bytes())
 }
 
 /// Whether `value` (a `Connection` field's, as read) names the field `name`: one more field

@@ -11,6 +11,8 @@ use hyper::header::{
     CONNECTION, CONTENT_LENGTH, EXPECT, HeaderName, HeaderValue, TRANSFER_ENCODING, UPGRADE,
 };
 
+use crate::http::hop::is;
+
 /// The most fields a trailer section may have (hyper's default limit for a head too).
 const MAX_FIELDS: usize = 100;
 
@@ -137,7 +139,7 @@ impl Facts {
     /// [`Facts::note`] for a field as read (its name in any case), not made into a map.
     #[inline]
     pub fn note_raw(&mut self, name: &[u8], value: &[u8]) {
-        let is = |known: &HeaderName| name.eq_ignore_ascii_case(known.as_str().as_bytes());
+        let is = |known: &HeaderName| is(name, known);
         // Told apart by length first: most names are none of these.
         let which = match name.len() {
             14 if is(&CONTENT_LENGTH) => Which::Length,

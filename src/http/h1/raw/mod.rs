@@ -19,7 +19,7 @@ use hyper::HeaderMap;
 use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HeaderName, HeaderValue};
 
 use super::fields::Span;
-use crate::http::hop;
+use crate::http::hop::{self, is};
 
 /// The most fields an answer keeps as read: room for them is part of [`Raw`] (no allocation
 /// of its own); an answer with more is made into a map.
@@ -195,10 +195,6 @@ impl std::fmt::Debug for Raw {
         });
         map.finish()
     }
-}
-
-fn is(name: &[u8], known: &HeaderName) -> bool {
-    name.eq_ignore_ascii_case(known.as_str().as_bytes())
 }
 
 /// Whether `map` has a field named `name` (as read, any case): a field lingo set, which
