@@ -45,6 +45,9 @@
 //! back through the idle timeout and [`observe::Ended`], which writes the request's record
 //! when it ends.
 
+// No `unsafe` in the library; the binary's allocator is the one place that needs it.
+#![forbid(unsafe_code)]
+
 pub mod admin;
 pub mod auth;
 pub mod base;
