@@ -280,7 +280,7 @@ where
         raw: None,
         framing: head::Framing::Length(0),
         keep_alive: false,
-        date: &answer::date(),
+        date: answer::date,
     };
     head::write(&mut out, &answer);
     let _ = answer::flush(wire, &mut out).await;

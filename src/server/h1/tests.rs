@@ -430,3 +430,25 @@ async fn a_client_that_leaves_before_its_answer_ends_the_request() {
         "the request's future was dropped, not finished"
     );
 }
+
+/// An answer with no `Date` gets lingo's: now, as an IMF-fixdate (the cached value is
+/// remade when the second changes).
+#[tokio::test]
+async fn an_answer_without_a_date_gets_the_current_one() {
+    let (mut client, served) = start(echo);
+    client
+        .write_all(b"GET /d HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let all = read_to_end(&mut client).await;
+    let dates: Vec<&str> = all
+        .lines()
+        .filter_map(|l| l.strip_prefix("date: "))
+        .collect();
+    assert_eq!(dates.len(), 1, "{all:?}");
+    let said = httpdate::parse_http_date(dates[0]).expect("an IMF-fixdate");
+    let now = std::time::SystemTime::now();
+    let apart = now.duration_since(said).unwrap_or_else(|e| e.duration());
+    assert!(apart < Duration::from_secs(5), "{said:?} vs {now:?}");
+    served.await.unwrap().unwrap();
+}
