@@ -13,6 +13,7 @@ use super::ctx::{Ctx, EnvLookup, http_url, optional};
 use super::error::ConfigErrors;
 use super::raw::{self, At};
 use super::{routes, tls, upstream};
+use crate::base::ids::FnvMap;
 use crate::table::{
     Admin, ClientKey, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_ANSWER, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES,
@@ -272,8 +273,8 @@ fn models(
     cx: &mut Ctx<'_>,
     raw: Vec<(At<String>, At<raw::Model>)>,
     upstreams: &[upstream::Declared],
-) -> HashMap<String, ModelAlias> {
-    let mut out = HashMap::new();
+) -> FnvMap<String, ModelAlias> {
+    let mut out = FnvMap::default();
     for (alias, model) in raw {
         let raw::Model { upstream, model } = model.value;
         if model.is_empty() {

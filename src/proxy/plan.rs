@@ -103,20 +103,17 @@ fn refuse(x: &Exchange<'_>, req: &Request<Body>) -> Result<(), ProxyError> {
 /// delete, blobs). Compared without case and trailing slash, as a lenient upstream router
 /// might match them.
 pub fn is_model_management(path: &str) -> bool {
-    const BLOCKED: [&str; 5] = [
-        "/api/pull",
-        "/api/push",
-        "/api/create",
-        "/api/copy",
-        "/api/delete",
-    ];
-    let path = path.trim_end_matches('/');
-    let is = |p: &str| path.eq_ignore_ascii_case(p);
-    BLOCKED.into_iter().any(is)
-        || is("/api/blobs")
-        || path
-            .get(.."/api/blobs/".len())
-            .is_some_and(|p| p.eq_ignore_ascii_case("/api/blobs/"))
+    const BLOCKED: [&str; 6] = ["pull", "push", "create", "copy", "delete", "blobs"];
+    // Compared after `/api/`, once: every native request asks.
+    let Some(rest) = path
+        .get(..5)
+        .filter(|api| api.eq_ignore_ascii_case("/api/"))
+        .map(|_| path[5..].trim_end_matches('/'))
+    else {
+        return false;
+    };
+    BLOCKED.iter().any(|blocked| rest.eq_ignore_ascii_case(blocked))
+        || rest.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("blobs/"))
 }
 
 #[cfg(test)]
@@ -138,6 +135,13 @@ mod tests {
             ("/api/blob", false),
             ("/api/b\u{e9}", false),
             ("", false),
+            ("/api", false),
+            ("/api/", false),
+            ("/apix/pull", false),
+            ("/api//pull", false),
+            ("/api/copy/", true),
+            ("/Api/Create", true),
+            ("/api/push", true),
         ] {
             assert_eq!(super::is_model_management(path), blocked, "{path}");
         }

@@ -3,7 +3,6 @@
 //! Nothing here is parsed at request time: `config::compile` resolves every name, secret,
 //! duration and URL once, so a request only looks things up.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +12,7 @@ use hyper::Uri;
 use hyper::header::{HeaderName, HeaderValue};
 
 use crate::base::dialect::Dialect;
+use crate::base::ids::FnvMap;
 use crate::base::secret::{Secret, SecretSource};
 use crate::translate::native::Extras;
 
@@ -50,7 +50,7 @@ pub struct RouteTable {
     /// Upstreams by name, in file order.
     pub upstreams: Vec<Arc<Upstream>>,
     /// Client-facing model name -> where it goes.
-    pub models: HashMap<String, ModelAlias>,
+    pub models: FnvMap<String, ModelAlias>,
     /// Routes in file order; see [`RouteTable::find`] for precedence.
     pub routes: Vec<Route>,
     pub limits: Limits,
