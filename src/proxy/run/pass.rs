@@ -21,23 +21,32 @@ use crate::translate::links;
 use crate::upstream::{self, headers};
 
 /// Forwards `req` to the call's upstream and streams the answer back, its fields in its map.
-pub async fn forward<B>(call: &Exchange<'_>, req: Request<B>) -> Result<Response<Body>, ProxyError>
+///
+/// This and [`relay`] return [`exchange`]'s future itself: an `async` wrapper would be one
+/// more state as large, copied once more when the request starts.
+pub fn forward<'a, B>(
+    call: &'a Exchange<'_>,
+    req: Request<B>,
+) -> impl Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    exchange(call, req, false).await
+    exchange(call, req, false)
 }
 
 /// [`forward`], for a caller that hands the answer on as it is: its fields may stay as read
 /// (`http::h1::raw`) until the client's connection writes them, whoever reads or edits them
 /// first making them into the map.
-pub async fn relay<B>(call: &Exchange<'_>, req: Request<B>) -> Result<Response<Body>, ProxyError>
+pub fn relay<'a, B>(
+    call: &'a Exchange<'_>,
+    req: Request<B>,
+) -> impl Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    exchange(call, req, true).await
+    exchange(call, req, true)
 }
 
 async fn exchange<B>(
