@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use hyper::{Request, Response, Uri};
 
-use super::h1::{self, Conn};
+use super::h1::{self, Conn, Outgoing};
 use super::headers::Forwarding;
 use crate::base::worker;
 use crate::http::body::{Body, BoxError};
@@ -69,17 +69,24 @@ impl Http1Pool {
 
     /// Sends `req` (its URI's path and query go on the request line) and waits for the
     /// answer's head. The answer's body returns the connection to this thread's list at its end.
-    pub async fn send(
+    ///
+    /// The head is written, and an idle connection taken, before the returned future: it
+    /// holds what the sending needs, not the request (see [`Outgoing`]).
+    pub fn send(
         &self,
         req: Request<Body>,
         rules: &Forwarding<'_>,
-    ) -> Result<Response<Body>, BoxError> {
-        let conn = match self.take() {
-            Some(conn) => conn,
-            None => Conn::open(&self.address, self.connect).await?,
-        };
+    ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + '_ {
+        let req = Outgoing::new(req, &self.address, Some(rules));
+        let idle = self.take();
         let home = Home(Arc::clone(&self.lists));
-        Ok(conn.send(req, &self.address, Some(rules), home).await?)
+        async move {
+            let conn = match idle {
+                Some(conn) => conn,
+                None => Conn::open(&self.address, self.connect).await?,
+            };
+            Ok(conn.send(req, home).await?)
+        }
     }
 
     /// The newest idle connection of this thread that can take a request now; the expired

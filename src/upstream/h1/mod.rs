@@ -37,6 +37,40 @@ use crate::upstream::headers::Forwarding;
 pub use head::HeadError;
 use head::Parsed;
 
+/// A request with its head written, before it has a connection: what [`Conn::send`] needs
+/// of it. Made apart from the sending so that the request's map is freed before the wait,
+/// and the sending's state holds these few fields, not the whole request (every state
+/// between a request and its answer is copied once when it starts).
+pub struct Outgoing {
+    out: BytesMut,
+    body: Body,
+    framing: head::Framing,
+    head_request: bool,
+    /// Whether the answer's fields may be kept as read (`http::h1::raw`).
+    raw: bool,
+}
+
+impl Outgoing {
+    /// Writes `req`'s head (its URI's path and query in origin form). `host` is the `Host`
+    /// of a request without one; `rules`, the header rules its fields are forwarded by (see
+    /// `head::write_request`), and whether the answer's fields may be kept as read.
+    pub fn new(req: Request<Body>, host: &str, rules: Option<&Forwarding<'_>>) -> Outgoing {
+        let (parts, body) = req.into_parts();
+        let framing = upload::framing(&body);
+        let mut out = BytesMut::with_capacity(512);
+        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        let (method, headers) = (&parts.method, &parts.headers);
+        head::write_request(&mut out, method, path, headers, framing, host, rules);
+        Outgoing {
+            out,
+            body,
+            framing,
+            head_request: parts.method == Method::HEAD,
+            raw: rules.is_some_and(|rules| rules.raw_answer),
+        }
+    }
+}
+
 /// An open connection to an upstream, with no request on it.
 pub struct Conn {
     io: TcpStream,
@@ -94,27 +128,23 @@ impl Conn {
         matches!(self.io.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 
-    /// Sends `req` (its URI's path and query in origin form) and reads the answer's head;
-    /// the answer's body reads the rest from this connection, and gives it to `home` if it
-    /// can carry another request. `host` is the `Host` of a request without one; `rules`,
-    /// the header rules its fields are forwarded by (see `head::write_request`), and whether
-    /// the answer's fields may be kept as read (`http::h1::raw`).
+    /// Sends a request whose head is written ([`Outgoing`]) and reads the answer's head; the
+    /// answer's body reads the rest from this connection, and gives it to `home` if it can
+    /// carry another request.
     pub async fn send<H: Home>(
         mut self,
-        req: Request<Body>,
-        host: &str,
-        rules: Option<&Forwarding<'_>>,
+        req: Outgoing,
         home: H,
     ) -> Result<Response<Body>, SendError> {
-        let (parts, body) = req.into_parts();
-        let framing = upload::framing(&body);
-        let mut out = BytesMut::with_capacity(512);
-        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let (method, headers) = (&parts.method, &parts.headers);
-        head::write_request(&mut out, method, path, headers, framing, host, rules);
+        let Outgoing {
+            out,
+            body,
+            framing,
+            head_request,
+            raw,
+        } = req;
         let sent = upload::send(&mut self, out, body, framing).await?;
-        let raw = rules.is_some_and(|rules| rules.raw_answer);
-        let head = self.read_head(parts.method == Method::HEAD, raw).await?;
+        let head = self.read_head(head_request, raw).await?;
         // An answer that came before the request's end leaves the request's rest unsent: the
         // connection cannot carry another.
         let keep_alive = head.keep_alive && sent == upload::Sent::All;

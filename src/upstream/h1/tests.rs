@@ -67,9 +67,12 @@ async fn send(
     shelf: &Shelf,
 ) -> Result<Response<Body>, SendError> {
     let conn = Conn::open(address, PATIENCE).await.unwrap();
-    tokio::time::timeout(PATIENCE, conn.send(req, "up", None, shelf.clone()))
-        .await
-        .expect("an answer")
+    tokio::time::timeout(
+        PATIENCE,
+        conn.send(Outgoing::new(req, "up", None), shelf.clone()),
+    )
+    .await
+    .expect("an answer")
 }
 
 async fn read(response: Response<Body>) -> Result<Bytes, BoxError> {
