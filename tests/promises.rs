@@ -53,6 +53,31 @@ async fn the_upstream_base_path_is_prepended_to_forwarded_paths() {
     }
 }
 
+/// A translated request goes to the upstream's base path too (lingo's own client is given
+/// only the path and query; the base path must be in it).
+#[tokio::test]
+async fn the_upstream_base_path_is_prepended_to_translated_paths() {
+    let native = r#"{"model":"m","message":{"role":"assistant","content":"hi"},"done":true}"#;
+    let backend = Backend::json(200, native).await;
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  up:\n    url: {}/ollama/\n    speaks: native\n\
+         routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: up }}\n",
+        backend.url()
+    )))
+    .await;
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"hello"}]}"#;
+    let answer = send(request(
+        Method::POST,
+        &lingo.url("/v1/chat/completions"),
+        &[],
+        body,
+    ))
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.json()["choices"][0]["message"]["content"], "hi");
+    assert_eq!(backend.last().uri, "/ollama/api/chat");
+}
+
 /// A web-data link that points under the upstream's base path comes back without it, on
 /// lingo's address.
 #[tokio::test]

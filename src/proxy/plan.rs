@@ -112,8 +112,12 @@ pub fn is_model_management(path: &str) -> bool {
     else {
         return false;
     };
-    BLOCKED.iter().any(|blocked| rest.eq_ignore_ascii_case(blocked))
-        || rest.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("blobs/"))
+    BLOCKED
+        .iter()
+        .any(|blocked| rest.eq_ignore_ascii_case(blocked))
+        || rest
+            .get(..6)
+            .is_some_and(|p| p.eq_ignore_ascii_case("blobs/"))
 }
 
 #[cfg(test)]

@@ -13,18 +13,22 @@ pub mod headers;
 mod pool;
 
 use std::error::Error as StdError;
+use std::pin::Pin;
 use std::time::Duration;
 
-use hyper::http::uri::Scheme;
+use futures_util::FutureExt;
+use futures_util::future::Either;
+use hyper::http::uri::{PathAndQuery, Scheme};
 use hyper::{Request, Response, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use tokio::time::error::Elapsed;
 
 use crate::base::worker;
 use crate::error::{ProxyError, TimeoutKind};
-use crate::http::body::Body;
+use crate::http::body::{Body, BoxError};
 use crate::http::idle::IdleTimeout;
 use crate::mock::{self, knobs::Knobs};
 use crate::table::{Target, Upstream};
@@ -90,9 +94,7 @@ impl UpstreamClient {
             connect::Timed::new(ws_connector, connect),
         );
         let pool = match &upstream.target {
-            Target::Url(uri) if uri.scheme() == Some(&Scheme::HTTP) && !upstream.http2 => {
-                Pool::Lean(pool::Http1Pool::new(uri, connect))
-            }
+            Target::Url(uri) if is_lean(upstream) => Pool::Lean(pool::Http1Pool::new(uri, connect)),
             _ => Pool::Legacy(legacy_clients(upstream, &pooled)),
         };
         UpstreamClient::Http { pool, ws_connector }
@@ -100,46 +102,67 @@ impl UpstreamClient {
 
     /// Sends a request, its fields forwarded by `rules`, and waits for the answer's head,
     /// within the first-byte limit.
-    pub async fn send(
-        &self,
-        upstream: &Upstream,
+    ///
+    /// lingo's own pool's sending is returned as it is, only timed and its error told (no
+    /// `async` wrapper: its state would hold the request and copy the sending once more);
+    /// hyper-util's and the mock's are boxed.
+    pub fn send<'a>(
+        &'a self,
+        upstream: &'a Upstream,
         mut req: Request<Body>,
         rules: &Forwarding<'_>,
         body_limit: u64,
-    ) -> Result<Response<Body>, ProxyError> {
-        let pool = match self {
-            UpstreamClient::Http { pool, .. } => pool,
-            UpstreamClient::Mock(knobs) => {
-                headers::to_upstream(req.headers_mut(), rules);
-                return send_to_mock(upstream, knobs, req, body_limit).await;
-            }
-        };
-        let sending = async {
-            match pool {
+    ) -> impl Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a {
+        let limit = upstream.timeouts.first_byte;
+        let clients = match self {
+            UpstreamClient::Http {
+                pool: Pool::Lean(pool),
+                ..
+            } => {
                 // lingo's client writes the request line from the path and query alone, and
                 // applies the header rules as it writes the fields.
-                Pool::Lean(pool) => pool.send(req, rules).await,
-                Pool::Legacy(clients) => {
-                    headers::to_upstream(req.headers_mut(), rules);
-                    let client = &clients[worker::slot() % clients.len()];
-                    client
-                        .request(req)
-                        .await
-                        .map(|r| r.map(Body::new))
-                        .map_err(Into::into)
-                }
+                let sending = tokio::time::timeout(limit, pool.send(req, rules));
+                return Either::Left(sending.map(move |sent| told(upstream, sent, body_limit)));
+            }
+            UpstreamClient::Http {
+                pool: Pool::Legacy(clients),
+                ..
+            } => clients,
+            UpstreamClient::Mock(knobs) => {
+                headers::to_upstream(req.headers_mut(), rules);
+                let mock: Sending<'a> = Box::pin(send_to_mock(upstream, knobs, req, body_limit));
+                return Either::Right(mock);
             }
         };
-        let limit = upstream.timeouts.first_byte;
-        match tokio::time::timeout(limit, sending).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(err)) => Err(classify(upstream, err.as_ref(), body_limit)),
-            Err(_) => Err(ProxyError::Timeout {
-                upstream: upstream.name.to_string(),
-                kind: TimeoutKind::FirstByte,
-                limit,
-            }),
-        }
+        headers::to_upstream(req.headers_mut(), rules);
+        let client = &clients[worker::slot() % clients.len()];
+        let sending = client.request(req).map(|sent| match sent {
+            Ok(response) => Ok(response.map(Body::new)),
+            Err(err) => Err(BoxError::from(err)),
+        });
+        let timed = tokio::time::timeout(limit, sending);
+        let boxed: Sending<'a> = Box::pin(timed.map(move |sent| told(upstream, sent, body_limit)));
+        Either::Right(boxed)
+    }
+}
+
+/// A sending other than lingo's own pool's, boxed.
+type Sending<'a> = Pin<Box<dyn Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a>>;
+
+/// What a timed sending came to: its answer, or why there is none.
+fn told(
+    upstream: &Upstream,
+    sent: Result<Result<Response<Body>, BoxError>, Elapsed>,
+    body_limit: u64,
+) -> Result<Response<Body>, ProxyError> {
+    match sent {
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(err)) => Err(classify(upstream, err.as_ref(), body_limit)),
+        Err(_) => Err(ProxyError::Timeout {
+            upstream: upstream.name.to_string(),
+            kind: TimeoutKind::FirstByte,
+            limit: upstream.timeouts.first_byte,
+        }),
     }
 }
 
@@ -203,7 +226,7 @@ pub fn base_path(upstream: &Upstream) -> &str {
     }
 }
 
-/// [`target_uri`] for a request passed on with the path and query it came with (`client`'s,
+/// [`request_uri`] for a request passed on with the path and query it came with (`client`'s,
 /// when the upstream has no base path): that path is shared with the request's head, not
 /// parsed and copied again.
 pub fn forward_uri(upstream: &Upstream, path_and_query: &str, client: &Uri) -> Uri {
@@ -211,13 +234,38 @@ pub fn forward_uri(upstream: &Upstream, path_and_query: &str, client: &Uri) -> U
         .path_and_query()
         .filter(|pq| pq.as_str() == path_and_query);
     match (&upstream.target, same) {
+        (Target::Url(_), Some(pq)) if base_path(upstream).is_empty() && is_lean(upstream) => {
+            Uri::from(pq.clone())
+        }
         (Target::Url(base), Some(pq)) if base_path(upstream).is_empty() => {
             let mut parts = base.clone().into_parts();
             parts.path_and_query = Some(pq.clone());
             Uri::from_parts(parts).unwrap_or_else(|_| target_uri(upstream, path_and_query))
         }
-        _ => target_uri(upstream, path_and_query),
+        _ => request_uri(upstream, path_and_query),
     }
+}
+
+/// The URI a request sent with [`UpstreamClient::send`] carries. lingo's own client writes
+/// the request line from the path and query alone (and `Host` from the header rules), so
+/// that is all it is given (origin form: no scheme and authority copied per request);
+/// hyper-util's client and the mock get [`target_uri`].
+pub fn request_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
+    if !is_lean(upstream) {
+        return target_uri(upstream, path_and_query);
+    }
+    let base_path = base_path(upstream);
+    let origin = if base_path.is_empty() {
+        path_and_query.parse::<PathAndQuery>()
+    } else {
+        format!("{base_path}{path_and_query}").parse()
+    };
+    origin.map_or_else(|_| target_uri(upstream, path_and_query), Uri::from)
+}
+
+/// Whether lingo's own client and pool serve `upstream`: plain `http://`, in HTTP/1.1.
+fn is_lean(upstream: &Upstream) -> bool {
+    matches!(&upstream.target, Target::Url(uri) if uri.scheme() == Some(&Scheme::HTTP) && !upstream.http2)
 }
 
 /// The URI of `path_and_query` on an upstream: its scheme and authority, its base path

@@ -86,7 +86,7 @@ pub async fn send(
     rules.identity = true;
     let mut request = Request::new(Body::full(body));
     *request.method_mut() = method;
-    *request.uri_mut() = upstream::target_uri(upstream, path);
+    *request.uri_mut() = upstream::request_uri(upstream, path);
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = client_headers.clone();
     let waiting = call.stats.waiting();
