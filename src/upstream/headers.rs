@@ -20,14 +20,16 @@ pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-ho
 
 /// What the upstream request's headers say about the client and the upstream.
 pub struct Forwarding<'a> {
-    /// The upstream's authority, for `Host`.
-    pub host: HeaderValue,
-    pub client_ip: HeaderValue,
+    /// The upstream's authority, for `Host`. The values are lent (by the table, the
+    /// connection and the exchange), not cloned: each clone of a shared value is an atomic
+    /// count taken and given back per request.
+    pub host: &'a HeaderValue,
+    pub client_ip: &'a HeaderValue,
     /// `http` or `https`: how the client reached lingo.
     pub proto: &'static str,
     /// The `Host` the client sent, if any.
-    pub client_host: Option<HeaderValue>,
-    pub request_id: HeaderValue,
+    pub client_host: Option<&'a HeaderValue>,
+    pub request_id: &'a HeaderValue,
     pub auth: Option<&'a Auth>,
     /// A WebSocket upgrade: keep `Connection: upgrade` and `Upgrade`.
     pub upgrade: bool,
@@ -66,13 +68,13 @@ impl Forwarding<'_> {
         if let Some(auth) = self.auth {
             add(&auth.header, &auth.value);
         }
-        add(&HOST, &self.host);
-        add(&X_FORWARDED_FOR, &self.client_ip);
+        add(&HOST, self.host);
+        add(&X_FORWARDED_FOR, self.client_ip);
         add(&X_FORWARDED_PROTO, &HeaderValue::from_static(self.proto));
-        if let Some(host) = &self.client_host {
+        if let Some(host) = self.client_host {
             add(&X_FORWARDED_HOST, host);
         }
-        add(&X_REQUEST_ID, &self.request_id);
+        add(&X_REQUEST_ID, self.request_id);
         if self.upgrade {
             add(&CONNECTION, &HeaderValue::from_static("upgrade"));
             add(&UPGRADE, &HeaderValue::from_static("websocket"));
@@ -174,13 +176,18 @@ mod tests {
     use super::*;
     use crate::base::secret::Secret;
 
+    static UP: HeaderValue = HeaderValue::from_static("up:11434");
+    static CLIENT_IP: HeaderValue = HeaderValue::from_static("10.1.2.3");
+    static PROXY: HeaderValue = HeaderValue::from_static("proxy.example");
+    static RID: HeaderValue = HeaderValue::from_static("rid");
+
     fn fwd(auth: Option<&Auth>) -> Forwarding<'_> {
         Forwarding {
-            host: HeaderValue::from_static("up:11434"),
-            client_ip: HeaderValue::from_static("10.1.2.3"),
+            host: &UP,
+            client_ip: &CLIENT_IP,
             proto: "https",
-            client_host: Some(HeaderValue::from_static("proxy.example")),
-            request_id: HeaderValue::from_static("rid"),
+            client_host: Some(&PROXY),
+            request_id: &RID,
             auth,
             upgrade: false,
             identity: false,

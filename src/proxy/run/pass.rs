@@ -121,11 +121,11 @@ where
 /// The header facts for this call.
 pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forwarding<'a> {
     headers::Forwarding {
-        host: call.upstream.host.clone(),
-        client_ip: call.conn.client_ip.clone(),
+        host: &call.upstream.host,
+        client_ip: &call.conn.client_ip,
         proto: if call.conn.tls { "https" } else { "http" },
-        client_host: call.client_host.clone(),
-        request_id: call.request_id.clone(),
+        client_host: call.client_host.as_ref(),
+        request_id: &call.request_id,
         auth: call.upstream.auth.as_ref(),
         upgrade,
         identity: false,

@@ -78,7 +78,7 @@ pub async fn send(
 ) -> Result<Response<Body>, ProxyError> {
     let mut rules = forwarding(call, false);
     rules.auth = upstream.auth.as_ref();
-    rules.host = upstream.host.clone();
+    rules.host = &upstream.host;
     // The client's end-to-end fields travel on, but those of its own body: the body is
     // lingo's JSON; and lingo reads what comes back, so a CDN in front of the upstream must
     // not compress it.

@@ -653,12 +653,18 @@ mod tests {
         };
         for auth in [None, Some(&bearer), Some(&api_key)] {
             for flags in 0..16_u8 {
+                let (up, ip, lingo, rid) = (
+                    HeaderValue::from_static("up:11434"),
+                    HeaderValue::from_static("10.1.2.3"),
+                    HeaderValue::from_static("lingo"),
+                    HeaderValue::from_static("rid"),
+                );
                 let rules = Forwarding {
-                    host: HeaderValue::from_static("up:11434"),
-                    client_ip: HeaderValue::from_static("10.1.2.3"),
+                    host: &up,
+                    client_ip: &ip,
                     proto: "https",
-                    client_host: (flags & 1 != 0).then(|| HeaderValue::from_static("lingo")),
-                    request_id: HeaderValue::from_static("rid"),
+                    client_host: (flags & 1 != 0).then_some(&lingo),
+                    request_id: &rid,
                     auth,
                     upgrade: flags & 2 != 0,
                     identity: flags & 4 != 0,
