@@ -10,6 +10,7 @@ use super::exchange::Exchange;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
+use crate::http::h1::fields::parse_length;
 use crate::translate::{self, Endpoint};
 
 /// The native endpoints whose body names a model.
@@ -89,8 +90,7 @@ fn refuse(x: &Exchange<'_>, req: &Request<Body>) -> Result<(), ProxyError> {
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+        .and_then(|v| parse_length(v.as_bytes()));
     if declared.is_some_and(|len| len > x.route.max_body) {
         return Err(ProxyError::BodyTooLarge {
             limit: x.route.max_body,

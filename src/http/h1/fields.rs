@@ -207,7 +207,7 @@ enum Which {
 }
 
 /// `1*DIGIT`, within 64 bits.
-fn parse_length(digits: &[u8]) -> Option<u64> {
+pub fn parse_length(digits: &[u8]) -> Option<u64> {
     if digits.is_empty() {
         return None;
     }

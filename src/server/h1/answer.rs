@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::head::{self, Framing};
 use super::wire::{CONTINUE, Shared, lock};
 use crate::http::body::{Body, BoxError};
-use crate::http::h1::fields::{Facts, push_hex};
+use crate::http::h1::fields::{Facts, parse_length, push_hex};
 use crate::http::h1::raw::Raw;
 
 /// Held bytes past this are written before more of the body is read; a frame larger than
@@ -235,10 +235,10 @@ impl Said {
             }
         }
         let length = length.or_else(|| raw?.length());
-        let number = |v: &[u8]| std::str::from_utf8(v).ok()?.parse().ok();
         Said {
             declared: length.is_some(),
-            length: length.and_then(number),
+            // `1*DIGIT`, as the upstream's was read (no sign, unlike `str::parse`).
+            length: length.and_then(parse_length),
             close: connection.close,
         }
     }
