@@ -7,6 +7,9 @@
 //! instructions each and 2-3% of a forwarded request. A Rust layout's alignment is nearly
 //! always at most a word, which every mimalloc block has (blocks are whole words, pages start
 //! 16-aligned), so those go to plain `mi_malloc`; only larger alignments take the aligned calls.
+//! That holds for mimalloc as built here (libmimalloc-sys with no features): its `debug`
+//! features can compile in guarded objects, which, when asked for exactly, end a block at a
+//! guard page, on any byte; keep them off, or send every call to the aligned functions.
 //! README, Benchmarks (stop 31).
 
 #![allow(unsafe_code)]

@@ -18,11 +18,11 @@ pub const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for
 pub const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
-/// What the upstream request's headers say about the client and the upstream.
+/// What the upstream request's headers say about the client and the upstream. The values
+/// are lent (by the table, the connection and the exchange), not cloned: each clone of a
+/// shared value is an atomic count taken and given back per request.
 pub struct Forwarding<'a> {
-    /// The upstream's authority, for `Host`. The values are lent (by the table, the
-    /// connection and the exchange), not cloned: each clone of a shared value is an atomic
-    /// count taken and given back per request.
+    /// The upstream's authority, for `Host`.
     pub host: &'a HeaderValue,
     pub client_ip: &'a HeaderValue,
     /// `http` or `https`: how the client reached lingo.

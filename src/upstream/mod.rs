@@ -105,7 +105,10 @@ impl UpstreamClient {
     ///
     /// lingo's own pool's sending is returned as it is, only timed and its error told (no
     /// `async` wrapper: its state would hold the request and copy the sending once more);
-    /// hyper-util's and the mock's are boxed.
+    /// hyper-util's and the mock's are boxed. `req`'s URI is [`request_uri`]'s (or
+    /// [`forward_uri`]'s) for this upstream: the origin form for lingo's own client, the
+    /// absolute form for hyper-util's. The head is written and an idle connection taken when
+    /// this is called: await what it returns (dropped unpolled, the connection is closed).
     pub fn send<'a>(
         &'a self,
         upstream: &'a Upstream,
@@ -135,6 +138,8 @@ impl UpstreamClient {
             }
         };
         headers::to_upstream(req.headers_mut(), rules);
+        // hyper-util's client needs the absolute form (`request_uri` gives it).
+        debug_assert!(req.uri().scheme().is_some(), "{}", req.uri());
         let client = &clients[worker::slot() % clients.len()];
         let sending = client.request(req).map(|sent| match sent {
             Ok(response) => Ok(response.map(Body::new)),
@@ -249,18 +254,23 @@ pub fn forward_uri(upstream: &Upstream, path_and_query: &str, client: &Uri) -> U
 /// The URI a request sent with [`UpstreamClient::send`] carries. lingo's own client writes
 /// the request line from the path and query alone (and `Host` from the header rules), so
 /// that is all it is given (origin form: no scheme and authority copied per request);
-/// hyper-util's client and the mock get [`target_uri`].
+/// hyper-util's client and the mock get [`target_uri`]. The upstream's client and its spec
+/// come from the same `runtime::Peer`, so the form always matches the client that sends it.
 pub fn request_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
     if !is_lean(upstream) {
         return target_uri(upstream, path_and_query);
     }
+    origin(upstream, path_and_query).map_or_else(|| target_uri(upstream, path_and_query), Uri::from)
+}
+
+/// `path_and_query` under the upstream's base path (if any).
+fn origin(upstream: &Upstream, path_and_query: &str) -> Option<PathAndQuery> {
     let base_path = base_path(upstream);
-    let origin = if base_path.is_empty() {
-        path_and_query.parse::<PathAndQuery>()
+    if base_path.is_empty() {
+        path_and_query.parse().ok()
     } else {
-        format!("{base_path}{path_and_query}").parse()
-    };
-    origin.map_or_else(|_| target_uri(upstream, path_and_query), Uri::from)
+        format!("{base_path}{path_and_query}").parse().ok()
+    }
 }
 
 /// Whether lingo's own client and pool serve `upstream`: plain `http://`, in HTTP/1.1.
@@ -280,13 +290,8 @@ pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
                 .unwrap_or_default();
         }
     };
-    let base_path = base_path(upstream);
     let mut parts = base.clone().into_parts();
-    parts.path_and_query = if base_path.is_empty() {
-        path_and_query.parse().ok()
-    } else {
-        format!("{base_path}{path_and_query}").parse().ok()
-    };
+    parts.path_and_query = origin(upstream, path_and_query);
     Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
 }
 
@@ -381,4 +386,60 @@ fn http_connector(connect: Duration) -> HttpConnector {
     http.set_nodelay(true);
     http.set_connect_timeout(Some(connect));
     http
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// The upstreams of a table: plain http, http with a base path, https, HTTP/2 by prior
+    /// knowledge, the mock.
+    fn upstreams() -> Vec<std::sync::Arc<Upstream>> {
+        let yaml = "listen: [{ addr: 127.0.0.1:0 }]
+upstreams:
+  plain: { url: 'http://up:8080', speaks: native }
+  based: { url: 'http://up:8080/ollama/', speaks: native }
+  tls: { url: 'https://up', speaks: native }
+  h2: { url: 'http://up:8080', speaks: native, http2: true }
+  mock: { mock: {}, speaks: native }
+routes:
+  - { prefix: /api, to: plain }
+";
+        let table = crate::config::load_str(yaml, Path::new("t.yaml")).unwrap();
+        table.upstreams
+    }
+
+    /// lingo's own client gets the origin form (its base path in it), hyper-util's client
+    /// and the mock the absolute form; a forwarded request shares the client's path when it
+    /// is the one sent on.
+    #[test]
+    fn each_client_gets_the_uri_form_it_writes() {
+        let ups = upstreams();
+        let by = |name: &str| ups.iter().find(|u| &*u.name == name).unwrap();
+        let cases = [
+            ("plain", "/api/chat?x=1", "/api/chat?x=1"),
+            ("based", "/api/chat?x=1", "/ollama/api/chat?x=1"),
+            ("tls", "/api/chat?x=1", "https://up/api/chat?x=1"),
+            ("h2", "/api/chat", "http://up:8080/api/chat"),
+            ("mock", "/api/chat", "http://lingo-mock/api/chat"),
+        ];
+        for (name, pq, want) in cases {
+            assert_eq!(request_uri(by(name), pq).to_string(), want, "{name}");
+            let client: Uri = pq.parse().unwrap();
+            assert_eq!(
+                forward_uri(by(name), pq, &client).to_string(),
+                want,
+                "{name}"
+            );
+            // The client's path normalised to another: the normalised one is sent.
+            let client: Uri = format!("/x/..{pq}").parse().unwrap();
+            assert_eq!(
+                forward_uri(by(name), pq, &client).to_string(),
+                want,
+                "{name}"
+            );
+        }
+    }
 }

@@ -71,7 +71,8 @@ impl Http1Pool {
     /// answer's head. The answer's body returns the connection to this thread's list at its end.
     ///
     /// The head is written, and an idle connection taken, before the returned future: it
-    /// holds what the sending needs, not the request (see [`Outgoing`]).
+    /// holds what the sending needs, not the request (see [`Outgoing`]). Dropped without
+    /// being polled, it closes that connection instead of giving it back.
     pub fn send(
         &self,
         req: Request<Body>,

@@ -100,7 +100,8 @@ where
     Ok(Response::from_parts(parts, Body::carrying(body, raw)))
 }
 
-/// The request as it goes up: the upstream's URI, the body under the route's size limit.
+/// The request as it goes up: its URI for the upstream's client (`upstream::forward_uri`),
+/// the body under the route's size limit.
 /// Its fields are rewritten by the header rules (`headers::Forwarding`) on the way.
 fn upward<B>(call: &Exchange<'_>, req: Request<B>) -> Request<Body>
 where
