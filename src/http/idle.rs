@@ -7,6 +7,9 @@
 //! A frame only notes the time: the timer is moved when it fires early (a frame came since it
 //! was set), not on every frame. A streamed answer of 17 frames paid 17 timer resets, about
 //! 1.5% of its instructions, for a timer that fires about once per `limit` of its life.
+//! And the timer is made only when the body first has nothing to give: a whole answer, whose
+//! frames are all there when asked, never makes one (making and dropping it took the
+//! runtime's handle, an atomic count each way).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,7 +34,7 @@ pin_project! {
         #[pin]
         inner: B,
         #[pin]
-        sleep: Sleep,
+        sleep: Option<Sleep>,
         limit: Duration,
         // When the last frame came (or the body began).
         last: Instant,
@@ -42,12 +45,11 @@ pin_project! {
 
 impl<B> Idle<B> {
     pub fn new(inner: B, limit: Duration) -> Self {
-        let now = Instant::now();
         Idle {
             inner,
-            sleep: sleep_until(now + limit),
+            sleep: None,
             limit,
-            last: now,
+            last: Instant::now(),
         }
     }
 }
@@ -72,14 +74,19 @@ where
             }
             return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
         }
+        let due = *this.last + *this.limit;
         loop {
-            ready!(this.sleep.as_mut().poll(cx));
-            let due = *this.last + *this.limit;
-            if due <= Instant::now() {
-                return Poll::Ready(Some(Err(IdleTimeout(*this.limit).into())));
+            match this.sleep.as_mut().as_pin_mut() {
+                None => this.sleep.set(Some(sleep_until(due))),
+                Some(mut sleep) => {
+                    ready!(sleep.as_mut().poll(cx));
+                    if due <= Instant::now() {
+                        return Poll::Ready(Some(Err(IdleTimeout(*this.limit).into())));
+                    }
+                    // Fired early: a frame came since the timer was set.
+                    sleep.reset(due);
+                }
             }
-            // Fired early: a frame came since the timer was set.
-            this.sleep.as_mut().reset(due);
         }
     }
 
@@ -119,13 +126,30 @@ mod tests {
             let frame = frame.unwrap().expect("a silence under the limit");
             assert_eq!(frame.into_data().unwrap(), data);
         }
-        let err = body.frame().await.unwrap().unwrap_err();
+        // A guard, not a threshold (the clock is paused): a timer that never fires fails.
+        let waited = tokio::time::timeout(Duration::from_secs(60), body.frame()).await;
+        let err = waited.expect("the idle timer fired").unwrap().unwrap_err();
         assert_eq!(err.to_string(), "upstream sent nothing for 5s");
         assert_eq!(
             start.elapsed(),
             Duration::from_secs(13),
             "5 s after the last frame"
         );
+        drop(tx);
+    }
+
+    /// The timer is made at the first wait, but the silence counts from the body's start.
+    #[tokio::test(start_paused = true)]
+    async fn silence_counts_from_the_start_not_the_first_wait() {
+        let start = Instant::now();
+        let (tx, rx) = Channel::<Bytes, BoxError>::new(4);
+        let mut body = Box::pin(Idle::new(rx, Duration::from_secs(5)));
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        // A guard, not a threshold (the clock is paused): a timer that never fires fails.
+        let waited = tokio::time::timeout(Duration::from_secs(60), body.frame()).await;
+        let err = waited.expect("the idle timer fired").unwrap().unwrap_err();
+        assert_eq!(err.to_string(), "upstream sent nothing for 5s");
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
         drop(tx);
     }
 }
