@@ -22,7 +22,7 @@ use crate::upstream::{self, headers};
 
 /// Forwards `req` to the call's upstream and streams the answer back, its fields in its map.
 ///
-/// This and [`relay`] return [`exchange`]'s future itself: an `async` wrapper would be one
+/// This and [`relay`] return `exchange`'s future itself: an `async` wrapper would be one
 /// more state as large, copied once more when the request starts.
 pub fn forward<'a, B>(
     call: &'a Exchange<'_>,
