@@ -238,16 +238,17 @@ pub fn forward_uri(upstream: &Upstream, path_and_query: &str, client: &Uri) -> U
     let same = client
         .path_and_query()
         .filter(|pq| pq.as_str() == path_and_query);
-    match (&upstream.target, same) {
-        (Target::Url(_), Some(pq)) if base_path(upstream).is_empty() && is_lean(upstream) => {
-            Uri::from(pq.clone())
-        }
-        (Target::Url(base), Some(pq)) if base_path(upstream).is_empty() => {
+    let Some(pq) = same.filter(|_| base_path(upstream).is_empty()) else {
+        return request_uri(upstream, path_and_query);
+    };
+    match &upstream.target {
+        Target::Url(_) if is_lean(upstream) => Uri::from(pq.clone()),
+        Target::Url(base) => {
             let mut parts = base.clone().into_parts();
             parts.path_and_query = Some(pq.clone());
             Uri::from_parts(parts).unwrap_or_else(|_| target_uri(upstream, path_and_query))
         }
-        _ => request_uri(upstream, path_and_query),
+        Target::Mock(_) => request_uri(upstream, path_and_query),
     }
 }
 
