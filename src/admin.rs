@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
-use hyper::{HeaderMap, Method, Response, StatusCode};
+use hyper::{Method, Response, StatusCode};
 use serde_json::{Map, Value, json};
 
 use crate::auth;
 use crate::error::ProxyError;
 use crate::http::body::Body;
+use crate::http::fields::Fields;
 use crate::observe::metrics::{self, Metrics};
 use crate::runtime::Snapshot;
 use crate::table::Target;
@@ -54,7 +55,7 @@ impl Builtin {
         self,
         snapshot: &Snapshot,
         metrics: &Metrics,
-        headers: &HeaderMap,
+        headers: Fields<'_>,
     ) -> Result<Response<Body>, ProxyError> {
         let table = &snapshot.table;
         if self != Builtin::Healthz && table.admin.require_key {

@@ -5,17 +5,17 @@
 //! `Sec-WebSocket-Protocol` (the web-data JS SDK sends its key there). Every configured key is
 //! compared, in constant time, so timing says nothing about which key nearly matched.
 
-use hyper::HeaderMap;
 use hyper::header::{AUTHORIZATION, SEC_WEBSOCKET_PROTOCOL};
 
 use crate::base::secret::constant_time_eq;
 use crate::error::ProxyError;
+use crate::http::fields::{Fields, text};
 use crate::table::ClientKey;
 
 /// The name of the client that sent `headers`, `None` on an open proxy.
 pub fn check<'a>(
     clients: &'a [ClientKey],
-    headers: &HeaderMap,
+    headers: Fields<'_>,
     upgrade: bool,
 ) -> Result<Option<&'a str>, ProxyError> {
     if clients.is_empty() {
@@ -39,10 +39,10 @@ pub fn check<'a>(
 
 /// Keys the request presents: the `Authorization` credential, and on upgrades each offered
 /// WebSocket subprotocol.
-fn presented_keys(headers: &HeaderMap, upgrade: bool) -> Vec<&str> {
+fn presented_keys(headers: Fields<'_>, upgrade: bool) -> Vec<&str> {
     let mut keys: Vec<&str> = headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
+        .get(&AUTHORIZATION)
+        .and_then(text)
         .map(credential)
         .filter(|k| !k.is_empty())
         .into_iter()
@@ -66,11 +66,10 @@ pub fn credential(value: &str) -> &str {
 }
 
 /// The subprotocols offered in `Sec-WebSocket-Protocol` (comma-separated, maybe repeated).
-pub fn subprotocols(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+pub fn subprotocols(headers: Fields<'_>) -> impl Iterator<Item = &str> {
     headers
-        .get_all(SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
+        .get_all(&SEC_WEBSOCKET_PROTOCOL)
+        .filter_map(text)
         .flat_map(|v| v.split(','))
         .map(str::trim)
         .filter(|p| !p.is_empty())
@@ -80,6 +79,8 @@ pub fn subprotocols(headers: &HeaderMap) -> impl Iterator<Item = &str> {
 mod tests {
     use super::*;
     use crate::base::secret::Secret;
+    use crate::http::h1::raw::{self, Raw};
+    use hyper::HeaderMap;
     use hyper::header::HeaderValue;
 
     fn clients() -> Vec<ClientKey> {
@@ -96,11 +97,14 @@ mod tests {
             .collect()
     }
 
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        pairs
+    /// The fields in a map, and kept as read.
+    fn headers(pairs: &[(&'static str, &'static str)]) -> (HeaderMap, Raw) {
+        let map = pairs
             .iter()
             .map(|(k, v)| (k.parse().unwrap(), HeaderValue::from_static(v)))
-            .collect()
+            .collect();
+        let section: String = pairs.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+        (map, raw::read(&(section + "\r\n")))
     }
 
     type Case<'a> = (
@@ -127,19 +131,25 @@ mod tests {
                 Ok(Some("alice")),
             ),
         ];
+        let empty = HeaderMap::new();
         for (pairs, upgrade, want) in cases {
-            let got = check(&c, &headers(pairs), *upgrade);
-            match (got, want) {
-                (Ok(name), Ok(want)) => assert_eq!(name, *want, "{pairs:?}"),
-                (Err(ProxyError::MissingKey), Err("missing")) => {}
-                (Err(ProxyError::InvalidKey), Err("invalid")) => {}
-                (got, want) => panic!("{pairs:?}: got {got:?}, want {want:?}"),
+            let (map, raw) = headers(pairs);
+            for fields in [Fields::from(&map), Fields::new(&empty, Some(&raw))] {
+                match (check(&c, fields, *upgrade), want) {
+                    (Ok(name), Ok(want)) => assert_eq!(name, *want, "{pairs:?}"),
+                    (Err(ProxyError::MissingKey), Err("missing")) => {}
+                    (Err(ProxyError::InvalidKey), Err("invalid")) => {}
+                    (got, want) => panic!("{pairs:?}: got {got:?}, want {want:?}"),
+                }
             }
         }
     }
 
     #[test]
     fn open_proxy_needs_no_key() {
-        assert_eq!(check(&[], &HeaderMap::new(), false).unwrap(), None);
+        assert_eq!(
+            check(&[], Fields::from(&HeaderMap::new()), false).unwrap(),
+            None
+        );
     }
 }

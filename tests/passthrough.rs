@@ -137,6 +137,47 @@ async fn forwards_request_line_and_sets_forwarding_headers() {
     assert_eq!(answer.headers["x-request-id"], "abc-123");
 }
 
+/// A head of a few fields (kept as read) and one of many (past what is kept as read: made
+/// into a map) go up by the same rules: the client's end-to-end fields in their order, its
+/// hop-by-hop ones and those its `Connection` names left behind, its key and forwarding
+/// fields replaced by lingo's, its `Content-Length` written by lingo.
+#[tokio::test]
+async fn few_fields_or_many_go_up_by_the_same_rules() {
+    let backend = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&native_table(&backend, "")).await;
+    for count in [1, 8, 40] {
+        let names: Vec<String> = (0..count).map(|i| format!("x-field-{i}")).collect();
+        let mut fields: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
+        fields.extend([
+            ("Connection", "X-Hop, keep-alive"),
+            ("X-HOP", "secret-hop"),
+            ("keep-alive", "timeout=5"),
+            ("te", "trailers"),
+            ("proxy-authorization", "Basic eHl6"),
+            ("authorization", "Bearer the-clients"),
+            ("X-Forwarded-For", "6.6.6.6"),
+            ("x-forwarded-host", "spoofed"),
+            ("x-kept", "a"),
+            ("X-Kept", "b"),
+        ]);
+        let req = request(Method::POST, &lingo.url("/api/chat"), &fields, "{}");
+        let answer = send(req).await;
+        assert_eq!(answer.status, 200, "{count}: {}", answer.body);
+        let seen = backend.last();
+        let ours: Vec<&str> = (seen.headers.keys())
+            .map(|n| n.as_str())
+            .filter(|n| n.starts_with("x-field-"))
+            .collect();
+        assert_eq!(ours, names, "{count}");
+        assert_eq!(seen.headers["x-forwarded-host"], lingo.addr.to_string());
+        assert_eq!(seen.headers["host"], backend.addr.to_string());
+        assert_eq!(seen.headers["content-length"], "2");
+        let kept: Vec<_> = seen.headers.get_all("x-kept").iter().collect();
+        assert_eq!(kept, ["a", "b"], "{count}");
+        assert_eq!(seen.body, "{}");
+    }
+}
+
 /// The answer carries lingo's request id, not one the upstream set, and none of the fields
 /// of the upstream's hop (hop-by-hop, and those its `Connection` names); its own fields stay.
 #[tokio::test]

@@ -2,9 +2,10 @@
 //!
 //! A boxed body keeps the service's types simple while each transformation (idle timeout,
 //! access-log accounting, ...) stays its own small `pin_project!` wrapper. The box also
-//! carries a passed-through answer's fields kept as read, from lingo's client to the
-//! client's connection: whoever wraps such a body hands them on ([`Body::take_raw`],
-//! [`Body::carrying`]).
+//! carries a head's fields kept as read (`h1::raw`): a passed-through answer's, from lingo's
+//! client to the client's connection, where whoever wraps such a body hands them on
+//! ([`Body::take_raw`], [`Body::carrying`]); and a request's, from lingo's HTTP/1.1 server to
+//! the pipeline, which takes them out first.
 
 use std::collections::VecDeque;
 use std::pin::{Pin, pin};
@@ -29,9 +30,10 @@ trait Boxed: http_body::Body<Data = Bytes, Error = BoxError> + Send {
 }
 
 pin_project! {
-    /// A body in its box, with the fields of a passed-through answer kept as read
-    /// (`h1::raw`), if it is one's: they travel with its body, from lingo's client to the
-    /// client's connection, which writes them or makes them into the map ([`materialize`]).
+    /// A body in its box, with the fields of its head kept as read (`h1::raw`), if they are:
+    /// a passed-through answer's travel with its body, from lingo's client to the client's
+    /// connection, which writes them or makes them into the map ([`materialize`]); a
+    /// request's, from lingo's HTTP/1.1 server to the pipeline.
     /// Kept in the box, they make no `Body` larger (every move of a future holding one would
     /// cost more); a response's extensions would carry them at the cost of three
     /// allocations (the map, its table, the box), more than keeping them saved.
@@ -63,7 +65,8 @@ impl Body {
         Body::carrying(body, None)
     }
 
-    /// [`Body::boxed`], carrying the fields of its answer kept as read.
+    /// [`Body::boxed`], carrying the fields of its head (an answer's or a request's) kept as
+    /// read.
     pub fn carrying<B>(body: B, raw: Option<Box<Raw>>) -> Self
     where
         B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
@@ -71,7 +74,7 @@ impl Body {
         Body(Box::pin(Carrying { body, raw }))
     }
 
-    /// The fields of its answer kept as read, taken: whoever wraps this body in another
+    /// The fields of its head kept as read, taken: whoever wraps an answer's body in another
     /// hands them on to the wrapper ([`Body::carrying`]).
     pub fn take_raw(&mut self) -> Option<Box<Raw>> {
         self.0.as_mut().take_raw()

@@ -12,11 +12,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use hyper::HeaderMap;
 use pin_project_lite::pin_project;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ProxyError;
+use crate::http::fields::Fields;
 use crate::table::Limits;
 
 pub use activity::{Activity, Busy, Quiet, Timeouts};
@@ -142,18 +142,14 @@ impl<B: http_body::Body> http_body::Body for Held<B> {
 /// Refuses a request whose headers exceed the table's limits (431). The connection enforces
 /// a looser backstop itself (see `server::protocol`), so that what reaches here is refused in the caller's
 /// dialect rather than with a bare status.
-pub fn check_headers(headers: &HeaderMap, limits: &Limits) -> Result<(), ProxyError> {
+pub fn check_headers(headers: Fields<'_>, limits: &Limits) -> Result<(), ProxyError> {
     let count = headers.len();
     if count > limits.max_headers {
         return Err(ProxyError::HeadersTooLarge {
             what: format!("{count} header fields; the limit is {}", limits.max_headers),
         });
     }
-    // As on the wire: `name: value\r\n`.
-    let bytes: usize = headers
-        .iter()
-        .map(|(name, value)| name.as_str().len() + value.len() + 4)
-        .sum();
+    let bytes = headers.wire_len();
     if bytes as u64 > limits.max_header_bytes {
         return Err(ProxyError::HeadersTooLarge {
             what: format!(

@@ -12,6 +12,8 @@ use hyper::header::{HOST, HeaderValue};
 use crate::base::dialect::{self, Dialect};
 use crate::base::ids;
 use crate::http::body::Body;
+use crate::http::fields::{Fields, text};
+use crate::http::h1::raw::Raw;
 use crate::limits::{Activity, Gate};
 use crate::observe::RequestStats;
 use crate::runtime::Snapshot;
@@ -48,6 +50,9 @@ pub struct Exchange<'a> {
     pub request_id: HeaderValue,
     /// The `Host` the client addressed (the `:authority` on HTTP/2).
     pub client_host: Option<HeaderValue>,
+    /// The client's fields kept as read (`http::h1::raw`), which its request's map does not
+    /// hold: the header rules forward them from here (`upstream::headers::Forwarding`).
+    pub raw_fields: Option<&'a Raw>,
     /// The request asks for a WebSocket upgrade.
     pub upgrade: bool,
     /// What the runs learn for the metrics (upstream wait, tokens, a failed stream).
@@ -66,9 +71,9 @@ pub struct Arrival {
 // === impl Arrival ===
 
 impl Arrival {
-    pub fn new(req: &Request<Body>) -> Self {
+    pub fn new(req: &Request<Body>, fields: Fields<'_>) -> Self {
         Arrival {
-            request_id: request_id(req),
+            request_id: request_id(fields),
             stats: RequestStats::new(),
             dialect: dialect::guess(req.uri().path()),
         }
@@ -78,14 +83,13 @@ impl Arrival {
 // === impl Exchange ===
 
 impl<'a> Exchange<'a> {
-    /// The exchange for `req` routed to `route` on the path `path` (normalised); `upgrade`:
-    /// it asks for a WebSocket upgrade.
+    /// The exchange for `req` (its fields kept as read in `raw`, if they are) routed to
+    /// `route` on the path `path` (normalised); `upgrade`: it asks for a WebSocket upgrade.
     pub fn new(
         snapshot: &'a Snapshot,
         conn: &'a ConnInfo,
-        route: &'a Route,
-        path: &str,
-        req: &Request<Body>,
+        (route, path): (&'a Route, &str),
+        (req, raw): (&Request<Body>, Option<&'a Raw>),
         arrival: &Arrival,
         upgrade: bool,
     ) -> Self {
@@ -97,7 +101,8 @@ impl<'a> Exchange<'a> {
             path_and_query.push('?');
             path_and_query.push_str(query);
         }
-        let client_host = req.headers().get(HOST).cloned().or_else(|| {
+        let fields = Fields::new(req.headers(), raw);
+        let client_host = fields.value(&HOST).or_else(|| {
             let authority = req.uri().authority()?;
             HeaderValue::from_str(authority.as_str()).ok()
         });
@@ -112,6 +117,7 @@ impl<'a> Exchange<'a> {
             path_len: path.len(),
             request_id: arrival.request_id.clone(),
             client_host,
+            raw_fields: raw,
             upgrade,
             stats: Arc::clone(&arrival.stats),
         }
@@ -150,6 +156,7 @@ impl<'a> Exchange<'a> {
             path_len: self.path_len,
             request_id: self.request_id.clone(),
             client_host: self.client_host.clone(),
+            raw_fields: self.raw_fields,
             upgrade: self.upgrade,
             stats: Arc::clone(&self.stats),
         }
@@ -157,14 +164,14 @@ impl<'a> Exchange<'a> {
 }
 
 /// The request id: the client's `X-Request-Id` when it sent a sane one, else a new one.
-fn request_id(req: &Request<Body>) -> HeaderValue {
-    req.headers()
-        .get(X_REQUEST_ID)
-        .filter(|v| !v.is_empty() && v.len() <= 128 && v.to_str().is_ok())
+fn request_id(fields: Fields<'_>) -> HeaderValue {
+    fields
+        .get(&X_REQUEST_ID)
+        .filter(|v| !v.is_empty() && v.len() <= 128 && text(v).is_some())
         // Copied, not shared: the client's header is a slice of the connection's read buffer,
         // and the id lives as long as the answer (the access line), so sharing it would keep
         // that buffer from being reused while a stream lasts.
-        .and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok())
+        .and_then(|v| HeaderValue::from_bytes(v).ok())
         .unwrap_or_else(new_request_id)
 }
 

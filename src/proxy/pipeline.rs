@@ -21,6 +21,8 @@ use crate::base::dialect::{self, Dialect};
 use crate::error::ProxyError;
 use crate::http::batch::Batch;
 use crate::http::body::Body;
+use crate::http::fields::Fields;
+use crate::http::h1::raw::Raw;
 use crate::http::{framing, path};
 use crate::limits::{self, Held};
 use crate::observe::{AccessLog, Ended, Finish, Record};
@@ -44,11 +46,15 @@ pub fn boxed(
 pub async fn handle(
     reloader: Arc<Reloader>,
     conn: Arc<ConnInfo>,
-    req: Request<Body>,
+    mut req: Request<Body>,
 ) -> Response<Body> {
-    let mut arrival = Arrival::new(&req);
+    // The fields of a request kept as read (`http::h1::raw`) come in its body's box; they are
+    // kept here, beside it, until its answer's head.
+    let raw = req.body_mut().take_raw();
+    let fields = Fields::new(req.headers(), raw.as_deref());
+    let mut arrival = Arrival::new(&req, fields);
     let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
-    if let Err(why) = framing::check(&req) {
+    if let Err(why) = framing::check(req.version(), fields) {
         let response = respond::unframed(why, &arrival, &mut log);
         return response.map(|body| Body::boxed(Ended::new(body, Record::new(log, None))));
     }
@@ -58,7 +64,7 @@ pub async fn handle(
         Err(err) => (None, Some(err)),
     };
     let snapshot = reloader.snapshot();
-    let request = (&*reloader, &*snapshot, &*conn, req);
+    let request = (&*reloader, &*snapshot, &*conn, (req, raw.as_deref()));
     // Not boxed on its own: this whole future is (see [`boxed`]), and freed at the answer's
     // head.
     let result = phases(request, refused, &mut arrival, &mut log).await;
@@ -73,21 +79,27 @@ pub async fn handle(
     Response::from_parts(head, Body::carrying(body, raw))
 }
 
-/// A request and what it is served with.
-type Served<'a> = (&'a Reloader, &'a Snapshot, &'a ConnInfo, Request<Body>);
+/// A request (and its fields kept as read) and what it is served with.
+type Served<'a> = (
+    &'a Reloader,
+    &'a Snapshot,
+    &'a ConnInfo,
+    (Request<Body>, Option<&'a Raw>),
+);
 
 /// The phases after admission: lingo's own endpoints, then route -> authenticate -> plan ->
 /// run. An error is the answer; `arrival.dialect` says how to tell it.
 async fn phases(
-    (reloader, snapshot, conn, req): Served<'_>,
+    (reloader, snapshot, conn, (req, raw)): Served<'_>,
     refused: Option<ProxyError>,
     arrival: &mut Arrival,
     log: &mut AccessLog,
 ) -> Result<Response<Body>, ProxyError> {
     let on_admin = conn.listener.is_none();
     let path = req.uri().path();
+    let fields = Fields::new(req.headers(), raw);
     if let Some(builtin) = Builtin::find(req.method(), path, on_admin, reloader.admin_bound()) {
-        return Box::pin(builtin.answer(snapshot, reloader.metrics(), req.headers())).await;
+        return Box::pin(builtin.answer(snapshot, reloader.metrics(), fields)).await;
     }
     if let Some(refused) = refused {
         return Err(refused);
@@ -100,8 +112,15 @@ async fn phases(
         });
     }
     let (route, path) = route(snapshot, &req, arrival, log)?;
-    let upgrade = authenticate(snapshot, &req, log)?;
-    let exchange = Exchange::new(snapshot, conn, route, &path, &req, arrival, upgrade);
+    let upgrade = authenticate(snapshot, &req, fields, log)?;
+    let exchange = Exchange::new(
+        snapshot,
+        conn,
+        (route, &path),
+        (&req, raw),
+        arrival,
+        upgrade,
+    );
     let plan = Plan::decide(&exchange, &req)?;
     run::run(plan, &exchange, req).await
 }
@@ -135,12 +154,13 @@ fn route<'s, 'r>(
 fn authenticate(
     snapshot: &Snapshot,
     req: &Request<Body>,
+    fields: Fields<'_>,
     log: &mut AccessLog,
 ) -> Result<bool, ProxyError> {
     let table = &snapshot.table;
-    limits::check_headers(req.headers(), &table.limits)?;
-    let upgrade = headers::is_websocket_upgrade(req.headers());
-    let client = auth::check(&table.clients, req.headers(), upgrade)?;
+    limits::check_headers(fields, &table.limits)?;
+    let upgrade = headers::is_websocket_upgrade(req.method(), fields);
+    let client = auth::check(&table.clients, fields, upgrade)?;
     log.client = client.map(str::to_owned);
     Ok(upgrade)
 }

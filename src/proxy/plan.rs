@@ -10,6 +10,7 @@ use super::exchange::Exchange;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
+use crate::http::fields::Fields;
 use crate::http::h1::fields::parse_length;
 use crate::translate::{self, Endpoint};
 
@@ -87,10 +88,9 @@ fn refuse(x: &Exchange<'_>, req: &Request<Body>) -> Result<(), ProxyError> {
             path: x.path().to_owned(),
         });
     }
-    let declared = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| parse_length(v.as_bytes()));
+    let declared = Fields::new(req.headers(), x.raw_fields)
+        .get(&CONTENT_LENGTH)
+        .and_then(parse_length);
     if declared.is_some_and(|len| len > x.route.max_body) {
         return Err(ProxyError::BodyTooLarge {
             limit: x.route.max_body,

@@ -4,13 +4,15 @@
 //! `X-Request-Id` say who asked; the client's credentials never travel on: `Authorization`
 //! is replaced by the upstream's key, or removed when it has none.
 
-use hyper::HeaderMap;
 use hyper::header::{
     ACCEPT_ENCODING, AUTHORIZATION, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE,
     EXPECT, HOST, HeaderName, HeaderValue, UPGRADE,
 };
+use hyper::{HeaderMap, Method};
 
-use crate::http::hop::{HOP_BY_HOP, connection_named, remove_hop_by_hop};
+use crate::http::fields::Fields;
+use crate::http::h1::raw::Raw;
+use crate::http::hop::{HOP_BY_HOP, connection_named, is, remove_hop_by_hop};
 use crate::table::Auth;
 
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -41,6 +43,10 @@ pub struct Forwarding<'a> {
     /// The answer goes to the client unchanged: lingo's own client may keep its fields as
     /// read (`http::h1::raw`), and whoever reads them materializes them first.
     pub raw_answer: bool,
+    /// The client's fields kept as read, which the request's map does not hold: forwarded by
+    /// the same rules as the map's (written as they are by lingo's own client, put in the
+    /// map by [`to_upstream`] otherwise).
+    pub raw_fields: Option<&'a Raw>,
 }
 
 /// The most fields [`Forwarding::each_added`] adds.
@@ -53,13 +59,17 @@ impl Forwarding<'_> {
     /// the framing lingo writes itself; the client's credentials; and every field lingo sets
     /// (`each_added`).
     pub fn drops(&self, name: &HeaderName) -> bool {
-        HOP_BY_HOP.contains(name)
-            || SET.contains(name)
-            || *name == EXPECT
-            || *name == CONTENT_LENGTH
-            || self.auth.is_some_and(|auth| auth.header == name)
-            || (self.identity && *name == ACCEPT_ENCODING)
-            || (self.json && (*name == CONTENT_TYPE || *name == CONTENT_ENCODING))
+        HOP_BY_HOP.contains(name) || self.leaves(name.as_str().as_bytes())
+    }
+
+    /// [`Forwarding::drops`] for a field that is not hop-by-hop, its name as read (any case).
+    pub fn leaves(&self, name: &[u8]) -> bool {
+        SET.iter().any(|set| is(name, set))
+            || is(name, &EXPECT)
+            || is(name, &CONTENT_LENGTH)
+            || self.auth.is_some_and(|auth| is(name, &auth.header))
+            || (self.identity && is(name, &ACCEPT_ENCODING))
+            || (self.json && (is(name, &CONTENT_TYPE) || is(name, &CONTENT_ENCODING)))
     }
 
     /// Each field lingo sets on the upstream request, whatever the client sent, lent to
@@ -99,10 +109,14 @@ const SET: [HeaderName; 6] = [
     X_REQUEST_ID,
 ];
 
-/// Rewrites a client request's headers for the upstream, in its map: [`Forwarding::drops`]
-/// and the fields `Connection` names go, [`Forwarding::each_added`] come. lingo's own HTTP/1.1
+/// Rewrites a client request's headers for the upstream, in its map (with the fields kept as
+/// read put there first): [`Forwarding::drops`] and the fields `Connection` names go,
+/// [`Forwarding::each_added`] come. lingo's own HTTP/1.1
 /// client applies the same rules as it writes the head instead (no map rewritten).
 pub fn to_upstream(headers: &mut HeaderMap, fwd: &Forwarding<'_>) {
+    if let Some(raw) = fwd.raw_fields {
+        raw.fill_map(headers);
+    }
     let named = connection_named(headers);
     let dropped: Vec<HeaderName> = headers
         .keys()
@@ -129,17 +143,18 @@ pub fn to_client(headers: &mut HeaderMap, upgrade: bool) {
     }
 }
 
-/// Whether the request asks for a WebSocket upgrade.
-pub fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
-    let has_token = |name: HeaderName, token: &str| {
+/// Whether the request asks for a WebSocket upgrade (a `GET` with `Connection: upgrade` and
+/// `Upgrade: websocket`; RFC 6455 §4.1: only a `GET` can ask).
+pub fn is_websocket_upgrade(method: &Method, headers: Fields<'_>) -> bool {
+    let has_token = |name: &HeaderName, token: &[u8]| {
         headers
             .get_all(name)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case(token))
+            .flat_map(|v| v.split(|&b| b == b','))
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
     };
-    has_token(CONNECTION, "upgrade") && has_token(UPGRADE, "websocket")
+    *method == Method::GET
+        && has_token(&CONNECTION, b"upgrade")
+        && has_token(&UPGRADE, b"websocket")
 }
 
 /// A client's fields with one of each kind the rules treat apart (for the tests here and
@@ -193,6 +208,7 @@ mod tests {
             identity: false,
             json: false,
             raw_answer: false,
+            raw_fields: None,
         }
     }
 
@@ -262,7 +278,11 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.parse().unwrap(), HeaderValue::from_static(v)))
         .collect();
-        assert!(is_websocket_upgrade(&h));
-        assert!(!is_websocket_upgrade(&HeaderMap::new()));
+        assert!(is_websocket_upgrade(&Method::GET, (&h).into()));
+        assert!(!is_websocket_upgrade(&Method::POST, (&h).into()));
+        assert!(!is_websocket_upgrade(
+            &Method::GET,
+            (&HeaderMap::new()).into()
+        ));
     }
 }

@@ -59,10 +59,6 @@ pub fn spans<'r>(
 /// adding them does not grow the map (a rehash of every field).
 pub const ANSWER_ADDS: usize = 2;
 
-/// Room for the fields lingo adds to a request it forwards (its upstream's key, `Host`,
-/// three `X-Forwarded-*`, `X-Request-Id`): see `upstream::headers::to_upstream`.
-pub const REQUEST_ADDS: usize = 6;
-
 /// The map of a head's fields, with room for `adds` more; what they say about framing and
 /// persistence noted in `facts` on the way.
 pub fn to_map(

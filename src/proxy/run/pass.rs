@@ -132,6 +132,7 @@ pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forward
         identity: false,
         json: false,
         raw_answer: false,
+        raw_fields: call.raw_fields,
     }
 }
 

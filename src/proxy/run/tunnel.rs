@@ -51,12 +51,21 @@ async fn open(
     let upstream = call.upstream;
     let client_upgrade = upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
+    // The handshake is made in the map (hyper's client writes it): the client's fields kept
+    // as read go there first, and the rules below find them there.
+    if let Some(raw) = call.raw_fields {
+        raw.fill_map(&mut parts.headers);
+    }
     if frames.is_some() {
         parts.headers.remove(SEC_WEBSOCKET_EXTENSIONS);
     }
     let offer = parts.headers.get(SEC_WEBSOCKET_PROTOCOL).cloned();
     parts.version = hyper::Version::HTTP_11;
-    headers::to_upstream(&mut parts.headers, &forwarding(call, true));
+    let rules = headers::Forwarding {
+        raw_fields: None,
+        ..forwarding(call, true)
+    };
+    headers::to_upstream(&mut parts.headers, &rules);
     // The handshake goes up without a body, so it must not announce one.
     parts.headers.remove(hyper::header::CONTENT_LENGTH);
     let keys: Vec<&str> = (call.snapshot.table.clients.iter())
@@ -196,7 +205,9 @@ fn swap_offer(headers: &mut HeaderMap, auth: Option<&Auth>, client_keys: &[&str]
         headers.insert(SEC_WEBSOCKET_PROTOCOL, key);
         return true;
     }
-    let offered: Vec<String> = auth::subprotocols(headers).map(str::to_owned).collect();
+    let offered: Vec<String> = auth::subprotocols((&*headers).into())
+        .map(str::to_owned)
+        .collect();
     let kept: Vec<&str> = offered
         .iter()
         .map(String::as_str)

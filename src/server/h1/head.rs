@@ -8,13 +8,13 @@
 
 use std::mem::MaybeUninit;
 
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
-use crate::http::h1::fields::{Facts, REQUEST_ADDS, STACK_SPANS, push_decimal, spans, to_map};
+use crate::http::h1::fields::{Facts, STACK_SPANS, Span, push_decimal, spans, to_map};
 use crate::http::h1::raw::{Raw, set_in};
 
 /// Fields read without taking room on the heap: the connection's backstop under the default
@@ -26,7 +26,11 @@ const STACK_FIELDS: usize = 256;
 /// A request head, read.
 #[derive(Debug)]
 pub struct Head {
+    /// Its method, target and version; its fields too when they are not kept as read.
     pub parts: Parts,
+    /// Its fields kept as read (`http::h1::raw`), its map left empty: a head with at most
+    /// `MAX_RAW` fields under 64 KiB.
+    pub raw: Option<Box<Raw>>,
     /// How its body is framed.
     pub body: Decoder,
     /// Whether the connection can carry another request after this one's answer.
@@ -115,10 +119,8 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     let spans = spans(buf, req.headers, &mut room, &mut heap);
     let bytes = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(bytes.slice(target)).map_err(malformed)?;
-    let mut facts = Facts::default();
-    let mut headers = to_map(&bytes, spans, REQUEST_ADDS, &mut facts)
-        .map_err(|e| Refusal::Malformed(e.to_string()))?;
-    let (body, reusable) = framing(&facts, version, &mut headers)?;
+    let (headers, raw, facts) = field_section(bytes, spans)?;
+    let (body, reusable) = framing(&facts, version)?;
     let (mut parts, ()) = Request::new(()).into_parts();
     parts.method = method;
     parts.uri = uri;
@@ -126,6 +128,7 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     parts.headers = headers;
     Ok(Parsed::Head(Head {
         parts,
+        raw,
         body,
         keep_alive: reusable && facts.keeps_alive(version),
         expects_continue: facts.expects_continue
@@ -151,22 +154,39 @@ fn malformed(err: impl std::fmt::Display) -> Refusal {
     Refusal::Malformed(err.to_string())
 }
 
+/// A head's fields, kept as read or (past `MAX_RAW`, or in a head of 64 KiB or more) in a
+/// map, and what they say about framing; a chunked body's `Content-Length` is left out either
+/// way (RFC 9112 §6.1: it is not the body's).
+fn field_section(
+    bytes: Bytes,
+    spans: &[Span],
+) -> Result<(HeaderMap, Option<Box<Raw>>, Facts), Refusal> {
+    let mut facts = Facts::default();
+    for (name, value) in spans {
+        facts.note_raw(&bytes[name.clone()], &bytes[value.clone()]);
+    }
+    let chunked = facts.chunked.is_some();
+    if Raw::fits(spans, &bytes) {
+        let raw = Raw::new(bytes, spans, chunked);
+        return Ok((HeaderMap::new(), raw, facts));
+    }
+    let mut headers = to_map(&bytes, spans, 0, &mut Facts::default())
+        .map_err(|e| Refusal::Malformed(e.to_string()))?;
+    if chunked {
+        headers.remove(CONTENT_LENGTH);
+    }
+    Ok((headers, None, facts))
+}
+
 /// The body's framing (RFC 9112 §6.1, §6.3) and whether the connection may be reused after
 /// it. A request with neither field has no body.
-fn framing(
-    facts: &Facts,
-    version: Version,
-    headers: &mut HeaderMap,
-) -> Result<(Decoder, bool), Refusal> {
+fn framing(facts: &Facts, version: Version) -> Result<(Decoder, bool), Refusal> {
     match (facts.chunked, facts.length) {
         (Some(_), _) if version == Version::HTTP_10 => {
             Err(malformed("transfer-encoding in HTTP/1.0"))
         }
         (Some(false), _) => Err(malformed("transfer-encoding not ending in chunked")),
-        (Some(true), length) => {
-            headers.remove(CONTENT_LENGTH);
-            Ok((Decoder::Chunked(Chunk::Size), length.is_none()))
-        }
+        (Some(true), length) => Ok((Decoder::Chunked(Chunk::Size), length.is_none())),
         (None, Some(Err(()))) => Err(malformed("invalid content-length")),
         (None, Some(Ok(0)) | None) => Ok((Decoder::Done, true)),
         (None, Some(Ok(n))) => Ok((Decoder::Length(n), true)),

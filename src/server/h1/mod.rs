@@ -7,7 +7,8 @@
 //! answer; the request's body reads the socket itself as it is polled ([`inbound`]); and a
 //! connection between requests or between two tokens of an answer holds no buffer at all.
 //!
-//! - [`head`]: the request head read and the answer head written (pure);
+//! - [`head`]: the request head read (its fields kept as read when they fit, carried in the
+//!   request's body: `Body::take_raw`) and the answer head written (pure);
 //! - [`wire`]: the socket and the bytes read, shared with the body being read;
 //! - [`inbound`]: the request's body;
 //! - [`answer`]: writing the answer, gathered into as few writes as it allows.
@@ -28,6 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 
 use bytes::BytesMut;
+use http_body_util::{BodyExt, Empty};
 
 use hyper::{Method, Request, Response};
 use pin_project_lite::pin_project;
@@ -224,9 +226,10 @@ where
         w.go_ahead = head.expects_continue.then_some(0);
         w.request
     };
+    // Its fields kept as read travel in its body's box (`Body::take_raw`), its map empty.
     let body = match head.body {
-        Decoder::Done => Body::empty(),
-        _ => Body::boxed(Inbound::new(Arc::clone(wire), number)),
+        Decoder::Done => Body::carrying(Empty::new().map_err(Into::into), head.raw),
+        _ => Body::carrying(Inbound::new(Arc::clone(wire), number), head.raw),
     };
     let mut request = Request::from_parts(head.parts, body);
     let handover = head.upgrade.then(|| {

@@ -97,11 +97,11 @@ pub fn write_request(
         Some(rules) => forwarded_fields(out, headers, rules),
         None => {
             if !headers.contains_key(HOST) {
-                field(out, "host", host.as_bytes());
+                field(out, b"host", host.as_bytes());
             }
             for (name, value) in headers {
                 if name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
-                    field(out, name.as_str(), value.as_bytes());
+                    field(out, name.as_str().as_bytes(), value.as_bytes());
                 }
             }
         }
@@ -118,19 +118,27 @@ pub fn write_request(
     out.extend_from_slice(b"\r\n");
 }
 
-/// lingo's fields, then the client's that `rules` let through.
+/// lingo's fields, then the client's that `rules` let through: its map's, and those kept as
+/// read (which `Raw` has already sorted from the hop-by-hop ones and those `Connection` names).
 fn forwarded_fields(out: &mut BytesMut, headers: &HeaderMap, rules: &Forwarding<'_>) {
-    rules.each_added(|name, value| field(out, name.as_str(), value.as_bytes()));
+    rules.each_added(|name, value| field(out, name.as_str().as_bytes(), value.as_bytes()));
     let named = connection_named(headers);
     for (name, value) in headers {
         if !rules.drops(name) && !named.contains(name) {
-            field(out, name.as_str(), value.as_bytes());
+            field(out, name.as_str().as_bytes(), value.as_bytes());
         }
+    }
+    if let Some(raw) = rules.raw_fields {
+        raw.each(|name, value| {
+            if !rules.leaves(name) {
+                field(out, name, value);
+            }
+        });
     }
 }
 
-fn field(out: &mut BytesMut, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
+fn field(out: &mut BytesMut, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
@@ -212,7 +220,7 @@ fn kept(
             facts.note_raw(&bytes[name.clone()], &bytes[value.clone()]);
         }
         if let Some(raw) = Raw::new(bytes.clone(), spans, facts.chunked.is_some()) {
-            return Ok((HeaderMap::with_capacity(ANSWER_ADDS), Some(Box::new(raw))));
+            return Ok((HeaderMap::with_capacity(ANSWER_ADDS), Some(raw)));
         }
         *facts = Facts::default();
     }
@@ -630,14 +638,24 @@ mod tests {
     }
 
     /// The header rules applied as the head is written give the fields that applying them
-    /// to the map first gives, whatever the rules and whatever the client sent.
+    /// to the map first gives, whatever the rules and whatever the client sent, its fields
+    /// in a map or kept as read (in the client's own case).
     #[test]
     fn rules_written_are_the_rules_applied_to_the_map() {
         use crate::base::secret::{Secret, SecretSource};
+        use crate::http::h1::raw;
         use crate::table::Auth;
         use crate::upstream::headers::{Forwarding, sample_client_headers, to_upstream};
 
         let client = sample_client_headers();
+        let section: String = client
+            .iter()
+            .map(|(name, value)| {
+                let name = name.as_str().to_ascii_uppercase();
+                format!("{name}: {}\r\n", value.to_str().unwrap())
+            })
+            .collect();
+        let kept = raw::read(&(section + "\r\n"));
         let auth = |header: &str| Auth {
             header: header.parse().unwrap(),
             value: HeaderValue::from_static("up-key"),
@@ -645,11 +663,16 @@ mod tests {
             source: SecretSource::Inline,
         };
         let (bearer, api_key) = (auth("authorization"), auth("x-api-key"));
+        // Each field line, its name lowercased, in order.
         let fields = |head: &[u8]| {
             let text = std::str::from_utf8(head).unwrap();
-            let mut lines: Vec<&str> = text.split("\r\n").skip(1).collect();
+            let line = |line: &str| match line.split_once(':') {
+                Some((name, value)) => format!("{}:{value}", name.to_ascii_lowercase()),
+                None => line.to_owned(),
+            };
+            let mut lines: Vec<String> = text.split("\r\n").skip(1).map(line).collect();
             lines.sort_unstable();
-            lines.into_iter().map(str::to_owned).collect::<Vec<_>>()
+            lines
         };
         for auth in [None, Some(&bearer), Some(&api_key)] {
             for flags in 0..16_u8 {
@@ -670,15 +693,33 @@ mod tests {
                     identity: flags & 4 != 0,
                     json: flags & 8 != 0,
                     raw_answer: false,
+                    raw_fields: None,
                 };
                 let mut mapped = client.clone();
                 to_upstream(&mut mapped, &rules);
                 let (mut want, mut got) = (BytesMut::new(), BytesMut::new());
                 let framing = Framing::Length(2);
                 write_request(&mut want, &Method::POST, "/", &mapped, framing, "x", None);
-                let rules = Some(&rules);
-                write_request(&mut got, &Method::POST, "/", &client, framing, "x", rules);
-                assert_eq!(fields(&got), fields(&want), "flags {flags}");
+                let want = fields(&want);
+                let as_read = Forwarding {
+                    raw_fields: Some(&kept),
+                    ..rules
+                };
+                let empty = HeaderMap::new();
+                let post = |out: &mut BytesMut, map, rules| {
+                    write_request(out, &Method::POST, "/", map, framing, "x", rules);
+                };
+                post(&mut got, &client, Some(&rules));
+                assert_eq!(fields(&got), want, "flags {flags}");
+                // Kept as read: written by the rules, or put in the map by them.
+                let mut written = BytesMut::new();
+                post(&mut written, &empty, Some(&as_read));
+                assert_eq!(fields(&written), want, "flags {flags}");
+                let mut mapped = HeaderMap::new();
+                to_upstream(&mut mapped, &as_read);
+                let mut from_map = BytesMut::new();
+                post(&mut from_map, &mapped, None);
+                assert_eq!(fields(&from_map), want, "flags {flags}");
             }
         }
     }

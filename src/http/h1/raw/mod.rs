@@ -1,4 +1,5 @@
-//! An upstream answer's fields kept as read, for an answer passed on unchanged. Pure.
+//! A head's fields kept as read: a passed-through answer's, and the request of an HTTP/1.x
+//! client. Pure.
 //!
 //! A passed-through answer's fields only go from the upstream's head to the client's: making
 //! a map of them (each name parsed, each value checked, an entry made for each) cost a whole
@@ -10,9 +11,16 @@
 //! connection) makes them into the map first (`body::materialize`). A field in the map
 //! (lingo's own, `X-Request-Id`) stands for every field of its name in `Raw`.
 //!
+//! A request read by lingo's HTTP/1.1 server keeps its fields the same way (its map, built,
+//! searched and dropped, was 2,600 of a pass-through's 26,500): the phases before a plan read
+//! them through `http::fields::Fields`, a pass-through's upstream head is written from them
+//! (`upstream::h1::head`), and every other way a request goes has them made into its map
+//! first ([`Raw::fill_map`]).
+//!
 //! Only answers lingo's own client (plain `http://`, HTTP/1.1 upstreams) reads for a
-//! pass-through to an HTTP/1.x client carry `Raw`, and only those with at most [`MAX_RAW`]
-//! fields in a head under 64 KiB; every other answer has its map.
+//! pass-through to an HTTP/1.x client, and only requests lingo's HTTP/1.1 server reads, carry
+//! `Raw`, and only those with at most [`MAX_RAW`] fields in a head under 64 KiB; every other
+//! message has its map.
 
 use bytes::Bytes;
 use hyper::HeaderMap;
@@ -21,9 +29,12 @@ use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HeaderName, HeaderValue};
 use super::fields::Span;
 use crate::http::hop::{self, is};
 
-/// The most fields an answer keeps as read: room for them is part of [`Raw`] (no allocation
-/// of its own); an answer with more is made into a map.
-pub const MAX_RAW: usize = 16;
+/// The most fields a head keeps as read: room for them is part of [`Raw`] (no allocation of
+/// its own); a head with more is made into a map. (The official SDKs send up to 17 fields.)
+pub const MAX_RAW: usize = 32;
+
+/// One bit per field.
+type Bits = u32;
 
 /// Where one field's name and value sit in the head (a head kept as read is under 64 KiB).
 #[derive(Clone, Copy, Default)]
@@ -32,64 +43,77 @@ struct Field {
     value: (u16, u16),
 }
 
-/// An answer's fields as the upstream wrote them, and which of them are passed on (decided
-/// once, as they are read: they are written, or made into a map, once).
+/// A head's fields as they were written (but the `Content-Length` of a chunked body, which
+/// is not the body's: RFC 9112 §6.1), and which of them are passed on (decided once, as they
+/// are read: they are written, or made into a map, once).
 pub struct Raw {
     /// The head they were read from.
     head: Bytes,
     fields: [Field; MAX_RAW],
     len: usize,
-    /// Bit `i`: field `i` is passed on (not hop-by-hop, not named by `Connection`, not the
-    /// `Content-Length` of a chunked answer).
-    passed: u16,
+    /// Bit `i`: field `i` is passed on (not hop-by-hop, not named by `Connection`).
+    passed: Bits,
     /// The first `Content-Length` passed on.
     length: Option<u8>,
     /// Bit `i`: field `i` is a `Content-Length` passed on.
-    lengths: u16,
+    lengths: Bits,
     /// Bit `i`: field `i` is a `Date` passed on.
-    dates: u16,
+    dates: Bits,
 }
 
 impl Raw {
     /// The fields at `spans` of `head`, kept as read; `None` when there are more than
     /// [`MAX_RAW`] or the head is 64 KiB or more (then they go into a map). `chunked`: the
     /// body was framed by `Transfer-Encoding`, so a `Content-Length` with it is not the
-    /// body's, and is not passed on (RFC 9112 §6.1).
-    pub fn new(head: Bytes, spans: &[Span], chunked: bool) -> Option<Raw> {
-        if spans.len() > MAX_RAW || head.len() > usize::from(u16::MAX) {
+    /// body's, and is left out (RFC 9112 §6.1), as the map leaves it out.
+    ///
+    /// Made in its box (where it is kept): made on the stack and moved there, its 300 bytes
+    /// were copied twice.
+    pub fn new(head: Bytes, spans: &[Span], chunked: bool) -> Option<Box<Raw>> {
+        if !Raw::fits(spans, &head) {
             return None;
         }
         let at = |range: &std::ops::Range<usize>| (range.start as u16, range.end as u16);
-        let mut raw = Raw {
+        let mut raw = Box::new(Raw {
             head,
             fields: [Field::default(); MAX_RAW],
-            len: spans.len(),
+            len: 0,
             passed: 0,
             length: None,
             lengths: 0,
             dates: 0,
-        };
+        });
         let mut connection = false;
-        for (i, (name, value)) in spans.iter().enumerate() {
+        for (name, value) in spans {
+            let read = &raw.head[name.clone()];
+            let length = is(read, &CONTENT_LENGTH);
+            if chunked && length {
+                continue;
+            }
+            let i = raw.len;
             raw.fields[i] = Field {
                 name: at(name),
                 value: at(value),
             };
-            let name = &raw.head[name.clone()];
-            connection |= is(name, &CONNECTION);
-            let length = is(name, &CONTENT_LENGTH);
-            if hop::is_hop_by_hop(name) || (chunked && length) {
+            raw.len += 1;
+            connection |= is(read, &CONNECTION);
+            if hop::is_hop_by_hop(read) {
                 continue;
             }
             raw.passed |= 1 << i;
-            raw.lengths |= u16::from(length) << i;
-            raw.dates |= u16::from(is(name, &DATE)) << i;
+            raw.lengths |= Bits::from(length) << i;
+            raw.dates |= Bits::from(is(read, &DATE)) << i;
         }
         if connection {
             raw.leave_named();
         }
         raw.length = (raw.lengths != 0).then(|| raw.lengths.trailing_zeros() as u8);
         Some(raw)
+    }
+
+    /// Whether the fields at `spans` of `head` can be kept as read.
+    pub fn fits(spans: &[Span], head: &[u8]) -> bool {
+        spans.len() <= MAX_RAW && head.len() <= usize::from(u16::MAX)
     }
 
     /// Leaves out the fields a `Connection` field names.
@@ -128,7 +152,7 @@ impl Raw {
         self.dates != 0
     }
 
-    fn each_of(&self, mut bits: u16, mut each: impl FnMut(&[u8], &[u8])) {
+    fn each_of(&self, mut bits: Bits, mut each: impl FnMut(&[u8], &[u8])) {
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
             bits &= bits - 1;
@@ -139,6 +163,55 @@ impl Raw {
     /// The value of the first `Content-Length` passed on.
     pub fn length(&self) -> Option<&[u8]> {
         self.length.map(|i| self.value(usize::from(i)))
+    }
+
+    /// How many fields there are, hop-by-hop ones too.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every field, hop-by-hop ones too, in the order read.
+    pub fn all(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        (0..self.len).map(|i| (self.name(i), self.value(i)))
+    }
+
+    /// The values of every field named `name` (hop-by-hop ones too), in the order read.
+    pub fn get_all<'r, 'n>(
+        &'r self,
+        name: &'n HeaderName,
+    ) -> impl Iterator<Item = &'r [u8]> + use<'r, 'n> {
+        let name = name.as_str().as_bytes();
+        (0..self.len)
+            .filter(move |&i| hop::is_lowered(self.name(i), name))
+            .map(|i| self.value(i))
+    }
+
+    /// The value of the first field named `name`.
+    pub fn get(&self, name: &HeaderName) -> Option<&[u8]> {
+        self.get_all(name).next()
+    }
+
+    /// `value` (one of this head's) as a map's value, sharing the head's bytes. (httparse
+    /// checks values as the map does, see the tests: never `None` for a value read.)
+    pub fn shared(&self, value: &[u8]) -> Option<HeaderValue> {
+        HeaderValue::from_maybe_shared(self.head.slice_ref(value)).ok()
+    }
+
+    /// Adds every field (hop-by-hop ones too) to `map`: a request's fields as a map, as if
+    /// they had been read into one, for whatever reads or rewrites them there.
+    pub fn fill_map(&self, map: &mut HeaderMap) {
+        map.reserve(self.len);
+        for (name, value) in self.all() {
+            match (HeaderName::from_bytes(name), self.shared(value)) {
+                (Ok(name), Some(value)) => drop(map.append(name, value)),
+                // httparse checks names and values as the map does (see the tests): not met.
+                _ => tracing::error!("a request's field could not be made a map's"),
+            }
+        }
     }
 
     /// Adds the fields passed on to `map`, but those of a name `map` already has: the
@@ -183,7 +256,7 @@ pub(crate) fn spans_of(section: &str) -> (Bytes, Vec<Span>, super::fields::Facts
 #[cfg(test)]
 pub(crate) fn read(section: &str) -> Raw {
     let (head, spans, facts) = spans_of(section);
-    Raw::new(head, &spans, facts.chunked.is_some()).expect("at most MAX_RAW fields")
+    *Raw::new(head, &spans, facts.chunked.is_some()).expect("at most MAX_RAW fields")
 }
 
 impl std::fmt::Debug for Raw {
