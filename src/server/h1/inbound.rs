@@ -76,7 +76,7 @@ impl<I: AsyncRead + AsyncWrite + Unpin + Send + 'static> http_body::Body for Inb
             match wire.body.decode(&mut wire.buf) {
                 Ok(Decoded::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
                 Ok(Decoded::Trailers(fields)) => {
-                    return Poll::Ready(Some(Ok(Frame::trailers(fields))));
+                    return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
                 }
                 Ok(Decoded::End) => return Poll::Ready(None),
                 Ok(Decoded::More) => {}

@@ -204,7 +204,7 @@ struct Answer<H: Home> {
     keep_alive: bool,
     home: Option<H>,
     /// Trailers decoded while joining the chunks before them, for the next poll.
-    trailers: Option<HeaderMap>,
+    trailers: Option<Box<HeaderMap>>,
 }
 
 impl<H: Home> Answer<H> {
@@ -285,7 +285,7 @@ impl<H: Home> http_body::Body for Answer<H> {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
         if let Some(fields) = this.trailers.take() {
-            return Poll::Ready(Some(Ok(Frame::trailers(fields))));
+            return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
         }
         loop {
             let Some(conn) = this.conn.as_mut() else {
@@ -296,7 +296,7 @@ impl<H: Home> http_body::Body for Answer<H> {
                     return Poll::Ready(Some(Ok(Frame::data(this.join(data)))));
                 }
                 Ok(Decoded::Trailers(fields)) => {
-                    return Poll::Ready(Some(Ok(Frame::trailers(fields))));
+                    return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
                 }
                 Ok(Decoded::End) => {
                     this.finish();
