@@ -20,6 +20,7 @@ pub mod sse;
 pub mod translation;
 pub mod webdata;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::base::dialect::{Dialect, paths};
@@ -57,6 +58,13 @@ pub fn to_json<T: Serialize>(value: &T, room: usize) -> serde_json::Result<Vec<u
     let mut json = Vec::with_capacity(room);
     serde_json::to_writer(&mut json, value)?;
     Ok(json)
+}
+
+/// `bytes` as `Bytes` with no second allocation: from a `Vec` with room to spare, `Bytes`
+/// allocates a header to share it (per frame of a stream); a boxed slice needs none, and
+/// the allocator shrinks it in place.
+pub fn frozen(bytes: Vec<u8>) -> Bytes {
+    Bytes::from(bytes.into_boxed_slice())
 }
 
 /// A client endpoint lingo can translate.

@@ -10,7 +10,7 @@ pub fn data(value: &impl Serialize) -> Bytes {
     // Serialising plain structs and maps into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut out, value);
     out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
+    super::frozen(out)
 }
 
 /// The frame that tells a client the stream is complete.

@@ -204,7 +204,7 @@ fn drain<T: LineTranslator>(
 ) -> Result<(), Failure> {
     while let Some(line) = framer.next_line() {
         let line = line.map_err(Failure::framing)?;
-        queue.extend(translator.on_line(&line).map_err(Failure::upstream)?);
+        translator.frames(&line, queue).map_err(Failure::upstream)?;
     }
     Ok(())
 }
@@ -218,7 +218,7 @@ fn end<T: LineTranslator>(
     drain(framer, translator, queue)?;
     if let Some(line) = framer.finish() {
         let line = line.map_err(Failure::framing)?;
-        queue.extend(translator.on_line(&line).map_err(Failure::upstream)?);
+        translator.frames(&line, queue).map_err(Failure::upstream)?;
     }
     queue.extend(translator.finish().map_err(Failure::upstream)?);
     Ok(())

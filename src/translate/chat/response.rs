@@ -6,6 +6,8 @@
 //! `finish_reason`, and the usage chunk when asked for. `reasoning` comes back both as
 //! `reasoning` and `reasoning_content`, the two names clients read.
 
+use std::collections::VecDeque;
+
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -301,14 +303,21 @@ impl ChatStream {
 
     /// The frames for one native line.
     pub fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, StreamError> {
+        let mut frames = VecDeque::new();
+        self.frames(line, &mut frames)?;
+        Ok(frames.into())
+    }
+
+    /// [`ChatStream::on_line`], its frames put at the end of `frames` (a stream's queue: no
+    /// list made per line).
+    pub fn frames(&mut self, line: &[u8], frames: &mut VecDeque<Bytes>) -> Result<(), StreamError> {
         if self.done {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let event = native::parse(line).map_err(StreamError::Malformed)?;
         if let Some(error) = event.error {
             return Err(StreamError::Upstream(error.into_owned()));
         }
-        let mut frames = Vec::with_capacity(2);
         let message = event.message.as_ref();
         let content = message.map_or("", |m| &m.content);
         let thinking = message.and_then(|m| text(&m.thinking));
@@ -325,20 +334,20 @@ impl ChatStream {
                 reasoning_content: thinking,
                 tool_calls,
             };
-            frames.push(self.chunk(delta, None, event.logprobs));
+            frames.push_back(self.chunk(delta, None, event.logprobs));
             self.first_sent = true;
         }
         if event.done {
             self.done = true;
             let reason = finish_reason(event.done_reason.as_deref(), self.next_call > 0);
-            frames.push(self.chunk(Delta::default(), Some(reason), None));
+            frames.push_back(self.chunk(Delta::default(), Some(reason), None));
             let usage = Usage::of(&event);
             self.usage = Some(usage);
             if self.include_usage {
-                frames.push(self.usage_chunk(usage));
+                frames.push_back(self.usage_chunk(usage));
             }
         }
-        Ok(frames)
+        Ok(())
     }
 
     /// At the end of the upstream body: an error unless the closing event came.
@@ -392,7 +401,7 @@ impl ChatStream {
             field(&mut out, b",\"usage\":", &usage);
         }
         out.extend_from_slice(b"}\n\n");
-        Bytes::from(out)
+        crate::translate::frozen(out)
     }
 }
 

@@ -2,6 +2,8 @@
 //! choice), each answer's stream through a [`ChatStream`], one usage chunk for all choices
 //! when several were asked for (as the official API sends), then `data: [DONE]`.
 
+use std::collections::VecDeque;
+
 use bytes::Bytes;
 
 use super::request::ChatRequest;
@@ -72,6 +74,10 @@ impl Translation for Chat {
 impl LineTranslator for ChatStream {
     fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
         ChatStream::on_line(self, line).map_err(|e| e.to_string())
+    }
+
+    fn frames(&mut self, line: &[u8], queue: &mut VecDeque<Bytes>) -> Result<(), String> {
+        ChatStream::frames(self, line, queue).map_err(|e| e.to_string())
     }
 
     fn finish(&mut self) -> Result<Vec<Bytes>, String> {
