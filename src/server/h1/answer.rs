@@ -291,6 +291,11 @@ where
         push_hex(out, data.len());
     }
     if out.len() + data.len() <= FLUSH_AT {
+        // Grown once with room for what usually follows (a closing frame, the end): grown
+        // only as needed, a streamed chat completion's buffer was grown twice.
+        if out.capacity() - out.len() < data.len() + 2 {
+            out.reserve(data.len() + IDLE_ROOM);
+        }
         out.extend_from_slice(&data);
     } else {
         flush(wire, out).await?;
