@@ -164,10 +164,13 @@ impl Conn {
 
     async fn read_head(&mut self, head_request: bool, raw: bool) -> Result<head::Head, SendError> {
         loop {
-            match head::parse_answer(&mut self.buf, head_request, raw)? {
-                Parsed::Head(head) => return Ok(head),
-                Parsed::Interim => continue,
-                Parsed::Partial => {}
+            // A pooled connection's buffer is empty when its request is sent: nothing to parse.
+            if !self.buf.is_empty() {
+                match head::parse_answer(&mut self.buf, head_request, raw)? {
+                    Parsed::Head(head) => return Ok(head),
+                    Parsed::Interim => continue,
+                    Parsed::Partial => {}
+                }
             }
             if poll_fn(|cx| self.poll_fill(cx)).await? == 0 {
                 return Err(match self.buf.is_empty() {
