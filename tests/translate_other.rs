@@ -223,6 +223,45 @@ async fn an_empty_list_is_an_empty_array() {
     assert_eq!(backend.last().uri, "/api/tags");
 }
 
+/// A model listing is lingo's own request: none of the client's fields go up with it (its
+/// cookies, an organisation header, another key), whatever connection the client came on;
+/// a translated chat completion, made for the client, carries its end-to-end fields.
+#[tokio::test]
+async fn a_model_listing_carries_none_of_the_clients_fields() {
+    let backend = Backend::json(200, r#"{"models":[]}"#).await;
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  models:\n    url: {}\n    speaks: native\n\
+         routes:\n  - {{ prefix: /v1, speaks: chat-completions, to: models }}\n",
+        backend.url()
+    )))
+    .await;
+    let theirs = [
+        ("cookie", "session=1"),
+        ("openai-organization", "org-1"),
+        ("x-secret", "s"),
+    ];
+    for path in ["/v1/models", "/v1/models/m"] {
+        send(request(Method::GET, &lingo.url(path), &theirs, "")).await;
+        let seen = backend.last();
+        for (name, _) in theirs {
+            assert!(!seen.headers.contains_key(name), "{path}: {name} went up");
+        }
+    }
+    let chat = request(
+        Method::POST,
+        &lingo.url("/v1/chat/completions"),
+        &theirs,
+        &chat_body(false),
+    );
+    send(chat).await;
+    let seen = backend.last();
+    assert_eq!(seen.uri, "/api/chat");
+    assert_eq!(
+        seen.headers["x-secret"], "s",
+        "a translated request's own fields go up"
+    );
+}
+
 #[tokio::test]
 async fn one_model_by_id_alias_or_slashed_name() {
     let lingo = models_lingo("    mock: {}\n", "").await;

@@ -1,6 +1,7 @@
 //! Hop-by-hop fields (RFC 9110 §7.6.1): meaningful to one connection only, so a proxy never
-//! passes them on. Read two ways: from a map, and from a head's bytes as read (an answer whose
-//! fields lingo passes on without building a map of them, see `h1::raw`). Pure.
+//! passes them on. Read two ways: from a map, and from a head's bytes as read (a
+//! passed-through answer's or a served request's, kept without a map: see `h1::raw`); and
+//! the comparison of a name as read with a map's name that both use. Pure.
 
 use hyper::HeaderMap;
 use hyper::header::{
@@ -41,15 +42,20 @@ pub fn is_hop_by_hop(name: &[u8]) -> bool {
 }
 
 /// Whether the field name `read` (as read, in any case) is `known` (a map's name, which is
-/// lowercase: only the name read needs lowering).
+/// always lowercase: only the name read needs lowering).
 #[inline]
 pub fn is(read: &[u8], known: &HeaderName) -> bool {
     is_lowered(read, known.as_str().as_bytes())
 }
 
-/// [`is`], for a name already lowercase (ASCII): `known.as_str()` made once, not per field.
+/// [`is`], for a name already lowercase (ASCII; a `HeaderName`'s bytes): `known.as_str()`
+/// made once, not per field.
 #[inline]
 pub fn is_lowered(read: &[u8], lower: &[u8]) -> bool {
+    debug_assert!(
+        !lower.iter().any(u8::is_ascii_uppercase),
+        "{lower:?} is not lowercase"
+    );
     read.len() == lower.len() && eq_lowered(read, lower)
 }
 

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hyper::Request;
 use hyper::header::{HOST, HeaderValue};
+use hyper::{HeaderMap, Request};
 
 use crate::base::dialect::{self, Dialect};
 use crate::base::ids;
@@ -51,7 +51,7 @@ pub struct Exchange<'a> {
     /// The `Host` the client addressed (the `:authority` on HTTP/2).
     pub client_host: Option<HeaderValue>,
     /// The client's fields kept as read (`http::h1::raw`), which its request's map does not
-    /// hold: the header rules forward them from here (`upstream::headers::Forwarding`).
+    /// hold (see [`Exchange::client_fields`]).
     pub raw_fields: Option<&'a Raw>,
     /// The request asks for a WebSocket upgrade.
     pub upgrade: bool,
@@ -127,6 +127,14 @@ impl<'a> Exchange<'a> {
     /// only by the runs that rewrite them.
     pub fn public_base(&self) -> String {
         public_base(&self.snapshot.table, self.conn, self.client_host.as_ref())
+    }
+
+    /// The client's fields: those kept as read, or else `map` (its request's).
+    pub fn client_fields<'m>(&self, map: &'m HeaderMap) -> Fields<'m>
+    where
+        'a: 'm,
+    {
+        Fields::new(map, self.raw_fields)
     }
 
     /// The normalised path, without the query.

@@ -43,9 +43,10 @@ pub struct Forwarding<'a> {
     /// The answer goes to the client unchanged: lingo's own client may keep its fields as
     /// read (`http::h1::raw`), and whoever reads them materializes them first.
     pub raw_answer: bool,
-    /// The client's fields kept as read, which the request's map does not hold: forwarded by
-    /// the same rules as the map's (written as they are by lingo's own client, put in the
-    /// map by [`to_upstream`] otherwise).
+    /// The client's fields kept as read (its request's map then empty), when they go up with
+    /// this request (a pass-through's, a translation's; not lingo's own, such as a model
+    /// listing): forwarded by the same rules as a map's (written as they are by lingo's own
+    /// client, put in the map by [`to_upstream`] otherwise).
     pub raw_fields: Option<&'a Raw>,
 }
 

@@ -1,6 +1,7 @@
 //! A head's fields (RFC 9112 §5), read the same way for the requests lingo serves and the
-//! answers it reads: built into a map from one frozen copy of the head, and what they say
-//! about framing and persistence noted as the map is built. Pure.
+//! answers it reads: where each sits in one frozen copy of the head, built into a map from it
+//! (when they are not kept as read: `h1::raw`), and what they say about framing and
+//! persistence. Pure.
 
 use std::ops::Range;
 

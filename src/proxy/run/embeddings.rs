@@ -26,7 +26,7 @@ pub async fn handle(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let (index, upstream, model) = target(x, t.model(), Embeddings::UPSTREAM)?;
     let peer = x.snapshot.peer(index);
     if !peer.legacy_embeddings() {
-        let answers = send_all(x, index, &parts.headers, t.calls(&model)).await;
+        let answers = send_all(x, index, x.client_fields(&parts.headers), t.calls(&model)).await;
         if let Some(answers) = unless_missing(upstream, answers, &t).await? {
             return answered(x, upstream, &t, answers).await;
         }
@@ -34,7 +34,7 @@ pub async fn handle(x: &Exchange<'_>, req: Request<Body>) -> Answer {
         peer.learn_legacy_embeddings();
     }
     t = t.legacy();
-    let answers = send_all(x, index, &parts.headers, t.calls(&model)).await;
+    let answers = send_all(x, index, x.client_fields(&parts.headers), t.calls(&model)).await;
     let answers = checked(upstream, answers, &t).await?;
     answered(x, upstream, &t, answers).await
 }

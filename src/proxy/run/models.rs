@@ -23,7 +23,7 @@ pub async fn list(call: &Exchange<'_>) -> Answer {
         upstream,
         client,
         Method::GET,
-        &HeaderMap::new(),
+        (&HeaderMap::new()).into(),
         "/api/tags",
         Bytes::new(),
     )
@@ -55,7 +55,7 @@ pub async fn one(call: &Exchange<'_>, path: &str) -> Answer {
         upstream,
         client,
         Method::POST,
-        &HeaderMap::new(),
+        (&HeaderMap::new()).into(),
         "/api/show",
         body,
     )

@@ -16,6 +16,7 @@ use super::translate::{run, streaming, target};
 use crate::base::ids;
 use crate::error::ProxyError;
 use crate::http::body::Body;
+use crate::http::fields::Fields;
 use crate::proxy::exchange::Exchange;
 use crate::translate::Translation;
 use crate::translate::models::rfc3339_nanos;
@@ -30,7 +31,12 @@ pub async fn chat(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let body = read_body(body, x.route.max_body).await?;
     let mut call_ids = || format!("call_{}", &ids::random_hex()[..24]);
     let request = native::chat::request(&body, x.route.extras, &mut call_ids).map_err(refused)?;
-    generation(x, &parts.headers, Generation::chat(request, now)).await
+    generation(
+        x,
+        x.client_fields(&parts.headers),
+        Generation::chat(request, now),
+    )
+    .await
 }
 
 /// Serves `/api/generate`.
@@ -39,7 +45,12 @@ pub async fn generate(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let (parts, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let request = native::generate::request(&body, x.route.extras).map_err(refused)?;
-    generation(x, &parts.headers, Generation::generate(request, now)).await
+    generation(
+        x,
+        x.client_fields(&parts.headers),
+        Generation::generate(request, now),
+    )
+    .await
 }
 
 /// Serves `/api/embed` (`legacy: false`) and `/api/embeddings` (`legacy: true`).
@@ -57,11 +68,11 @@ pub async fn embed(x: &Exchange<'_>, req: Request<Body>, legacy: bool) -> Answer
         target(x, t.model(), Embed::UPSTREAM)?;
         return Ok(json(empty));
     }
-    run(x, &parts.headers, t).await
+    run(x, x.client_fields(&parts.headers), t).await
 }
 
 /// Runs a chat or generate translation, or answers a load-only request itself.
-async fn generation(x: &Exchange<'_>, headers: &hyper::HeaderMap, t: Generation) -> Answer {
+async fn generation(x: &Exchange<'_>, headers: Fields<'_>, t: Generation) -> Answer {
     log_dropped(t.request());
     if t.request().load_only() {
         target(x, t.model(), Generation::UPSTREAM)?;

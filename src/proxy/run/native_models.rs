@@ -76,7 +76,7 @@ async fn get(
         upstream,
         client,
         Method::GET,
-        &headers,
+        (&headers).into(),
         path,
         Bytes::new(),
     )

@@ -67,6 +67,8 @@ where
     // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
     rules.identity = web_data || call.upstream.auth.is_some();
     rules.raw_answer = raw && !web_data;
+    // The client's own fields, kept as read, go up with its request.
+    rules.raw_fields = call.raw_fields;
     let waiting = call.stats.waiting();
     let response = call
         .client
@@ -132,7 +134,7 @@ pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forward
         identity: false,
         json: false,
         raw_answer: false,
-        raw_fields: call.raw_fields,
+        raw_fields: None,
     }
 }
 

@@ -3,11 +3,12 @@
 //! re-telling an upstream's error.
 
 use bytes::Bytes;
-use hyper::header::{HeaderMap, HeaderValue, RETRY_AFTER};
+use hyper::header::{HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode, Version};
 
 use crate::error::ProxyError;
 use crate::http::body::{Body, read_all};
+use crate::http::fields::Fields;
 use crate::http::idle::Idle;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
@@ -44,13 +45,14 @@ pub fn resolve<'a>(call: &'a Exchange<'_>, model: &str) -> (usize, &'a Upstream,
 
 /// Sends one native JSON request (`POST path`) to an upstream, with the same header rules as
 /// pass-through (the client's end-to-end headers, forwarding headers, request id, the
-/// upstream's key instead of the client's). The answer's body is under the upstream's idle
-/// limit.
+/// upstream's key instead of the client's). `client_fields` are the client's fields that go
+/// along (`Exchange::client_fields`), or an empty map for a request the client's fields have
+/// no part in. The answer's body is under the upstream's idle limit.
 pub async fn send_native(
     call: &Exchange<'_>,
     upstream: &Upstream,
     client: &UpstreamClient,
-    client_headers: &HeaderMap,
+    client_fields: Fields<'_>,
     path: &str,
     body: Bytes,
 ) -> Result<Response<Body>, ProxyError> {
@@ -59,7 +61,7 @@ pub async fn send_native(
         upstream,
         client,
         Method::POST,
-        client_headers,
+        client_fields,
         path,
         body,
     )
@@ -72,7 +74,7 @@ pub async fn send(
     upstream: &Upstream,
     client: &UpstreamClient,
     method: Method,
-    client_headers: &HeaderMap,
+    client_fields: Fields<'_>,
     path: &str,
     body: Bytes,
 ) -> Result<Response<Body>, ProxyError> {
@@ -88,7 +90,11 @@ pub async fn send(
     *request.method_mut() = method;
     *request.uri_mut() = upstream::request_uri(upstream, path);
     *request.version_mut() = Version::HTTP_11;
-    *request.headers_mut() = client_headers.clone();
+    match client_fields {
+        Fields::Map(map) => *request.headers_mut() = map.clone(),
+        // Forwarded by the header rules, as a pass-through's are.
+        Fields::Raw(raw) => rules.raw_fields = Some(raw),
+    }
     let waiting = call.stats.waiting();
     let response = client.send(upstream, request, &rules, u64::MAX).await;
     drop(waiting);

@@ -16,11 +16,12 @@ use std::future::Future;
 use std::pin::Pin;
 
 use bytes::Bytes;
-use hyper::{HeaderMap, Method, Request, Response};
+use hyper::{Method, Request, Response};
 
 use super::shared::{bad_gateway, json, send, upstream_failure, whole};
 use crate::error::ProxyError;
 use crate::http::body::Body;
+use crate::http::fields::Fields;
 use crate::http::join::join_all;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass;
@@ -39,7 +40,7 @@ pub async fn handle(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<
     }
     let own_index = call.route.upstream;
     let (aliases, others) = plan(&call.snapshot.table, own_index);
-    let headers = req.headers();
+    let headers = call.client_fields(req.headers());
     let own = fetch(call, own_index, headers, &call.path_and_query);
     let other_fetches: Vec<Pin<Box<dyn Future<Output = Fetched> + Send + '_>>> = others
         .iter()
@@ -95,7 +96,7 @@ fn plan(table: &RouteTable, own_index: usize) -> (Vec<(&str, &ModelAlias)>, Vec<
 /// One upstream's `/api/tags`, read whole (under `limits.max_answer`), with the client's
 /// end-to-end headers and the upstream's own key. An error answer becomes the error
 /// pass-through would show: its status and message, the upstream's key redacted.
-async fn fetch(call: &Exchange<'_>, index: usize, headers: &HeaderMap, path: &str) -> Fetched {
+async fn fetch(call: &Exchange<'_>, index: usize, headers: Fields<'_>, path: &str) -> Fetched {
     let upstream = call.snapshot.table.upstream(index);
     let client = &call.snapshot.peer(index).client;
     let answer = send(

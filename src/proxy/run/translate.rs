@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderValue};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response};
 
 use super::reframe::{Closing, Merged, Reframe};
@@ -18,6 +18,7 @@ use crate::base::dialect::Dialect;
 use crate::base::ids;
 use crate::error::ProxyError;
 use crate::http::body::Body;
+use crate::http::fields::Fields;
 use crate::http::join::join_all;
 use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
@@ -37,7 +38,7 @@ pub async fn chat(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     };
     let request = chat::request(&body, &defaults).map_err(invalid)?;
     let meta = meta("chatcmpl", request.model());
-    run(x, &parts.headers, Chat::new(request, meta)).await
+    run(x, x.client_fields(&parts.headers), Chat::new(request, meta)).await
 }
 
 /// Serves `/v1/completions`.
@@ -46,11 +47,16 @@ pub async fn completions(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let body = read_body(body, x.route.max_body).await?;
     let request = completions::request(&body, &x.route.options).map_err(invalid)?;
     let meta = meta("cmpl", &request.model);
-    run(x, &parts.headers, Completions::new(request, meta)).await
+    run(
+        x,
+        x.client_fields(&parts.headers),
+        Completions::new(request, meta),
+    )
+    .await
 }
 
 /// Runs a translation: its upstream requests, then its streamed or whole answer.
-pub async fn run<T: Translation>(x: &Exchange<'_>, headers: &HeaderMap, mut t: T) -> Answer {
+pub async fn run<T: Translation>(x: &Exchange<'_>, headers: Fields<'_>, mut t: T) -> Answer {
     let (index, upstream, model) = target(x, t.model(), T::UPSTREAM)?;
     let calls = t.calls(&model);
     let answers = send_all(x, index, headers, calls).await;
@@ -85,7 +91,7 @@ pub fn target<'a>(
 pub async fn send_all(
     x: &Exchange<'_>,
     index: usize,
-    headers: &HeaderMap,
+    headers: Fields<'_>,
     calls: Vec<UpstreamCall>,
 ) -> Vec<Answer> {
     let peer = x.snapshot.peer(index);

@@ -52,7 +52,7 @@ async fn open(
     let client_upgrade = upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
     // The handshake is made in the map (hyper's client writes it): the client's fields kept
-    // as read go there first, and the rules below find them there.
+    // as read go there first.
     if let Some(raw) = call.raw_fields {
         raw.fill_map(&mut parts.headers);
     }
@@ -61,11 +61,7 @@ async fn open(
     }
     let offer = parts.headers.get(SEC_WEBSOCKET_PROTOCOL).cloned();
     parts.version = hyper::Version::HTTP_11;
-    let rules = headers::Forwarding {
-        raw_fields: None,
-        ..forwarding(call, true)
-    };
-    headers::to_upstream(&mut parts.headers, &rules);
+    headers::to_upstream(&mut parts.headers, &forwarding(call, true));
     // The handshake goes up without a body, so it must not announce one.
     parts.headers.remove(hyper::header::CONTENT_LENGTH);
     let keys: Vec<&str> = (call.snapshot.table.clients.iter())

@@ -46,7 +46,7 @@ pub async fn v1(x: &Exchange<'_>, req: Request<Body>) -> Answer {
         x.upstream,
         &peer.client,
         parts.method,
-        &parts.headers,
+        x.client_fields(&parts.headers),
         &route.path_and_query,
         up,
     );
