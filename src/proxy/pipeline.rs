@@ -50,8 +50,8 @@ pub async fn handle(
 ) -> Response<Body> {
     // The fields of a request kept as read (`http::h1::raw`) come in its body's box; they are
     // kept here, beside it, until its answer's head.
-    let raw = req.body_mut().take_raw();
-    let fields = Fields::new(req.headers(), raw.as_deref());
+    let kept = req.body_mut().take_raw();
+    let fields = Fields::new(req.headers(), kept.as_deref());
     let mut arrival = Arrival::new(&req, fields);
     let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
     if let Err(why) = framing::check(req.version(), fields) {
@@ -64,7 +64,7 @@ pub async fn handle(
         Err(err) => (None, Some(err)),
     };
     let snapshot = reloader.snapshot();
-    let request = (&*reloader, &*snapshot, &*conn, (req, raw.as_deref()));
+    let request = (&*reloader, &*snapshot, &*conn, (req, kept.as_deref()));
     // Not boxed on its own: this whole future is (see [`boxed`]), and freed at the answer's
     // head.
     let result = phases(request, refused, &mut arrival, &mut log).await;

@@ -13,9 +13,10 @@
 //!
 //! A request read by lingo's HTTP/1.1 server keeps its fields the same way (its map, built,
 //! searched and dropped, was 2,600 of a pass-through's 26,500): the phases before a plan read
-//! them through `http::fields::Fields`, a pass-through's upstream head is written from them
-//! (`upstream::h1::head`), and every other way a request goes has them made into its map
-//! first ([`Raw::fill_map`]).
+//! them through `http::fields::Fields`; the header rules forward them
+//! (`upstream::headers::Forwarding::raw_fields`: written as they are by lingo's own client,
+//! `upstream::h1::head`, put in the map for the others, [`Raw::fill_map`]); the WebSocket
+//! tunnel, which reads them itself, puts them in its map first.
 //!
 //! Only answers lingo's own client (plain `http://`, HTTP/1.1 upstreams) reads for a
 //! pass-through to an HTTP/1.x client, and only requests lingo's HTTP/1.1 server reads, carry
