@@ -149,6 +149,16 @@ impl Facts {
         self.noted(which, value);
     }
 
+    /// What the fields at `spans` of `head` say, read as they are (for fields kept as read,
+    /// which no map notes).
+    pub fn of_spans(head: &[u8], spans: &[Span]) -> Facts {
+        let mut facts = Facts::default();
+        for (name, value) in spans {
+            facts.note_raw(&head[name.clone()], &head[value.clone()]);
+        }
+        facts
+    }
+
     /// Reads the value of a field [`Facts`] reads, as bytes (a value made `str` and split
     /// by `str`'s searchers cost a request 600 instructions).
     #[inline]

@@ -161,18 +161,15 @@ fn field_section(
     bytes: Bytes,
     spans: &[Span],
 ) -> Result<(HeaderMap, Option<Box<Raw>>, Facts), Refusal> {
-    let mut facts = Facts::default();
-    for (name, value) in spans {
-        facts.note_raw(&bytes[name.clone()], &bytes[value.clone()]);
-    }
-    let chunked = facts.chunked.is_some();
     if Raw::fits(spans, &bytes) {
-        let raw = Raw::new(bytes, spans, chunked);
+        let facts = Facts::of_spans(&bytes, spans);
+        let raw = Raw::new(bytes, spans, facts.chunked.is_some());
         return Ok((HeaderMap::new(), raw, facts));
     }
-    let mut headers = to_map(&bytes, spans, 0, &mut Facts::default())
-        .map_err(|e| Refusal::Malformed(e.to_string()))?;
-    if chunked {
+    let mut facts = Facts::default();
+    let mut headers =
+        to_map(&bytes, spans, 0, &mut facts).map_err(|e| Refusal::Malformed(e.to_string()))?;
+    if facts.chunked.is_some() {
         headers.remove(CONTENT_LENGTH);
     }
     Ok((headers, None, facts))

@@ -215,14 +215,10 @@ fn kept(
     raw: bool,
     facts: &mut Facts,
 ) -> Result<(HeaderMap, Option<Box<Raw>>), HeadError> {
-    if raw {
-        for (name, value) in spans {
-            facts.note_raw(&bytes[name.clone()], &bytes[value.clone()]);
-        }
-        if let Some(raw) = Raw::new(bytes.clone(), spans, facts.chunked.is_some()) {
-            return Ok((HeaderMap::with_capacity(ANSWER_ADDS), Some(raw)));
-        }
-        *facts = Facts::default();
+    if raw && Raw::fits(spans, &bytes) {
+        *facts = Facts::of_spans(&bytes, spans);
+        let raw = Raw::new(bytes, spans, facts.chunked.is_some());
+        return Ok((HeaderMap::with_capacity(ANSWER_ADDS), raw));
     }
     Ok((to_map(&bytes, spans, ANSWER_ADDS, facts)?, None))
 }

@@ -246,10 +246,7 @@ pub(crate) fn spans_of(section: &str) -> (Bytes, Vec<Span>, super::fields::Facts
     };
     let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
     let spans = spans(&head, parsed, &mut room, &mut heap).to_vec();
-    let mut facts = Facts::default();
-    for (name, value) in &spans {
-        facts.note_raw(&head[name.clone()], &head[value.clone()]);
-    }
+    let facts = Facts::of_spans(&head, &spans);
     (head, spans, facts)
 }
 
