@@ -18,6 +18,7 @@ use super::{respond, run};
 use crate::admin::Builtin;
 use crate::auth;
 use crate::base::dialect::{self, Dialect};
+use crate::base::pinned;
 use crate::error::ProxyError;
 use crate::http::batch::Batch;
 use crate::http::body::Body;
@@ -39,7 +40,7 @@ pub fn boxed(
     conn: Arc<ConnInfo>,
     req: Request<Body>,
 ) -> Pin<Box<impl Future<Output = Response<Body>> + Send>> {
-    Box::pin(handle(reloader, conn, req))
+    pinned::boxed(handle(reloader, conn, req))
 }
 
 /// Serves one request; never fails (errors are answers).
