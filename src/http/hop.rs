@@ -106,6 +106,14 @@ pub fn names(value: &[u8], name: &[u8]) -> bool {
         .any(|token| token.trim_ascii().eq_ignore_ascii_case(name))
 }
 
+/// `a` against `b` as if both were lowercase: the order in which a name is found among
+/// others whatever its case.
+pub fn cmp_ignoring_case(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a.iter()
+        .map(u8::to_ascii_lowercase)
+        .cmp(b.iter().map(u8::to_ascii_lowercase))
+}
+
 /// The fields a message's `Connection` header names (RFC 9110 §7.6.1): hop-by-hop too. Read
 /// as bytes, as [`names`] reads them: a value with other text besides its names still names
 /// them.
