@@ -40,7 +40,7 @@ pub fn boxed(
     conn: Arc<ConnInfo>,
     req: Request<Body>,
 ) -> Pin<Box<impl Future<Output = Response<Body>> + Send>> {
-    pinned::boxed(handle(reloader, conn, req))
+    pinned::boxed(|| handle(reloader, conn, req))
 }
 
 /// Serves one request; never fails (errors are answers).

@@ -44,27 +44,29 @@ pub type Running<'a> =
 /// hold the plan and the request beside the box, in every request's pipeline state.
 pub fn run<'a>(plan: Plan, x: &'a Exchange<'_>, req: Request<Body>) -> Running<'a> {
     match plan {
-        Plan::Translate(Endpoint::ChatCompletions) => pinned::boxed(translate::chat(x, req)),
-        Plan::Translate(Endpoint::Completions) => pinned::boxed(translate::completions(x, req)),
-        Plan::Translate(Endpoint::Embeddings) => pinned::boxed(embeddings::handle(x, req)),
-        Plan::Translate(Endpoint::Models) => pinned::boxed(models::list(x)),
-        Plan::Translate(Endpoint::Model) => pinned::boxed(models::one(x, x.path())),
-        Plan::Translate(Endpoint::NativeChat) => pinned::boxed(native::chat(x, req)),
-        Plan::Translate(Endpoint::NativeGenerate) => pinned::boxed(native::generate(x, req)),
-        Plan::Translate(Endpoint::NativeEmbed) => pinned::boxed(native::embed(x, req, false)),
-        Plan::Translate(Endpoint::NativeEmbeddings) => pinned::boxed(native::embed(x, req, true)),
-        Plan::Translate(Endpoint::NativeTags) => pinned::boxed(native_models::tags(x)),
-        Plan::Translate(Endpoint::NativeShow) => pinned::boxed(native_models::show(x, req)),
+        Plan::Translate(Endpoint::ChatCompletions) => pinned::boxed(|| translate::chat(x, req)),
+        Plan::Translate(Endpoint::Completions) => pinned::boxed(|| translate::completions(x, req)),
+        Plan::Translate(Endpoint::Embeddings) => pinned::boxed(|| embeddings::handle(x, req)),
+        Plan::Translate(Endpoint::Models) => pinned::boxed(|| models::list(x)),
+        Plan::Translate(Endpoint::Model) => pinned::boxed(|| models::one(x, x.path())),
+        Plan::Translate(Endpoint::NativeChat) => pinned::boxed(|| native::chat(x, req)),
+        Plan::Translate(Endpoint::NativeGenerate) => pinned::boxed(|| native::generate(x, req)),
+        Plan::Translate(Endpoint::NativeEmbed) => pinned::boxed(|| native::embed(x, req, false)),
+        Plan::Translate(Endpoint::NativeEmbeddings) => {
+            pinned::boxed(|| native::embed(x, req, true))
+        }
+        Plan::Translate(Endpoint::NativeTags) => pinned::boxed(|| native_models::tags(x)),
+        Plan::Translate(Endpoint::NativeShow) => pinned::boxed(|| native_models::show(x, req)),
         Plan::Translate(Endpoint::NativePs) => {
-            pinned::boxed(std::future::ready(native_models::ps()))
+            pinned::boxed(|| std::future::ready(native_models::ps()))
         }
         Plan::Translate(Endpoint::NativeVersion) => {
-            pinned::boxed(std::future::ready(native_models::version()))
+            pinned::boxed(|| std::future::ready(native_models::version()))
         }
-        Plan::Translate(Endpoint::WebDataV1) => pinned::boxed(webdata::v1(x, req)),
-        Plan::Tunnel => pinned::boxed(tunnel::proxy(x, req)),
-        Plan::ListTags => pinned::boxed(tags::handle(x, req)),
-        Plan::Rename => pinned::boxed(rename::handle(x, req)),
-        Plan::Pass => pinned::boxed(pass::relay(x, req)),
+        Plan::Translate(Endpoint::WebDataV1) => pinned::boxed(|| webdata::v1(x, req)),
+        Plan::Tunnel => pinned::boxed(|| tunnel::proxy(x, req)),
+        Plan::ListTags => pinned::boxed(|| tags::handle(x, req)),
+        Plan::Rename => pinned::boxed(|| rename::handle(x, req)),
+        Plan::Pass => pinned::boxed(|| pass::relay(x, req)),
     }
 }
