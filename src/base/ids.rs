@@ -26,7 +26,7 @@ pub fn prefixed(prefix: &str) -> String {
 /// allocation but the one that holds it.
 ///
 /// The first half is SipHash of a counter, keyed per process: unguessable. The second is a
-/// keyed bijection of the same counter ([`scramble`]): unique, so two ids of one process
+/// keyed bijection of the same counter (`scramble`): unique, so two ids of one process
 /// never share it (64 hashed bits alone could, after billions). One SipHash run where two
 /// were: a request id cost ~400 instructions.
 pub fn random_id() -> [u8; 32] {
@@ -195,5 +195,11 @@ mod tests {
             ids.iter()
                 .all(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()))
         );
+        // Each half on its own differs from id to id: the hash's, and the bijection's.
+        for half in [0..16, 16..32] {
+            let halves: std::collections::HashSet<_> =
+                ids.iter().map(|id| &id[half.clone()]).collect();
+            assert_eq!(halves.len(), 1000, "{half:?}");
+        }
     }
 }

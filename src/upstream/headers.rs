@@ -121,7 +121,7 @@ pub fn to_upstream(headers: &mut HeaderMap, fwd: &Forwarding<'_>) {
     let named = connection_named(headers);
     let dropped: Vec<HeaderName> = headers
         .keys()
-        .filter(|name| fwd.drops(name) || named.contains(name))
+        .filter(|name| fwd.drops(name) || named.contains(*name))
         .cloned()
         .collect();
     for name in dropped {

@@ -52,7 +52,7 @@ fn sections() -> Vec<String> {
         .map(|i| format!("x-{i}: {i}\r\n"))
         .collect();
     let long = format!(
-        "Connection: {tokens}X-3 ,  x-12\r\nX-3: again\r\nconnection: ,, X-2{},keep-alive\r\n\
+        "Connection: {tokens}X-3 ,  x-12\r\nX-3: again\r\nconnection: ,, X-{},keep-alive, x-3\r\n\
          {fewer}Date: a\r\n\r\n",
         MAX_RAW - 4
     );
