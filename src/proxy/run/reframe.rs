@@ -28,6 +28,7 @@ use crate::observe::{Outcome, RequestStats};
 use crate::proxy::respond;
 use crate::table::Upstream;
 use crate::translate::LineTranslator;
+use crate::translate::frames::Frames;
 use crate::translate::ndjson::{FrameError, LineFramer};
 
 /// What is sent after every stream of a request ended cleanly, given the request's usage
@@ -51,7 +52,7 @@ pin_project! {
         inner: Body,
         framer: LineFramer,
         translator: T,
-        queue: VecDeque<Bytes>,
+        queue: Frames,
         state: State,
         // The upstream's key, kept out of the error messages lingo re-tells.
         key: Option<Secret>,
@@ -91,7 +92,7 @@ impl<T: LineTranslator> Reframe<T> {
             inner,
             framer: LineFramer::new(max_line),
             translator,
-            queue: VecDeque::new(),
+            queue: Frames::default(),
             state: State::Streaming,
             key: None,
             stats: None,
@@ -167,7 +168,7 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
                         stats.stream_failed(outcome, &message);
                     }
                     this.queue
-                        .push_back(respond::stream_error(this.translator.dialect(), &message));
+                        .push(respond::stream_error(this.translator.dialect(), &message));
                     *this.state = State::Failed;
                 }
             }
@@ -181,10 +182,15 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
 
 /// The queued frames, as one: the events one upstream read brought leave together, and the
 /// layers above (the merge, the record, the batch) handle them once rather than once a token.
-/// Nothing waits (only what is queued is joined), a joined frame stays under
-/// [`MAX_JOINED`](crate::http::batch::MAX_JOINED), as the batch's do, and a frame that large
-/// on its own is not copied.
-fn take_queued(queue: &mut VecDeque<Bytes>) -> Option<Bytes> {
+/// Nothing waits (only what is queued is joined). Frames the translator wrote in place are
+/// one frame already; frames made whole (an error, a closing) are joined while they stay
+/// under [`MAX_JOINED`](crate::http::batch::MAX_JOINED), as the batch's do, and a frame that
+/// large on its own is not copied.
+fn take_queued(frames: &mut Frames) -> Option<Bytes> {
+    if let Some(written) = frames.take_written() {
+        return Some(written);
+    }
+    let queue = frames.whole_mut();
     let (count, len) = joinable(queue.iter().map(Bytes::len));
     if count < 2 {
         return queue.pop_front();
@@ -200,7 +206,7 @@ fn take_queued(queue: &mut VecDeque<Bytes>) -> Option<Bytes> {
 fn drain<T: LineTranslator>(
     framer: &mut LineFramer,
     translator: &mut T,
-    queue: &mut VecDeque<Bytes>,
+    queue: &mut Frames,
 ) -> Result<(), Failure> {
     while let Some(line) = framer.next_line() {
         let line = line.map_err(Failure::framing)?;
@@ -213,7 +219,7 @@ fn drain<T: LineTranslator>(
 fn end<T: LineTranslator>(
     framer: &mut LineFramer,
     translator: &mut T,
-    queue: &mut VecDeque<Bytes>,
+    queue: &mut Frames,
 ) -> Result<(), Failure> {
     drain(framer, translator, queue)?;
     if let Some(line) = framer.finish() {
@@ -332,9 +338,10 @@ mod tests {
     #[test]
     fn queued_frames_are_joined_up_to_the_cap() {
         let big = Bytes::from(vec![b'x'; MAX_JOINED]);
-        let mut queue: VecDeque<Bytes> = ["a", "bc", "d"].into_iter().map(Bytes::from).collect();
-        queue.push_back(big.clone());
-        queue.push_back(Bytes::from("e"));
+        let mut queue = Frames::default();
+        queue.extend(["a", "bc", "d"].into_iter().map(Bytes::from));
+        queue.push(big.clone());
+        queue.push(Bytes::from("e"));
         assert_eq!(take_queued(&mut queue).unwrap(), "abcd");
         let alone = take_queued(&mut queue).unwrap();
         assert_eq!(
@@ -359,6 +366,30 @@ mod tests {
                 .collect(),
         );
         Reframe::new(body, 1 << 20, ChatStream::new(&meta, 0, false))
+    }
+
+    /// The frames of the lines one read brought leave as one frame, written in place: the
+    /// same bytes, in the same order, as each line's frames made whole.
+    #[test]
+    fn the_frames_of_one_read_leave_together_as_written() {
+        const LINES: &str = concat!(
+            "{\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"done\":false}\n",
+            "{\"message\":{\"role\":\"assistant\",\"content\":\"ho\"},\"done\":false}\n",
+            "{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"eval_count\":2}\n",
+        );
+        let mut body = pin!(chat(&[LINES]));
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut frames = Vec::new();
+        while let Poll::Ready(Some(frame)) = http_body::Body::poll_frame(body.as_mut(), &mut cx) {
+            frames.push(frame.unwrap().into_data().unwrap());
+        }
+        let mut one_by_one = chat(&[]).translator;
+        let whole: Vec<Bytes> = LINES
+            .split_inclusive('\n')
+            .flat_map(|line| one_by_one.on_line(line.as_bytes()).unwrap())
+            .collect();
+        assert_eq!(whole.len(), 3, "role and hi, ho, the finish");
+        assert_eq!(frames, [whole.concat()]);
     }
 
     /// One read that brings tokens and then the stream's failure: the failure's error frame

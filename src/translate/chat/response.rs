@@ -6,14 +6,13 @@
 //! `finish_reason`, and the usage chunk when asked for. `reasoning` comes back both as
 //! `reasoning` and `reasoning_content`, the two names clients read.
 
-use std::collections::VecDeque;
-
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::native::{self, Event};
 pub use crate::base::usage::{Tally, Usage};
+use crate::translate::frames::FrameSink;
 use crate::translate::translation::{FINGERPRINT, Meta, call_id};
 
 impl Usage {
@@ -303,14 +302,14 @@ impl ChatStream {
 
     /// The frames for one native line.
     pub fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, StreamError> {
-        let mut frames = VecDeque::new();
+        let mut frames = Vec::new();
         self.frames(line, &mut frames)?;
-        Ok(frames.into())
+        Ok(frames)
     }
 
-    /// [`ChatStream::on_line`], its frames put at the end of `frames` (a stream's queue: no
-    /// list made per line).
-    pub fn frames(&mut self, line: &[u8], frames: &mut VecDeque<Bytes>) -> Result<(), StreamError> {
+    /// [`ChatStream::on_line`], its frames written to `frames` (a stream's queue: in place,
+    /// no list or frame made per line).
+    pub fn frames(&mut self, line: &[u8], frames: &mut impl FrameSink) -> Result<(), StreamError> {
         if self.done {
             return Ok(());
         }
@@ -334,17 +333,17 @@ impl ChatStream {
                 reasoning_content: thinking,
                 tool_calls,
             };
-            frames.push_back(self.chunk(delta, None, event.logprobs));
+            self.chunk(delta, None, event.logprobs, frames);
             self.first_sent = true;
         }
         if event.done {
             self.done = true;
             let reason = finish_reason(event.done_reason.as_deref(), self.next_call > 0);
-            frames.push_back(self.chunk(Delta::default(), Some(reason), None));
+            self.chunk(Delta::default(), Some(reason), None, frames);
             let usage = Usage::of(&event);
             self.usage = Some(usage);
             if self.include_usage {
-                frames.push_back(self.usage_chunk(usage));
+                frames.write_frame(|out| self.write_frame(&[], Some(Some(usage)), out));
             }
         }
         Ok(())
@@ -364,44 +363,54 @@ impl ChatStream {
         self.usage
     }
 
+    /// One chunk of one choice, written to `frames`.
     fn chunk(
         &self,
         delta: Delta<'_>,
         finish_reason: Option<&'static str>,
         logprobs: Option<&RawValue>,
-    ) -> Bytes {
+        frames: &mut impl FrameSink,
+    ) {
         let choice = ChunkChoice {
             index: self.index,
             delta,
             logprobs: logprobs.map(|content| Logprobs { content }),
             finish_reason,
         };
-        self.frame(&[choice], self.include_usage.then_some(None))
+        frames.write_frame(|out| {
+            self.write_frame(&[choice], self.include_usage.then_some(None), out)
+        });
     }
 
     /// The chunk with `choices: []` and the usage.
     pub fn usage_chunk(&self, usage: Usage) -> Bytes {
-        self.frame(&[], Some(Some(usage)))
+        let mut out = Vec::new();
+        self.write_frame(&[], Some(Some(usage)), &mut out);
+        crate::translate::frozen(out)
     }
 
-    /// One SSE frame: the stream's head, then `choices` and, with `include_usage`, `usage`
-    /// (`null` on every chunk but the usage chunk, as the official API). The same bytes as
-    /// serialising the whole chunk each time.
-    fn frame(&self, choices: &[ChunkChoice<'_>], usage: Option<Option<Usage>>) -> Bytes {
-        let mut out = Vec::with_capacity(self.head.len() + 192);
+    /// One SSE frame, written onto the end of `out`: the stream's head, then `choices` and,
+    /// with `include_usage`, `usage` (`null` on every chunk but the usage chunk, as the
+    /// official API). The same bytes as serialising the whole chunk each time.
+    fn write_frame(
+        &self,
+        choices: &[ChunkChoice<'_>],
+        usage: Option<Option<Usage>>,
+        out: &mut Vec<u8>,
+    ) {
+        out.reserve(self.head.len() + 192);
         out.extend_from_slice(&self.head);
         if let [choice] = choices
             && choice.is_plain()
         {
-            choice.write_plain(&mut out);
+            choice.write_plain(out);
         } else {
-            field(&mut out, b"", choices);
+            field(out, b"", choices);
         }
         if let Some(usage) = usage {
-            field(&mut out, b",\"usage\":", &usage);
+            field(out, b",\"usage\":", &usage);
         }
         out.extend_from_slice(b"}\n\n");
-        crate::translate::frozen(out)
     }
 }
 

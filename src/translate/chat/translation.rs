@@ -2,14 +2,13 @@
 //! choice), each answer's stream through a [`ChatStream`], one usage chunk for all choices
 //! when several were asked for (as the official API sends), then `data: [DONE]`.
 
-use std::collections::VecDeque;
-
 use bytes::Bytes;
 
 use super::request::ChatRequest;
 use super::response::{ChatStream, completion, upstream_error};
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
+use crate::translate::frames::Frames;
 use crate::translate::sse;
 use crate::translate::translation::{LineTranslator, Meta, Translation, UpstreamCall};
 
@@ -76,7 +75,7 @@ impl LineTranslator for ChatStream {
         ChatStream::on_line(self, line).map_err(|e| e.to_string())
     }
 
-    fn frames(&mut self, line: &[u8], queue: &mut VecDeque<Bytes>) -> Result<(), String> {
+    fn frames(&mut self, line: &[u8], queue: &mut Frames) -> Result<(), String> {
         ChatStream::frames(self, line, queue).map_err(|e| e.to_string())
     }
 
