@@ -126,7 +126,7 @@ fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
 }
 
 /// An event read by [`Scan`], or `None` for serde to read (see `chat::native::scan`).
-fn scan(text: &str) -> Option<Event<'_>> {
+fn scan(text: &[u8]) -> Option<Event<'_>> {
     let mut event = Event {
         response: Cow::Borrowed(""),
         done: false,
@@ -139,14 +139,14 @@ fn scan(text: &str) -> Option<Event<'_>> {
     let mut scan = Scan::new(text);
     scan.object(|key, scan| {
         match key {
-            "response" => event.response = seen.first(0).and_then(|()| scan.str())?,
-            "done" => event.done = seen.first(1).and_then(|()| scan.bool())?,
-            "done_reason" => event.done_reason = seen.first(2).and_then(|()| scan.opt_str())?,
-            "prompt_eval_count" => {
+            b"response" => event.response = seen.first(0).and_then(|()| scan.str())?,
+            b"done" => event.done = seen.first(1).and_then(|()| scan.bool())?,
+            b"done_reason" => event.done_reason = seen.first(2).and_then(|()| scan.opt_str())?,
+            b"prompt_eval_count" => {
                 event.prompt_eval_count = seen.first(3).and_then(|()| scan.u64())?;
             }
-            "eval_count" => event.eval_count = seen.first(4).and_then(|()| scan.u64())?,
-            "error" => event.error = seen.first(5).and_then(|()| scan.opt_str())?,
+            b"eval_count" => event.eval_count = seen.first(4).and_then(|()| scan.u64())?,
+            b"error" => event.error = seen.first(5).and_then(|()| scan.opt_str())?,
             _ => scan.skip()?,
         }
         Some(())
@@ -411,7 +411,7 @@ mod tests {
             r#"{"model":"llama3.2","created_at":"2025-07-07T20:22:19.1Z","response":"","done":true,"done_reason":"stop","context":[128006,9125,128007],"total_duration":4883583458,"prompt_eval_count":26,"eval_count":282}"#,
         ];
         for line in real {
-            let event = scan(line).unwrap_or_else(|| panic!("not scanned: {line}"));
+            let event = scan(line.as_bytes()).unwrap_or_else(|| panic!("not scanned: {line}"));
             assert_eq!(format!("{event:?}"), serde(line).unwrap());
         }
         let keys = [
@@ -427,7 +427,7 @@ mod tests {
         ];
         let (mut scanned, cases) = (0, 20_000);
         for line in random_objects(&keys, &[], cases) {
-            if let Some(event) = scan(&line) {
+            if let Some(event) = scan(line.as_bytes()) {
                 scanned += 1;
                 assert_eq!(format!("{event:?}"), serde(&line).unwrap(), "{line}");
             }

@@ -41,14 +41,18 @@ pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result
     parse_json_or_scan(bytes, |_| None)
 }
 
-/// [`parse_json`], trying `scan` first (a [`scan::Scan`] of the shape lingo expects, which
-/// answers `None` where it is not sure that serde would read the same).
+/// [`parse_json`], trying `scan` first (a [`scan::Scan`] of the shape lingo expects, over the
+/// bytes as they are, which answers `None` where it is not sure that serde would read the
+/// same).
 pub fn parse_json_or_scan<'a, T: Deserialize<'a>>(
     bytes: &'a [u8],
-    scan: impl FnOnce(&'a str) -> Option<T>,
+    scan: impl FnOnce(&'a [u8]) -> Option<T>,
 ) -> serde_json::Result<T> {
+    if let Some(value) = scan(bytes) {
+        return Ok(value);
+    }
     match std::str::from_utf8(bytes) {
-        Ok(text) => scan(text).map_or_else(|| serde_json::from_str(text), Ok),
+        Ok(text) => serde_json::from_str(text),
         Err(_) => serde_json::from_slice(bytes),
     }
 }

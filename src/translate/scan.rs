@@ -4,8 +4,8 @@
 //! streamed translation's instructions), most of it generic visitor work for keys lingo
 //! ignores. This reads only what it is sure of, in one pass, and answers `None` ("not sure")
 //! for anything else: a nested value it does not expect, a number that is not a plain
-//! unsigned integer, a key with an escape, a field given twice, a lone surrogate, a raw
-//! control character, bytes after the object. The caller then lets serde read the line, so
+//! unsigned integer, a key with an escape or past ASCII, a field given twice, a lone
+//! surrogate, a raw control character, a string that is not UTF-8, bytes after the object. The caller then lets serde read the line, so
 //! an answer is never different from serde's: either the same value, or serde's own (value
 //! or error).
 
@@ -14,20 +14,22 @@ use std::borrow::Cow;
 /// Deepest nesting a skipped value may have before the scan leaves it to serde.
 const MAX_SKIP_DEPTH: usize = 16;
 
-/// A cursor over JSON text.
+/// A cursor over JSON text, as bytes: only the strings it gives are checked as UTF-8 (a line
+/// checked whole cost ~160 instructions, for the one string of it lingo reads), and any
+/// other string with a byte past ASCII is checked as it is read.
 #[derive(Debug)]
 pub struct Scan<'a> {
-    text: &'a str,
+    text: &'a [u8],
     at: usize,
 }
 
 impl<'a> Scan<'a> {
-    pub fn new(text: &'a str) -> Self {
+    pub fn new(text: &'a [u8]) -> Self {
         Scan { text, at: 0 }
     }
 
     fn bytes(&self) -> &'a [u8] {
-        self.text.as_bytes()
+        self.text
     }
 
     /// The next byte that is not JSON whitespace, left unread.
@@ -51,13 +53,13 @@ impl<'a> Scan<'a> {
     fn word(&mut self, word: &str) -> Option<()> {
         self.peek()?;
         self.text[self.at..]
-            .starts_with(word)
+            .starts_with(word.as_bytes())
             .then(|| self.at += word.len())
     }
 
     /// An object: `member` is called with each key and the scan at its value, which it must
     /// read (or answer `None`).
-    pub fn object(&mut self, mut member: impl FnMut(&str, &mut Self) -> Option<()>) -> Option<()> {
+    pub fn object(&mut self, mut member: impl FnMut(&[u8], &mut Self) -> Option<()>) -> Option<()> {
         self.list(b'{', b'}', |scan| {
             let key = scan.key()?;
             scan.eat(b':')?;
@@ -106,20 +108,32 @@ impl<'a> Scan<'a> {
         self.eat(b'"')?;
         let start = self.at;
         let end = self.plain_run(start);
-        match self.bytes().get(end)? {
-            b'"' => {
-                self.at = end + 1;
-                Some(Cow::Borrowed(&self.text[start..end]))
+        if *self.bytes().get(end)? == b'"' {
+            self.at = end + 1;
+            return std::str::from_utf8(&self.text[start..end])
+                .ok()
+                .map(Cow::Borrowed);
+        }
+        self.with_care(start, end)
+    }
+
+    /// A string read and dropped: one of plain ASCII is not checked as UTF-8 (it is).
+    #[inline(always)]
+    fn skip_str(&mut self) -> Option<()> {
+        let at = self.at;
+        match self.key() {
+            Some(_) => Some(()),
+            None => {
+                self.at = at;
+                self.str().map(drop)
             }
-            b'\\' => self.escaped(start, end).map(Cow::Owned),
-            _ => None, // a raw control character: serde refuses it
         }
     }
 
-    /// A key: a string without escapes (one with them is left to serde: `None`). No `Cow`
-    /// made and read back for the ~six keys of every native line.
+    /// A key: a string of plain ASCII, as bytes (one with escapes or other bytes is left to
+    /// serde: `None`). No `Cow` made and read back for the ~six keys of every native line.
     #[inline(always)]
-    fn key(&mut self) -> Option<&'a str> {
+    fn key(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let start = self.at;
         let end = self.plain_run(start);
@@ -162,13 +176,15 @@ impl<'a> Scan<'a> {
         let start = self.at;
         let digits = self.digits();
         let text = &self.text[start..self.at];
-        if digits == 0 || (digits > 1 && text.starts_with('0')) {
+        if digits == 0 || (digits > 1 && text[0] == b'0') {
             return None;
         }
         if matches!(self.bytes().get(self.at), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        text.parse().ok()
+        text.iter().try_fold(0_u64, |n, &d| {
+            n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        })
     }
 
     /// Any value, read and dropped.
@@ -178,7 +194,7 @@ impl<'a> Scan<'a> {
 
     fn skip_at(&mut self, depth: usize) -> Option<()> {
         match self.peek()? {
-            b'"' => self.str().map(drop),
+            b'"' => self.skip_str(),
             b't' => self.word("true"),
             b'f' => self.word("false"),
             b'n' => self.word("null"),
@@ -224,8 +240,8 @@ impl<'a> Scan<'a> {
     }
 
     /// Where the run of string bytes from `at` that need no care ends: at a quote, a
-    /// backslash, a control character or the end of the text. Eight bytes at a time (a
-    /// byte-at-a-time loop made strings most of a line's reading).
+    /// backslash, a control character, a byte past ASCII or the end of the text. Eight bytes
+    /// at a time (a byte-at-a-time loop made strings most of a line's reading).
     #[inline(always)]
     fn plain_run(&self, mut at: usize) -> usize {
         let bytes = self.bytes();
@@ -239,34 +255,45 @@ impl<'a> Scan<'a> {
         }
         at + bytes[at..]
             .iter()
-            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+            .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
             .unwrap_or(bytes.len() - at)
     }
 
-    /// The rest of a string from its first escape at `at` (`start`: its first byte).
-    #[cold]
+    /// The rest of a string from its first byte that needs care at `at` (`start`: its first
+    /// byte): escapes unescaped, bytes past ASCII checked as UTF-8 (a run of them ends at a
+    /// quote or a backslash, which no UTF-8 sequence holds), a control character refused.
+    /// Not inlined, not cold either: a token past ASCII is common.
     #[inline(never)]
-    fn escaped(&mut self, start: usize, mut at: usize) -> Option<String> {
+    fn with_care(&mut self, start: usize, mut at: usize) -> Option<Cow<'a, str>> {
         let bytes = self.bytes();
-        let mut out = String::with_capacity(at - start + 16);
-        out.push_str(&self.text[start..at]);
+        let text = |from: usize, to: usize| std::str::from_utf8(&bytes[from..to]).ok();
+        // Borrowed until the first escape; `from`: the first byte not yet in `out`.
+        let mut out: Option<String> = None;
+        let mut from = start;
         loop {
             match *bytes.get(at)? {
                 b'"' => {
                     self.at = at + 1;
-                    return Some(out);
+                    let last = text(from, at)?;
+                    return Some(match out {
+                        None => Cow::Borrowed(last),
+                        Some(mut out) => {
+                            out.push_str(last);
+                            Cow::Owned(out)
+                        }
+                    });
                 }
                 b'\\' => {
+                    let out = out.get_or_insert_with(|| String::with_capacity(at - start + 16));
+                    out.push_str(text(from, at)?);
                     let (c, used) = unescape(&bytes[at + 1..])?;
                     out.push(c);
                     at += 1 + used;
+                    from = at;
                 }
                 c if c < 0x20 => return None,
-                _ => {
-                    let end = self.plain_run(at);
-                    out.push_str(&self.text[at..end]);
-                    at = end;
-                }
+                c if c >= 0x80 => at += 1,
+                _ => at = self.plain_run(at),
             }
         }
     }
@@ -304,7 +331,8 @@ fn unescape(rest: &[u8]) -> Option<(char, usize)> {
     Some((c, 1))
 }
 
-/// A word with the high bit set in each byte that is a quote, a backslash or below 0x20:
+/// A word with the high bit set in each byte that is a quote, a backslash, below 0x20 or past
+/// ASCII:
 /// exact up to the first such byte (a borrow may mark bytes after it), which is all
 /// [`Scan::plain_run`] reads.
 fn needs_care(word: u64) -> u64 {
@@ -315,6 +343,7 @@ fn needs_care(word: u64) -> u64 {
     zero_at(word ^ (ONES * u64::from(b'"')))
         | zero_at(word ^ (ONES * u64::from(b'\\')))
         | below_space
+        | word & HIGHS
 }
 
 fn hex4(digits: &[u8]) -> Option<u32> {
@@ -400,7 +429,7 @@ mod tests {
     use super::*;
 
     fn str_of(json: &str) -> Option<Cow<'_, str>> {
-        let mut scan = Scan::new(json);
+        let mut scan = Scan::new(json.as_bytes());
         let s = scan.str()?;
         scan.end().map(|()| s)
     }
@@ -438,12 +467,48 @@ mod tests {
         assert!(matches!(str_of(r#""plain""#), Some(Cow::Borrowed(_))));
     }
 
+    /// Bytes past ASCII, which the scan checks as it reads them: valid UTF-8 reads as serde
+    /// reads it (borrowed when unescaped), anything else is left to serde, which refuses it.
+    #[test]
+    fn bytes_past_ascii_are_checked_as_read() {
+        let cases: [(&[u8], Option<&str>); 9] = [
+            (b"\"caf\xc3\xa9\"", Some("caf\u{e9}")),
+            (
+                b"\"\xf0\x9f\x98\x80 and more than eight bytes\"",
+                Some("\u{1f600} and more than eight bytes"),
+            ),
+            (b"\"\xc3\xa9\\n\xc3\xa9\"", Some("\u{e9}\n\u{e9}")),
+            (b"\"\\u00e9\xc3\xa9\"", Some("\u{e9}\u{e9}")),
+            (b"\"bad \xff\"", None),
+            (b"\"cut \xc3\"", None),
+            (b"\"cut by an escape \xc3\\n\"", None),
+            (b"\"overlong \xc0\xaf\"", None),
+            (b"\"\xed\xa0\x80 a surrogate\"", None),
+        ];
+        for (json, want) in cases {
+            let mut scan = Scan::new(json);
+            let ours = scan.str().filter(|_| scan.peek().is_none());
+            assert_eq!(ours.as_deref(), want, "{json:?}");
+            let serde = serde_json::from_slice::<String>(json).ok();
+            assert_eq!(serde.as_deref(), want, "{json:?}");
+        }
+        let mut scan = Scan::new(b"\"caf\xc3\xa9\"");
+        assert!(matches!(scan.str(), Some(Cow::Borrowed(_))));
+        // A key past ASCII, or a skipped value not UTF-8, is left to serde.
+        assert_eq!(Scan::new(b"{\"\xc3\xa9\":1}").object(|_, s| s.skip()), None);
+        assert_eq!(Scan::new(b"{\"a\":\"\xff\"}").object(|_, s| s.skip()), None);
+        assert_eq!(
+            Scan::new(b"{\"a\":\"\xc3\xa9\"}").object(|_, s| s.skip()),
+            Some(())
+        );
+    }
+
     /// Numbers: a `u64` only when it is a plain unsigned integer serde reads the same; any
     /// JSON number skipped; what JSON does not allow refused.
     #[test]
     fn numbers() {
         let u64_of = |json: &str| {
-            let mut scan = Scan::new(json);
+            let mut scan = Scan::new(json.as_bytes());
             let n = scan.u64()?;
             scan.end().map(|()| n)
         };
@@ -469,7 +534,7 @@ mod tests {
     #[test]
     fn skipping() {
         let skips = |json: &str| {
-            let mut scan = Scan::new(json);
+            let mut scan = Scan::new(json.as_bytes());
             scan.skip().and_then(|()| scan.end()).is_some()
         };
         let values = [

@@ -62,7 +62,7 @@ pub fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
 
 /// An event read by [`Scan`] (a token's line or a plain answer), or `None` for serde to read:
 /// tool calls, log probabilities and anything unexpected.
-fn scan(text: &str) -> Option<Event<'_>> {
+fn scan(text: &[u8]) -> Option<Event<'_>> {
     let mut event = Event {
         message: None,
         done: false,
@@ -76,15 +76,15 @@ fn scan(text: &str) -> Option<Event<'_>> {
     let mut scan = Scan::new(text);
     scan.object(|key, scan| {
         match key {
-            "message" => event.message = seen.first(0).and_then(|()| opt_message(scan))?,
-            "done" => event.done = seen.first(1).and_then(|()| scan.bool())?,
-            "done_reason" => event.done_reason = seen.first(2).and_then(|()| scan.opt_str())?,
-            "prompt_eval_count" => {
+            b"message" => event.message = seen.first(0).and_then(|()| opt_message(scan))?,
+            b"done" => event.done = seen.first(1).and_then(|()| scan.bool())?,
+            b"done_reason" => event.done_reason = seen.first(2).and_then(|()| scan.opt_str())?,
+            b"prompt_eval_count" => {
                 event.prompt_eval_count = seen.first(3).and_then(|()| scan.u64())?
             }
-            "eval_count" => event.eval_count = seen.first(4).and_then(|()| scan.u64())?,
-            "logprobs" => seen.first(5).and_then(|()| scan.null())?,
-            "error" => event.error = seen.first(6).and_then(|()| scan.opt_str())?,
+            b"eval_count" => event.eval_count = seen.first(4).and_then(|()| scan.u64())?,
+            b"logprobs" => seen.first(5).and_then(|()| scan.null())?,
+            b"error" => event.error = seen.first(6).and_then(|()| scan.opt_str())?,
             _ => scan.skip()?,
         }
         Some(())
@@ -101,9 +101,9 @@ fn opt_message<'a>(scan: &mut Scan<'a>) -> Option<Option<Message<'a>>> {
     let mut seen = Seen::default();
     scan.object(|key, scan| {
         match key {
-            "content" => message.content = seen.first(0).and_then(|()| scan.str())?,
-            "thinking" => message.thinking = seen.first(1).and_then(|()| scan.opt_str())?,
-            "tool_calls" => return None,
+            b"content" => message.content = seen.first(0).and_then(|()| scan.str())?,
+            b"thinking" => message.thinking = seen.first(1).and_then(|()| scan.opt_str())?,
+            b"tool_calls" => return None,
             _ => scan.skip()?,
         }
         Some(())
@@ -136,9 +136,35 @@ mod tests {
             " { \"done\" : true , \"message\" : { } } \n",
         ];
         for line in lines {
-            let event = scan(line).unwrap_or_else(|| panic!("not scanned: {line}"));
+            let event = scan(line.as_bytes()).unwrap_or_else(|| panic!("not scanned: {line}"));
             assert_eq!(Ok(format!("{event:?}")), serde(line), "{line}");
         }
+    }
+
+    /// Lines with bytes past ASCII, valid UTF-8 or not, anywhere: whatever the scan reads,
+    /// serde reads the same, and what it leaves, serde reads (or refuses) as it did.
+    #[test]
+    fn lines_with_bytes_past_ascii_read_as_serde_reads_them() {
+        let lines: [&[u8]; 6] = [
+            b"{\"model\":\"caf\xc3\xa9\",\"message\":{\"content\":\"\xe2\x82\xac5\"},\"done\":false}",
+            b"{\"model\":\"\xff\",\"message\":{\"content\":\"a\"},\"done\":false}",
+            b"{\"message\":{\"content\":\"\xc3\"},\"done\":false}",
+            b"{\"message\":{\"role\":\"\xc3\xa9\",\"content\":\"x\"},\"done\":true}",
+            b"{\"\xc3\xa9\":1,\"done\":true}",
+            b"{\"done\":true}\xff",
+        ];
+        for line in lines {
+            let ours = parse(line).map(|e| format!("{e:?}"));
+            let serde = serde_json::from_slice::<Event>(line)
+                .map(|e| format!("{e:?}"))
+                .map_err(|e| e.to_string());
+            assert_eq!(ours.is_ok(), serde.is_ok(), "{line:?}");
+            if let (Ok(ours), Ok(serde)) = (&ours, &serde) {
+                assert_eq!(ours, serde, "{line:?}");
+            }
+        }
+        assert!(scan(lines[0]).is_some(), "valid UTF-8 is scanned");
+        assert!(scan(lines[1]).is_none() && scan(lines[2]).is_none());
     }
 
     /// Anything the scan is not sure of goes to serde: tool calls, log probabilities, a field
@@ -160,7 +186,7 @@ mod tests {
             r#"{"d\u006fne":true}"#,
         ];
         for line in lines {
-            assert!(scan(line).is_none(), "{line}");
+            assert!(scan(line.as_bytes()).is_none(), "{line}");
         }
     }
 
@@ -189,7 +215,7 @@ mod tests {
         ];
         let (mut scanned, cases) = (0, 20_000);
         for line in random_objects(&keys, &messages, cases) {
-            if let Some(event) = scan(&line) {
+            if let Some(event) = scan(line.as_bytes()) {
                 scanned += 1;
                 assert_eq!(Ok(format!("{event:?}")), serde(&line), "{line}");
             }
