@@ -44,6 +44,10 @@ pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result
 /// [`parse_json`], trying `scan` first (a [`scan::Scan`] of the shape lingo expects, over the
 /// bytes as they are, which answers `None` where it is not sure that serde would read the
 /// same).
+///
+/// Always inlined, as is `chat::native::parse`: a line's event (160 bytes) was moved once
+/// per layer on its way out (callgrind: -1% of a streamed chat completion inlined).
+#[inline(always)]
 pub fn parse_json_or_scan<'a, T: Deserialize<'a>>(
     bytes: &'a [u8],
     scan: impl FnOnce(&'a [u8]) -> Option<T>,

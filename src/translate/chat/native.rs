@@ -55,6 +55,7 @@ pub struct Function<'a> {
 }
 
 /// Parses one line or answer.
+#[inline(always)]
 pub fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
     crate::translate::parse_json_or_scan(bytes, scan)
         .map_err(|e| format!("upstream sent something that is not a native chat event: {e}"))

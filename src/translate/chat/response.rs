@@ -224,7 +224,7 @@ impl Choice<'_> {
 // --- streams ---
 
 /// What every chunk of a stream starts with, the same from first to last: serialised once
-/// per stream (see [`ChatStream::frame`]) instead of once per token.
+/// per stream (see [`ChatStream::write_frame`]) instead of once per token.
 #[derive(Serialize)]
 struct Head<'a> {
     id: &'a str,
