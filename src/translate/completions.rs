@@ -399,7 +399,7 @@ impl LineTranslator for CompletionStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::translate::scan::random_objects;
+    use crate::translate::scan::{random_objects, spoilt};
     use serde_json::json;
 
     /// Generate lines: what the scan reads (real lines always), serde reads the same.
@@ -430,6 +430,10 @@ mod tests {
             if let Some(event) = scan(line.as_bytes()) {
                 scanned += 1;
                 assert_eq!(format!("{event:?}"), serde(&line).unwrap(), "{line}");
+            }
+            // Spoilt bytes (not UTF-8, or a raw control character) are never scanned.
+            for bytes in spoilt(&line).into_iter().skip(1) {
+                assert!(scan(&bytes).is_none(), "{bytes:?}");
             }
         }
         assert!(

@@ -375,7 +375,7 @@ pub(crate) fn random_objects(
     values: &[&str],
     count: usize,
 ) -> impl Iterator<Item = String> {
-    const VALUES: [&str; 20] = [
+    const VALUES: [&str; 22] = [
         r#""stop""#,
         "null",
         "true",
@@ -396,6 +396,8 @@ pub(crate) fn random_objects(
         "nul",
         "[1,]",
         "\"\u{1}\"",
+        "\"caf\u{e9} \u{1f600} and more than eight bytes\"",
+        "\"\u{e9}\\n\u{e9}\"",
     ];
     const SPACES: [&str; 5] = ["", "", " ", "\n", "\t "];
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
@@ -422,6 +424,26 @@ pub(crate) fn random_objects(
         line.push_str(["}", "}", "}\n", "} x", ",}", ""][next(6)]);
         line
     })
+}
+
+/// `line` as bytes, then spoilt the ways an upstream's bytes can be: a lead byte made
+/// `0xff`, a lead byte dropped (its continuation alone), a control character after a
+/// character past ASCII. For the tests that check a scan of bytes against serde's.
+#[cfg(test)]
+pub(crate) fn spoilt(line: &str) -> Vec<Vec<u8>> {
+    let bytes = line.as_bytes();
+    let mut out = vec![bytes.to_vec()];
+    if let Some(lead) = bytes.iter().position(|&b| b >= 0xc0) {
+        let mut ff = bytes.to_vec();
+        ff[lead] = 0xff;
+        let mut dropped = bytes.to_vec();
+        dropped.remove(lead);
+        let mut control = bytes.to_vec();
+        let after = lead + line[lead..].chars().next().map_or(1, char::len_utf8);
+        control.insert(after, 0x01);
+        out.extend([ff, dropped, control]);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -471,7 +493,7 @@ mod tests {
     /// reads it (borrowed when unescaped), anything else is left to serde, which refuses it.
     #[test]
     fn bytes_past_ascii_are_checked_as_read() {
-        let cases: [(&[u8], Option<&str>); 9] = [
+        let cases: [(&[u8], Option<&str>); 10] = [
             (b"\"caf\xc3\xa9\"", Some("caf\u{e9}")),
             (
                 b"\"\xf0\x9f\x98\x80 and more than eight bytes\"",
@@ -484,6 +506,7 @@ mod tests {
             (b"\"cut by an escape \xc3\\n\"", None),
             (b"\"overlong \xc0\xaf\"", None),
             (b"\"\xed\xa0\x80 a surrogate\"", None),
+            (b"\"\xc3\xa9\x01 a control after\"", None),
         ];
         for (json, want) in cases {
             let mut scan = Scan::new(json);
@@ -497,6 +520,8 @@ mod tests {
         // A key past ASCII, or a skipped value not UTF-8, is left to serde.
         assert_eq!(Scan::new(b"{\"\xc3\xa9\":1}").object(|_, s| s.skip()), None);
         assert_eq!(Scan::new(b"{\"a\":\"\xff\"}").object(|_, s| s.skip()), None);
+        let long = b"{\"a\":\"more than eight bytes \xff\"}";
+        assert_eq!(Scan::new(long).object(|_, s| s.skip()), None);
         assert_eq!(
             Scan::new(b"{\"a\":\"\xc3\xa9\"}").object(|_, s| s.skip()),
             Some(())

@@ -354,6 +354,10 @@ mod tests {
     }
 
     fn chat(pieces: &[&'static str]) -> Reframe<ChatStream> {
+        chat_with_usage(pieces, false)
+    }
+
+    fn chat_with_usage(pieces: &[&'static str], usage: bool) -> Reframe<ChatStream> {
         let meta = Meta {
             id: "chatcmpl-t".into(),
             created: 1,
@@ -365,7 +369,7 @@ mod tests {
                 .map(|p| Bytes::from_static(p.as_bytes()))
                 .collect(),
         );
-        Reframe::new(body, 1 << 20, ChatStream::new(&meta, 0, false))
+        Reframe::new(body, 1 << 20, ChatStream::new(&meta, 0, usage))
     }
 
     /// The frames of the lines one read brought leave as one frame, written in place: the
@@ -377,19 +381,23 @@ mod tests {
             "{\"message\":{\"role\":\"assistant\",\"content\":\"ho\"},\"done\":false}\n",
             "{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true,\"eval_count\":2}\n",
         );
-        let mut body = pin!(chat(&[LINES]));
-        let mut cx = Context::from_waker(Waker::noop());
-        let mut frames = Vec::new();
-        while let Poll::Ready(Some(frame)) = http_body::Body::poll_frame(body.as_mut(), &mut cx) {
-            frames.push(frame.unwrap().into_data().unwrap());
+        for usage in [false, true] {
+            let mut body = pin!(chat_with_usage(&[LINES], usage));
+            let mut cx = Context::from_waker(Waker::noop());
+            let mut frames = Vec::new();
+            while let Poll::Ready(Some(frame)) = http_body::Body::poll_frame(body.as_mut(), &mut cx)
+            {
+                frames.push(frame.unwrap().into_data().unwrap());
+            }
+            let mut one_by_one = chat_with_usage(&[], usage).translator;
+            let whole: Vec<Bytes> = LINES
+                .split_inclusive('\n')
+                .flat_map(|line| one_by_one.on_line(line.as_bytes()).unwrap())
+                .collect();
+            // Role and hi, ho, the finish, and the usage chunk when asked for.
+            assert_eq!(whole.len(), 3 + usize::from(usage));
+            assert_eq!(frames, [whole.concat()], "usage: {usage}");
         }
-        let mut one_by_one = chat(&[]).translator;
-        let whole: Vec<Bytes> = LINES
-            .split_inclusive('\n')
-            .flat_map(|line| one_by_one.on_line(line.as_bytes()).unwrap())
-            .collect();
-        assert_eq!(whole.len(), 3, "role and hi, ho, the finish");
-        assert_eq!(frames, [whole.concat()]);
     }
 
     /// One read that brings tokens and then the stream's failure: the failure's error frame

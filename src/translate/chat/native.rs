@@ -115,7 +115,7 @@ fn opt_message<'a>(scan: &mut Scan<'a>) -> Option<Option<Message<'a>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::translate::scan::random_objects;
+    use crate::translate::scan::{random_objects, spoilt};
 
     /// What serde reads, as text (`Cow`s compare by content).
     fn serde(text: &str) -> Result<String, String> {
@@ -166,6 +166,25 @@ mod tests {
         }
         assert!(scan(lines[0]).is_some(), "valid UTF-8 is scanned");
         assert!(scan(lines[1]).is_none() && scan(lines[2]).is_none());
+        // Generated lines past ASCII, and each spoilt: the scan reads what serde reads.
+        let keys = ["message", "done", "done_reason", "model", "caf\u{e9}"];
+        let messages = [r#"{"content":"\u{e9}t\u{e9} \u{1f600}","role":"assistant"}"#];
+        let (mut scanned, mut spoilt_scanned) = (0, 0);
+        for line in random_objects(&keys, &messages, 5_000) {
+            for (i, bytes) in spoilt(&line).into_iter().enumerate() {
+                let Some(event) = scan(&bytes) else { continue };
+                (scanned, spoilt_scanned) = (scanned + 1, spoilt_scanned + usize::from(i == 3));
+                let serde = serde_json::from_slice::<Event>(&bytes).map(|e| format!("{e:?}"));
+                assert_eq!(
+                    Ok(format!("{event:?}")),
+                    serde.map_err(|e| e.to_string()),
+                    "{bytes:?}"
+                );
+                assert!(i == 0 || i == 3, "spoilt UTF-8 scanned: {bytes:?}");
+            }
+        }
+        assert!(scanned > 500, "only {scanned} scanned");
+        assert_eq!(spoilt_scanned, 0, "a raw control character is refused");
     }
 
     /// Anything the scan is not sure of goes to serde: tool calls, log probabilities, a field
