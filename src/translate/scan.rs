@@ -5,9 +5,9 @@
 //! ignores. This reads only what it is sure of, in one pass, and answers `None` ("not sure")
 //! for anything else: a nested value it does not expect, a number that is not a plain
 //! unsigned integer, a key with an escape or past ASCII, a field given twice, a lone
-//! surrogate, a raw control character, a string that is not UTF-8, bytes after the object. The caller then lets serde read the line, so
-//! an answer is never different from serde's: either the same value, or serde's own (value
-//! or error).
+//! surrogate, a raw control character, a string that is not UTF-8, bytes after the object.
+//! The caller then lets serde read the line, so an answer is never different from serde's:
+//! either the same value, or serde's own (value or error).
 
 use std::borrow::Cow;
 
@@ -105,28 +105,18 @@ impl<'a> Scan<'a> {
     /// streamed translation).
     #[inline(always)]
     pub fn str(&mut self) -> Option<Cow<'a, str>> {
-        self.eat(b'"')?;
-        let start = self.at;
-        let end = self.plain_run(start);
-        if *self.bytes().get(end)? == b'"' {
-            self.at = end + 1;
-            return std::str::from_utf8(&self.text[start..end])
-                .ok()
-                .map(Cow::Borrowed);
+        match self.plain_str()? {
+            Ok(plain) => std::str::from_utf8(plain).ok().map(Cow::Borrowed),
+            Err((start, end)) => self.with_care(start, end),
         }
-        self.with_care(start, end)
     }
 
     /// A string read and dropped: one of plain ASCII is not checked as UTF-8 (it is).
     #[inline(always)]
     fn skip_str(&mut self) -> Option<()> {
-        let at = self.at;
-        match self.key() {
-            Some(_) => Some(()),
-            None => {
-                self.at = at;
-                self.str().map(drop)
-            }
+        match self.plain_str()? {
+            Ok(_) => Some(()),
+            Err((start, end)) => self.with_care(start, end).map(drop),
         }
     }
 
@@ -134,13 +124,22 @@ impl<'a> Scan<'a> {
     /// serde: `None`). No `Cow` made and read back for the ~six keys of every native line.
     #[inline(always)]
     fn key(&mut self) -> Option<&'a [u8]> {
+        self.plain_str()?.ok()
+    }
+
+    /// A string's opening quote and its run of plain ASCII: `Ok` with its bytes when the run
+    /// is the whole string (the scan then past its closing quote), else `Err` with where the
+    /// string starts and the byte that needs care (the scan left at the string's start).
+    #[inline(always)]
+    fn plain_str(&mut self) -> Option<Result<&'a [u8], (usize, usize)>> {
         self.eat(b'"')?;
         let start = self.at;
         let end = self.plain_run(start);
-        (*self.bytes().get(end)? == b'"').then(|| {
-            self.at = end + 1;
-            &self.text[start..end]
-        })
+        if *self.bytes().get(end)? != b'"' {
+            return Some(Err((start, end)));
+        }
+        self.at = end + 1;
+        Some(Ok(&self.text[start..end]))
     }
 
     /// `null` or a string.
