@@ -4,9 +4,9 @@
 #   benches/ab.sh [--instructions] BINARY_A BINARY_B [...]
 #
 # For each build, in turn (two rounds): its own `lingo mock` as the backend, lingo in front
-# of it (one route table, in a temporary directory), and four cases at 32 keep-alive
+# of it (one route table, in a temporary directory), and five cases at 32 keep-alive
 # connections for 3 s each (wrk, one thread): native pass-through and chat-completions
-# translated, each whole and streamed (16 tokens). Prints requests/s and lingo's own CPU per
+# translated, each whole and streamed (16 tokens), and a streamed `/v1/completions`. Prints requests/s and lingo's own CPU per
 # request (user + system from /proc, divided by the requests served): on a shared machine
 # the steadier figure.
 #
@@ -50,17 +50,21 @@ models:
   gpt-4o-mini: { upstream: models, model: llama3.2 }
 routes:
   - { path: /v1/chat/completions, speaks: chat-completions, to: models }
+  - { path: /v1/completions, speaks: chat-completions, to: models }
   - { prefix: /api, to: models }
 EOF
 cases=(whole_native:llama3.2:false:/api/chat stream_native:llama3.2:true:/api/chat
     whole_openai:gpt-4o-mini:false:/v1/chat/completions
-    stream_openai:gpt-4o-mini:true:/v1/chat/completions)
+    stream_openai:gpt-4o-mini:true:/v1/chat/completions
+    stream_completions:gpt-4o-mini:true:/v1/completions)
 for case in "${cases[@]}"; do
-    IFS=: read -r name model stream _ <<< "$case"
+    IFS=: read -r name model stream path <<< "$case"
+    asks='"messages":[{"role":"user","content":"hello there"}]'
+    [[ $path == /v1/completions ]] && asks='"prompt":"hello there"'
     cat > "$dir/$name.lua" << EOF
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"model":"$model","stream":$stream,"messages":[{"role":"user","content":"hello there"}]}'
+wrk.body = '{"model":"$model","stream":$stream,$asks}'
 EOF
 done
 
@@ -109,7 +113,7 @@ run() {
             else
                 rm -f "$dump"
             fi
-            printf '%s %-24s %-14s %8d instructions/request\n' "$round" "$(basename "$bin")" "$name" $((ir / n))
+            printf '%s %-24s %-18s %8d instructions/request\n' "$round" "$(basename "$bin")" "$name" $((ir / n))
         else
             t0=$(cpu_ticks "$lingo")
             out=$(wrk -t1 -c32 -d3 -s "$dir/$name.lua" "$url")
@@ -118,7 +122,7 @@ run() {
             rps=$(awk '/Requests\/sec/{print $2}' <<< "$out")
             bad=$(grep -c "Non-2xx" <<< "$out" || true)
             tick_us=$((1000000 / $(getconf CLK_TCK)))
-            printf '%s %-24s %-14s %10s req/s %5d us CPU/request%s\n' "$round" "$(basename "$bin")" \
+            printf '%s %-24s %-18s %10s req/s %5d us CPU/request%s\n' "$round" "$(basename "$bin")" \
                 "$name" "$rps" $(((t1 - t0) * tick_us / n)) "$([[ $bad == 0 ]] || echo '  NON-2XX ANSWERS')"
         fi
     done

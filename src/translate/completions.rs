@@ -10,10 +10,11 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::frames::{FrameSink, Frames};
 use super::json::Json;
 use super::params::{self, err};
 use super::scan::{Scan, Seen};
-use super::sse;
+use super::sse::{self, field};
 use super::translation::Refusal;
 use super::translation::{FINGERPRINT, LineTranslator, Meta, Translation, UpstreamCall};
 use crate::base::dialect::Dialect;
@@ -104,7 +105,7 @@ pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionR
 }
 
 /// One native `/api/generate` event (or the whole answer).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 struct Event<'a> {
     #[serde(default, borrow)]
     response: Cow<'a, str>,
@@ -121,20 +122,20 @@ struct Event<'a> {
 }
 
 fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
-    crate::translate::parse_json_or_scan(bytes, scan)
+    let mut event = Event::default();
+    parse_into(bytes, &mut event).map(|()| event)
+}
+
+/// Parses one line into `event` (a default one): see `translate::parse_json_or_scan`.
+#[inline(always)]
+fn parse_into<'a>(bytes: &'a [u8], event: &mut Event<'a>) -> Result<(), String> {
+    crate::translate::parse_json_or_scan(bytes, event, scan_into)
         .map_err(|e| format!("upstream sent something that is not a native generate event: {e}"))
 }
 
-/// An event read by [`Scan`], or `None` for serde to read (see `chat::native::scan`).
-fn scan(text: &[u8]) -> Option<Event<'_>> {
-    let mut event = Event {
-        response: Cow::Borrowed(""),
-        done: false,
-        done_reason: None,
-        prompt_eval_count: 0,
-        eval_count: 0,
-        error: None,
-    };
+/// Reads an event with [`Scan`] into `event` (a default one), or answers `None` for serde to
+/// read (see `chat::native::scan_into`).
+fn scan_into<'a>(text: &'a [u8], event: &mut Event<'a>) -> Option<()> {
     let mut seen = Seen::default();
     let mut scan = Scan::new(text);
     scan.object(|key, scan| {
@@ -151,7 +152,7 @@ fn scan(text: &[u8]) -> Option<Event<'_>> {
         }
         Some(())
     })?;
-    scan.end().map(|()| event)
+    scan.end()
 }
 
 fn finish_reason(done_reason: Option<&str>) -> &'static str {
@@ -178,6 +179,7 @@ struct Out<'a> {
     usage: Option<Usage>,
 }
 
+/// A field added here is also written by [`OutChoice::write`].
 #[derive(Serialize)]
 struct OutChoice<'a> {
     text: Cow<'a, str>,
@@ -232,10 +234,12 @@ pub fn completion(
         .map_err(|e| e.to_string())
 }
 
-/// One prompt's stream: native NDJSON lines in, `text_completion` SSE chunks out.
+/// One prompt's stream: native NDJSON lines in, `text_completion` SSE chunks out, written
+/// in place ([`FrameSink`]) from a head made once per stream, as chat's streams are.
 #[derive(Debug)]
 pub struct CompletionStream {
-    meta: Meta,
+    /// Every frame's first bytes ([`sse::chunk_head`]).
+    head: Vec<u8>,
     index: u32,
     include_usage: bool,
     /// The prompt, sent in front of the first piece when `echo` was asked for.
@@ -247,7 +251,7 @@ pub struct CompletionStream {
 impl CompletionStream {
     pub fn new(meta: &Meta, index: u32, include_usage: bool, echo: Option<String>) -> Self {
         CompletionStream {
-            meta: meta.clone(),
+            head: sse::chunk_head(meta, "text_completion"),
             index,
             include_usage,
             echo,
@@ -258,39 +262,46 @@ impl CompletionStream {
 
     /// The frames for one native line.
     pub fn on_line(&mut self, line: &[u8]) -> Result<Vec<Bytes>, String> {
+        let mut frames = Vec::new();
+        self.frames(line, &mut frames)?;
+        Ok(frames)
+    }
+
+    /// [`CompletionStream::on_line`], its frames written to `frames` (a stream's queue: in
+    /// place, no list or frame made per line).
+    pub fn frames(&mut self, line: &[u8], frames: &mut impl FrameSink) -> Result<(), String> {
         if self.done {
-            return Ok(Vec::new());
+            return Ok(());
         }
-        let event = parse(line)?;
+        let mut event = Event::default();
+        parse_into(line, &mut event)?;
         if let Some(error) = event.error {
             return Err(format!("upstream error: {error}"));
         }
-        let mut text = event.response.clone();
+        let usage = usage(&event);
+        let mut text = event.response;
         if let Some(prompt) = self.echo.take() {
             text = Cow::Owned(format!("{prompt}{text}"));
         }
-        let mut frames = Vec::with_capacity(2);
         if !text.is_empty() || event.done {
-            let finish = event
-                .done
-                .then(|| finish_reason(event.done_reason.as_deref()));
             let choice = OutChoice {
                 text,
                 index: self.index,
                 logprobs: None,
-                finish_reason: finish,
+                finish_reason: event
+                    .done
+                    .then(|| finish_reason(event.done_reason.as_deref())),
             };
-            frames.push(sse::data(&envelope(&self.meta, vec![choice], None)));
+            frames.write_frame(|out| self.write_frame(Some(&choice), None, out));
         }
         if event.done {
             self.done = true;
-            let usage = usage(&event);
             self.usage = Some(usage);
             if self.include_usage {
-                frames.push(self.usage_chunk(usage));
+                frames.write_frame(|out| self.write_frame(None, Some(usage), out));
             }
         }
-        Ok(frames)
+        Ok(())
     }
 
     /// At the end of the upstream body: an error unless the closing event came.
@@ -313,7 +324,39 @@ impl CompletionStream {
 
     /// The chunk with `choices: []` and the usage.
     pub fn usage_chunk(&self, usage: Usage) -> Bytes {
-        sse::data(&envelope(&self.meta, Vec::new(), Some(usage)))
+        let mut out = Vec::new();
+        self.write_frame(None, Some(usage), &mut out);
+        super::frozen(out)
+    }
+
+    /// One SSE frame, written onto the end of `out`: the stream's head, the choice (or
+    /// `[]`) and the usage if given (no zero-filled usage on every chunk, unlike the native
+    /// server's own endpoint). The same bytes as serialising the whole chunk each time.
+    fn write_frame(&self, choice: Option<&OutChoice<'_>>, usage: Option<Usage>, out: &mut Vec<u8>) {
+        let text = choice.map_or(0, |c| c.text.len());
+        out.reserve(self.head.len() + text + 128);
+        out.extend_from_slice(&self.head);
+        match choice {
+            Some(choice) => choice.write(out),
+            None => out.extend_from_slice(b"[]"),
+        }
+        if let Some(usage) = usage {
+            field(out, b",\"usage\":", &usage);
+        }
+        out.extend_from_slice(b"}\n\n");
+    }
+}
+
+// === impl OutChoice ===
+
+impl OutChoice<'_> {
+    /// `[choice]` as serde writes it: the keys as literals, only the text escaped.
+    fn write(&self, out: &mut Vec<u8>) {
+        field(out, b"[{\"text\":", &*self.text);
+        field(out, b",\"index\":", &self.index);
+        field(out, b",\"logprobs\":", &self.logprobs);
+        field(out, b",\"finish_reason\":", &self.finish_reason);
+        out.extend_from_slice(b"}]");
     }
 }
 
@@ -379,6 +422,10 @@ impl LineTranslator for CompletionStream {
         CompletionStream::on_line(self, line)
     }
 
+    fn frames(&mut self, line: &[u8], queue: &mut Frames) -> Result<(), String> {
+        CompletionStream::frames(self, line, queue)
+    }
+
     fn finish(&mut self) -> Result<Vec<Bytes>, String> {
         CompletionStream::finish(self)
     }
@@ -401,6 +448,12 @@ mod tests {
     use super::*;
     use crate::translate::scan::{random_objects, spoilt};
     use serde_json::json;
+
+    /// The event the scan reads from `text`, if it reads one.
+    fn scan(text: &[u8]) -> Option<Event<'_>> {
+        let mut event = Event::default();
+        scan_into(text, &mut event).map(|()| event)
+    }
 
     /// Generate lines: what the scan reads (real lines always), serde reads the same.
     #[test]
@@ -552,6 +605,89 @@ mod tests {
         assert!(frames.iter().any(|f| f.windows(5).any(|w| w == b"total")));
         let whole = t.whole(&[Bytes::from_static(done), Bytes::from_static(done)]);
         assert_eq!(whole.unwrap().1, Usage::new(6, 8));
+    }
+
+    /// The hand-written choice is byte for byte what serde writes for it, escapes and all,
+    /// and so is every frame: written in place, or made whole.
+    #[test]
+    fn chunks_are_written_as_serde_writes_them() {
+        let texts = [
+            "",
+            "Lingo",
+            "tab\there \"quoted\" \\ /\n",
+            "caf\u{e9} \u{0}\u{1f}\u{7f}\u{2028}\u{1f600}",
+        ];
+        for (i, text) in texts.iter().enumerate() {
+            for finish_reason in [None, Some("stop"), Some("length")] {
+                let choice = OutChoice {
+                    text: Cow::Borrowed(text),
+                    index: u32::try_from(i).unwrap() * 1000,
+                    logprobs: None,
+                    finish_reason,
+                };
+                let mut ours = Vec::new();
+                choice.write(&mut ours);
+                let serde = serde_json::to_vec(&[&choice]).unwrap();
+                assert_eq!(
+                    String::from_utf8(ours).unwrap(),
+                    String::from_utf8(serde).unwrap()
+                );
+            }
+        }
+        let meta = Meta {
+            id: "cmpl-\"x\"".into(),
+            created: 7,
+            model: "m\u{e9}".into(),
+        };
+        let lines: [&[u8]; 3] = [
+            br#"{"response":"a\"b","done":false}"#,
+            br#"{"response":"","done":false}"#,
+            br#"{"response":"c","done":true,"done_reason":"length","prompt_eval_count":2,"eval_count":3}"#,
+        ];
+        let mut made = CompletionStream::new(&meta, 2, true, Some("P".into()));
+        let mut written = CompletionStream::new(&meta, 2, true, Some("P".into()));
+        let mut queue = Frames::default();
+        let mut whole = Vec::new();
+        for line in lines {
+            whole.extend(made.on_line(line).unwrap());
+            LineTranslator::frames(&mut written, line, &mut queue).unwrap();
+        }
+        let expected: Vec<u8> = [
+            envelope(
+                &meta,
+                vec![OutChoice {
+                    text: "Pa\"b".into(),
+                    index: 2,
+                    logprobs: None,
+                    finish_reason: None,
+                }],
+                None,
+            ),
+            envelope(
+                &meta,
+                vec![OutChoice {
+                    text: "c".into(),
+                    index: 2,
+                    logprobs: None,
+                    finish_reason: Some("length"),
+                }],
+                None,
+            ),
+            envelope(&meta, Vec::new(), Some(Usage::new(2, 3))),
+        ]
+        .iter()
+        .flat_map(|chunk| sse::data(chunk).to_vec())
+        .collect();
+        assert_eq!(whole.len(), 3, "the empty piece makes no frame");
+        assert_eq!(
+            String::from_utf8(whole.concat()).unwrap(),
+            String::from_utf8(expected.clone()).unwrap()
+        );
+        assert_eq!(
+            queue.take_written().unwrap(),
+            expected,
+            "written in place: one frame"
+        );
     }
 
     #[test]

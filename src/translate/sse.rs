@@ -3,6 +3,8 @@
 use bytes::Bytes;
 use serde::Serialize;
 
+use super::translation::{FINGERPRINT, Meta};
+
 /// One `data:` frame holding `value` as compact JSON.
 pub fn data(value: &impl Serialize) -> Bytes {
     let mut out = Vec::with_capacity(256);
@@ -11,6 +13,45 @@ pub fn data(value: &impl Serialize) -> Bytes {
     let _ = serde_json::to_writer(&mut out, value);
     out.extend_from_slice(b"\n\n");
     super::frozen(out)
+}
+
+/// `key` (a literal: its quotes and colon, and whatever JSON goes before it) and `value`
+/// as serde writes it: how frames are written in place, keys as literals (serde_json
+/// escapes every key byte by byte, most of a chunk's serialising). Always inlined: a shared
+/// copy cost a whole chat completion 0.14% more instructions.
+#[inline(always)]
+pub fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &[u8], value: &T) {
+    out.extend_from_slice(key);
+    // Serialising plain values into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// What every chunk of a stream starts with, the same from first to last, up to its
+/// `choices`: `data: {"id":…,"object":…,"created":…,"model":…,"system_fingerprint":…,
+/// "choices":`. Serialised once per stream, not once per token.
+pub fn chunk_head(meta: &Meta, object: &'static str) -> Vec<u8> {
+    let head = Head {
+        id: &meta.id,
+        object,
+        created: meta.created,
+        model: &meta.model,
+        system_fingerprint: FINGERPRINT,
+    };
+    let mut out = Vec::new();
+    field(&mut out, b"data: ", &head);
+    out.pop(); // the closing `}`: the choices come next
+    out.extend_from_slice(b",\"choices\":");
+    out
+}
+
+/// See [`chunk_head`].
+#[derive(Serialize)]
+struct Head<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    system_fingerprint: &'static str,
 }
 
 /// The frame that tells a client the stream is complete.

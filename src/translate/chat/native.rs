@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use crate::translate::scan::{Scan, Seen};
 
 /// One NDJSON event (or the whole non-streamed answer).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub struct Event<'a> {
     #[serde(default, borrow)]
     pub message: Option<Message<'a>>,
@@ -54,25 +54,23 @@ pub struct Function<'a> {
     pub arguments: Option<&'a RawValue>,
 }
 
-/// Parses one line or answer.
-#[inline(always)]
+/// Parses one answer (or line).
 pub fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
-    crate::translate::parse_json_or_scan(bytes, scan)
+    let mut event = Event::default();
+    parse_into(bytes, &mut event).map(|()| event)
+}
+
+/// Parses one line into `event` (a default one): see `translate::parse_json_or_scan`.
+#[inline(always)]
+pub fn parse_into<'a>(bytes: &'a [u8], event: &mut Event<'a>) -> Result<(), String> {
+    crate::translate::parse_json_or_scan(bytes, event, scan_into)
         .map_err(|e| format!("upstream sent something that is not a native chat event: {e}"))
 }
 
-/// An event read by [`Scan`] (a token's line or a plain answer), or `None` for serde to read:
-/// tool calls, log probabilities and anything unexpected.
-fn scan(text: &[u8]) -> Option<Event<'_>> {
-    let mut event = Event {
-        message: None,
-        done: false,
-        done_reason: None,
-        prompt_eval_count: 0,
-        eval_count: 0,
-        logprobs: None,
-        error: None,
-    };
+/// Reads an event with [`Scan`] (a token's line or a plain answer) into `event` (a default
+/// one), or answers `None` for serde to read: tool calls, log probabilities and anything
+/// unexpected.
+fn scan_into<'a>(text: &'a [u8], event: &mut Event<'a>) -> Option<()> {
     let mut seen = Seen::default();
     let mut scan = Scan::new(text);
     scan.object(|key, scan| {
@@ -90,7 +88,7 @@ fn scan(text: &[u8]) -> Option<Event<'_>> {
         }
         Some(())
     })?;
-    scan.end().map(|()| event)
+    scan.end()
 }
 
 /// `null`, or a message without tool calls.
@@ -116,6 +114,12 @@ fn opt_message<'a>(scan: &mut Scan<'a>) -> Option<Option<Message<'a>>> {
 mod tests {
     use super::*;
     use crate::translate::scan::{random_objects, spoilt};
+
+    /// The event the scan reads from `text`, if it reads one.
+    fn scan(text: &[u8]) -> Option<Event<'_>> {
+        let mut event = Event::default();
+        scan_into(text, &mut event).map(|()| event)
+    }
 
     /// What serde reads, as text (`Cow`s compare by content).
     fn serde(text: &str) -> Result<String, String> {
@@ -207,6 +211,10 @@ mod tests {
         ];
         for line in lines {
             assert!(scan(line.as_bytes()).is_none(), "{line}");
+            // What the scan wrote before it gave up is not what serde then reads.
+            let ours = parse(line.as_bytes()).map(|e| format!("{e:?}"));
+            let told = |e| format!("upstream sent something that is not a native chat event: {e}");
+            assert_eq!(ours, serde(line).map_err(told), "{line}");
         }
     }
 

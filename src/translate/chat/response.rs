@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use super::native::{self, Event};
 pub use crate::base::usage::{Tally, Usage};
 use crate::translate::frames::FrameSink;
+use crate::translate::sse::{self, field};
 use crate::translate::translation::{FINGERPRINT, Meta, call_id};
 
 impl Usage {
@@ -200,14 +201,6 @@ impl Completion<'_> {
     }
 }
 
-/// `key` (a literal: its quotes and colon, and whatever JSON goes before it) and `value`
-/// as serde writes it.
-fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &[u8], value: &T) {
-    out.extend_from_slice(key);
-    // Serialising plain values into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, value);
-}
-
 // === impl Choice ===
 
 impl Choice<'_> {
@@ -222,17 +215,6 @@ impl Choice<'_> {
 }
 
 // --- streams ---
-
-/// What every chunk of a stream starts with, the same from first to last: serialised once
-/// per stream (see [`ChatStream::write_frame`]) instead of once per token.
-#[derive(Serialize)]
-struct Head<'a> {
-    id: &'a str,
-    object: &'static str,
-    created: u64,
-    model: &'a str,
-    system_fingerprint: &'static str,
-}
 
 /// A field added here or to [`Delta`] is also written by [`ChunkChoice::write_plain`] or
 /// makes its choice not [plain](ChunkChoice::is_plain).
@@ -274,7 +256,7 @@ pub enum StreamError {
 #[derive(Debug)]
 pub struct ChatStream {
     meta: Meta,
-    /// `data: {"id":…,"system_fingerprint":…,"choices":`: every frame's first bytes.
+    /// Every frame's first bytes ([`sse::chunk_head`]).
     head: Vec<u8>,
     index: u32,
     include_usage: bool,
@@ -290,7 +272,7 @@ impl ChatStream {
     pub fn new(meta: &Meta, index: u32, include_usage: bool) -> Self {
         ChatStream {
             meta: meta.clone(),
-            head: head(meta),
+            head: sse::chunk_head(meta, "chat.completion.chunk"),
             index,
             include_usage,
             first_sent: false,
@@ -313,7 +295,8 @@ impl ChatStream {
         if self.done {
             return Ok(());
         }
-        let event = native::parse(line).map_err(StreamError::Malformed)?;
+        let mut event = Event::default();
+        native::parse_into(line, &mut event).map_err(StreamError::Malformed)?;
         if let Some(error) = event.error {
             return Err(StreamError::Upstream(error.into_owned()));
         }
@@ -377,9 +360,10 @@ impl ChatStream {
             logprobs: logprobs.map(|content| Logprobs { content }),
             finish_reason,
         };
-        frames.write_frame(|out| {
-            self.write_frame(&[choice], self.include_usage.then_some(None), out)
-        });
+        // Lent, not moved into the closure (a 128-byte copy a token).
+        let choices = std::slice::from_ref(&choice);
+        frames
+            .write_frame(|out| self.write_frame(choices, self.include_usage.then_some(None), out));
     }
 
     /// The chunk with `choices: []` and the usage.
@@ -446,22 +430,6 @@ impl ChunkChoice<'_> {
         );
         out.extend_from_slice(b"}]");
     }
-}
-
-/// See [`ChatStream::head`].
-fn head(meta: &Meta) -> Vec<u8> {
-    let head = Head {
-        id: &meta.id,
-        object: "chat.completion.chunk",
-        created: meta.created,
-        model: &meta.model,
-        system_fingerprint: FINGERPRINT,
-    };
-    let mut out = Vec::new();
-    field(&mut out, b"data: ", &head);
-    out.pop(); // the closing `}`: the choices come next
-    out.extend_from_slice(b",\"choices\":");
-    out
 }
 
 /// A native error answer (before any byte was sent) as (status, message, code).
