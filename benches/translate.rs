@@ -50,7 +50,7 @@ fn token_reframing(c: &mut Criterion) {
         b.iter(|| {
             framer.push(black_box(TOKEN));
             let line = framer.next_line().unwrap().unwrap();
-            black_box(stream.on_line(&line).unwrap())
+            black_box(stream.on_line(line).unwrap())
         })
     });
     group.finish();

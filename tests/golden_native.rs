@@ -51,7 +51,7 @@ fn translate(name: &str, chunks: &[Bytes]) -> String {
     'body: for chunk in chunks {
         framer.push(chunk);
         while let Some(line) = framer.next_line() {
-            match stream.on_line(&line.unwrap()) {
+            match stream.on_line(line.unwrap()) {
                 Ok(lines) => out.extend(lines),
                 Err(e) => {
                     failed = Some(e.to_string());
@@ -61,7 +61,7 @@ fn translate(name: &str, chunks: &[Bytes]) -> String {
         }
     }
     if failed.is_none() {
-        let last = framer.finish().map(|l| stream.on_line(&l.unwrap()));
+        let last = framer.finish().map(|l| stream.on_line(l.unwrap()));
         match last.unwrap_or(Ok(Vec::new())).and_then(|l| {
             out.extend(l);
             stream.finish()

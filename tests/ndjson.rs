@@ -16,12 +16,12 @@ fn a_line_of_exactly_max_line_bytes_is_a_line() {
         "a partial line at the cap waits"
     );
     framer.push(b"\n");
-    assert_eq!(&framer.next_line().unwrap().unwrap()[..], b"12345678");
+    assert_eq!(framer.next_line().unwrap().unwrap(), b"12345678");
 
     let mut framer = LineFramer::new(MAX);
     framer.push(b"12345678");
     assert!(framer.next_line().is_none());
-    assert_eq!(&framer.finish().unwrap().unwrap()[..], b"12345678");
+    assert_eq!(framer.finish().unwrap().unwrap(), b"12345678");
 }
 
 #[test]

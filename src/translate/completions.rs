@@ -14,7 +14,7 @@ use super::frames::{FrameSink, Frames};
 use super::json::Json;
 use super::params::{self, err};
 use super::scan::{Scan, Seen};
-use super::sse::{self, field};
+use super::sse::{self, field, str_field, usage_field};
 use super::translation::Refusal;
 use super::translation::{FINGERPRINT, LineTranslator, Meta, Translation, UpstreamCall};
 use crate::base::dialect::Dialect;
@@ -341,7 +341,7 @@ impl CompletionStream {
             None => out.extend_from_slice(b"[]"),
         }
         if let Some(usage) = usage {
-            field(out, b",\"usage\":", &usage);
+            usage_field(out, b",\"usage\":", &usage);
         }
         out.extend_from_slice(b"}\n\n");
     }
@@ -352,10 +352,10 @@ impl CompletionStream {
 impl OutChoice<'_> {
     /// `[choice]` as serde writes it: the keys as literals, only the text escaped.
     fn write(&self, out: &mut Vec<u8>) {
-        field(out, b"[{\"text\":", &*self.text);
+        str_field(out, b"[{\"text\":", Some(&self.text));
         field(out, b",\"index\":", &self.index);
         field(out, b",\"logprobs\":", &self.logprobs);
-        field(out, b",\"finish_reason\":", &self.finish_reason);
+        str_field(out, b",\"finish_reason\":", self.finish_reason);
         out.extend_from_slice(b"}]");
     }
 }
@@ -424,6 +424,11 @@ impl LineTranslator for CompletionStream {
 
     fn frames(&mut self, line: &[u8], queue: &mut Frames) -> Result<(), String> {
         CompletionStream::frames(self, line, queue)
+    }
+
+    fn room(&self, bytes: usize, lines: usize) -> usize {
+        // As chat's: a chunk is its native line give or take some keys, plus the head.
+        bytes + lines * (self.head.len() + 48)
     }
 
     fn finish(&mut self) -> Result<Vec<Bytes>, String> {

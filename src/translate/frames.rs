@@ -33,6 +33,13 @@ impl Frames {
         &mut self.whole
     }
 
+    /// Makes room for `additional` bytes of frames written in place: made once for a read's
+    /// frames, the buffer was grown from nothing a frame at a time (five reallocations and
+    /// copies for 16 tokens, ~2.8% of a streamed chat completion's instructions).
+    pub fn reserve(&mut self, additional: usize) {
+        self.written.reserve(additional);
+    }
+
     /// The frames written in place, as one frame, once no whole frame waits before them.
     pub fn take_written(&mut self) -> Option<Bytes> {
         (self.whole.is_empty() && !self.written.is_empty())

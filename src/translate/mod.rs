@@ -7,6 +7,7 @@
 pub mod chat;
 pub mod completions;
 pub mod embeddings;
+pub mod escape;
 pub mod frames;
 pub mod json;
 pub mod links;

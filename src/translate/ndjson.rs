@@ -4,8 +4,6 @@
 //! a last line without a newline all come out the same. A line that grows past the cap is an
 //! error at once (before its newline arrives), so a broken upstream cannot grow the buffer.
 
-use bytes::{Bytes, BytesMut};
-
 /// Why the framer gave up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
@@ -13,20 +11,31 @@ pub enum FrameError {
     LineTooLong { limit: usize },
 }
 
+/// Lines are lent out of one buffer, not split off it: a `Bytes` per line (split, frozen,
+/// trimmed and dropped, with the buffer's count updated each time) cost a streamed chat
+/// completion ~120 instructions a token, for a line the translator only reads.
 #[derive(Debug)]
 pub struct LineFramer {
-    buf: BytesMut,
+    buf: Vec<u8>,
+    /// Where the bytes not yet framed start in `buf`.
+    start: usize,
     max_line: usize,
-    /// How much of `buf` is known to hold no newline, so a long line is scanned once.
+    /// How much of `buf` past `start` is known to hold no newline, so a long line is
+    /// scanned once.
     scanned: usize,
 }
+
+/// A buffer this large is freed, not kept, once every line in it is framed: an idle stream
+/// holds no more than one ordinary read's room.
+const KEPT: usize = 4096;
 
 // === impl LineFramer ===
 
 impl LineFramer {
     pub fn new(max_line: usize) -> Self {
         LineFramer {
-            buf: BytesMut::new(),
+            buf: Vec::new(),
+            start: 0,
             max_line,
             scanned: 0,
         }
@@ -34,38 +43,68 @@ impl LineFramer {
 
     /// Adds a chunk of the body.
     pub fn push(&mut self, chunk: &[u8]) {
+        if self.start > 0 {
+            // A line begun in an earlier chunk moves to the front (short, and only then).
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
         self.buf.extend_from_slice(chunk);
     }
 
+    /// How many bytes are buffered and not yet framed, and how many lines end in them.
+    pub fn pending(&self) -> (usize, usize) {
+        let rest = &self.buf[self.start..];
+        (rest.len(), memchr::memchr_iter(b'\n', rest).count())
+    }
+
     /// The next complete, non-empty line (without `\n` or `\r\n`), if one is buffered.
-    pub fn next_line(&mut self) -> Option<Result<Bytes, FrameError>> {
+    pub fn next_line(&mut self) -> Option<Result<&[u8], FrameError>> {
         loop {
-            let Some(at) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
-                self.scanned = self.buf.len();
-                return (self.buf.len() > self.max_line).then_some(Err(self.too_long()));
+            let rest = &self.buf[self.start..];
+            let Some(at) = memchr::memchr(b'\n', &rest[self.scanned..]) else {
+                self.scanned = rest.len();
+                if rest.len() > self.max_line {
+                    return Some(Err(self.too_long()));
+                }
+                if rest.is_empty() {
+                    self.reset();
+                }
+                return None;
             };
             let end = self.scanned + at;
             self.scanned = 0;
             if end > self.max_line {
                 return Some(Err(self.too_long()));
             }
-            let mut line = self.buf.split_to(end + 1).freeze();
-            line.truncate(trim_end(&line[..end]));
-            if !line.is_empty() {
-                return Some(Ok(line));
+            let line = self.start;
+            self.start += end + 1;
+            let len = trim_end(&self.buf[line..line + end]);
+            if len > 0 {
+                return Some(Ok(&self.buf[line..line + len]));
             }
         }
     }
 
     /// At the end of the body: the last line if it had no newline.
-    pub fn finish(&mut self) -> Option<Result<Bytes, FrameError>> {
+    pub fn finish(&mut self) -> Option<Result<&[u8], FrameError>> {
         self.scanned = 0;
-        let rest = self.buf.split().freeze();
-        let len = trim_end(&rest);
+        let line = self.start;
+        self.start = self.buf.len();
+        let len = trim_end(&self.buf[line..]);
         if len > self.max_line {
             return Some(Err(self.too_long()));
         }
-        (len > 0).then(|| Ok(rest.slice(..len)))
+        (len > 0).then(|| Ok(&self.buf[line..line + len]))
+    }
+
+    /// Every line framed: the buffer starts over, or is freed if it grew large.
+    fn reset(&mut self) {
+        if self.buf.capacity() > KEPT {
+            self.buf = Vec::new();
+        } else {
+            self.buf.clear();
+        }
+        self.start = 0;
     }
 
     fn too_long(&self) -> FrameError {
@@ -85,21 +124,23 @@ fn trim_end(line: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn lines(chunks: &[&[u8]], max: usize) -> Vec<Result<Bytes, FrameError>> {
         let mut framer = LineFramer::new(max);
         let mut out = Vec::new();
+        let owned = |line: Result<&[u8], FrameError>| line.map(Bytes::copy_from_slice);
         for chunk in chunks {
             framer.push(chunk);
             while let Some(line) = framer.next_line() {
                 let stop = line.is_err();
-                out.push(line);
+                out.push(owned(line));
                 if stop {
                     return out;
                 }
             }
         }
-        out.extend(framer.finish());
+        out.extend(framer.finish().map(owned));
         out
     }
 
@@ -113,10 +154,43 @@ mod tests {
             (&[b"a\r\n\n\nb\r\n"], vec![ok("a"), ok("b")]),
             (&[b"", b"x"], vec![ok("x")]),
             (&[b"\n\n"], vec![]),
+            (
+                &[b"a\r", b"\nb", b"c", b"d\ne\n", b"f"],
+                vec![ok("a"), ok("bcd"), ok("e"), ok("f")],
+            ),
+            (&[b"ab\nc", b"", b"d\n"], vec![ok("ab"), ok("cd")]),
         ];
         for (chunks, want) in cases {
             assert_eq!(&lines(chunks, 100), want, "{chunks:?}");
         }
+    }
+
+    /// Once every line is framed, a large buffer is freed and a small one kept for the next
+    /// read; a line begun stays, however large the buffer.
+    #[test]
+    fn an_idle_framer_holds_no_large_buffer() {
+        let mut framer = LineFramer::new(1 << 20);
+        let burst = b"0123456789abcde\n".repeat(KEPT / 8);
+        framer.push(&burst);
+        framer.push(b"part");
+        let mut count = 0;
+        while let Some(line) = framer.next_line() {
+            assert_eq!(line.unwrap(), b"0123456789abcde");
+            count += 1;
+        }
+        assert_eq!(count, KEPT / 8);
+        assert!(
+            framer.buf.capacity() > KEPT,
+            "a line begun keeps its buffer"
+        );
+        framer.push(b"ial\n");
+        assert_eq!(framer.next_line().unwrap().unwrap(), b"partial");
+        assert!(framer.next_line().is_none());
+        assert_eq!(framer.buf.capacity(), 0, "freed once all is framed");
+        framer.push(b"x\n");
+        assert_eq!(framer.next_line().unwrap().unwrap(), b"x");
+        assert!(framer.next_line().is_none());
+        assert!(framer.buf.capacity() > 0, "a small buffer is kept");
     }
 
     #[test]

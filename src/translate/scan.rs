@@ -331,18 +331,11 @@ fn unescape(rest: &[u8]) -> Option<(char, usize)> {
 }
 
 /// A word with the high bit set in each byte that is a quote, a backslash, below 0x20 or past
-/// ASCII:
-/// exact up to the first such byte (a borrow may mark bytes after it), which is all
+/// ASCII: exact up to the first such byte (a borrow may mark bytes after it), which is all
 /// [`Scan::plain_run`] reads.
+#[inline(always)]
 fn needs_care(word: u64) -> u64 {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGHS: u64 = ONES * 0x80;
-    let zero_at = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    zero_at(word ^ (ONES * u64::from(b'"')))
-        | zero_at(word ^ (ONES * u64::from(b'\\')))
-        | below_space
-        | word & HIGHS
+    super::escape::special(word) | word & u64::from_le_bytes([0x80; 8])
 }
 
 fn hex4(digits: &[u8]) -> Option<u32> {

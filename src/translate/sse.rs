@@ -3,7 +3,9 @@
 use bytes::Bytes;
 use serde::Serialize;
 
+use super::escape;
 use super::translation::{FINGERPRINT, Meta};
+use crate::base::usage::Usage;
 
 /// One `data:` frame holding `value` as compact JSON.
 pub fn data(value: &impl Serialize) -> Bytes {
@@ -24,6 +26,27 @@ pub fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &[u8], value: &T) {
     out.extend_from_slice(key);
     // Serialising plain values into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// [`field`] for a string or `null`, written by [`escape::write_str`] (serde_json's own
+/// writing was ~190 instructions a token's text).
+#[inline(always)]
+pub fn str_field(out: &mut Vec<u8>, key: &[u8], text: Option<&str>) {
+    out.extend_from_slice(key);
+    match text {
+        Some(text) => escape::write_str(out, text),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// `key` and the usage object as serde writes it, its keys as literals (serde_json escaped
+/// each key byte by byte: ~800 instructions a whole chat completion).
+pub fn usage_field(out: &mut Vec<u8>, key: &[u8], usage: &Usage) {
+    out.extend_from_slice(key);
+    field(out, b"{\"prompt_tokens\":", &usage.prompt_tokens);
+    field(out, b",\"completion_tokens\":", &usage.completion_tokens);
+    field(out, b",\"total_tokens\":", &usage.total_tokens);
+    out.push(b'}');
 }
 
 /// What every chunk of a stream starts with, the same from first to last, up to its
@@ -68,6 +91,22 @@ pub fn error_frame(message: &str, kind: &str, code: &str) -> Bytes {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_is_written_as_serde_writes_it() {
+        for usage in [
+            Usage::default(),
+            Usage::new(26, 282),
+            Usage::new(u64::MAX, 1),
+        ] {
+            let mut ours = b"x".to_vec();
+            usage_field(&mut ours, b",\"usage\":", &usage);
+            let serde = format!("x,\"usage\":{}", serde_json::to_string(&usage).unwrap());
+            assert_eq!(String::from_utf8(ours).unwrap(), serde);
+        }
+    }
+
     #[test]
     fn frames() {
         assert_eq!(

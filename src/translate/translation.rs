@@ -53,6 +53,12 @@ pub trait LineTranslator: Send + 'static {
         queue.extend(self.on_line(line)?);
         Ok(())
     }
+    /// Room to make, before a read's lines are translated, for the frames its `lines` lines
+    /// of `bytes` bytes become when written in place ([`Frames::reserve`]); 0 for a
+    /// translator that makes its frames whole.
+    fn room(&self, _bytes: usize, _lines: usize) -> usize {
+        0
+    }
     /// Frames at the clean end of the upstream body; `Err` when the answer was incomplete.
     fn finish(&mut self) -> Result<Vec<Bytes>, String>;
     /// The dialect its frames are in (a failed stream's last frame is told in it).

@@ -208,9 +208,11 @@ fn drain<T: LineTranslator>(
     translator: &mut T,
     queue: &mut Frames,
 ) -> Result<(), Failure> {
+    let (bytes, lines) = framer.pending();
+    queue.reserve(translator.room(bytes, lines));
     while let Some(line) = framer.next_line() {
         let line = line.map_err(Failure::framing)?;
-        translator.frames(&line, queue).map_err(Failure::upstream)?;
+        translator.frames(line, queue).map_err(Failure::upstream)?;
     }
     Ok(())
 }
@@ -224,7 +226,7 @@ fn end<T: LineTranslator>(
     drain(framer, translator, queue)?;
     if let Some(line) = framer.finish() {
         let line = line.map_err(Failure::framing)?;
-        translator.frames(&line, queue).map_err(Failure::upstream)?;
+        translator.frames(line, queue).map_err(Failure::upstream)?;
     }
     queue.extend(translator.finish().map_err(Failure::upstream)?);
     Ok(())
@@ -397,6 +399,46 @@ mod tests {
             // Role and hi, ho, the finish, and the usage chunk when asked for.
             assert_eq!(whole.len(), 3 + usize::from(usage));
             assert_eq!(frames, [whole.concat()], "usage: {usage}");
+        }
+    }
+
+    /// The room made for a read holds its frames, and not twice over (a frame handed on is
+    /// shrunk in place, within half): 16 tokens and the end in one read, as a native server
+    /// sends them, for chat and for completions, with and without the usage chunk.
+    #[test]
+    fn a_reads_room_holds_its_frames() {
+        let meta = Meta {
+            id: "chatcmpl-4f9a0c1e2b3d4a5f6e7d8c9b".into(),
+            created: 1_764_187_200,
+            model: "gpt-4o-mini".into(),
+        };
+        let at = r#"{"model":"llama3.2","created_at":"2026-11-26T20:00:00.123456Z","#;
+        let end = r#""done":true,"done_reason":"stop","total_duration":4883583458,"prompt_eval_count":26,"eval_count":16}"#;
+        let chat: String = (0..16)
+            .map(|i| format!("{at}\"message\":{{\"role\":\"assistant\",\"content\":\" tok{i}\"}},\"done\":false}}\n"))
+            .chain([format!("{at}\"message\":{{\"role\":\"assistant\",\"content\":\"\"}},{end}\n")])
+            .collect();
+        let generate: String = (0..16)
+            .map(|i| format!("{at}\"response\":\" tok{i}\",\"done\":false}}\n"))
+            .chain([format!("{at}\"response\":\"\",{end}\n")])
+            .collect();
+        fn check(mut stream: impl LineTranslator, read: &str) {
+            let room = stream.room(read.len(), read.lines().count());
+            let mut frames = Frames::default();
+            for line in read.lines() {
+                stream.frames(line.as_bytes(), &mut frames).unwrap();
+            }
+            let written = frames.take_written().unwrap().len();
+            assert!(
+                room >= written && room < 2 * written,
+                "{room} for {written}"
+            );
+        }
+        for usage in [false, true] {
+            check(ChatStream::new(&meta, 0, usage), &chat);
+            let stream =
+                crate::translate::completions::CompletionStream::new(&meta, 0, usage, None);
+            check(stream, &generate);
         }
     }
 

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use super::native::{self, Event};
 pub use crate::base::usage::{Tally, Usage};
 use crate::translate::frames::FrameSink;
-use crate::translate::sse::{self, field};
+use crate::translate::sse::{self, field, str_field, usage_field};
 use crate::translate::translation::{FINGERPRINT, Meta, call_id};
 
 impl Usage {
@@ -177,26 +177,30 @@ impl Completion<'_> {
     /// What serde writes for a completion whose choices are all [plain](Choice::is_plain):
     /// the keys as literals and only the texts escaped (see [`ChunkChoice::write_plain`]).
     fn write_plain(&self, out: &mut Vec<u8>) {
-        field(out, b"{\"id\":", self.id);
-        field(out, b",\"object\":", self.object);
+        str_field(out, b"{\"id\":", Some(self.id));
+        str_field(out, b",\"object\":", Some(self.object));
         field(out, b",\"created\":", &self.created);
-        field(out, b",\"model\":", self.model);
-        field(out, b",\"system_fingerprint\":", self.system_fingerprint);
+        str_field(out, b",\"model\":", Some(self.model));
+        str_field(
+            out,
+            b",\"system_fingerprint\":",
+            Some(self.system_fingerprint),
+        );
         out.extend_from_slice(b",\"choices\":[");
         for (i, choice) in self.choices.iter().enumerate() {
             let open: &[u8] = if i == 0 { b"{" } else { b",{" };
             out.extend_from_slice(open);
             field(out, b"\"index\":", &choice.index);
-            field(out, b",\"message\":{\"role\":", choice.message.role);
-            field(out, b",\"content\":", choice.message.content);
-            field(
+            str_field(out, b",\"message\":{\"role\":", Some(choice.message.role));
+            str_field(out, b",\"content\":", Some(choice.message.content));
+            str_field(
                 out,
                 b"},\"logprobs\":null,\"finish_reason\":",
-                choice.finish_reason,
+                Some(choice.finish_reason),
             );
             out.push(b'}');
         }
-        field(out, b"],\"usage\":", &self.usage);
+        usage_field(out, b"],\"usage\":", &self.usage);
         out.push(b'}');
     }
 }
@@ -341,6 +345,11 @@ impl ChatStream {
         }
     }
 
+    /// The length of every frame's first bytes.
+    pub fn head_len(&self) -> usize {
+        self.head.len()
+    }
+
     /// The usage the closing event reported (`None` before it).
     pub fn usage(&self) -> Option<Usage> {
         self.usage
@@ -391,8 +400,10 @@ impl ChatStream {
         } else {
             field(out, b"", choices);
         }
-        if let Some(usage) = usage {
-            field(out, b",\"usage\":", &usage);
+        match usage {
+            Some(Some(usage)) => usage_field(out, b",\"usage\":", &usage),
+            Some(None) => out.extend_from_slice(b",\"usage\":null"),
+            None => {}
         }
         out.extend_from_slice(b"}\n\n");
     }
@@ -419,14 +430,14 @@ impl ChunkChoice<'_> {
         field(out, b"[{\"index\":", &self.index);
         out.extend_from_slice(b",\"delta\":{");
         if let Some(role) = self.delta.role {
-            field(out, b"\"role\":", role);
+            str_field(out, b"\"role\":", Some(role));
             out.push(b',');
         }
-        field(out, b"\"content\":", &self.delta.content);
-        field(
+        str_field(out, b"\"content\":", self.delta.content);
+        str_field(
             out,
             b"},\"logprobs\":null,\"finish_reason\":",
-            &self.finish_reason,
+            self.finish_reason,
         );
         out.extend_from_slice(b"}]");
     }

@@ -79,6 +79,11 @@ impl LineTranslator for ChatStream {
         ChatStream::frames(self, line, queue).map_err(|e| e.to_string())
     }
 
+    fn room(&self, bytes: usize, lines: usize) -> usize {
+        // A chunk is its native line give or take some keys, plus the stream's head.
+        bytes + lines * (self.head_len() + 48)
+    }
+
     fn finish(&mut self) -> Result<Vec<Bytes>, String> {
         ChatStream::finish(self).map_err(|e| e.to_string())
     }
