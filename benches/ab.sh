@@ -6,9 +6,9 @@
 # For each build, in turn (two rounds): its own `lingo mock` as the backend, lingo in front
 # of it (one route table, in a temporary directory), and five cases at 32 keep-alive
 # connections for 3 s each (wrk, one thread): native pass-through and chat-completions
-# translated, each whole and streamed (16 tokens), and a streamed `/v1/completions`. Prints requests/s and lingo's own CPU per
-# request (user + system from /proc, divided by the requests served): on a shared machine
-# the steadier figure.
+# translated, each whole and streamed (16 tokens), and a streamed `/v1/completions`.
+# Prints requests/s and lingo's own CPU per request (user + system from /proc, divided by
+# the requests served): on a shared machine the steadier figure.
 #
 # --instructions: instead, lingo runs under callgrind (one worker) and each case prints the
 # instructions per request, counted from after a warm-up: the same for the same binary on

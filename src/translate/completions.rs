@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::frames::{FrameSink, Frames};
 use super::json::Json;
+use super::ndjson::LineFramer;
 use super::params::{self, err};
 use super::scan::{Scan, Seen};
 use super::sse::{self, field, str_field, usage_field};
@@ -426,9 +427,8 @@ impl LineTranslator for CompletionStream {
         CompletionStream::frames(self, line, queue)
     }
 
-    fn room(&self, bytes: usize, lines: usize) -> usize {
-        // As chat's: a chunk is its native line give or take some keys, plus the head.
-        bytes + lines * (self.head.len() + 48)
+    fn room(&self, framer: &LineFramer) -> usize {
+        sse::room(self.head.len(), framer)
     }
 
     fn finish(&mut self) -> Result<Vec<Bytes>, String> {

@@ -25,8 +25,9 @@ pub struct LineFramer {
     scanned: usize,
 }
 
-/// A buffer this large is freed, not kept, once every line in it is framed: an idle stream
-/// holds no more than one ordinary read's room.
+/// A buffer larger than this is freed, not kept, once every line in it is framed: a stream
+/// idle between lines keeps no burst's room (one idle mid-line keeps its buffer: the line
+/// so far and the read that brought it).
 const KEPT: usize = 4096;
 
 // === impl LineFramer ===
@@ -51,10 +52,16 @@ impl LineFramer {
         self.buf.extend_from_slice(chunk);
     }
 
-    /// How many bytes are buffered and not yet framed, and how many lines end in them.
+    /// The complete lines buffered and not yet framed: their bytes and how many. A line
+    /// not yet ended counts for nothing, and the part of it already searched for its end is
+    /// not searched again.
     pub fn pending(&self) -> (usize, usize) {
         let rest = &self.buf[self.start..];
-        (rest.len(), memchr::memchr_iter(b'\n', rest).count())
+        let (mut bytes, mut lines) = (0, 0);
+        for at in memchr::memchr_iter(b'\n', &rest[self.scanned..]) {
+            (bytes, lines) = (self.scanned + at + 1, lines + 1);
+        }
+        (bytes, lines)
     }
 
     /// The next complete, non-empty line (without `\n` or `\r\n`), if one is buffered.
@@ -191,6 +198,35 @@ mod tests {
         assert_eq!(framer.next_line().unwrap().unwrap(), b"x");
         assert!(framer.next_line().is_none());
         assert!(framer.buf.capacity() > 0, "a small buffer is kept");
+    }
+
+    /// What is pending is the complete lines only, however the reads cut them, and the
+    /// buffer holds no more than the line not yet ended and the last read.
+    #[test]
+    fn pending_lines_and_what_the_buffer_holds() {
+        let mut framer = LineFramer::new(1 << 20);
+        assert_eq!(framer.pending(), (0, 0));
+        framer.push(b"ab\ncd\r\nef");
+        assert_eq!(framer.pending(), (7, 2), "`ef` has not ended");
+        assert_eq!(framer.next_line().unwrap().unwrap(), b"ab");
+        assert_eq!(framer.pending(), (4, 1));
+        assert_eq!(framer.next_line().unwrap().unwrap(), b"cd");
+        assert!(framer.next_line().is_none());
+        assert_eq!(framer.pending(), (0, 0));
+        framer.push(b"gh");
+        assert_eq!(framer.pending(), (0, 0));
+        framer.push(b"\n\nij\n"); // `efgh`, a blank line, `ij`
+        assert_eq!(framer.pending(), (9, 3));
+        // Reads that each end mid-line: the framed ones do not pile up.
+        let mut framer = LineFramer::new(1 << 20);
+        for _ in 0..1000 {
+            framer.push(b"0123456789\n01234");
+            while let Some(line) = framer.next_line() {
+                line.unwrap();
+            }
+            assert!(framer.buf.len() - framer.start <= 5);
+            assert!(framer.buf.len() <= 5 + 16, "{}", framer.buf.len());
+        }
     }
 
     #[test]

@@ -1,9 +1,12 @@
-//! Server-sent-event frames: `data: <json>\n\n`, and the closing `data: [DONE]`.
+//! Server-sent-event frames: `data: <json>\n\n`, and the closing `data: [DONE]`; and how a
+//! stream's chunks are written in place: a head made once per stream ([`chunk_head`]), then
+//! fields with their keys as literals ([`field`], [`str_field`], [`usage_field`]).
 
 use bytes::Bytes;
 use serde::Serialize;
 
 use super::escape;
+use super::ndjson::LineFramer;
 use super::translation::{FINGERPRINT, Meta};
 use crate::base::usage::Usage;
 
@@ -47,6 +50,13 @@ pub fn usage_field(out: &mut Vec<u8>, key: &[u8], usage: &Usage) {
     field(out, b",\"completion_tokens\":", &usage.completion_tokens);
     field(out, b",\"total_tokens\":", &usage.total_tokens);
     out.push(b'}');
+}
+
+/// Room for the chunks the complete native lines `framer` holds become, each written after
+/// a head of `head` bytes: a chunk is its native line give or take some keys, plus the head.
+pub fn room(head: usize, framer: &LineFramer) -> usize {
+    let (bytes, lines) = framer.pending();
+    bytes + lines * (head + 48)
 }
 
 /// What every chunk of a stream starts with, the same from first to last, up to its

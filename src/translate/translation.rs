@@ -9,6 +9,7 @@
 use bytes::Bytes;
 
 use super::frames::Frames;
+use super::ndjson::LineFramer;
 
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
@@ -53,10 +54,10 @@ pub trait LineTranslator: Send + 'static {
         queue.extend(self.on_line(line)?);
         Ok(())
     }
-    /// Room to make, before a read's lines are translated, for the frames its `lines` lines
-    /// of `bytes` bytes become when written in place ([`Frames::reserve`]); 0 for a
-    /// translator that makes its frames whole.
-    fn room(&self, _bytes: usize, _lines: usize) -> usize {
+    /// Room to make, before a read's lines are translated, for the frames the complete
+    /// lines `framer` holds become when written in place ([`Frames::reserve`]); 0 (and the
+    /// lines not even counted) for a translator that makes its frames whole.
+    fn room(&self, _framer: &LineFramer) -> usize {
         0
     }
     /// Frames at the clean end of the upstream body; `Err` when the answer was incomplete.

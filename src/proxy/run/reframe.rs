@@ -208,8 +208,7 @@ fn drain<T: LineTranslator>(
     translator: &mut T,
     queue: &mut Frames,
 ) -> Result<(), Failure> {
-    let (bytes, lines) = framer.pending();
-    queue.reserve(translator.room(bytes, lines));
+    queue.reserve(translator.room(framer));
     while let Some(line) = framer.next_line() {
         let line = line.map_err(Failure::framing)?;
         translator.frames(line, queue).map_err(Failure::upstream)?;
@@ -423,7 +422,9 @@ mod tests {
             .chain([format!("{at}\"response\":\"\",{end}\n")])
             .collect();
         fn check(mut stream: impl LineTranslator, read: &str) {
-            let room = stream.room(read.len(), read.lines().count());
+            let mut framer = LineFramer::new(1 << 20);
+            framer.push(read.as_bytes());
+            let room = stream.room(&framer);
             let mut frames = Frames::default();
             for line in read.lines() {
                 stream.frames(line.as_bytes(), &mut frames).unwrap();

@@ -346,7 +346,7 @@ impl ChatStream {
     }
 
     /// The length of every frame's first bytes.
-    pub fn head_len(&self) -> usize {
+    pub(crate) fn head_len(&self) -> usize {
         self.head.len()
     }
 

@@ -9,6 +9,7 @@ use super::response::{ChatStream, completion, upstream_error};
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 use crate::translate::frames::Frames;
+use crate::translate::ndjson::LineFramer;
 use crate::translate::sse;
 use crate::translate::translation::{LineTranslator, Meta, Translation, UpstreamCall};
 
@@ -79,9 +80,8 @@ impl LineTranslator for ChatStream {
         ChatStream::frames(self, line, queue).map_err(|e| e.to_string())
     }
 
-    fn room(&self, bytes: usize, lines: usize) -> usize {
-        // A chunk is its native line give or take some keys, plus the stream's head.
-        bytes + lines * (self.head_len() + 48)
+    fn room(&self, framer: &LineFramer) -> usize {
+        sse::room(self.head_len(), framer)
     }
 
     fn finish(&mut self) -> Result<Vec<Bytes>, String> {
