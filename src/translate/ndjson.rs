@@ -57,10 +57,12 @@ impl LineFramer {
     /// not searched again.
     pub fn pending(&self) -> (usize, usize) {
         let rest = &self.buf[self.start..];
-        let (mut bytes, mut lines) = (0, 0);
-        for at in memchr::memchr_iter(b'\n', &rest[self.scanned..]) {
-            (bytes, lines) = (self.scanned + at + 1, lines + 1);
-        }
+        let Some(last) = memchr::memrchr(b'\n', &rest[self.scanned..]) else {
+            return (0, 0);
+        };
+        let bytes = self.scanned + last + 1;
+        // Counted, not iterated: memchr counts a run in one vector pass.
+        let lines = memchr::memchr_iter(b'\n', &rest[self.scanned..bytes]).count();
         (bytes, lines)
     }
 

@@ -76,12 +76,14 @@ impl Decoder {
 
     /// [`Decoder::decode`], but the next piece of data is copied onto the end of `onto`
     /// (and `None` returned) instead of split off `buf`: for a caller joining pieces, a split
-    /// was a count taken and given back for nothing (~100 instructions a chunk).
+    /// was a count taken and given back for nothing (~100 instructions a chunk). The whole
+    /// chunks at the front of `buf` are copied in one go ([`Decoder::whole_chunks`]).
     pub fn decode_onto(
         &mut self,
         buf: &mut BytesMut,
         onto: &mut BytesMut,
     ) -> Result<Option<Decoded>, BodyError> {
+        self.whole_chunks(buf, onto);
         match self.next(buf, Some(onto))? {
             Decoded::Data(_) => Ok(None),
             other => Ok(Some(other)),
@@ -124,6 +126,28 @@ impl Decoder {
         }
     }
 
+    /// The chunks at the front of `buf` that are all there (size line, data, CRLF), their
+    /// data copied onto `onto`, in one loop. A stream's burst is many small
+    /// chunks, and the state machine took three steps a chunk, each a state and a piece
+    /// moved in and out (~300 instructions a token of a streamed answer, callgrind). What is
+    /// not whole, the last chunk and anything wrong are left where they are, for
+    /// [`Decoder::next`] to read (or refuse) as it always has.
+    fn whole_chunks(&mut self, buf: &mut BytesMut, onto: &mut BytesMut) {
+        let mut at = match *self {
+            Decoder::Chunked(Chunk::Size) => 0,
+            Decoder::Chunked(Chunk::DataEnd) if buf.starts_with(b"\r\n") => 2,
+            _ => return,
+        };
+        while let Some((data, next)) = whole_chunk(&buf[at..]) {
+            onto.extend_from_slice(&buf[at + data.start..at + data.end]);
+            at += next;
+        }
+        if at > 0 {
+            buf.advance(at);
+            *self = Decoder::Chunked(Chunk::Size);
+        }
+    }
+
     /// The connection closed (nothing left in the buffer): the end of a body framed by it,
     /// or else one cut short.
     pub fn closed(&mut self) -> Result<(), BodyError> {
@@ -162,6 +186,17 @@ fn take(buf: &mut BytesMut, left: u64, onto: Option<&mut BytesMut>) -> Option<(u
         None => buf.split_to(n).freeze(),
     };
     Some((n as u64, data))
+}
+
+/// The chunk `bytes` starts with, if it is all there and is not the last: where its data
+/// lies, and where the next chunk starts.
+fn whole_chunk(bytes: &[u8]) -> Option<(std::ops::Range<usize>, usize)> {
+    let lf = line_end(&bytes[..bytes.len().min(MAX_LINE)])?;
+    let size = usize::try_from(parse_size(&bytes[..lf])?).ok()?;
+    let start = lf + 1;
+    let end = start.checked_add(size)?;
+    let next = end.checked_add(2)?;
+    (size > 0 && bytes.get(end..next)? == b"\r\n").then_some((start..end, next))
 }
 
 /// One step of chunked decoding: a new state, and maybe something for the caller.
@@ -458,9 +493,45 @@ mod tests {
                 false,
                 Err(ChunkEnd),
             ),
+            // Whole chunks and then something wrong, or not all there, or the end.
+            (
+                CHUNKED,
+                b"3\r\nabc\r\nzz\r\nx\r\n",
+                b"abc",
+                false,
+                Err(ChunkSize),
+            ),
+            (
+                CHUNKED,
+                b"3\r\nabc\r\n2\r\ndeXY",
+                b"abcde",
+                false,
+                Err(ChunkEnd),
+            ),
+            (
+                CHUNKED,
+                b"1\r\na\r\n1\r\nb\r\n3\r\ncd",
+                b"abcd",
+                false,
+                Err(Cut),
+            ),
+            (
+                CHUNKED,
+                b"3\r\nabc\r\nffffffffffffffff\r\nxy",
+                b"abcxy",
+                false,
+                Err(Cut),
+            ),
+            (
+                CHUNKED,
+                b"1\r\na\r\n2;e\r\nbc\r\n0\r\nx-t: 1\r\n\r\n",
+                b"abc",
+                true,
+                Ok(()),
+            ),
         ];
         for (i, (decoder, input, data, trailers, end)) in cases.iter().enumerate() {
-            for step in [input.len(), 1] {
+            for step in [input.len(), 1, 2, 3, 7] {
                 let got = run(*decoder, input, step);
                 assert_eq!(
                     got,
