@@ -77,7 +77,7 @@ impl Decoder {
     /// [`Decoder::decode`], but the next piece of data is copied onto the end of `onto`
     /// (and `None` returned) instead of split off `buf`: for a caller joining pieces, a split
     /// was a count taken and given back for nothing (~100 instructions a chunk). The whole
-    /// chunks at the front of `buf` are copied in one go ([`Decoder::whole_chunks`]).
+    /// chunks at the front of `buf` are copied in one go (`whole_chunks`).
     pub fn decode_onto(
         &mut self,
         buf: &mut BytesMut,
