@@ -542,6 +542,60 @@ mod tests {
         }
     }
 
+    /// Bodies of whole, partial and broken chunks in random order, size lines up to and past
+    /// the longest read, each read whole and in pieces: copied onto a buffer (whole chunks
+    /// in one loop) the same as split off it (`run` checks), and in pieces as whole: data,
+    /// trailers and end alike.
+    #[test]
+    fn random_bodies_decode_alike_copied_or_split() {
+        let long = |n: usize| [b"2;".as_slice(), &vec![b'x'; n], b"\r\nhi\r\n"].concat();
+        let pieces: Vec<Vec<u8>> = [
+            b"3\r\nabc\r\n".as_slice(),
+            b"1;e=\"v\"\r\n\n\r\n",
+            b"a \t;x\r\n0123\r\n5678\r\n",
+            b"0003\r\nxyz\r\n",
+            b"0\r\n\r\n",
+            b"0\r\nx-t: 1\r\n\r\n",
+            b"3\nabc\r\n",
+            b"3\r\nabcXY",
+            b"ffffffffffffffff\r\n",
+            b"10000000000000000\r\n",
+            b"3;\x01\r\nabc\r\n",
+            b"3\r\r\nabc\r\n",
+            b"3\r\nab",
+            b"\r\n",
+        ]
+        .iter()
+        .map(|p| p.to_vec())
+        // Size lines whose LF is the last byte a size line may have, and the first past it.
+        .chain([MAX_LINE - 4, MAX_LINE - 3].map(long))
+        .collect();
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n as u64) as usize
+        };
+        for _ in 0..2_000 {
+            let count = 1 + next(6);
+            // Mostly whole chunks, as an upstream sends them; the rest anywhere.
+            let body: Vec<u8> = (0..count)
+                .flat_map(|_| pieces[if next(2) == 0 { 0 } else { next(pieces.len()) }].clone())
+                .collect();
+            // A long size line a byte at a time is searched again at each byte: kept short.
+            let steps = if body.len() > 256 {
+                &[64, 1000][..]
+            } else {
+                &[1, 2, 3, 5][..]
+            };
+            let whole = run(CHUNKED, &body, body.len());
+            for &step in steps {
+                assert_eq!(run(CHUNKED, &body, step), whole, "{body:?} in {step}s");
+            }
+        }
+    }
+
     /// Chunk sizes in either case, up to 16 digits, with or without extensions; anything
     /// else refused.
     #[test]
