@@ -43,18 +43,29 @@ pub fn special(word: u64) -> u64 {
 /// does): a word at a time, then the last few bytes through a table, as serde_json reads
 /// every byte (a word padded for them cost a copy, more than the table for a token's few).
 #[inline(always)]
-fn plain_until(bytes: &[u8], mut at: usize) -> usize {
+fn plain_until(bytes: &[u8], at: usize) -> usize {
+    run_until(bytes, at, special, |byte| ESCAPED[usize::from(byte)])
+}
+
+/// Where the run from `at` ends: at the first byte `marks` marks in its word (the word's
+/// first marked byte is exact, as [`special`]'s are), eight bytes at a time, then at the
+/// first of the last few that `stops` at; at the end of `bytes` if none does. What the
+/// scanner's strings and this writer's both read.
+#[inline(always)]
+pub fn run_until(
+    bytes: &[u8],
+    mut at: usize,
+    marks: impl Fn(u64) -> u64,
+    stops: impl Fn(u8) -> bool,
+) -> usize {
     while let Some(word) = bytes.get(at..at + 8) {
-        let marked = special(u64::from_le_bytes(word.try_into().expect("eight bytes")));
+        let marked = marks(u64::from_le_bytes(word.try_into().expect("eight bytes")));
         if marked != 0 {
             return at + marked.trailing_zeros() as usize / 8;
         }
         at += 8;
     }
-    while let Some(&byte) = bytes.get(at) {
-        if ESCAPED[usize::from(byte)] {
-            break;
-        }
+    while bytes.get(at).is_some_and(|&byte| !stops(byte)) {
         at += 1;
     }
     at

@@ -242,20 +242,10 @@ impl<'a> Scan<'a> {
     /// backslash, a control character, a byte past ASCII or the end of the text. Eight bytes
     /// at a time (a byte-at-a-time loop made strings most of a line's reading).
     #[inline(always)]
-    fn plain_run(&self, mut at: usize) -> usize {
-        let bytes = self.bytes();
-        while let Some(word) = bytes.get(at..at + 8) {
-            let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
-            let care = needs_care(word);
-            if care != 0 {
-                return at + care.trailing_zeros() as usize / 8;
-            }
-            at += 8;
-        }
-        at + bytes[at..]
-            .iter()
-            .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
-            .unwrap_or(bytes.len() - at)
+    fn plain_run(&self, at: usize) -> usize {
+        super::escape::run_until(self.bytes(), at, needs_care, |c| {
+            c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c)
+        })
     }
 
     /// The rest of a string from its first byte that needs care at `at` (`start`: its first
