@@ -162,17 +162,10 @@ mod tests {
             '\u{1f600}',
             '/',
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = crate::base::picks::picker(0x9e37_79b9_7f4a_7c15);
         for len in 0..=40 {
             for _ in 0..200 {
-                let text: String = (0..len)
-                    .map(|_| {
-                        seed ^= seed << 13;
-                        seed ^= seed >> 7;
-                        seed ^= seed << 17;
-                        alphabet[(seed % alphabet.len() as u64) as usize]
-                    })
-                    .collect();
+                let text: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
                 assert_eq!(
                     ours(&text),
                     serde_json::to_string(&text).unwrap(),

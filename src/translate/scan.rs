@@ -382,13 +382,7 @@ pub(crate) fn random_objects(
         "\"\u{e9}\\n\u{e9}\"",
     ];
     const SPACES: [&str; 5] = ["", "", " ", "\n", "\t "];
-    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move |n: usize| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng % n as u64) as usize
-    };
+    let mut next = crate::base::picks::picker(0x2545_f491_4f6c_dd1d);
     let values: Vec<String> = VALUES.iter().chain(values).map(|v| v.to_string()).collect();
     let keys: Vec<String> = keys.iter().map(|k| format!("\"{k}\":")).collect();
     (0..count).map(move |_| {

@@ -570,13 +570,7 @@ mod tests {
         // Size lines whose LF is the last byte a size line may have, and the first past it.
         .chain([MAX_LINE - 4, MAX_LINE - 3].map(long))
         .collect();
-        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |n: usize| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng % n as u64) as usize
-        };
+        let mut next = crate::base::picks::picker(0x9e37_79b9_7f4a_7c15);
         for _ in 0..2_000 {
             let count = 1 + next(6);
             // Mostly whole chunks, as an upstream sends them; the rest anywhere.
