@@ -21,6 +21,7 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep, sleep_until};
 
+use crate::base::clock;
 use crate::http::body::BoxError;
 
 /// The upstream sent nothing for longer than the idle limit.
@@ -49,7 +50,7 @@ impl<B> Idle<B> {
             inner,
             sleep: None,
             limit,
-            last: Instant::now(),
+            last: clock::now(),
         }
     }
 }
@@ -70,7 +71,7 @@ where
         if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
             // Only a frame ends a silence (after the end or an error, nothing is awaited).
             if let Some(Ok(_)) = frame {
-                *this.last = Instant::now();
+                *this.last = clock::now();
             }
             return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
         }
@@ -80,7 +81,7 @@ where
                 None => this.sleep.set(Some(sleep_until(due))),
                 Some(mut sleep) => {
                     ready!(sleep.as_mut().poll(cx));
-                    if due <= Instant::now() {
+                    if due <= clock::now() {
                         return Poll::Ready(Some(Err(IdleTimeout(*this.limit).into())));
                     }
                     // Fired early: a frame came since the timer was set.

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::base::clock;
+
 /// Why a connection is closed for being quiet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Quiet {
@@ -153,7 +155,7 @@ impl Activity {
     }
 
     fn now(&self) -> u64 {
-        u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX - 1)
+        u64::try_from(clock::since(self.born).as_nanos()).unwrap_or(u64::MAX - 1)
     }
 }
 

@@ -2,12 +2,13 @@
 
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::time::Instant;
 
 use hyper::header::HeaderValue;
 use hyper::{Method, Uri};
+use tokio::time::Instant;
 
 use super::Outcome;
+use crate::base::clock;
 use crate::base::dialect::Dialect;
 
 /// Installs the global subscriber: `RUST_LOG` filters (default `info`), output on stderr.
@@ -62,7 +63,7 @@ impl AccessLog {
             error: None,
             dialect: None,
             bytes: 0,
-            started: Instant::now(),
+            started: clock::now(),
         }
     }
 
@@ -74,7 +75,7 @@ impl AccessLog {
             route = %self.route.as_deref().unwrap_or("-"),
             upstream = %self.upstream.as_deref().unwrap_or("-"),
             status = self.status,
-            duration_ms = %format_args!("{:.3}", self.started.elapsed().as_secs_f64() * 1000.0),
+            duration_ms = %format_args!("{:.3}", clock::since(self.started).as_secs_f64() * 1000.0),
             bytes = self.bytes,
             client = %self.client.as_deref().unwrap_or("-"),
             request_id = %self.request_id.to_str().unwrap_or("-"),

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
@@ -15,10 +15,12 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use tokio::time::Instant;
 
 use super::Outcome;
 use super::access::AccessLog;
 use super::handles::{Handles, Pair};
+use crate::base::clock;
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 use crate::error::{ProxyError, TimeoutKind};
@@ -191,7 +193,7 @@ impl Metrics {
             };
             self.upstream_errors.get_or_create(&labels).inc();
         }
-        duration.observe(log.started.elapsed().as_secs_f64());
+        duration.observe(clock::since(log.started).as_secs_f64());
         if let Some([counted_in, counted_out]) = tokens {
             counted_in.inc_by(tokens_in);
             counted_out.inc_by(tokens_out);
@@ -298,7 +300,7 @@ impl Finish {
     /// lingo's share of the time so far is recorded.
     pub fn new(metrics: Arc<Metrics>, log: &AccessLog, stats: Arc<RequestStats>) -> Finish {
         metrics.open_streams.inc();
-        let own = log.started.elapsed().saturating_sub(stats.upstream_wait());
+        let own = clock::since(log.started).saturating_sub(stats.upstream_wait());
         let overhead = metrics.with_pair(log.route.as_ref(), log.upstream.as_ref(), |pair| {
             pair.overhead.clone()
         });
@@ -326,7 +328,7 @@ impl Drop for Waiting<'_> {
         if wait.open == 0
             && let Some(since) = wait.since.take()
         {
-            wait.total += since.elapsed();
+            wait.total += clock::since(since);
         }
     }
 }
@@ -361,7 +363,7 @@ impl RequestStats {
     pub fn waiting(&self) -> Waiting<'_> {
         let mut wait = self.wait.lock().unwrap_or_else(|e| e.into_inner());
         if wait.open == 0 {
-            wait.since = Some(Instant::now());
+            wait.since = Some(clock::now());
         }
         wait.open += 1;
         Waiting(self)
@@ -370,7 +372,7 @@ impl RequestStats {
     /// The time some upstream wait was in progress, so far.
     pub fn upstream_wait(&self) -> Duration {
         let wait = self.wait.lock().unwrap_or_else(|e| e.into_inner());
-        wait.total + wait.since.map_or(Duration::ZERO, |since| since.elapsed())
+        wait.total + wait.since.map_or(Duration::ZERO, clock::since)
     }
 
     /// The usage of an answer (or of one of its `n` choices).

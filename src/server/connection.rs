@@ -26,6 +26,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
 use super::protocol::{Graceful, Settings};
 use super::sniff::{self, Speaks};
 use super::watched::Watched;
+use crate::base::clock::Ticking;
 use crate::base::dialect;
 use crate::http::body::{Body, BoxError, materialize};
 use crate::http::gated::Gated;
@@ -129,8 +130,9 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     };
     let timeouts = Timeouts::from(&limits);
     let ended = ending(slot, drain, peer);
+    // Each poll of a connection's task reads the clock once at most (`base::clock`).
     let Some(config) = tls else {
-        tokio::spawn(async move {
+        tokio::spawn(Ticking::new(async move {
             let mut session = session;
             let mut quiet = pin!(activity.quiet(timeouts));
             let Some(speaks) = first_bytes(&stream, quiet.as_mut(), &mut session.stop).await else {
@@ -138,10 +140,10 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
             };
             let io = Watched::new(stream, Arc::clone(&activity));
             ended(session.run(speaks, io, &activity, quiet).await);
-        });
+        }));
         return;
     };
-    tokio::spawn(async move {
+    tokio::spawn(Ticking::new(async move {
         let Some(stream) = handshake(config, stream, peer).await else {
             return;
         };
@@ -149,7 +151,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
         let io = Watched::new(stream, Arc::clone(&activity));
         let quiet = activity.quiet(timeouts);
         ended(session.run(speaks, io, &activity, quiet).await);
-    });
+    }));
 }
 
 /// What a connection's end does: its place in the pool and in the drain count is given back

@@ -15,10 +15,11 @@ use hyper::body::{Body, Incoming};
 use hyper::rt::{Read, Write};
 use hyper::server::conn::http2;
 use hyper::service::HttpService;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::rt::TokioTimer;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::h1;
+use crate::base::clock::Ticking;
 use crate::table::Limits;
 
 /// The part of the table's limits that the connection enforces itself. Small and `Copy`: a connection's
@@ -74,21 +75,36 @@ impl Settings {
     }
 
     /// An HTTP/2 connection. Dead peers are found by pings; idle live ones by the idle timer.
-    pub fn http2<I, S, B>(self, io: I, service: S) -> http2::Connection<I, S, TokioExecutor>
+    pub fn http2<I, S, B>(self, io: I, service: S) -> http2::Connection<I, S, Streams>
     where
         S: HttpService<Incoming, ResBody = B>,
         S::Error: Into<BoxError>,
         I: Read + Write + Unpin,
         B: Body + 'static,
         B::Error: Into<BoxError>,
-        TokioExecutor: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
+        Streams: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
     {
-        http2::Builder::new(TokioExecutor::new())
+        http2::Builder::new(Streams)
             .timer(TokioTimer::new())
             .max_header_list_size(self.max_header_list_size)
             .keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(20))
             .serve_connection(io, service)
+    }
+}
+
+/// Spawns an HTTP/2 connection's streams, each a task whose polls read the clock once
+/// (`base::clock`), as an HTTP/1.1 connection's task does.
+#[derive(Clone, Copy, Debug)]
+pub struct Streams;
+
+impl<F> hyper::rt::Executor<F> for Streams
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, fut: F) {
+        drop(tokio::spawn(Ticking::new(fut)));
     }
 }
 
@@ -100,14 +116,14 @@ impl<F: Future<Output = Result<(), BoxError>>> Graceful for h1::Connection<F> {
     }
 }
 
-impl<I, S, B> Graceful for http2::Connection<I, S, TokioExecutor>
+impl<I, S, B> Graceful for http2::Connection<I, S, Streams>
 where
     S: HttpService<Incoming, ResBody = B>,
     S::Error: Into<BoxError>,
     I: Read + Write + Unpin,
     B: Body + 'static,
     B::Error: Into<BoxError>,
-    TokioExecutor: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
+    Streams: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
 {
     fn close_gracefully(self: Pin<&mut Self>) {
         self.graceful_shutdown();

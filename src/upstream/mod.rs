@@ -26,7 +26,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::time::error::Elapsed;
 
-use crate::base::worker;
+use crate::base::{clock, worker};
 use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::{Body, BoxError};
 use crate::http::idle::IdleTimeout;
@@ -124,7 +124,7 @@ impl UpstreamClient {
             } => {
                 // lingo's client writes the request line from the path and query alone, and
                 // applies the header rules as it writes the fields.
-                let sending = tokio::time::timeout(limit, pool.send(req, rules));
+                let sending = tokio::time::timeout_at(clock::after(limit), pool.send(req, rules));
                 return Either::Left(sending.map(move |sent| told(upstream, sent, body_limit)));
             }
             UpstreamClient::Http {
@@ -145,7 +145,7 @@ impl UpstreamClient {
             Ok(response) => Ok(response.map(Body::new)),
             Err(err) => Err(BoxError::from(err)),
         });
-        let timed = tokio::time::timeout(limit, sending);
+        let timed = tokio::time::timeout_at(clock::after(limit), sending);
         let boxed: Sending<'a> = Box::pin(timed.map(move |sent| told(upstream, sent, body_limit)));
         Either::Right(boxed)
     }

@@ -15,13 +15,14 @@
 //! never has to be sent twice.
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper::{Request, Response, Uri};
+use tokio::time::Instant;
 
 use super::h1::{self, Conn, Outgoing};
 use super::headers::Forwarding;
-use crate::base::worker;
+use crate::base::{clock, worker};
 use crate::http::body::{Body, BoxError};
 
 /// How long an idle connection is kept.
@@ -94,7 +95,7 @@ impl Http1Pool {
     /// and the closed ones are dropped on the way.
     fn take(&self) -> Option<Conn> {
         let mut list = lock(list_of(&self.lists));
-        expire(&mut list, Instant::now());
+        expire(&mut list, clock::now());
         while let Some(idle) = list.pop() {
             if idle.conn.is_fresh() {
                 return Some(idle.conn);
@@ -107,7 +108,7 @@ impl Http1Pool {
 impl h1::Home for Home {
     fn put_back(self, conn: Conn) {
         let mut list = lock(list_of(&self.0));
-        let now = Instant::now();
+        let now = clock::now();
         expire(&mut list, now);
         list.push(Idle {
             conn,
@@ -141,7 +142,7 @@ async fn sweep(lists: Weak<Lists>) {
         let Some(lists) = lists.upgrade() else {
             return;
         };
-        let now = Instant::now();
+        let now = clock::now();
         for list in lists.iter() {
             expire(&mut lock(list), now);
         }

@@ -7,7 +7,7 @@
 //! translator assemble the answer.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response};
@@ -15,7 +15,7 @@ use hyper::{Request, Response};
 use super::reframe::{Closing, Merged, Reframe};
 use super::shared::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
 use crate::base::dialect::Dialect;
-use crate::base::ids;
+use crate::base::{clock, ids};
 use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::fields::Fields;
@@ -163,7 +163,7 @@ pub async fn answered<T: Translation>(
 fn meta(prefix: &str, model: &str) -> Meta {
     Meta {
         id: ids::prefixed(prefix),
-        created: SystemTime::now()
+        created: clock::wall()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         model: model.to_owned(),

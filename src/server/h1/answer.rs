@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::future::poll_fn;
 use std::io;
 use std::task::{Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body::Body as _;
@@ -21,6 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::head::{self, Framing};
 use super::wire::{CONTINUE, Shared, lock};
+use crate::base::clock;
 use crate::http::body::{Body, BoxError};
 use crate::http::h1::fields::{Facts, parse_length, push_hex};
 use crate::http::h1::raw::Raw;
@@ -332,7 +333,7 @@ pub fn date() -> [u8; 29] {
     thread_local! {
         static CACHED: Cell<(u64, [u8; 29])> = const { Cell::new((u64::MAX, [0; 29])) };
     }
-    let now = SystemTime::now();
+    let now = clock::wall();
     let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (at, value) = CACHED.get();
     if at == second {
