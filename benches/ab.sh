@@ -8,7 +8,8 @@
 # connections for 3 s each (wrk, one thread): native pass-through and chat-completions
 # translated, each whole and streamed (16 tokens), and a streamed `/v1/completions`.
 # Prints requests/s and lingo's own CPU per request (user + system from /proc, divided by
-# the requests served): on a shared machine the steadier figure.
+# the requests served; user time, lingo's own code, apart): on a shared machine the steadier
+# figure.
 #
 # --instructions: instead, lingo runs under callgrind (one worker) and each case prints the
 # instructions per request, counted from after a warm-up: the same for the same binary on
@@ -77,7 +78,8 @@ wait_up() {
     exit 1
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# User and system time, in clock ticks.
+cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 
 # One build: start its mock and lingo, run the four cases, stop both.
 run() {
@@ -115,15 +117,17 @@ run() {
             fi
             printf '%s %-24s %-18s %8d instructions/request\n' "$round" "$(basename "$bin")" "$name" $((ir / n))
         else
-            t0=$(cpu_ticks "$lingo")
+            read -r u0 s0 <<< "$(cpu_ticks "$lingo")"
             out=$(wrk -t1 -c32 -d3 -s "$dir/$name.lua" "$url")
-            t1=$(cpu_ticks "$lingo")
+            read -r u1 s1 <<< "$(cpu_ticks "$lingo")"
             n=$(awk '/requests in/{print $1}' <<< "$out")
             rps=$(awk '/Requests\/sec/{print $2}' <<< "$out")
             bad=$(grep -c "Non-2xx" <<< "$out" || true)
             tick_us=$((1000000 / $(getconf CLK_TCK)))
-            printf '%s %-24s %-18s %10s req/s %5d us CPU/request%s\n' "$round" "$(basename "$bin")" \
-                "$name" "$rps" $(((t1 - t0) * tick_us / n)) "$([[ $bad == 0 ]] || echo '  NON-2XX ANSWERS')"
+            cpu=$(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v t="$tick_us" -v n="$n" \
+                'BEGIN{printf "%5.1f us CPU/request (user %4.1f)", (u + s) * t / n, u * t / n}')
+            printf '%s %-24s %-18s %10s req/s %s%s\n' "$round" "$(basename "$bin")" \
+                "$name" "$rps" "$cpu" "$([[ $bad == 0 ]] || echo '  NON-2XX ANSWERS')"
         fi
     done
     kill "$lingo" "$mock" 2> /dev/null || true
