@@ -3,7 +3,7 @@
 //! A whole pass-through read the clock twelve times (when it came, when the upstream was
 //! asked and answered, when the answer's body last moved, when it ended, when the connection
 //! went quiet...), all within two polls of its connection's task. At ~23 ns a read on a
-//! virtual machine that was ~250 ns a request, a twentieth of lingo's own CPU time for it.
+//! virtual machine that was ~280 ns a request, a twentieth of lingo's own CPU time for it.
 //! Like nginx's cached time, [`now`] (and [`wall`]) inside a [`Ticking`] future reads the
 //! clock on first use in each poll and gives that reading for the rest of the poll: every
 //! time taken is at most one poll late, which no timeout (seconds) or logged duration
