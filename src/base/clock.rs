@@ -2,13 +2,18 @@
 //!
 //! A whole pass-through read the clock twelve times (when it came, when the upstream was
 //! asked and answered, when the answer's body last moved, when it ended, when the connection
-//! went quiet...), all within two polls of its connection's task. At ~23 ns a read on a
-//! virtual machine that was ~280 ns a request, a twentieth of lingo's own CPU time for it.
-//! Like nginx's cached time, [`now`] (and [`wall`]) inside a [`Ticking`] future reads the
-//! clock on first use in each poll and gives that reading for the rest of the poll: every
-//! time taken is at most one poll late, which no timeout (seconds) or logged duration
-//! (milliseconds, with three decimals) can tell from exact. Outside one (tests, the control
-//! runtime), they read the clock each time.
+//! went quiet...), all within two polls of its connection's task: at ~23 ns a read on a
+//! virtual machine, ~0.28 µs a request. Like nginx's cached time, [`now`] (and [`wall`])
+//! inside a [`Ticking`] future reads the clock on first use in each poll and gives that
+//! reading for the rest of the poll, so a time taken with it is late by as much of the poll
+//! as had passed: fine for deadlines (the connection's, the pool's, the silence between an
+//! answer's frames) and for stamps. What measures lingo's own work, which happens within a
+//! poll (an upstream wait's two ends, an answer's head, a request's end: the overhead metric
+//! and the logged duration, both from the poll that read the head), takes [`fresh`]
+//! readings, which are also kept as the poll's; so does whatever follows a timer that fired (on a runtime whose other
+//! threads drive the timers, its deadline may have passed after the poll's reading). A task
+//! not inside a [`Ticking`] (the control runtime's, a WebSocket relay's, a test's) reads the
+//! clock each time.
 //!
 //! [`now`] is tokio's `Instant`, so that tests with paused time see the time they set.
 
@@ -42,6 +47,22 @@ pub fn now() -> Instant {
     cached(&MONOTONIC, Instant::now)
 }
 
+/// The time read now, kept as the poll's reading from here on (see the module's doc).
+#[inline]
+pub fn fresh() -> Instant {
+    let at = Instant::now();
+    if !matches!(MONOTONIC.get(), Cached::Off) {
+        MONOTONIC.set(Cached::Read(at));
+    }
+    at
+}
+
+/// How long since `at`, by a [`fresh`] reading.
+#[inline]
+pub fn fresh_since(at: Instant) -> Duration {
+    fresh().saturating_duration_since(at)
+}
+
 /// The wall-clock time (for a `Date` field, a `created` stamp): within a [`Ticking`] poll,
 /// the poll's one reading of it.
 #[inline]
@@ -55,8 +76,8 @@ pub fn since(at: Instant) -> Duration {
     now().saturating_duration_since(at)
 }
 
-/// `limit` from [`now`]; thirty years for a limit past what an `Instant` holds (as
-/// `tokio::time::timeout` does), so that a deadline from a huge limit never panics.
+/// `limit` from [`now`]; thirty years for a limit past what an `Instant` holds (tokio's
+/// `timeout` sets no timer then), so that a deadline from a huge limit never panics.
 #[inline]
 pub fn after(limit: Duration) -> Instant {
     let now = now();
@@ -182,5 +203,56 @@ mod tests {
             "restored after the panic"
         );
         assert!(matches!(WALL.get(), Cached::Off));
+    }
+
+    /// Polls `f` once inside a [`Ticking`], with a waker that does nothing.
+    fn in_a_poll<T>(f: impl FnOnce() -> T) -> T {
+        let mut f = Some(f);
+        let mut fut = std::pin::pin!(Ticking::new(std::future::poll_fn(|_| {
+            Poll::Ready(f.take().expect("polled once")())
+        })));
+        match fut
+            .as_mut()
+            .poll(&mut Context::from_waker(std::task::Waker::noop()))
+        {
+            Poll::Ready(out) => out,
+            Poll::Pending => unreachable!("ready at once"),
+        }
+    }
+
+    #[test]
+    fn a_fresh_reading_becomes_the_polls_and_an_inner_poll_gives_the_outer_one_back() {
+        let (first, fresh, after, inner, restored) = in_a_poll(|| {
+            let first = now();
+            std::thread::sleep(Duration::from_millis(5));
+            let fresh = super::fresh();
+            let after = now();
+            std::thread::sleep(Duration::from_millis(5));
+            let inner = in_a_poll(now);
+            (first, fresh, after, inner, now())
+        });
+        assert!(fresh > first, "read, not cached");
+        assert_eq!(after, fresh, "kept as the poll's reading");
+        assert!(inner > fresh, "an inner poll reads for itself");
+        assert_eq!(restored, fresh, "and gives the outer poll's reading back");
+        let outside = super::fresh();
+        assert!(
+            matches!(MONOTONIC.get(), Cached::Off),
+            "outside: nothing kept"
+        );
+        assert!(now() >= outside);
+    }
+
+    #[test]
+    fn a_limit_past_what_an_instant_holds_is_thirty_years() {
+        let start = now();
+        let far = after(Duration::MAX);
+        assert!(
+            far - start >= Duration::from_secs(86_400 * 365 * 30),
+            "{:?}",
+            far - start
+        );
+        let second = in_a_poll(|| after(Duration::from_secs(1)) - now());
+        assert_eq!(second, Duration::from_secs(1));
     }
 }

@@ -81,7 +81,9 @@ where
                 None => this.sleep.set(Some(sleep_until(due))),
                 Some(mut sleep) => {
                     ready!(sleep.as_mut().poll(cx));
-                    if due <= clock::now() {
+                    // Read fresh: the poll's reading may predate the timer's firing (see
+                    // the test `a_timer_fired_after_the_polls_reading_times_out_in_that_poll`).
+                    if due <= clock::fresh() {
                         return Poll::Ready(Some(Err(IdleTimeout(*this.limit).into())));
                     }
                     // Fired early: a frame came since the timer was set.
@@ -103,6 +105,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body::Body as _;
     use http_body_util::BodyExt;
     use http_body_util::channel::Channel;
 
@@ -152,5 +155,42 @@ mod tests {
         assert_eq!(err.to_string(), "upstream sent nothing for 5s");
         assert_eq!(start.elapsed(), Duration::from_secs(5));
         drop(tx);
+    }
+
+    /// On a runtime whose other threads drive the timers, the timer can fire after the
+    /// poll's one reading of the clock (`base::clock`) was taken: the silence is then over
+    /// its limit though that reading says not yet. Read again, it times out at once; judged
+    /// by the old reading, it was set again for the same deadline, fired again at once, and
+    /// so on until tokio's budget for the task ran out (128 times a poll).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_timer_fired_after_the_polls_reading_times_out_in_that_poll() {
+        let limit = Duration::from_millis(20);
+        let polled = clock::Ticking::new(std::future::poll_fn(|cx| {
+            let _ = clock::now(); // the poll's reading, taken before the deadline
+            let (_tx, rx) = Channel::<Bytes, BoxError>::new(1);
+            let mut body = Box::pin(Idle::new(rx, limit));
+            assert!(body.as_mut().poll_frame(cx).is_pending(), "silent so far");
+            // Another worker fires the timer while this poll goes on: a probe set just
+            // after it says when it has (a guard, not a threshold).
+            let mut probe = Box::pin(sleep_until(clock::now() + limit * 2));
+            let _ = probe.as_mut().poll(cx);
+            let patience = std::time::Instant::now();
+            while !probe.is_elapsed() {
+                assert!(
+                    patience.elapsed() < Duration::from_secs(10),
+                    "no timer fired"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Poll::Ready(body.as_mut().poll_frame(cx))
+        }));
+        let err = match polled.await {
+            Poll::Ready(Some(Err(err))) => err,
+            other => panic!(
+                "timed out in the same poll, not {:?}",
+                other.map(|f| f.is_some())
+            ),
+        };
+        assert_eq!(err.to_string(), "upstream sent nothing for 20ms");
     }
 }

@@ -132,6 +132,7 @@ impl Activity {
         let mut sleep = std::pin::pin!(tokio::time::sleep_until(next));
         loop {
             sleep.as_mut().await;
+            clock::fresh(); // the poll's reading may predate the timer's firing
             match self.look(limits) {
                 Ok(next) => sleep.as_mut().reset(next),
                 Err(quiet) => return quiet,

@@ -12,6 +12,7 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 
 use super::{AccessLog, Finish, Outcome};
+use crate::base::clock;
 use crate::http::body::BoxError;
 
 /// What is written about one request when its answer ends.
@@ -67,6 +68,7 @@ impl Record {
         if error.is_some() {
             self.log.error = error;
         }
+        clock::fresh(); // the end of lingo's work: the log's duration and the metrics'
         self.log.emit(outcome);
         if let Some(finish) = self.finish.take() {
             finish.done(&self.log, outcome);

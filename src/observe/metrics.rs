@@ -193,7 +193,7 @@ impl Metrics {
             };
             self.upstream_errors.get_or_create(&labels).inc();
         }
-        duration.observe(clock::since(log.started).as_secs_f64());
+        duration.observe(clock::since(log.started).as_secs_f64()); // `Record::tell` read it fresh
         if let Some([counted_in, counted_out]) = tokens {
             counted_in.inc_by(tokens_in);
             counted_out.inc_by(tokens_out);
@@ -300,7 +300,7 @@ impl Finish {
     /// lingo's share of the time so far is recorded.
     pub fn new(metrics: Arc<Metrics>, log: &AccessLog, stats: Arc<RequestStats>) -> Finish {
         metrics.open_streams.inc();
-        let own = clock::since(log.started).saturating_sub(stats.upstream_wait());
+        let own = clock::fresh_since(log.started).saturating_sub(stats.upstream_wait());
         let overhead = metrics.with_pair(log.route.as_ref(), log.upstream.as_ref(), |pair| {
             pair.overhead.clone()
         });
@@ -328,7 +328,7 @@ impl Drop for Waiting<'_> {
         if wait.open == 0
             && let Some(since) = wait.since.take()
         {
-            wait.total += clock::since(since);
+            wait.total += clock::fresh_since(since);
         }
     }
 }
@@ -363,7 +363,7 @@ impl RequestStats {
     pub fn waiting(&self) -> Waiting<'_> {
         let mut wait = self.wait.lock().unwrap_or_else(|e| e.into_inner());
         if wait.open == 0 {
-            wait.since = Some(clock::now());
+            wait.since = Some(clock::fresh());
         }
         wait.open += 1;
         Waiting(self)
