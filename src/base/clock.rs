@@ -5,15 +5,16 @@
 //! went quiet...), all within two polls of its connection's task: at ~23 ns a read on a
 //! virtual machine, ~0.28 µs a request. Like nginx's cached time, [`now`] (and [`wall`])
 //! inside a [`Ticking`] future reads the clock on first use in each poll and gives that
-//! reading for the rest of the poll, so a time taken with it is late by as much of the poll
-//! as had passed: fine for deadlines (the connection's, the pool's, the silence between an
-//! answer's frames) and for stamps. What measures lingo's own work, which happens within a
-//! poll (an upstream wait's two ends, an answer's head, a request's end: the overhead metric
-//! and the logged duration, both from the poll that read the head), takes [`fresh`]
-//! readings, which are also kept as the poll's; so does whatever follows a timer that fired (on a runtime whose other
-//! threads drive the timers, its deadline may have passed after the poll's reading). A task
-//! not inside a [`Ticking`] (the control runtime's, a WebSocket relay's, a test's) reads the
-//! clock each time.
+//! reading for the rest of the poll. A time so taken lags by as much of the poll as had
+//! passed, and a deadline made from it comes that much early: fine for deadlines (the
+//! connection's, the pool's, the silence between an answer's frames) and for stamps. What
+//! measures lingo's own work, which happens within a poll (an upstream wait's two ends, an
+//! answer's head, a request's end: the overhead metric and the logged duration, both counted
+//! from the reading of the poll where the request began), takes [`fresh`] readings, which are
+//! also kept as the poll's; so does whatever follows a timer that fired (on a runtime whose
+//! other threads drive the timers, its deadline may have passed after the poll's reading). A
+//! task not inside a [`Ticking`] (the control runtime's, a WebSocket relay's, a test's)
+//! reads the clock each time.
 //!
 //! [`now`] is tokio's `Instant`, so that tests with paused time see the time they set.
 

@@ -44,8 +44,8 @@ pub struct AccessLog {
     /// The dialect the client was answered in, once known.
     pub dialect: Option<Dialect>,
     pub bytes: u64,
-    /// When the poll that read the request's head began (`base::clock`): its reading and
-    /// parsing count as lingo's own time.
+    /// The reading of the poll where the request began (`base::clock`): lingo's own time and
+    /// the logged duration count from it.
     pub started: Instant,
 }
 
