@@ -130,7 +130,7 @@ pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     };
     let timeouts = Timeouts::from(&limits);
     let ended = ending(slot, drain, peer);
-    // Each poll of a connection's task reads the clock once at most (`base::clock`).
+    // A connection's task shares one reading of the clock per poll (`base::clock`).
     let Some(config) = tls else {
         tokio::spawn(Ticking::new(async move {
             let mut session = session;

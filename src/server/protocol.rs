@@ -93,8 +93,8 @@ impl Settings {
     }
 }
 
-/// Spawns an HTTP/2 connection's streams, each a task whose polls read the clock once
-/// (`base::clock`), as an HTTP/1.1 connection's task does.
+/// Spawns an HTTP/2 connection's streams, each a task whose polls share one reading of the
+/// clock (`base::clock`), as an HTTP/1.1 connection's task's do.
 #[derive(Clone, Copy, Debug)]
 pub struct Streams;
 
