@@ -155,7 +155,9 @@ pub fn replaced(body: &[u8], range: Range<usize>, replacement: &[u8]) -> BytesMu
 
 /// A JSON string literal for `value`.
 pub fn string_literal(value: &str) -> Bytes {
-    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
+    let mut out = Vec::with_capacity(value.len() + 2);
+    super::escape::write_str(&mut out, value);
+    Bytes::from(out)
 }
 
 /// Visits one object, keeping the raw values of the named keys.
