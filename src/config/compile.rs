@@ -20,6 +20,7 @@ use crate::table::{
     DEFAULT_MAX_HEADERS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE, Limits, Listener, ModelAlias,
     RouteTable,
 };
+use crate::translate::splice::LiteralScan;
 
 /// Compiles a parsed table. `source` names the file in errors; relative `file:` secrets and
 /// TLS paths resolve against its directory.
@@ -56,6 +57,7 @@ pub fn compile(
         clients,
         // No error was recorded, so every upstream was built.
         upstreams: upstreams.into_iter().filter_map(|u| u.built).collect(),
+        alias_literals: LiteralScan::new(models.keys().map(String::as_str)),
         models,
         routes,
         limits,

@@ -15,6 +15,7 @@ use crate::base::dialect::Dialect;
 use crate::base::ids::FnvMap;
 use crate::base::secret::{Secret, SecretSource};
 use crate::translate::native::Extras;
+use crate::translate::splice::LiteralScan;
 
 pub mod router;
 
@@ -51,6 +52,8 @@ pub struct RouteTable {
     pub upstreams: Vec<Arc<Upstream>>,
     /// Client-facing model name -> where it goes.
     pub models: FnvMap<String, ModelAlias>,
+    /// The aliases' searchers, for tables with a few (see `translate::splice::may_name`).
+    pub alias_literals: Option<LiteralScan>,
     /// Routes in file order; see [`RouteTable::find`] for precedence.
     pub routes: Vec<Route>,
     pub limits: Limits,

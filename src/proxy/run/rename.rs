@@ -62,8 +62,13 @@ pub async fn handle(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<
 /// (the native server reads `model` first).
 fn resolve(call: &Exchange<'_>, body: &[u8]) -> Option<(usize, String, String, Bytes)> {
     static KEYS: LazyLock<KeyScan> = LazyLock::new(|| KeyScan::new(&[br#""model""#, br#""name""#]));
-    let models = &call.snapshot.table.models;
-    if !splice::may_name(body, &KEYS, |model| models.contains_key(model)) {
+    let (models, literals) = (
+        &call.snapshot.table.models,
+        &call.snapshot.table.alias_literals,
+    );
+    if !splice::may_name(body, &KEYS, literals.as_ref(), |model| {
+        models.contains_key(model)
+    }) {
         return None;
     }
     let found = splice::find(body, &["model", "name"])?;
