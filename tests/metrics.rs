@@ -4,6 +4,7 @@ mod support;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
+use http_body_util::channel::Channel;
 use hyper::Method;
 use serde_json::json;
 use support::*;
@@ -97,6 +98,43 @@ async fn overhead_leaves_out_the_upstream_wait() {
     // lingo's own work happens within polls of the connection's task: read with the poll's
     // one reading of the clock (`base::clock`), it would all measure zero.
     assert!(overhead > 0.0, "lingo's own work is measured: {overhead}");
+}
+
+/// An upstream's error answer is read whole before lingo re-tells it: reading it is the
+/// upstream's time too, however slowly its body comes.
+#[tokio::test]
+async fn overhead_leaves_out_a_slow_error_body() {
+    let backend = Backend::start(|_| async {
+        let (mut tx, body) = Channel::<Bytes, lingo::http::body::BoxError>::new(1);
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+            let _ = tx
+                .send_data(Bytes::from_static(br#"{"error":"overloaded"}"#))
+                .await;
+        });
+        hyper::Response::builder()
+            .status(500)
+            .header("content-type", "application/json")
+            .body(lingo::http::body::Body::new(body))
+            .unwrap()
+    })
+    .await;
+    let upstream = format!("    url: {}\n", backend.url());
+    let lingo = Lingo::start(&keyed_table(&upstream, "")).await;
+    let url = lingo.url("/v1/chat/completions");
+    let answer = send(request(Method::POST, &url, &[KEY], &chat_body(false))).await;
+    assert_eq!(answer.status, 500, "{}", answer.body);
+    assert!(answer.body.contains("overloaded"), "{}", answer.body);
+    let route = r#"route="path /v1/chat/completions",upstream="models""#;
+    let count = format!("lingo_request_duration_seconds_count{{{route}}}");
+    let text = metrics_when(&lingo, |text| metric(text, &count) == Some(1.0)).await;
+    let sum = |name: &str| metric(&text, &format!("lingo_{name}_seconds_sum{{{route}}}")).unwrap();
+    let (total, overhead) = (sum("request_duration"), sum("overhead"));
+    assert!(total >= 0.8, "the error body came after 800ms: {total}");
+    assert!(
+        overhead < 0.8,
+        "the wait is not lingo's: {overhead} of {total}"
+    );
 }
 
 #[tokio::test]

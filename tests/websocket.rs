@@ -5,6 +5,7 @@ mod support;
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -18,6 +19,11 @@ use tokio::net::{TcpListener, TcpStream};
 /// An upstream that accepts any upgrade, echoes the offered subprotocol (as the `ws` library
 /// does by default) and then echoes bytes.
 async fn echo_upstream() -> (String, Arc<Mutex<Option<HeaderMap>>>) {
+    slow_echo_upstream(Duration::ZERO).await
+}
+
+/// [`echo_upstream`], answering the handshake after `delay`.
+async fn slow_echo_upstream(delay: Duration) -> (String, Arc<Mutex<Option<HeaderMap>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(None));
@@ -45,7 +51,10 @@ async fn echo_upstream() -> (String, Arc<Mutex<Option<HeaderMap>>>) {
             if let Some(p) = protocol {
                 response = response.header("sec-websocket-protocol", p);
             }
-            async move { Ok::<_, Infallible>(response.body(Body::empty()).unwrap()) }
+            async move {
+                tokio::time::sleep(delay).await;
+                Ok::<_, Infallible>(response.body(Body::empty()).unwrap())
+            }
         });
         let _ = hyper::server::conn::http1::Builder::new()
             .serve_connection(TokioIo::new(stream), service)
@@ -105,6 +114,36 @@ async fn crawl_watcher_upgrade_is_tunnelled_with_the_key_swapped() {
     let mut echo = [0u8; 6];
     stream.read_exact(&mut echo).await.unwrap();
     assert_eq!(&echo, b"\x81\x04ping");
+}
+
+/// The upstream's time to answer the handshake is not lingo's overhead.
+#[tokio::test]
+async fn a_slow_handshake_is_the_upstreams_time() {
+    let (upstream_url, _) = slow_echo_upstream(Duration::from_millis(800)).await;
+    let yaml = table(&format!(
+        "upstreams:\n  webdata:\n    url: {upstream_url}\n    speaks: web-data\n\
+         routes:\n  - {{ prefix: /v1, to: webdata }}\n"
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    let handshake = format!(
+        "GET /v1/crawl/3f1c HTTP/1.1\r\nHost: {}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        lingo.addr
+    );
+    stream.write_all(handshake.as_bytes()).await.unwrap();
+    let head = read_head(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let route = r#"route="prefix /v1",upstream="webdata""#;
+    let count = format!("lingo_request_duration_seconds_count{{{route}}}");
+    let text = metrics_when(&lingo, |text| metric(text, &count) == Some(1.0)).await;
+    let sum = |name: &str| metric(&text, &format!("lingo_{name}_seconds_sum{{{route}}}")).unwrap();
+    let (total, overhead) = (sum("request_duration"), sum("overhead"));
+    assert!(total >= 0.8, "the upstream answered after 800ms: {total}");
+    assert!(
+        overhead < 0.8,
+        "the wait is not lingo's: {overhead} of {total}"
+    );
 }
 
 /// Reads the head and the `Content-Length` body that follows it.

@@ -27,7 +27,7 @@ pub async fn handle(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     let peer = x.snapshot.peer(index);
     if !peer.legacy_embeddings() {
         let answers = send_all(x, index, x.client_fields(&parts.headers), t.calls(&model)).await;
-        if let Some(answers) = unless_missing(upstream, answers, &t).await? {
+        if let Some(answers) = unless_missing(x, upstream, answers, &t).await? {
             return answered(x, upstream, &t, answers).await;
         }
         tracing::info!(upstream = %upstream.name, "no /api/embed: using /api/embeddings from now on");
@@ -35,21 +35,22 @@ pub async fn handle(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     }
     t = t.legacy();
     let answers = send_all(x, index, x.client_fields(&parts.headers), t.calls(&model)).await;
-    let answers = checked(upstream, answers, &t).await?;
+    let answers = checked(x, upstream, answers, &t).await?;
     answered(x, upstream, &t, answers).await
 }
 
 /// The `/api/embed` answers, unless the upstream says it has no such endpoint (`None`): a
 /// plain 404, as opposed to `{"error": "model ... not found"}`.
 async fn unless_missing(
+    x: &Exchange<'_>,
     upstream: &Upstream,
     mut answers: Vec<Answer>,
     t: &Embeddings,
 ) -> Result<Option<Vec<Response<Body>>>, ProxyError> {
     let Some(Ok(answer)) = answers.pop_if(|a| a.as_ref().is_ok_and(is_not_found)) else {
-        return checked(upstream, answers, t).await.map(Some);
+        return checked(x, upstream, answers, t).await.map(Some);
     };
-    let body = error_body(answer).await;
+    let body = error_body(&x.stats, answer).await;
     let plain = serde_json::from_slice::<serde_json::Value>(&body)
         .map_or(true, |v| v.get("error").is_none());
     if plain {

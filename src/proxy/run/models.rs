@@ -29,7 +29,7 @@ pub async fn list(call: &Exchange<'_>) -> Answer {
     )
     .await?;
     if !answer.status().is_success() {
-        return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
+        return Err(upstream_failure(&call.stats, upstream, answer, chat::upstream_error).await);
     }
     let tags = whole(call, upstream, answer).await?;
     let table = &call.snapshot.table;
@@ -61,7 +61,7 @@ pub async fn one(call: &Exchange<'_>, path: &str) -> Answer {
     )
     .await?;
     if !answer.status().is_success() {
-        return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
+        return Err(upstream_failure(&call.stats, upstream, answer, chat::upstream_error).await);
     }
     let show = whole(call, upstream, answer).await?;
     let body = models::one(&id, &show, &call.snapshot.table.owned_by)

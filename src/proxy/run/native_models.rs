@@ -86,7 +86,7 @@ async fn get(
             let (status, message) = native::upstream_message(status, body);
             (status, message, None)
         };
-        return Err(upstream_failure(upstream, answer, retell).await);
+        return Err(upstream_failure(&x.stats, upstream, answer, retell).await);
     }
     whole(x, upstream, answer).await
 }

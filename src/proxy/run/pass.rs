@@ -94,9 +94,7 @@ where
         return Ok(Response::from_parts(parts, body));
     }
     if call.upstream.speaks.is_web_data() && is_json(&parts.headers) {
-        let waiting = call.stats.waiting();
         let body = rebase_answer(call, &mut parts.headers, Box::pin(body)).await?;
-        drop(waiting);
         return Ok(Response::from_parts(parts, body));
     }
     Ok(Response::from_parts(parts, Body::carrying(body, raw)))
@@ -161,7 +159,11 @@ where
     B: http_body::Body<Data = Bytes, Error = BoxError> + Send + Unpin + 'static,
 {
     let cap = usize::try_from(call.snapshot.table.limits.max_answer).unwrap_or(usize::MAX);
-    let whole = match read_up_to(call.upstream, body, cap).await? {
+    // Reading is the upstream's time; re-basing, lingo's.
+    let waiting = call.stats.waiting();
+    let read = read_up_to(call.upstream, body, cap).await;
+    drop(waiting);
+    let whole = match read? {
         Read::Whole(whole) => whole,
         Read::Over(body) => {
             tracing::warn!(

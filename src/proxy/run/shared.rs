@@ -10,6 +10,7 @@ use crate::error::ProxyError;
 use crate::http::body::{Body, read_all};
 use crate::http::fields::Fields;
 use crate::http::idle::Idle;
+use crate::observe::RequestStats;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
 use crate::table::Upstream;
@@ -105,22 +106,24 @@ pub async fn send(
 
 /// Turns a native error answer (any non-2xx) into the error the client sees.
 pub async fn upstream_failure(
+    stats: &RequestStats,
     upstream: &Upstream,
     response: Response<Body>,
     retell: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
 ) -> ProxyError {
     let status = response.status().as_u16();
     let retry_after = response.headers().get(RETRY_AFTER).cloned();
-    let body = error_body(response).await;
+    let body = error_body(stats, response).await;
     retold(upstream, status, &body, retry_after, retell)
 }
 
 /// An error answer's body: small, so read whole, but bounded (64 KiB) so that a broken
-/// upstream cannot make lingo read forever.
-pub async fn error_body(response: Response<Body>) -> Bytes {
-    read_all(response.into_body(), 64 * 1024)
-        .await
-        .unwrap_or_default()
+/// upstream cannot make lingo read forever. The time it takes is the upstream's.
+pub async fn error_body(stats: &RequestStats, response: Response<Body>) -> Bytes {
+    let waiting = stats.waiting();
+    let body = read_all(response.into_body(), 64 * 1024).await;
+    drop(waiting);
+    body.unwrap_or_default()
 }
 
 /// An upstream's error answer re-told in the client's dialect, the upstream's key kept out.

@@ -110,7 +110,7 @@ async fn fetch(call: &Exchange<'_>, index: usize, headers: Fields<'_>, path: &st
     )
     .await?;
     if !answer.status().is_success() {
-        return Err(upstream_failure(upstream, answer, chat::upstream_error).await);
+        return Err(upstream_failure(&call.stats, upstream, answer, chat::upstream_error).await);
     }
     whole(call, upstream, answer).await
 }

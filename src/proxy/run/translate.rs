@@ -60,7 +60,7 @@ pub async fn run<T: Translation>(x: &Exchange<'_>, headers: Fields<'_>, mut t: T
     let (index, upstream, model) = target(x, t.model(), T::UPSTREAM)?;
     let calls = t.calls(&model);
     let answers = send_all(x, index, headers, calls).await;
-    let answers = checked(upstream, answers, &t).await?;
+    let answers = checked(x, upstream, answers, &t).await?;
     if t.streams() {
         return Ok(streaming(streamed(x, upstream, t, answers), T::STREAM_TYPE));
     }
@@ -107,6 +107,7 @@ pub async fn send_all(
 
 /// The answers, if every one of them is a success; else the first failure, re-told.
 pub async fn checked<T: Translation>(
+    x: &Exchange<'_>,
     upstream: &Upstream,
     answers: Vec<Answer>,
     t: &T,
@@ -116,7 +117,7 @@ pub async fn checked<T: Translation>(
         let answer = answer?;
         if !answer.status().is_success() {
             let retell = |status, body: &[u8]| t.upstream_error(status, body);
-            return Err(upstream_failure(upstream, answer, retell).await);
+            return Err(upstream_failure(&x.stats, upstream, answer, retell).await);
         }
         ok.push(answer);
     }

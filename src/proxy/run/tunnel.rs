@@ -72,7 +72,11 @@ async fn open(
         .path_and_query
         .parse()
         .map_err(|_| ProxyError::BadPath("unparsable"))?;
-    let mut response = handshake(call, Request::from_parts(parts, Body::empty())).await?;
+    // Connecting and the handshake are the upstream's time, as a pooled call's are.
+    let waiting = call.stats.waiting();
+    let response = handshake(call, Request::from_parts(parts, Body::empty())).await;
+    drop(waiting);
+    let mut response = response?;
     let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
     headers::to_client(response.headers_mut(), switching);
     if let Some(auth) = &upstream.auth {
