@@ -74,11 +74,15 @@ impl KeyScan {
 /// alias is cheaper than [`KeyScan`]'s (two keys, each hit's value read and looked up) while
 /// the aliases are few: a native pass-through with one alias in the table cost 1,333
 /// instructions more than one without (callgrind), most of it the key scan.
+///
+/// An alias JSON must escape (one with a quote, a backslash or a control character) has a
+/// backslash in its literal, so no body without one holds it; and no such body can name it
+/// either (a quote there ends the string, a control character is not JSON).
 #[derive(Debug)]
 pub struct LiteralScan(Vec<Finder<'static>>);
 
 impl LiteralScan {
-    /// Most aliases searched for one by one; a table with more uses the key scan alone.
+    /// The most aliases searched for one by one; a table with more uses the key scan alone.
     pub const MAX: usize = 4;
 
     /// `None` for more than [`LiteralScan::MAX`] aliases.
@@ -99,7 +103,8 @@ impl LiteralScan {
 /// chat body).
 ///
 /// A body with no backslash writes every string exactly as it reads, so when `literals`
-/// are given, such a body may name an alias only if it holds one's literal somewhere. Else
+/// are given (they must be those of every name `wanted` accepts: the table's aliases), such
+/// a body may name an alias only if it holds one's literal somewhere. Else
 /// each `"key"` followed by `:` and a string is looked at, wherever it stands (one nested or
 /// repeated only costs the parse); a key can be spelled differently only with `\u` escapes,
 /// so a body with any of those is always parsed.
@@ -446,8 +451,44 @@ mod tests {
             )
         }
 
+        /// Names from characters JSON escapes, may escape, or writes as they are.
+        fn alias() -> impl Strategy<Value = String> {
+            let char = prop::sample::select(vec![
+                'a', '-', '/', '"', '\\', '\n', '\u{1f}', '\u{7f}', '\u{9f}', 'é', '\u{2028}',
+                '\u{feff}', '😀', ' ',
+            ]);
+            prop::collection::vec(char, 0..6).prop_map(|chars| chars.into_iter().collect())
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig { cases: 1024, failure_persistence: None, ..ProptestConfig::default() })]
+
+            /// Aliases JSON must escape, or that it may write either way, written every way.
+            #[test]
+            fn awkward_aliases_are_never_missed(
+                aliases in prop::collection::vec(alias(), 1..=LiteralScan::MAX),
+                spelling in 0..4_usize,
+                other in r#"[a-z \\"]{0,6}"#,
+            ) {
+                let named = &aliases[0];
+                let value = match spelling {
+                    0 => String::from_utf8(string_literal(named).to_vec()).unwrap(),
+                    1 => serde_json::to_string(named).unwrap(),
+                    2 => serde_json::to_string(named).unwrap().replace('/', r"\/"),
+                    _ => {
+                        let units = named.encode_utf16().map(|u| format!("\\u{u:04x}"));
+                        format!("\"{}\"", units.collect::<String>())
+                    }
+                };
+                let body = format!(r#"{{"x":{},"model":{value}}}"#, serde_json::to_string(&other).unwrap());
+                let wanted = |m: &str| aliases.iter().any(|a| a == m);
+                let literals = LiteralScan::new(aliases.iter().map(String::as_str));
+                let parsed = find(body.as_bytes(), &["model", "name"]).is_some_and(|found| {
+                    found.iter().filter_map(Found::string).any(|m| wanted(&m))
+                });
+                prop_assert!(parsed, "{}", body);
+                prop_assert!(may_name(body.as_bytes(), &keys(), literals.as_ref(), wanted), "{}", body);
+            }
 
             #[test]
             fn may_name_never_misses_an_alias_the_parse_finds(body in body()) {
