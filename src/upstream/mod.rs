@@ -24,7 +24,6 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use tokio::time::error::Elapsed;
 
 use crate::base::{clock, worker};
 use crate::error::{ProxyError, TimeoutKind};
@@ -124,7 +123,8 @@ impl UpstreamClient {
             } => {
                 // lingo's client writes the request line from the path and query alone, and
                 // applies the header rules as it writes the fields.
-                let sending = tokio::time::timeout_at(clock::after(limit), pool.send(req, rules));
+                // The deadline is timed by the connection (`h1::deadline`).
+                let sending = pool.send(req, rules, clock::after(limit));
                 return Either::Left(sending.map(move |sent| told(upstream, sent, body_limit)));
             }
             UpstreamClient::Http {
@@ -145,7 +145,10 @@ impl UpstreamClient {
             Ok(response) => Ok(response.map(Body::new)),
             Err(err) => Err(BoxError::from(err)),
         });
-        let timed = tokio::time::timeout_at(clock::after(limit), sending);
+        let timed = tokio::time::timeout_at(clock::after(limit), sending).map(|sent| match sent {
+            Ok(sent) => sent,
+            Err(_) => Err(h1::SendError::FirstByte.into()),
+        });
         let boxed: Sending<'a> = Box::pin(timed.map(move |sent| told(upstream, sent, body_limit)));
         Either::Right(boxed)
     }
@@ -157,17 +160,19 @@ type Sending<'a> = Pin<Box<dyn Future<Output = Result<Response<Body>, ProxyError
 /// What a timed sending came to: its answer, or why there is none.
 fn told(
     upstream: &Upstream,
-    sent: Result<Result<Response<Body>, BoxError>, Elapsed>,
+    sent: Result<Response<Body>, BoxError>,
     body_limit: u64,
 ) -> Result<Response<Body>, ProxyError> {
     match sent {
-        Ok(Ok(response)) => Ok(response),
-        Ok(Err(err)) => Err(classify(upstream, err.as_ref(), body_limit)),
-        Err(_) => Err(ProxyError::Timeout {
-            upstream: upstream.name.to_string(),
-            kind: TimeoutKind::FirstByte,
-            limit: upstream.timeouts.first_byte,
-        }),
+        Ok(response) => Ok(response),
+        Err(err) if matches!(err.downcast_ref(), Some(h1::SendError::FirstByte)) => {
+            Err(ProxyError::Timeout {
+                upstream: upstream.name.to_string(),
+                kind: TimeoutKind::FirstByte,
+                limit: upstream.timeouts.first_byte,
+            })
+        }
+        Err(err) => Err(classify(upstream, err.as_ref(), body_limit)),
     }
 }
 

@@ -69,7 +69,8 @@ impl Http1Pool {
     }
 
     /// Sends `req` (its URI's path and query go on the request line) and waits for the
-    /// answer's head. The answer's body returns the connection to this thread's list at its end.
+    /// answer's head until `deadline` (the first-byte limit: `h1::SendError::FirstByte` past
+    /// it). The answer's body returns the connection to this thread's list at its end.
     ///
     /// The head is written, and an idle connection taken, before the returned future: it
     /// holds what the sending needs, not the request (see [`Outgoing`]). Dropped without
@@ -78,6 +79,7 @@ impl Http1Pool {
         &self,
         req: Request<Body>,
         rules: &Forwarding<'_>,
+        deadline: Instant,
     ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + '_ {
         let req = Outgoing::new(req, &self.address, Some(rules));
         let idle = self.take();
@@ -85,9 +87,17 @@ impl Http1Pool {
         async move {
             let conn = match idle {
                 Some(conn) => conn,
-                None => Conn::open(&self.address, self.connect).await?,
+                None => self.open(deadline).await?,
             };
-            Ok(conn.send(req, home).await?)
+            Ok(conn.send(req, home, deadline).await?)
+        }
+    }
+
+    /// A new connection, within the connect limit and the request's first-byte deadline.
+    async fn open(&self, deadline: Instant) -> Result<Conn, BoxError> {
+        match tokio::time::timeout_at(deadline, Conn::open(&self.address, self.connect)).await {
+            Ok(conn) => Ok(conn?),
+            Err(_) => Err(h1::SendError::FirstByte.into()),
         }
     }
 

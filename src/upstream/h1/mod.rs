@@ -11,10 +11,12 @@
 //! - [`head`]: the request head lingo writes and the answer head it reads, and how that
 //!   answer's body is framed (pure; the fields and the body's decoding are `http::h1`'s);
 //! - [`upload`]: writing the request's body, watching for an answer that comes before its end;
-//! - [`dial`]: a host's addresses tried with happy eyeballs.
+//! - [`dial`]: a host's addresses tried with happy eyeballs;
+//! - [`deadline`]: the first-byte deadline, on a timer each connection keeps.
 //!
 //! What is not here: upgrades (a WebSocket goes through hyper's client), HTTP/2, TLS.
 
+mod deadline;
 mod dial;
 mod head;
 mod upload;
@@ -29,11 +31,13 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
 use hyper::{HeaderMap, Method, Request, Response};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 
 use crate::http::body::{Body, BoxError};
 use crate::http::h1::decode::{Decoded, Decoder};
 use crate::http::h1::read::{MIN_READ, Reads, release_room};
 use crate::upstream::headers::Forwarding;
+use deadline::Deadline;
 pub use head::HeadError;
 use head::Parsed;
 
@@ -78,6 +82,8 @@ pub struct Conn {
     buf: BytesMut,
     /// How much room the next read gets.
     reads: Reads,
+    /// The first-byte timer, kept from one request to the next.
+    deadline: Deadline,
 }
 
 /// Why a request got no answer.
@@ -92,6 +98,9 @@ pub enum SendError {
     /// The client's body failed on its way up (its fault, not the upstream's).
     #[error("the request body failed: {0}")]
     Upload(#[source] BoxError),
+    /// No answer head before the first-byte deadline.
+    #[error("no answer head before the first-byte deadline")]
+    FirstByte,
 }
 
 /// Where a connection goes when its answer has been read to the end.
@@ -118,6 +127,7 @@ impl Conn {
             io,
             buf: BytesMut::new(),
             reads: Reads::default(),
+            deadline: Deadline::default(),
         })
     }
 
@@ -128,13 +138,14 @@ impl Conn {
         matches!(self.io.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 
-    /// Sends a request whose head is written ([`Outgoing`]) and reads the answer's head; the
-    /// answer's body reads the rest from this connection, and gives it to `home` if it can
-    /// carry another request.
+    /// Sends a request whose head is written ([`Outgoing`]) and reads the answer's head by
+    /// `deadline` (else [`SendError::FirstByte`]); the answer's body reads the rest from this
+    /// connection, and gives it to `home` if it can carry another request.
     pub async fn send<H: Home>(
         mut self,
         req: Outgoing,
         home: H,
+        deadline: Instant,
     ) -> Result<Response<Body>, SendError> {
         let Outgoing {
             out,
@@ -143,6 +154,8 @@ impl Conn {
             head_request,
             raw,
         } = req;
+        // Every wait until the answer's head is timed by it (`poll_fill_by_deadline`).
+        self.deadline.set(deadline);
         let sent = upload::send(&mut self, out, body, framing).await?;
         let head = self.read_head(head_request, raw).await?;
         // An answer that came before the request's end leaves the request's rest unsent: the
@@ -172,7 +185,7 @@ impl Conn {
                     Parsed::Partial => {}
                 }
             }
-            if poll_fn(|cx| self.poll_fill(cx)).await? == 0 {
+            if poll_fn(|cx| self.poll_fill_by_deadline(cx)).await? == 0 {
                 return Err(match self.buf.is_empty() {
                     true => SendError::Closed,
                     false => HeadError::Malformed("cut short".into()).into(),
@@ -186,6 +199,21 @@ impl Conn {
     /// readable; what was read before is freed once its frames are written).
     fn release_room(&mut self) {
         release_room(&mut self.buf);
+    }
+
+    /// [`Conn::poll_fill`] before the answer's head: while nothing comes, the first-byte
+    /// deadline may pass ([`SendError::FirstByte`]).
+    fn poll_fill_by_deadline(&mut self, cx: &mut Context<'_>) -> Poll<Result<usize, SendError>> {
+        match self.poll_fill(cx) {
+            Poll::Ready(filled) => Poll::Ready(filled.map_err(SendError::from)),
+            Poll::Pending => self.poll_deadline(cx),
+        }
+    }
+
+    /// Pending until the first-byte deadline passes, then [`SendError::FirstByte`].
+    fn poll_deadline<T>(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, SendError>> {
+        ready!(self.deadline.poll_passed(cx));
+        Poll::Ready(Err(SendError::FirstByte))
     }
 
     /// Reads what the socket has into the buffer: how many bytes (0: the upstream closed).

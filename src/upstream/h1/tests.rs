@@ -12,6 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::*;
+use deadline::tests::OnWorker;
 
 /// Guards a test against a hang; never a performance threshold.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -69,7 +70,11 @@ async fn send(
     let conn = Conn::open(address, PATIENCE).await.unwrap();
     tokio::time::timeout(
         PATIENCE,
-        conn.send(Outgoing::new(req, "up", None), shelf.clone()),
+        conn.send(
+            Outgoing::new(req, "up", None),
+            shelf.clone(),
+            Instant::now() + PATIENCE,
+        ),
     )
     .await
     .expect("an answer")
@@ -317,4 +322,80 @@ async fn a_success_that_closes_before_the_uploads_end_stops_it() {
     assert_eq!(read(response).await.unwrap(), "ok");
     assert_eq!(shelf.len(), 0, "the connection closes");
     sending.await.unwrap();
+}
+
+/// One connection, three requests, each timed by its own deadline on the timer the
+/// connection keeps: the first answered at once; the second answered after the first's
+/// deadline has passed (the kept timer fired for it meanwhile) but before its own; the
+/// third never answered, and failed at its deadline, not before.
+#[tokio::test]
+async fn each_request_on_a_kept_connection_has_its_own_deadline() {
+    let _worker = OnWorker::enter(1);
+    const SHORT: Duration = Duration::from_millis(200);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        for delay in [Some(Duration::ZERO), Some(SHORT), None] {
+            let mut seen = Vec::new();
+            while !contains(&seen, b"\r\n\r\n") {
+                let mut chunk = [0u8; 1024];
+                let n = stream.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "closed early");
+                seen.extend_from_slice(&chunk[..n]);
+            }
+            let Some(delay) = delay else {
+                let _ = stream.read_to_end(&mut seen).await; // never answers
+                return;
+            };
+            tokio::time::sleep(delay).await;
+            stream.write_all(ok).await.unwrap();
+        }
+    });
+    let shelf = Shelf::default();
+    let get = || Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
+    let conn = Conn::open(&address, PATIENCE).await.unwrap();
+    let first = conn.send(get(), shelf.clone(), Instant::now() + SHORT);
+    assert_eq!(read(first.await.unwrap()).await.unwrap(), "ok");
+    tokio::time::sleep(SHORT * 2).await; // the first request's deadline passes
+    let conn = shelf.0.lock().unwrap().pop().expect("went home");
+    let second = conn.send(get(), shelf.clone(), Instant::now() + SHORT * 4);
+    assert_eq!(read(second.await.unwrap()).await.unwrap(), "ok");
+    let conn = shelf.0.lock().unwrap().pop().expect("went home");
+    let deadline = Instant::now() + SHORT;
+    let third = tokio::time::timeout(PATIENCE, conn.send(get(), shelf.clone(), deadline));
+    let Err(err) = third.await.expect("failed by its deadline") else {
+        panic!("an answer that never came");
+    };
+    assert!(matches!(err, SendError::FirstByte), "{err}");
+    assert!(Instant::now() >= deadline, "not before its deadline");
+}
+
+/// A request whose body stalls, to an upstream that waits for it, fails at its first-byte
+/// deadline: the upload's waits are timed too.
+#[tokio::test]
+async fn a_stalled_upload_fails_at_the_first_byte_deadline() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut seen = Vec::new();
+        let _ = stream.read_to_end(&mut seen).await; // never answers
+    });
+    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
+    tx.send_data(Bytes::from_static(b"{\"a\":")).await.unwrap();
+    let conn = Conn::open(&address, PATIENCE).await.unwrap();
+    let deadline = Instant::now() + Duration::from_millis(200);
+    let req = Outgoing::new(post(Body::new(rx)), "up", None);
+    let sending = conn.send(req, Shelf::default(), deadline);
+    let Err(err) = tokio::time::timeout(PATIENCE, sending)
+        .await
+        .expect("by its deadline")
+    else {
+        panic!("an answer that never came");
+    };
+    assert!(matches!(err, SendError::FirstByte), "{err}");
+    assert!(Instant::now() >= deadline, "not before its deadline");
+    drop(tx);
 }

@@ -122,20 +122,21 @@ impl Upload<'_> {
 
     /// Ready when the upstream has refused the request before its end (see [`head::early`]).
     /// Pending otherwise, with the connection's read side watched until an answer that wants
-    /// the rest begins (then its rest waits in the socket until the request is sent).
+    /// the rest begins (then its rest waits in the socket until the request is sent), until
+    /// the first-byte deadline passes: every wait of an upload comes here.
     fn refused(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
         while self.watching {
             match head::early(&mut self.conn.buf)? {
                 Some(Early::KeepSending) => self.watching = false,
                 Some(Early::StopSending) => return Poll::Ready(Ok(())),
-                None => match ready!(self.conn.poll_fill(cx)) {
+                None => match ready!(self.conn.poll_fill_by_deadline(cx)) {
                     Ok(0) => return Poll::Ready(Err(SendError::Closed)),
                     Ok(_) => {}
-                    Err(err) => return Poll::Ready(Err(err.into())),
+                    Err(err) => return Poll::Ready(Err(err)),
                 },
             }
         }
-        Poll::Pending
+        self.conn.poll_deadline(cx)
     }
 
     /// Adds a data frame to what is held, framed; a large frame is written as it is, after

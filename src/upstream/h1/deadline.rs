@@ -1,0 +1,159 @@
+//! The first-byte deadline, timed by one timer a connection keeps from request to request.
+//!
+//! A `tokio::time::Timeout` around each request put a timer into tokio's wheel and took it
+//! out again: ~700 instructions of a whole pass-through's ~24,000 (callgrind, the timeout
+//! left out). Here a connection keeps its sleep, and a request only stores its deadline: the
+//! sleep, set for an earlier request's (earlier) deadline, is moved on when it fires, at most
+//! once per limit, as lingo's client connections' timers are (`limits::activity`). It is
+//! polled only where sending or reading the head would wait (`Conn::poll_fill_by_deadline`,
+//! the upload's `refused`): a whole pass-through costs 415 instructions (1.7%) less. A sleep
+//! fires on the runtime it was made on, so one is kept only on a worker thread
+//! (`base::worker`), whose connections stay on it; elsewhere each request makes its own.
+//!
+//! While its connection waits in the pool, the sleep keeps the waker of the last task that
+//! polled it (that request's client connection): a fire then wakes that task once, for
+//! nothing, and its memory is held until the connection is used again, closed or expires
+//! (`pool::IDLE`).
+
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use tokio::time::{Instant, Sleep, sleep_until};
+
+use crate::base::worker;
+
+/// A connection's first-byte timer.
+#[derive(Default)]
+pub struct Deadline {
+    /// The current request's deadline.
+    at: Option<Instant>,
+    /// The sleep, and the worker slot it was made on (0: not a worker, see the module doc).
+    sleep: Option<(usize, Pin<Box<Sleep>>)>,
+}
+
+impl Deadline {
+    /// The deadline of the request about to be sent.
+    pub fn set(&mut self, at: Instant) {
+        self.at = Some(at);
+        let slot = worker::slot();
+        if self
+            .sleep
+            .as_ref()
+            .is_some_and(|(made, _)| slot == 0 || *made != slot)
+        {
+            self.sleep = None;
+        }
+    }
+
+    /// Ready once the deadline set has passed (never, with none set).
+    pub fn poll_passed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(at) = self.at else {
+            return Poll::Pending;
+        };
+        let (_, sleep) = self
+            .sleep
+            .get_or_insert_with(|| (worker::slot(), Box::pin(sleep_until(at))));
+        if sleep.deadline() > at {
+            sleep.as_mut().reset(at);
+        }
+        loop {
+            ready!(sleep.as_mut().poll(cx));
+            if sleep.deadline() >= at {
+                return Poll::Ready(());
+            }
+            // Fired for an earlier request's deadline.
+            sleep.as_mut().reset(at);
+        }
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use std::future::poll_fn;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// This test's thread taken for worker `slot` (where sleeps are kept), until dropped.
+    pub struct OnWorker;
+
+    impl OnWorker {
+        pub fn enter(slot: usize) -> OnWorker {
+            worker::enter(slot);
+            OnWorker
+        }
+    }
+
+    impl Drop for OnWorker {
+        fn drop(&mut self) {
+            worker::enter(0);
+        }
+    }
+
+    async fn passed(deadline: &mut Deadline) -> bool {
+        poll_fn(|cx| Poll::Ready(deadline.poll_passed(cx).is_ready())).await
+    }
+
+    const LIMIT: Duration = Duration::from_secs(5);
+
+    #[tokio::test(start_paused = true)]
+    async fn passes_at_its_deadline_not_before() {
+        let mut deadline = Deadline::default();
+        assert!(!passed(&mut deadline).await, "none set");
+        deadline.set(Instant::now() + LIMIT);
+        assert!(!passed(&mut deadline).await);
+        tokio::time::advance(LIMIT - Duration::from_millis(1)).await;
+        assert!(!passed(&mut deadline).await);
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(passed(&mut deadline).await);
+    }
+
+    /// A kept sleep, fired for the last request's deadline, is moved on to the next one's.
+    #[tokio::test(start_paused = true)]
+    async fn a_sleep_fired_for_an_earlier_request_moves_on() {
+        let _worker = OnWorker::enter(1);
+        let mut deadline = Deadline::default();
+        deadline.set(Instant::now() + LIMIT);
+        assert!(!passed(&mut deadline).await);
+        // The request is answered; its connection waits past that deadline.
+        tokio::time::advance(LIMIT * 2).await;
+        let next = Instant::now() + LIMIT;
+        deadline.set(next);
+        assert!(deadline.sleep.is_some(), "kept on a worker");
+        assert!(!passed(&mut deadline).await, "fired for the last request");
+        assert_eq!(deadline.sleep.as_ref().unwrap().1.deadline(), next);
+        tokio::time::advance(LIMIT).await;
+        assert!(passed(&mut deadline).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_earlier_deadline_moves_the_sleep_back() {
+        let _worker = OnWorker::enter(1);
+        let mut deadline = Deadline::default();
+        deadline.set(Instant::now() + LIMIT * 2);
+        assert!(!passed(&mut deadline).await);
+        deadline.set(Instant::now() + LIMIT);
+        assert!(!passed(&mut deadline).await);
+        tokio::time::advance(LIMIT).await;
+        assert!(passed(&mut deadline).await);
+    }
+
+    /// Off a worker (or on another one) a sleep may belong to another runtime: each request
+    /// makes its own.
+    #[tokio::test(start_paused = true)]
+    async fn a_sleep_is_kept_only_on_the_worker_that_made_it() {
+        let mut deadline = Deadline::default();
+        deadline.set(Instant::now() + LIMIT);
+        assert!(!passed(&mut deadline).await);
+        deadline.set(Instant::now() + LIMIT);
+        assert!(deadline.sleep.is_none(), "not a worker");
+        let worker = OnWorker::enter(1);
+        assert!(!passed(&mut deadline).await);
+        deadline.set(Instant::now() + LIMIT);
+        assert!(deadline.sleep.is_some(), "the worker that made it");
+        drop(worker);
+        let _other = OnWorker::enter(2);
+        deadline.set(Instant::now() + LIMIT);
+        assert!(deadline.sleep.is_none(), "another worker");
+    }
+}
