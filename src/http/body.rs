@@ -27,6 +27,7 @@ pub struct Body(Pin<Box<dyn Boxed>>);
 /// What a body is boxed as: a body, and what it carries besides its frames.
 trait Boxed: http_body::Body<Data = Bytes, Error = BoxError> + Send {
     fn take_raw(self: Pin<&mut Self>) -> Option<Box<Raw>>;
+    fn raw_mut(self: Pin<&mut Self>) -> Option<&mut Raw>;
 }
 
 pin_project! {
@@ -78,6 +79,11 @@ impl Body {
     /// hands them on to the wrapper ([`Body::carrying`]).
     pub fn take_raw(&mut self) -> Option<Box<Raw>> {
         self.0.as_mut().take_raw()
+    }
+
+    /// The fields of its head kept as read, where they are.
+    pub fn raw_mut(&mut self) -> Option<&mut Raw> {
+        self.0.as_mut().raw_mut()
     }
 
     pub fn empty() -> Self {
@@ -178,6 +184,10 @@ where
 {
     fn take_raw(self: Pin<&mut Self>) -> Option<Box<Raw>> {
         self.project().raw.take()
+    }
+
+    fn raw_mut(self: Pin<&mut Self>) -> Option<&mut Raw> {
+        self.project().raw.as_deref_mut()
     }
 }
 

@@ -33,9 +33,12 @@ pub fn answer(
             render(&err, arrival.dialect)
         }
     };
-    response
-        .headers_mut()
-        .insert(X_REQUEST_ID, arrival.request_id.clone());
+    let id = arrival.request_id.clone();
+    match response.body_mut().raw_mut() {
+        // An answer kept as read takes it there, and needs no map (`h1::raw`).
+        Some(raw) => raw.add(X_REQUEST_ID, id),
+        None => drop(response.headers_mut().insert(X_REQUEST_ID, id)),
+    }
     log.status = response.status().as_u16();
     response
 }

@@ -207,7 +207,8 @@ pub fn parse_answer(
 }
 
 /// An answer's fields: kept as read when `raw` asks for it and they fit (the map then
-/// empty, with room for the fields lingo adds), else made into the map. What they say about
+/// empty, with no room made: lingo adds its field to the fields read, `Raw::add`), else made
+/// into the map, with room for the fields lingo adds. What they say about
 /// framing is noted in `facts` either way.
 fn kept(
     bytes: Bytes,
@@ -218,7 +219,7 @@ fn kept(
     if raw && Raw::fits(spans, &bytes) {
         *facts = Facts::of_spans(&bytes, spans);
         let raw = Raw::new(bytes, spans, facts.chunked.is_some());
-        return Ok((HeaderMap::with_capacity(ANSWER_ADDS), raw));
+        return Ok((HeaderMap::new(), raw));
     }
     Ok((to_map(&bytes, spans, ANSWER_ADDS, facts)?, None))
 }

@@ -9,7 +9,8 @@
 //! on decided once as they are read. The client's HTTP/1.1 writer writes those as they are;
 //! whatever else reads or edits an answer's fields (a redaction, an HTTP/2 client's
 //! connection) makes them into the map first (`body::materialize`). A field in the map
-//! (lingo's own, `X-Request-Id`) stands for every field of its name in `Raw`.
+//! stands for every field of its name in `Raw`; so does the one field lingo adds to an answer
+//! kept as read (`X-Request-Id`, [`Raw::add`]), which then needs no map at all.
 //!
 //! A request read by lingo's HTTP/1.1 server keeps its fields the same way (its map, built,
 //! searched and dropped, was 2,600 of a pass-through's 26,500): the phases before a plan read
@@ -64,6 +65,8 @@ pub struct Raw {
     lengths: Bits,
     /// Bit `i`: field `i` is a `Date` passed on.
     dates: Bits,
+    /// The field lingo adds (see [`Raw::add`]), passed on after those read.
+    added: Option<(HeaderName, HeaderValue)>,
 }
 
 impl Raw {
@@ -87,6 +90,7 @@ impl Raw {
             length: None,
             lengths: 0,
             dates: 0,
+            added: None,
         });
         let mut connection = false;
         for (name, value) in spans {
@@ -119,6 +123,22 @@ impl Raw {
     /// Whether the fields at `spans` of `head` can be kept as read.
     pub fn fits(spans: &[Span], head: &[u8]) -> bool {
         spans.len() <= MAX_RAW && head.len() <= usize::from(u16::MAX)
+    }
+
+    /// Adds lingo's field `name` (`X-Request-Id`), passed on after the fields read and
+    /// standing for theirs of its name, as a field set in the map would: an answer kept as
+    /// read then needs no map (making one and adding the field to it cost a whole
+    /// pass-through ~680 instructions, callgrind). One field: another replaces it.
+    pub fn add(&mut self, name: HeaderName, value: HeaderValue) {
+        let lower = name.as_str().as_bytes();
+        let named = (0..self.len)
+            .filter(|&i| hop::is_lowered(self.name(i), lower))
+            .fold(0, |named: Bits, i| named | 1 << i);
+        let kept = !named;
+        (self.passed, self.lengths, self.dates) =
+            (self.passed & kept, self.lengths & kept, self.dates & kept);
+        self.length = (self.lengths != 0).then(|| self.lengths.trailing_zeros() as u8);
+        self.added = Some((name, value));
     }
 
     /// Leaves out the fields a `Connection` field names (each name token read as
@@ -211,7 +231,7 @@ impl Raw {
         &self.head[usize::from(start)..usize::from(end)]
     }
 
-    /// Each field passed on, in the order read, lent to `each`.
+    /// Each field passed on, in the order read (lingo's own last), lent to `each`.
     pub fn each(&self, each: impl FnMut(&[u8], &[u8])) {
         self.each_of(self.passed, each);
     }
@@ -228,6 +248,9 @@ impl Raw {
             let i = bits.trailing_zeros() as usize;
             bits &= bits - 1;
             each(self.name(i), self.value(i));
+        }
+        if let Some((name, value)) = &self.added {
+            each(name.as_str().as_bytes(), value.as_bytes());
         }
     }
 
@@ -289,16 +312,23 @@ impl Raw {
     /// answer's fields as a map, as if they had been read into one.
     pub fn into_map(self, map: &mut HeaderMap) {
         let set: Vec<HeaderName> = map.keys().cloned().collect();
-        self.each(|name, value| {
-            let name = HeaderName::from_bytes(name);
-            let value = HeaderValue::from_maybe_shared(self.head.slice_ref(value));
-            match (name, value) {
-                (Ok(name), Ok(value)) if !set.contains(&name) => drop(map.append(name, value)),
-                (Ok(_), Ok(_)) => {}
+        let mut bits = self.passed;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let name = HeaderName::from_bytes(self.name(i));
+            match (name, self.shared(self.value(i))) {
+                (Ok(name), Some(value)) if !set.contains(&name) => drop(map.append(name, value)),
+                (Ok(_), Some(_)) => {}
                 // httparse checks names and values as the map does (see the tests): not met.
                 _ => tracing::error!("an answer's field could not be made a map's"),
             }
-        });
+        }
+        if let Some((name, value)) = self.added
+            && !set.contains(&name)
+        {
+            map.append(name, value);
+        }
     }
 }
 

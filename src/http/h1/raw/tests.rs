@@ -113,6 +113,36 @@ fn a_field_set_in_the_map_stands_for_the_answers() {
     assert_eq!(response.headers().len(), 2);
 }
 
+/// A field lingo adds to the fields read stands for theirs of its name, as one set in the map
+/// does: passed on last, once, whatever the case or number of the answer's own, and so in the
+/// map made of them; the length and date passed on are not moved.
+#[test]
+fn a_field_added_stands_for_the_answers() {
+    let section = "X-Request-Id: upstreams\r\nContent-Length: 2\r\nx-request-id: again\r\n\
+                   Date: d\r\nx-a: 1\r\n\r\n";
+    let mut raw = read(section);
+    let set = HeaderValue::from_static("lingos");
+    raw.add(HeaderName::from_static("x-request-id"), set.clone());
+    let mut passed = Vec::new();
+    let dated = raw.each_but_length(|name, value| passed.push((name.to_vec(), value.to_vec())));
+    let passed: Vec<(&[u8], &[u8])> = passed.iter().map(|(n, v)| (&n[..], &v[..])).collect();
+    assert_eq!(
+        passed,
+        [
+            (&b"Date"[..], &b"d"[..]),
+            (b"x-a", b"1"),
+            (b"x-request-id", b"lingos")
+        ]
+    );
+    assert!(dated);
+    assert_eq!(raw.length(), Some(&b"2"[..]));
+    let mut response = Response::new(Body::carrying(Body::empty(), Some(Box::new(raw))));
+    materialize(&mut response);
+    let ids: Vec<_> = response.headers().get_all("x-request-id").iter().collect();
+    assert_eq!(ids, [&set]);
+    assert_eq!(response.headers()["x-a"], "1");
+}
+
 /// Past [`MAX_RAW`] fields, or a head too long for its offsets, an answer has its map.
 #[test]
 fn many_fields_or_a_long_head_are_not_kept_as_read() {
