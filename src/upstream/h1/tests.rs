@@ -327,24 +327,21 @@ async fn a_success_that_closes_before_the_uploads_end_stops_it() {
 /// One connection, three requests, each timed by its own deadline on the timer the
 /// connection keeps: the first answered at once; the second answered after the first's
 /// deadline has passed (the kept timer fired for it meanwhile) but before its own; the
-/// third never answered, and failed at its deadline, not before.
+/// third never answered, and failed at its deadline, not before. (The answered ones have a
+/// second each: room on a loaded machine.)
 #[tokio::test]
 async fn each_request_on_a_kept_connection_has_its_own_deadline() {
     let _worker = OnWorker::enter(1);
+    const LONG: Duration = Duration::from_secs(1);
     const SHORT: Duration = Duration::from_millis(200);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
     let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
     tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await.unwrap();
-        for delay in [Some(Duration::ZERO), Some(SHORT), None] {
+        for delay in [Some(Duration::ZERO), Some(SHORT / 2), None] {
             let mut seen = Vec::new();
-            while !contains(&seen, b"\r\n\r\n") {
-                let mut chunk = [0u8; 1024];
-                let n = stream.read(&mut chunk).await.unwrap();
-                assert!(n > 0, "closed early");
-                seen.extend_from_slice(&chunk[..n]);
-            }
+            read_until(&mut stream, &mut seen, b"\r\n\r\n").await;
             let Some(delay) = delay else {
                 let _ = stream.read_to_end(&mut seen).await; // never answers
                 return;
@@ -356,11 +353,12 @@ async fn each_request_on_a_kept_connection_has_its_own_deadline() {
     let shelf = Shelf::default();
     let get = || Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
     let conn = Conn::open(&address, PATIENCE).await.unwrap();
-    let first = conn.send(get(), shelf.clone(), Instant::now() + SHORT);
+    let first_deadline = Instant::now() + LONG;
+    let first = conn.send(get(), shelf.clone(), first_deadline);
     assert_eq!(read(first.await.unwrap()).await.unwrap(), "ok");
-    tokio::time::sleep(SHORT * 2).await; // the first request's deadline passes
+    tokio::time::sleep_until(first_deadline + SHORT).await; // the kept timer fires
     let conn = shelf.0.lock().unwrap().pop().expect("went home");
-    let second = conn.send(get(), shelf.clone(), Instant::now() + SHORT * 4);
+    let second = conn.send(get(), shelf.clone(), Instant::now() + LONG);
     assert_eq!(read(second.await.unwrap()).await.unwrap(), "ok");
     let conn = shelf.0.lock().unwrap().pop().expect("went home");
     let deadline = Instant::now() + SHORT;
@@ -370,6 +368,64 @@ async fn each_request_on_a_kept_connection_has_its_own_deadline() {
     };
     assert!(matches!(err, SendError::FirstByte), "{err}");
     assert!(Instant::now() >= deadline, "not before its deadline");
+}
+
+/// An upstream that sends interim answers without end fails at the deadline, long before
+/// it stops. (When such a socket never makes the read wait, tokio's budget for the task runs
+/// out first: `deadline`'s own test pins that the deadline is seen then too.)
+#[tokio::test]
+async fn endless_interim_answers_fail_at_the_deadline() {
+    const FLOOD: Duration = Duration::from_secs(6);
+    // On a thread of its own, so that it writes while lingo's task reads.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut head = [0u8; 1024];
+        let _ = stream.read(&mut head); // the request's head, in one segment
+        let interim = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(4096);
+        let until = std::time::Instant::now() + FLOOD;
+        while std::time::Instant::now() < until && stream.write_all(&interim).is_ok() {}
+    });
+    let started = Instant::now();
+    let conn = Conn::open(&address, PATIENCE).await.unwrap();
+    let req = Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
+    let sending = conn.send(req, Shelf::default(), started + Duration::from_millis(200));
+    let Err(err) = tokio::time::timeout(PATIENCE, sending)
+        .await
+        .expect("an end")
+    else {
+        panic!("an answer that never came");
+    };
+    assert!(matches!(err, SendError::FirstByte), "{err}");
+    assert!(
+        started.elapsed() < FLOOD,
+        "failed only when the flood stopped"
+    );
+}
+
+/// A success that keeps its connection, begun before the upload's end, lets the upload go
+/// on; a body that then stalls still fails at the first-byte deadline.
+#[tokio::test]
+async fn a_stall_after_an_early_success_fails_at_the_deadline() {
+    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let (address, _upstream) = upstream(b"{", answer).await;
+    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
+    tx.send_data(Bytes::from_static(b"{\"a\":")).await.unwrap();
+    let conn = Conn::open(&address, PATIENCE).await.unwrap();
+    let deadline = Instant::now() + Duration::from_millis(300);
+    let req = Outgoing::new(post(Body::new(rx)), "up", None);
+    let sending = conn.send(req, Shelf::default(), deadline);
+    let Err(err) = tokio::time::timeout(PATIENCE, sending)
+        .await
+        .expect("by its deadline")
+    else {
+        panic!("the upload never ended");
+    };
+    assert!(matches!(err, SendError::FirstByte), "{err}");
+    assert!(Instant::now() >= deadline, "not before its deadline");
+    drop(tx);
 }
 
 /// A request whose body stalls, to an upstream that waits for it, fails at its first-byte

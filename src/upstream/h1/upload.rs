@@ -123,7 +123,8 @@ impl Upload<'_> {
     /// Ready when the upstream has refused the request before its end (see [`head::early`]).
     /// Pending otherwise, with the connection's read side watched until an answer that wants
     /// the rest begins (then its rest waits in the socket until the request is sent), until
-    /// the first-byte deadline passes: every wait of an upload comes here.
+    /// the first-byte deadline passes: every wait of an upload comes here (and a socket that
+    /// never makes it wait spends the task's budget, outside which the deadline is polled).
     fn refused(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
         while self.watching {
             match head::early(&mut self.conn.buf)? {
