@@ -418,6 +418,44 @@ mod tests {
         );
     }
 
+    /// The same head with lingo's id added to the fields read (`Raw::add`), the map empty,
+    /// as a passed-through answer goes: the id once, after the fields read.
+    #[test]
+    fn answer_heads_with_a_field_added_to_those_read() {
+        let mut raw = crate::http::h1::raw::read(
+            "X-Request-Id: upstreams\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\n\
+             Content-Length: 10\r\nx-request-id: again\r\nX-B: 2\r\nKeep-Alive: timeout=5\r\n\r\n",
+        );
+        raw.add(
+            hyper::header::HeaderName::from_static("x-request-id"),
+            HeaderValue::from_static("lingos"),
+        );
+        let headers = HeaderMap::new();
+        for (version, framing, head) in [
+            (Version::HTTP_11, Framing::None, "HTTP/1.1"),
+            (Version::HTTP_10, Framing::Length(10), "HTTP/1.0"),
+        ] {
+            let mut out = BytesMut::new();
+            let answer = Answer {
+                status: StatusCode::OK,
+                version,
+                headers: &headers,
+                raw: Some(&raw),
+                framing,
+                keep_alive: true,
+                date: || *b"lingo's date, never written!!",
+            };
+            write(&mut out, &answer);
+            let fields =
+                "Date: Mon, 02 Jan 2006 15:04:05 GMT\r\nX-B: 2\r\nx-request-id: lingos\r\n";
+            let written = String::from_utf8(out.to_vec()).unwrap();
+            assert!(
+                written.starts_with(&format!("{head} 200 OK\r\n{fields}content-length: 10\r\n")),
+                "{written}"
+            );
+        }
+    }
+
     #[test]
     fn answer_heads() {
         let mut headers = HeaderMap::new();

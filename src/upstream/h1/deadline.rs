@@ -59,9 +59,9 @@ impl Deadline {
             sleep.as_mut().reset(at);
         }
         loop {
-            // Outside the task's budget, as `tokio::time::Timeout` polls its own: a socket
-            // that always has more spends the budget, and the sleep would then say Pending
-            // without looking at the time.
+            // Always outside the task's budget (`tokio::time::Timeout` steps outside it when
+            // its inner future spent it): a socket that always has more spends the budget,
+            // and the sleep would then say Pending without looking at the time.
             ready!(pin!(tokio::task::unconstrained(sleep.as_mut())).poll(cx));
             if sleep.deadline() >= at {
                 return Poll::Ready(());

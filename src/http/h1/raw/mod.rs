@@ -128,8 +128,14 @@ impl Raw {
     /// Adds lingo's field `name` (`X-Request-Id`), passed on after the fields read and
     /// standing for theirs of its name, as a field set in the map would: an answer kept as
     /// read then needs no map (making one and adding the field to it cost a whole
-    /// pass-through ~680 instructions, callgrind). One field: another replaces it.
+    /// pass-through ~680 instructions, callgrind). One field: another replaces it. Not one
+    /// that frames or dates the answer, nor a hop-by-hop one: the writer adds those itself.
     pub fn add(&mut self, name: HeaderName, value: HeaderValue) {
+        debug_assert!(
+            ![CONTENT_LENGTH, hyper::header::TRANSFER_ENCODING, DATE].contains(&name)
+                && !hop::is_hop_by_hop(name.as_str().as_bytes()),
+            "{name} is the writer's to add"
+        );
         let lower = name.as_str().as_bytes();
         let named = (0..self.len)
             .filter(|&i| hop::is_lowered(self.name(i), lower))
@@ -259,7 +265,7 @@ impl Raw {
         self.length.map(|i| self.value(usize::from(i)))
     }
 
-    /// How many fields there are, hop-by-hop ones too.
+    /// How many fields were read, hop-by-hop ones too (not one added: so for what follows).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -268,12 +274,12 @@ impl Raw {
         self.len == 0
     }
 
-    /// Every field, hop-by-hop ones too, in the order read.
+    /// Every field read, hop-by-hop ones too, in the order read.
     pub fn all(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         (0..self.len).map(|i| (self.name(i), self.value(i)))
     }
 
-    /// The values of every field named `name` (hop-by-hop ones too), in the order read.
+    /// The values of every field read named `name` (hop-by-hop ones too), in the order read.
     pub fn get_all<'r, 'n>(
         &'r self,
         name: &'n HeaderName,
@@ -284,7 +290,7 @@ impl Raw {
             .map(|i| self.value(i))
     }
 
-    /// The value of the first field named `name`.
+    /// The value of the first field read named `name`.
     pub fn get(&self, name: &HeaderName) -> Option<&[u8]> {
         self.get_all(name).next()
     }
@@ -298,6 +304,7 @@ impl Raw {
     /// Adds every field (hop-by-hop ones too) to `map`: a request's fields as a map, as if
     /// they had been read into one, for whatever reads or rewrites them there.
     pub fn fill_map(&self, map: &mut HeaderMap) {
+        debug_assert!(self.added.is_none(), "a request's fields have none added");
         map.reserve(self.len);
         for (name, value) in self.all() {
             match (HeaderName::from_bytes(name), self.shared(value)) {
