@@ -382,6 +382,22 @@ mod tests {
         }
     }
 
+    /// A 200's head, with `headers` and the fields kept as read `raw`, as written.
+    fn kept_as_read(headers: &HeaderMap, raw: &Raw, version: Version, framing: Framing) -> String {
+        let mut out = BytesMut::new();
+        let answer = Answer {
+            status: StatusCode::OK,
+            version,
+            headers,
+            raw: Some(raw),
+            framing,
+            keep_alive: true,
+            date: || *b"lingo's date, never written!!",
+        };
+        write(&mut out, &answer);
+        String::from_utf8(out.to_vec()).unwrap()
+    }
+
     /// Fields kept as read are written as they are, after the map's: one the map has (the
     /// request id) stands for theirs, their `Date` is the answer's, their length is written
     /// only for an answer without a body (a `HEAD`'s), and hop-by-hop ones never.
@@ -393,20 +409,7 @@ mod tests {
         );
         let mut headers = HeaderMap::new();
         headers.insert("x-request-id", HeaderValue::from_static("lingos"));
-        let write_one = |framing| {
-            let mut out = BytesMut::new();
-            let answer = Answer {
-                status: StatusCode::OK,
-                version: Version::HTTP_11,
-                headers: &headers,
-                raw: Some(&raw),
-                framing,
-                keep_alive: true,
-                date: || *b"lingo's date, never written!!",
-            };
-            write(&mut out, &answer);
-            String::from_utf8(out.to_vec()).unwrap()
-        };
+        let write_one = |framing| kept_as_read(&headers, &raw, Version::HTTP_11, framing);
         let fields = "x-request-id: lingos\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\nX-B: 2\r\n";
         assert_eq!(
             write_one(Framing::None),
@@ -435,20 +438,9 @@ mod tests {
             (Version::HTTP_11, Framing::None, "HTTP/1.1"),
             (Version::HTTP_10, Framing::Length(10), "HTTP/1.0"),
         ] {
-            let mut out = BytesMut::new();
-            let answer = Answer {
-                status: StatusCode::OK,
-                version,
-                headers: &headers,
-                raw: Some(&raw),
-                framing,
-                keep_alive: true,
-                date: || *b"lingo's date, never written!!",
-            };
-            write(&mut out, &answer);
+            let written = kept_as_read(&headers, &raw, version, framing);
             let fields =
                 "Date: Mon, 02 Jan 2006 15:04:05 GMT\r\nX-B: 2\r\nx-request-id: lingos\r\n";
-            let written = String::from_utf8(out.to_vec()).unwrap();
             assert!(
                 written.starts_with(&format!("{head} 200 OK\r\n{fields}content-length: 10\r\n")),
                 "{written}"

@@ -411,22 +411,8 @@ async fn endless_interim_answers_fail_at_the_deadline() {
 async fn a_stall_after_an_early_success_fails_at_the_deadline() {
     let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
     let (address, _upstream) = upstream(b"{", answer).await;
-    let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
-    tx.send_data(Bytes::from_static(b"{\"a\":")).await.unwrap();
-    let conn = Conn::open(&address, PATIENCE).await.unwrap();
     // A second: room for the early answer to come first on a loaded machine.
-    let deadline = Instant::now() + Duration::from_secs(1);
-    let req = Outgoing::new(post(Body::new(rx)), "up", None);
-    let sending = conn.send(req, Shelf::default(), deadline);
-    let Err(err) = tokio::time::timeout(PATIENCE, sending)
-        .await
-        .expect("by its deadline")
-    else {
-        panic!("the upload never ended");
-    };
-    assert!(matches!(err, SendError::FirstByte), "{err}");
-    assert!(Instant::now() >= deadline, "not before its deadline");
-    drop(tx);
+    stall_until_the_deadline(&address, Duration::from_secs(1)).await;
 }
 
 /// A request whose body stalls, to an upstream that waits for it, fails at its first-byte
@@ -440,17 +426,23 @@ async fn a_stalled_upload_fails_at_the_first_byte_deadline() {
         let mut seen = Vec::new();
         let _ = stream.read_to_end(&mut seen).await; // never answers
     });
+    stall_until_the_deadline(&address, Duration::from_millis(200)).await;
+}
+
+/// Sends a request whose body stalls after its first bytes, with a deadline `limit` away:
+/// it fails with the first-byte error, at the deadline and not before.
+async fn stall_until_the_deadline(address: &str, limit: Duration) {
     let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
     tx.send_data(Bytes::from_static(b"{\"a\":")).await.unwrap();
-    let conn = Conn::open(&address, PATIENCE).await.unwrap();
-    let deadline = Instant::now() + Duration::from_millis(200);
+    let conn = Conn::open(address, PATIENCE).await.unwrap();
+    let deadline = Instant::now() + limit;
     let req = Outgoing::new(post(Body::new(rx)), "up", None);
     let sending = conn.send(req, Shelf::default(), deadline);
     let Err(err) = tokio::time::timeout(PATIENCE, sending)
         .await
         .expect("by its deadline")
     else {
-        panic!("an answer that never came");
+        panic!("the request went through");
     };
     assert!(matches!(err, SendError::FirstByte), "{err}");
     assert!(Instant::now() >= deadline, "not before its deadline");
