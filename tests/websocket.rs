@@ -135,10 +135,7 @@ async fn a_slow_handshake_is_the_upstreams_time() {
     let head = read_head(&mut stream).await;
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     let route = r#"route="prefix /v1",upstream="webdata""#;
-    let count = format!("lingo_request_duration_seconds_count{{{route}}}");
-    let text = metrics_when(&lingo, |text| metric(text, &count) == Some(1.0)).await;
-    let sum = |name: &str| metric(&text, &format!("lingo_{name}_seconds_sum{{{route}}}")).unwrap();
-    let (total, overhead) = (sum("request_duration"), sum("overhead"));
+    let (total, overhead) = one_request_times(&lingo, route).await;
     assert!(total >= 0.8, "the upstream answered after 800ms: {total}");
     assert!(
         overhead < 0.4,

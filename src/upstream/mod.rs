@@ -145,11 +145,11 @@ impl UpstreamClient {
             Ok(response) => Ok(response.map(Body::new)),
             Err(err) => Err(BoxError::from(err)),
         });
-        let timed = tokio::time::timeout_at(clock::after(limit), sending).map(|sent| match sent {
-            Ok(sent) => sent,
-            Err(_) => Err(h1::SendError::FirstByte.into()),
+        let timed = tokio::time::timeout_at(clock::after(limit), sending).map(move |sent| {
+            let sent = sent.unwrap_or_else(|_| Err(h1::SendError::FirstByte.into()));
+            told(upstream, sent, body_limit)
         });
-        let boxed: Sending<'a> = Box::pin(timed.map(move |sent| told(upstream, sent, body_limit)));
+        let boxed: Sending<'a> = Box::pin(timed);
         Either::Right(boxed)
     }
 }

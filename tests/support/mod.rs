@@ -358,6 +358,15 @@ pub fn metric(text: &str, name_and_labels: &str) -> Option<f64> {
         .map(|value| value.parse().unwrap())
 }
 
+/// The first request's duration and lingo's overhead on `route` (`route="...",upstream="..."`)
+/// once it is recorded: the sums of the two histograms, in seconds.
+pub async fn one_request_times(lingo: &Lingo, route: &str) -> (f64, f64) {
+    let count = format!("lingo_request_duration_seconds_count{{{route}}}");
+    let text = metrics_when(lingo, |text| metric(text, &count) == Some(1.0)).await;
+    let sum = |name: &str| metric(&text, &format!("lingo_{name}_seconds_sum{{{route}}}")).unwrap();
+    (sum("request_duration"), sum("overhead"))
+}
+
 /// `/metrics` once `ready` holds for it (an answer is recorded on the server a moment after
 /// the client has read its end); fails the test if it never does.
 pub async fn metrics_when(lingo: &Lingo, ready: impl Fn(&str) -> bool) -> String {

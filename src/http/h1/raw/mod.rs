@@ -114,9 +114,10 @@ impl Raw {
             raw.dates |= Bits::from(is(read, &DATE)) << i;
         }
         if connection {
-            raw.leave_named();
+            raw.leave_named(); // notes the length too
+        } else {
+            raw.note_length();
         }
-        raw.length = (raw.lengths != 0).then(|| raw.lengths.trailing_zeros() as u8);
         Some(raw)
     }
 
@@ -136,15 +137,28 @@ impl Raw {
                 && !hop::is_hop_by_hop(name.as_str().as_bytes()),
             "{name} is the writer's to add"
         );
-        let lower = name.as_str().as_bytes();
-        let named = (0..self.len)
-            .filter(|&i| hop::is_lowered(self.name(i), lower))
-            .fold(0, |named: Bits, i| named | 1 << i);
-        let kept = !named;
+        let named = self.named(&name).fold(0, |named: Bits, i| named | 1 << i);
+        self.leave(named);
+        self.added = Some((name, value));
+    }
+
+    /// Leaves the fields of `left` out of those passed on.
+    fn leave(&mut self, left: Bits) {
+        let kept = !left;
         (self.passed, self.lengths, self.dates) =
             (self.passed & kept, self.lengths & kept, self.dates & kept);
+        self.note_length();
+    }
+
+    /// Notes which field is the first `Content-Length` passed on.
+    fn note_length(&mut self) {
         self.length = (self.lengths != 0).then(|| self.lengths.trailing_zeros() as u8);
-        self.added = Some((name, value));
+    }
+
+    /// The fields read named `name`, by index.
+    fn named<'n>(&self, name: &'n HeaderName) -> impl Iterator<Item = usize> + use<'_, 'n> {
+        let lower = name.as_str().as_bytes();
+        (0..self.len).filter(move |&i| hop::is_lowered(self.name(i), lower))
     }
 
     /// Leaves out the fields a `Connection` field names (each name token read as
@@ -156,15 +170,11 @@ impl Raw {
         } else {
             self.named_by_sorting()
         };
-        let kept = !left;
-        (self.passed, self.lengths, self.dates) =
-            (self.passed & kept, self.lengths & kept, self.dates & kept);
+        self.leave(left);
     }
 
     fn connection_values(&self) -> impl Iterator<Item = &[u8]> {
-        (0..self.len)
-            .filter(|&c| is(self.name(c), &CONNECTION))
-            .map(|c| self.value(c))
+        self.named(&CONNECTION).map(|c| self.value(c))
     }
 
     /// The fields named, found by asking each `Connection` value about each field: the
@@ -284,10 +294,7 @@ impl Raw {
         &'r self,
         name: &'n HeaderName,
     ) -> impl Iterator<Item = &'r [u8]> + use<'r, 'n> {
-        let name = name.as_str().as_bytes();
-        (0..self.len)
-            .filter(move |&i| hop::is_lowered(self.name(i), name))
-            .map(|i| self.value(i))
+        self.named(name).map(|i| self.value(i))
     }
 
     /// The value of the first field read named `name`.
