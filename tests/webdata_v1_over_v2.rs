@@ -303,6 +303,37 @@ async fn a_rate_limit_gets_the_retry_after_its_message_names() {
     );
 }
 
+/// The upstream's own fields go on with a v1 answer told from its v2 one, a success's and a
+/// refusal's alike: its own `Retry-After` wins over the one its message names.
+#[tokio::test]
+async fn the_upstreams_own_fields_go_on_with_a_told_answer() {
+    for (status, body) in [
+        (200, r#"{"success":true,"data":{"remainingCredits":5}}"#),
+        (429, r#"{"success":false,"error":"please retry after 25s"}"#),
+    ] {
+        let backend = Backend::start(move |_| async move {
+            let mut answer = json_response(status, body);
+            let fields = answer.headers_mut();
+            fields.insert("x-ratelimit-remaining", "0".parse().unwrap());
+            fields.insert("retry-after", "9".parse().unwrap());
+            answer
+        })
+        .await;
+        let yaml = table(&format!(
+            "upstreams:\n  fc:\n    url: {}\n    speaks: web-data-v2\n\
+             routes:\n  - {{ prefix: /v1, to: fc }}\n",
+            backend.url()
+        ));
+        let lingo = Lingo::start(&yaml).await;
+        let url = lingo.url("/v1/team/credit-usage");
+        let answer = send(request(Method::GET, &url, &[], "")).await;
+        assert_eq!(answer.status, status);
+        assert_eq!(answer.headers["x-ratelimit-remaining"], "0", "{status}");
+        assert_eq!(answer.headers["retry-after"], "9", "{status}");
+        assert_eq!(backend.last().uri, "/v2/team/credit-usage");
+    }
+}
+
 #[tokio::test]
 async fn a_v2_validation_error_keeps_its_code_and_details_and_points_at_v1_docs() {
     let body = r#"{"success":false,"code":"BAD_REQUEST","error":"Bad Request","details":[{"code":"unrecognized_keys","keys":["x"],"path":[],"message":"Unrecognized key in body -- please review the v2 API documentation for request body changes"}]}"#;

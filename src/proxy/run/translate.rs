@@ -114,11 +114,14 @@ pub async fn checked<T: Translation>(
 ) -> Result<Vec<Response<Body>>, ProxyError> {
     let mut ok = Vec::with_capacity(answers.len());
     for answer in answers {
-        let answer = answer?;
+        let mut answer = answer?;
         if !answer.status().is_success() {
             let retell = |status, body: &[u8]| t.upstream_error(status, body);
             return Err(upstream_failure(&x.stats, upstream, answer, retell).await);
         }
+        // A success's fields are not read: the head they were read in is let go now, not
+        // when a stream ends.
+        drop(answer.body_mut().take_raw());
         ok.push(answer);
     }
     Ok(ok)

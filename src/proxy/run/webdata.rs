@@ -14,7 +14,7 @@ use hyper::{Request, Response, StatusCode};
 use super::shared::{read_body, send, whole};
 use super::tunnel;
 use crate::error::ProxyError;
-use crate::http::body::Body;
+use crate::http::body::{Body, materialize};
 use crate::http::redact::redact_headers;
 use crate::proxy::exchange::Exchange;
 use crate::runtime::Peer;
@@ -60,8 +60,9 @@ async fn told(
     peer: &Peer,
     call: Call,
     json_as: JsonAs,
-    answer: Response<Body>,
+    mut answer: Response<Body>,
 ) -> Answer {
+    materialize(&mut answer); // its fields go on to the client
     let (mut head, body) = answer.into_parts();
     let whole = whole(x, x.upstream, Response::new(body)).await?;
     if matches!(call, Call::Crawl | Call::Batch) && head.status.is_success() {
