@@ -3,7 +3,6 @@
 //! `/v1/chat/completions`, `/v1/completions` and `/v1/embeddings` refuse the same things the
 //! same way.
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::json::{Json, Object};
@@ -26,7 +25,7 @@ fn whole_body(message: String) -> Refusal {
 
 /// The body as a JSON object, borrowing its strings.
 pub fn object(body: &[u8]) -> Result<Object<'_>, Refusal> {
-    match read(body)? {
+    match read(body, Json::read)? {
         Json::Object(o) => Ok(o),
         _ => Err(not_an_object()),
     }
@@ -34,20 +33,23 @@ pub fn object(body: &[u8]) -> Result<Object<'_>, Refusal> {
 
 /// The body as a `serde_json` object (for the native translators, which keep it).
 pub fn value_object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
-    match read(body)? {
+    match read(body, crate::translate::parse_json)? {
         Value::Object(map) => Ok(map),
         _ => Err(not_an_object()),
     }
 }
 
-fn read<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, Refusal> {
+/// The body read by `parse` (a refusal the client can act on when it is empty or not JSON).
+fn read<'a, T>(
+    body: &'a [u8],
+    parse: impl FnOnce(&'a [u8]) -> serde_json::Result<T>,
+) -> Result<T, Refusal> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(whole_body(
             "the request body is empty; send a JSON request".into(),
         ));
     }
-    super::parse_json(body)
-        .map_err(|e| whole_body(format!("the request body is not valid JSON: {e}")))
+    parse(body).map_err(|e| whole_body(format!("the request body is not valid JSON: {e}")))
 }
 
 fn not_an_object() -> Refusal {

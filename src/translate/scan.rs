@@ -21,11 +21,37 @@ const MAX_SKIP_DEPTH: usize = 16;
 pub struct Scan<'a> {
     text: &'a [u8],
     at: usize,
+    /// The text, when it is known to be UTF-8: the strings read are sliced from it, not
+    /// checked again (checking each of a request's ten short strings cost more than the
+    /// whole body at once).
+    whole: Option<&'a str>,
 }
 
 impl<'a> Scan<'a> {
     pub fn new(text: &'a [u8]) -> Self {
-        Scan { text, at: 0 }
+        Scan {
+            text,
+            at: 0,
+            whole: None,
+        }
+    }
+
+    /// A scan of text known to be UTF-8.
+    pub fn of_str(text: &'a str) -> Self {
+        Scan {
+            text: text.as_bytes(),
+            at: 0,
+            whole: Some(text),
+        }
+    }
+
+    /// The text from `from` to `to` (a string's bytes, or a number's), if it is UTF-8.
+    #[inline(always)]
+    fn text(&self, from: usize, to: usize) -> Option<&'a str> {
+        match self.whole {
+            Some(whole) => whole.get(from..to),
+            None => std::str::from_utf8(&self.text[from..to]).ok(),
+        }
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -34,7 +60,7 @@ impl<'a> Scan<'a> {
 
     /// The next byte that is not JSON whitespace, left unread.
     #[inline(always)]
-    fn peek(&mut self) -> Option<u8> {
+    pub fn peek(&mut self) -> Option<u8> {
         let bytes = self.bytes();
         while let Some(&c) = bytes.get(self.at) {
             if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
@@ -59,12 +85,35 @@ impl<'a> Scan<'a> {
 
     /// An object: `member` is called with each key and the scan at its value, which it must
     /// read (or answer `None`).
-    pub fn object(&mut self, mut member: impl FnMut(&[u8], &mut Self) -> Option<()>) -> Option<()> {
+    pub fn object(
+        &mut self,
+        mut member: impl FnMut(&'a [u8], &mut Self) -> Option<()>,
+    ) -> Option<()> {
         self.list(b'{', b'}', |scan| {
-            let key = scan.key()?;
+            let (from, to) = scan.key()?;
+            let key = &scan.text[from..to];
             scan.eat(b':')?;
             member(key, scan)
         })
+    }
+
+    /// [`Scan::object`], each key given as text.
+    pub fn object_str(
+        &mut self,
+        mut member: impl FnMut(&'a str, &mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.list(b'{', b'}', |scan| {
+            let (from, to) = scan.key()?;
+            let key = scan.text(from, to)?;
+            scan.eat(b':')?;
+            member(key, scan)
+        })
+    }
+
+    /// An array: `item` is called with the scan at each value, which it must read (or answer
+    /// `None`).
+    pub fn array(&mut self, item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.list(b'[', b']', item)
     }
 
     /// `open`, items read by `item` separated by commas, `close`: an object's members or an
@@ -106,7 +155,7 @@ impl<'a> Scan<'a> {
     #[inline(always)]
     pub fn str(&mut self) -> Option<Cow<'a, str>> {
         match self.plain_str()? {
-            Ok(plain) => std::str::from_utf8(plain).ok().map(Cow::Borrowed),
+            Ok((from, to)) => self.text(from, to).map(Cow::Borrowed),
             Err((start, end)) => self.with_care(start, end),
         }
     }
@@ -120,18 +169,20 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// A key: a string of plain ASCII, as bytes (one with escapes or other bytes is left to
-    /// serde: `None`). No `Cow` made and read back for the ~six keys of every native line.
+    /// A key: a string of plain ASCII, as where its bytes are (one with escapes or other
+    /// bytes is left to serde: `None`). No `Cow` made and read back for the ~six keys of
+    /// every native line.
     #[inline(always)]
-    fn key(&mut self) -> Option<&'a [u8]> {
+    fn key(&mut self) -> Option<(usize, usize)> {
         self.plain_str()?.ok()
     }
 
-    /// A string's opening quote and its run of plain ASCII: `Ok` with its bytes when the run
-    /// is the whole string (the scan then past its closing quote), else `Err` with where the
-    /// string starts and the byte that needs care (the scan left at the string's start).
+    /// A string's opening quote and its run of plain ASCII: `Ok` with where its bytes start
+    /// and end when the run is the whole string (the scan then past its closing quote), else
+    /// `Err` with where the string starts and the byte that needs care (the scan left at the
+    /// string's start).
     #[inline(always)]
-    fn plain_str(&mut self) -> Option<Result<&'a [u8], (usize, usize)>> {
+    fn plain_str(&mut self) -> Option<Result<(usize, usize), (usize, usize)>> {
         self.eat(b'"')?;
         let start = self.at;
         let end = self.plain_run(start);
@@ -139,7 +190,7 @@ impl<'a> Scan<'a> {
             return Some(Err((start, end)));
         }
         self.at = end + 1;
-        Some(Ok(&self.text[start..end]))
+        Some(Ok((start, end)))
     }
 
     /// `null` or a string.
@@ -197,16 +248,25 @@ impl<'a> Scan<'a> {
             b't' => self.word("true"),
             b'f' => self.word("false"),
             b'n' => self.word("null"),
-            b'-' | b'0'..=b'9' => self.number(),
+            b'-' | b'0'..=b'9' => self.skip_number(),
             _ if depth == MAX_SKIP_DEPTH => None,
-            b'[' => self.list(b'[', b']', |scan| scan.skip_at(depth + 1)),
+            b'[' => self.array(|scan| scan.skip_at(depth + 1)),
             // Anything else but an object is refused by `object`.
             _ => self.object(|_, scan| scan.skip_at(depth + 1)),
         }
     }
 
-    /// A number as JSON writes one: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
-    fn number(&mut self) -> Option<()> {
+    /// A number as JSON writes one: its text.
+    pub fn number(&mut self) -> Option<&'a str> {
+        self.peek()?;
+        let from = self.at;
+        self.skip_number()?;
+        self.text(from, self.at)
+    }
+
+    /// A number as JSON writes one, `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, read
+    /// (the scan at its first byte).
+    fn skip_number(&mut self) -> Option<()> {
         if self.bytes()[self.at] == b'-' {
             self.at += 1;
         }
@@ -255,7 +315,6 @@ impl<'a> Scan<'a> {
     #[inline(never)]
     fn with_care(&mut self, start: usize, mut at: usize) -> Option<Cow<'a, str>> {
         let bytes = self.bytes();
-        let text = |from: usize, to: usize| std::str::from_utf8(&bytes[from..to]).ok();
         // Borrowed until the first escape; `from`: the first byte not yet in `out`.
         let mut out: Option<String> = None;
         let mut from = start;
@@ -263,7 +322,7 @@ impl<'a> Scan<'a> {
             match *bytes.get(at)? {
                 b'"' => {
                     self.at = at + 1;
-                    let last = text(from, at)?;
+                    let last = self.text(from, at)?;
                     return Some(match out {
                         None => Cow::Borrowed(last),
                         Some(mut out) => {
@@ -274,7 +333,7 @@ impl<'a> Scan<'a> {
                 }
                 b'\\' => {
                     let out = out.get_or_insert_with(|| String::with_capacity(at - start + 16));
-                    out.push_str(text(from, at)?);
+                    out.push_str(self.text(from, at)?);
                     let (c, used) = unescape(&bytes[at + 1..])?;
                     out.push(c);
                     at += 1 + used;
