@@ -33,7 +33,7 @@ pub fn object(body: &[u8]) -> Result<Object<'_>, Refusal> {
 
 /// The body as a `serde_json` object (for the native translators, which keep it).
 pub fn value_object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
-    match read(body, crate::translate::parse_json)? {
+    match read(body, super::parse_json)? {
         Value::Object(map) => Ok(map),
         _ => Err(not_an_object()),
     }

@@ -1,22 +1,26 @@
-//! A strict, fast reader for the small flat objects of a native stream: one per token.
+//! A strict, fast JSON reader: for the small flat objects of a native stream (one per
+//! token), and for a client's request (`translate::json`).
 //!
 //! serde_json read a native line at about 2,800 instructions (callgrind: a third of a
 //! streamed translation's instructions), most of it generic visitor work for keys lingo
-//! ignores. This reads only what it is sure of, in one pass, and answers `None` ("not sure")
-//! for anything else: a nested value it does not expect, a number that is not a plain
-//! unsigned integer, a key with an escape or past ASCII, a field given twice, a lone
-//! surrogate, a raw control character, a string that is not UTF-8, bytes after the object.
-//! The caller then lets serde read the line, so an answer is never different from serde's:
-//! either the same value, or serde's own (value or error).
+//! ignores. This reads only what it is sure of, in one pass, and its caller answers `None`
+//! ("not sure") for anything else: for a native line, a nested value it does not expect, a
+//! number that is not a plain unsigned integer, a field given twice; for any reader, a key
+//! with an escape or past ASCII, a lone surrogate, a raw control character, a string that
+//! is not UTF-8, bytes after the value. The caller then lets serde read the text, so an
+//! answer is never different from serde's: either the same value, or serde's own (value or
+//! error).
 
 use std::borrow::Cow;
 
 /// Deepest nesting a skipped value may have before the scan leaves it to serde.
 const MAX_SKIP_DEPTH: usize = 16;
 
-/// A cursor over JSON text, as bytes: only the strings it gives are checked as UTF-8 (a line
-/// checked whole cost ~160 instructions, for the one string of it lingo reads), and any
-/// other string with a byte past ASCII is checked as it is read.
+/// A cursor over JSON text, as bytes, made one of two ways. Over bytes ([`Scan::new`], a
+/// native line): only the strings it gives are checked as UTF-8 (a line checked whole cost
+/// ~160 instructions, for the one string of it lingo reads), and any other string with a
+/// byte past ASCII is checked as it is read. Over text already checked whole
+/// ([`Scan::of_str`], a request, most of whose strings are kept): nothing is checked again.
 #[derive(Debug)]
 pub struct Scan<'a> {
     text: &'a [u8],
@@ -28,6 +32,7 @@ pub struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
+    /// A scan of bytes, each string checked as UTF-8 as it is read.
     pub fn new(text: &'a [u8]) -> Self {
         Scan {
             text,
@@ -169,16 +174,16 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// A key: a string of plain ASCII, as where its bytes are (one with escapes or other
-    /// bytes is left to serde: `None`). No `Cow` made and read back for the ~six keys of
+    /// A key: a string of plain ASCII, as the span of its bytes, `(from, to)` (one with
+    /// escapes or other bytes is left to serde: `None`). No `Cow` made and read back for the ~six keys of
     /// every native line.
     #[inline(always)]
     fn key(&mut self) -> Option<(usize, usize)> {
         self.plain_str()?.ok()
     }
 
-    /// A string's opening quote and its run of plain ASCII: `Ok` with where its bytes start
-    /// and end when the run is the whole string (the scan then past its closing quote), else
+    /// A string's opening quote and its run of plain ASCII: `Ok` with the span of its bytes
+    /// when the run is the whole string (the scan then past its closing quote), else
     /// `Err` with where the string starts and the byte that needs care (the scan left at the
     /// string's start).
     #[inline(always)]
@@ -309,8 +314,9 @@ impl<'a> Scan<'a> {
     }
 
     /// The rest of a string from its first byte that needs care at `at` (`start`: its first
-    /// byte): escapes unescaped, bytes past ASCII checked as UTF-8 (a run of them ends at a
-    /// quote or a backslash, which no UTF-8 sequence holds), a control character refused.
+    /// byte): escapes unescaped, bytes past ASCII checked as UTF-8 unless the whole text was
+    /// (a run of them ends at a quote or a backslash, which no UTF-8 sequence holds), a
+    /// control character refused.
     /// Not inlined, not cold either: a token past ASCII is common.
     #[inline(never)]
     fn with_care(&mut self, start: usize, mut at: usize) -> Option<Cow<'a, str>> {

@@ -48,7 +48,8 @@ pub fn resolve<'a>(call: &'a Exchange<'_>, model: &str) -> (usize, &'a Upstream,
 /// pass-through (the client's end-to-end headers, forwarding headers, request id, the
 /// upstream's key instead of the client's). `client_fields` are the client's fields that go
 /// along (`Exchange::client_fields`), or an empty map for a request the client's fields have
-/// no part in. The answer's body is under the upstream's idle limit.
+/// no part in. The answer's body is under the upstream's idle limit, and its fields may be
+/// kept as read: see [`send`].
 pub async fn send_native(
     call: &Exchange<'_>,
     upstream: &Upstream,
@@ -73,8 +74,8 @@ pub async fn send_native(
 ///
 /// The answer's fields may stay as read (`http::h1::raw`): whoever reads them calls
 /// [`materialize`] first ([`upstream_failure`] does). Most callers read only its status and
-/// body, and a map of fields no one reads cost a translated request ~1,800 instructions
-/// (callgrind, a whole chat completion: 4%).
+/// body; making the map no one read took ~1,800 instructions (callgrind), and leaving it
+/// out saved a whole chat completion 1,190 (2.9%).
 pub async fn send(
     call: &Exchange<'_>,
     upstream: &Upstream,

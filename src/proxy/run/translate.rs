@@ -92,21 +92,22 @@ pub async fn send_all(
     x: &Exchange<'_>,
     index: usize,
     headers: Fields<'_>,
-    mut calls: Vec<UpstreamCall>,
+    calls: Vec<UpstreamCall>,
 ) -> Vec<Answer> {
     let peer = x.snapshot.peer(index);
-    if calls.len() == 1 {
-        // One call (all but `n` > 1 and batches): sent as is, without the boxing and the
-        // lists that running several at once takes.
-        let call = calls.remove(0);
-        let send = send_native(x, &peer.spec, &peer.client, headers, call.path, call.body);
-        return vec![send.await];
-    }
+    let send = |call: UpstreamCall| {
+        send_native(x, &peer.spec, &peer.client, headers, call.path, call.body)
+    };
+    // One call (all but `n` > 1, a prompt batch, the legacy embeddings' one per input) is
+    // awaited as it is: boxing it and keeping join_all's lists cost 410 instructions.
+    let calls = match <[UpstreamCall; 1]>::try_from(calls) {
+        Ok([call]) => return vec![send(call).await],
+        Err(calls) => calls,
+    };
     let sends = calls
         .into_iter()
         .map(|call| {
-            let send = send_native(x, &peer.spec, &peer.client, headers, call.path, call.body);
-            Box::pin(send) as std::pin::Pin<Box<dyn Future<Output = Answer> + Send + '_>>
+            Box::pin(send(call)) as std::pin::Pin<Box<dyn Future<Output = Answer> + Send + '_>>
         })
         .collect();
     join_all(sends).await
