@@ -215,17 +215,18 @@ impl<'a> Json<'a> {
     /// not sure of (a key with an escape, a lone surrogate, a number serde would refuse, deep
     /// nesting, ...), and serde then reads the body: its value or its error, never another.
     pub fn read(body: &'a [u8]) -> serde_json::Result<Json<'a>> {
-        // As `parse_json`: checked as UTF-8 once, whole (the scan's strings are then sliced
-        // from it unchecked); serde reads bytes that are not.
-        let Ok(text) = std::str::from_utf8(body) else {
-            return serde_json::from_slice(body);
-        };
-        let mut scan = Scan::of_str(text);
-        match scanned(&mut scan, 0).filter(|_| scan.end().is_some()) {
+        // Checked as UTF-8 once, whole: the scan's strings are then sliced from it unchecked.
+        match std::str::from_utf8(body).ok().and_then(scanned_whole) {
             Some(json) => Ok(json),
-            None => serde_json::from_str(text),
+            None => crate::translate::parse_json(body),
         }
     }
+}
+
+/// `text` scanned, if the scan is sure of all of it.
+fn scanned_whole(text: &str) -> Option<Json<'_>> {
+    let mut scan = Scan::of_str(text);
+    scanned(&mut scan, 0).filter(|_| scan.end().is_some())
 }
 
 /// The value at `scan`, `depth` levels down, if the scan is sure of it.
@@ -372,8 +373,7 @@ mod tests {
 
     /// What the scan reads, if it is sure (of text that is UTF-8, as [`Json::read`] scans).
     fn scan(text: &[u8]) -> Option<Json<'_>> {
-        let mut scan = Scan::of_str(std::str::from_utf8(text).ok()?);
-        scanned(&mut scan, 0).filter(|_| scan.end().is_some())
+        scanned_whole(std::str::from_utf8(text).ok()?)
     }
 
     /// Request bodies as clients send them are scanned, to what serde reads.

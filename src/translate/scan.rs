@@ -95,10 +95,8 @@ impl<'a> Scan<'a> {
         mut member: impl FnMut(&'a [u8], &mut Self) -> Option<()>,
     ) -> Option<()> {
         self.list(b'{', b'}', |scan| {
-            let (from, to) = scan.key()?;
-            let key = &scan.text[from..to];
-            scan.eat(b':')?;
-            member(key, scan)
+            let (from, to) = scan.member_key()?;
+            member(&scan.text[from..to], scan)
         })
     }
 
@@ -108,11 +106,17 @@ impl<'a> Scan<'a> {
         mut member: impl FnMut(&'a str, &mut Self) -> Option<()>,
     ) -> Option<()> {
         self.list(b'{', b'}', |scan| {
-            let (from, to) = scan.key()?;
-            let key = scan.text(from, to)?;
-            scan.eat(b':')?;
-            member(key, scan)
+            let (from, to) = scan.member_key()?;
+            member(scan.text(from, to)?, scan)
         })
+    }
+
+    /// A member's key and the colon after it.
+    #[inline(always)]
+    fn member_key(&mut self) -> Option<(usize, usize)> {
+        let key = self.key()?;
+        self.eat(b':')?;
+        Some(key)
     }
 
     /// An array: `item` is called with the scan at each value, which it must read (or answer
