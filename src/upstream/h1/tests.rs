@@ -362,12 +362,19 @@ async fn each_request_on_a_kept_connection_has_its_own_deadline() {
     assert_eq!(read(second.await.unwrap()).await.unwrap(), "ok");
     let conn = shelf.0.lock().unwrap().pop().expect("went home");
     let deadline = Instant::now() + SHORT;
-    let third = tokio::time::timeout(PATIENCE, conn.send(get(), shelf.clone(), deadline));
-    let Err(err) = third.await.expect("failed by its deadline") else {
+    fails_at_the_first_byte(conn.send(get(), shelf.clone(), deadline)).await;
+    assert!(Instant::now() >= deadline, "not before its deadline");
+}
+
+/// Waits (within [`PATIENCE`]) for `sending` to fail with the first-byte error.
+async fn fails_at_the_first_byte(sending: impl Future<Output = Result<Response<Body>, SendError>>) {
+    let Err(err) = tokio::time::timeout(PATIENCE, sending)
+        .await
+        .expect("an end within patience")
+    else {
         panic!("an answer that never came");
     };
     assert!(matches!(err, SendError::FirstByte), "{err}");
-    assert!(Instant::now() >= deadline, "not before its deadline");
 }
 
 /// An upstream that sends interim answers without end fails at the deadline, long before
@@ -392,13 +399,7 @@ async fn endless_interim_answers_fail_at_the_deadline() {
     let conn = Conn::open(&address, PATIENCE).await.unwrap();
     let req = Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
     let sending = conn.send(req, Shelf::default(), started + Duration::from_millis(200));
-    let Err(err) = tokio::time::timeout(PATIENCE, sending)
-        .await
-        .expect("an end")
-    else {
-        panic!("an answer that never came");
-    };
-    assert!(matches!(err, SendError::FirstByte), "{err}");
+    fails_at_the_first_byte(sending).await;
     assert!(
         started.elapsed() < FLOOD,
         "failed only when the flood stopped"
@@ -437,14 +438,7 @@ async fn stall_until_the_deadline(address: &str, limit: Duration) {
     let conn = Conn::open(address, PATIENCE).await.unwrap();
     let deadline = Instant::now() + limit;
     let req = Outgoing::new(post(Body::new(rx)), "up", None);
-    let sending = conn.send(req, Shelf::default(), deadline);
-    let Err(err) = tokio::time::timeout(PATIENCE, sending)
-        .await
-        .expect("by its deadline")
-    else {
-        panic!("the request went through");
-    };
-    assert!(matches!(err, SendError::FirstByte), "{err}");
+    fails_at_the_first_byte(conn.send(req, Shelf::default(), deadline)).await;
     assert!(Instant::now() >= deadline, "not before its deadline");
     drop(tx);
 }
