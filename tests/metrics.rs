@@ -8,6 +8,8 @@ use http_body_util::channel::Channel;
 use hyper::Method;
 use serde_json::json;
 use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 const KEY: (&str, &str) = ("authorization", "Bearer k-team");
 
@@ -132,6 +134,55 @@ async fn overhead_leaves_out_a_slow_error_body() {
         overhead < 0.4,
         "the wait is not lingo's: {overhead} of {total}"
     );
+}
+
+/// A new connection goes to the worker serving the fewest (else the worker that wakes first
+/// takes a whole burst, and keeps it), and `/metrics` shows how many each serves. The
+/// connections open one after another, each answered before the next: the counts are exact.
+#[tokio::test]
+async fn connections_go_to_the_worker_serving_fewest() {
+    let lingo = Lingo::start_on(&keyed_table("    mock: {}\n", ""), 2).await;
+    let mut open = Vec::new();
+    for _ in 0..8 {
+        let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+        let head = exchange(&mut stream, "GET /healthz HTTP/1.1\r\nHost: lingo\r\n\r\n").await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        open.push(stream);
+    }
+    let on = |text: &str, worker| {
+        let series = format!(r#"lingo_open_connections{{worker="{worker}"}}"#);
+        metric(text, &series).unwrap_or_else(|| panic!("no {series} in {text}"))
+    };
+    // Over a ninth connection, which the text counts too.
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    let ask = "GET /metrics HTTP/1.1\r\nHost: lingo\r\nConnection: close\r\n\r\n";
+    stream.write_all(ask.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    let mut counts = [on(&text, 1), on(&text, 2)];
+    counts.sort_by(f64::total_cmp);
+    assert_eq!(counts, [4.0, 5.0], "{text}");
+
+    drop(open);
+    let text = metrics_when(&lingo, |text| on(text, 1) + on(text, 2) == 1.0).await;
+    assert_eq!(
+        metric(&text, r#"lingo_open_connections{worker="0"}"#),
+        None,
+        "{text}"
+    );
+}
+
+/// Writes `request` and reads until the end of the answer's head, which it returns.
+async fn exchange(stream: &mut TcpStream, request: &str) -> String {
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&head));
+        head.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
 }
 
 #[tokio::test]

@@ -57,6 +57,11 @@ struct TokenLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkerLabels {
+    worker: u64,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReloadLabels {
     result: &'static str,
 }
@@ -69,6 +74,7 @@ mod help {
     pub const DURATION: &str = "Time from request received to answer ended";
     pub const OVERHEAD: &str = "lingo's own time before the answer starts: time to the answer's head not spent waiting on upstreams";
     pub const OPEN: &str = "Answers being sent to clients right now";
+    pub const CONNECTIONS: &str = "Client connections open, by the worker thread serving them (0 when lingo serves without workers)";
     pub const ERRORS: &str = "Failures talking to upstreams, by kind (unreachable, connect_timeout, first_byte_timeout, idle_timeout, bad_answer before the answer; mid_stream after it started)";
     pub const RELOADS: &str = "Route table reloads, by result (ok or refused)";
     pub const GENERATION: &str =
@@ -83,6 +89,7 @@ pub struct Metrics {
     duration: Histograms<RouteLabels>,
     overhead: Histograms<RouteLabels>,
     open_streams: Gauge,
+    connections: Family<WorkerLabels, Gauge>,
     upstream_errors: Family<ErrorLabels, Counter>,
     reloads: Family<ReloadLabels, Counter>,
     generation: Gauge,
@@ -148,6 +155,8 @@ impl Metrics {
         registry.register("overhead_seconds", help::OVERHEAD, overhead.clone());
         let open_streams = Gauge::default();
         registry.register("open_streams", help::OPEN, open_streams.clone());
+        let connections = Family::default();
+        registry.register("open_connections", help::CONNECTIONS, connections.clone());
         let upstream_errors = Family::default();
         registry.register("upstream_errors", help::ERRORS, upstream_errors.clone());
         let reloads = Family::default();
@@ -163,6 +172,7 @@ impl Metrics {
             duration,
             overhead,
             open_streams,
+            connections,
             upstream_errors,
             reloads,
             generation,
@@ -177,6 +187,14 @@ impl Metrics {
         // Writing to a String cannot fail.
         let _ = encode(&mut text, &self.registry);
         text
+    }
+
+    /// The count of client connections open on worker `worker` (its `base::worker::slot`).
+    pub fn connections_on(&self, worker: usize) -> Gauge {
+        let worker = u64::try_from(worker).unwrap_or(u64::MAX);
+        self.connections
+            .get_or_create(&WorkerLabels { worker })
+            .clone()
     }
 
     /// An answer has ended (or its client went away).

@@ -19,6 +19,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
@@ -31,6 +32,7 @@ use crate::base::dialect;
 use crate::http::body::{Body, BoxError, materialize};
 use crate::http::gated::Gated;
 use crate::limits::{Activity, ConnectionSlot, Gate, Quiet, Timeouts};
+use crate::observe::metrics::Metrics;
 use crate::proxy::exchange::ConnInfo;
 use crate::proxy::pipeline;
 use crate::proxy::respond;
@@ -41,19 +43,27 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest an over-the-limit connection is kept while it is told to come back later.
 const REFUSE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Counts open connections so that shutdown can wait for them to finish.
-#[derive(Debug, Default)]
+/// Counts open connections: in all, so that shutdown can wait for them to finish, and on each
+/// serving thread, so that a new one goes where fewest are (`balance`) and `/metrics` shows
+/// where they are.
+#[derive(Debug)]
 pub struct Drain {
     open: AtomicUsize,
     closed: Notify,
+    /// Open on each thread, by `base::worker::slot`: the metric's own series.
+    on: Box<[Gauge]>,
 }
 
-/// One open connection's place in the [`Drain`] count.
-pub struct DrainGuard(Arc<Drain>);
+/// One open connection's place in the [`Drain`] counts.
+pub struct DrainGuard {
+    drain: Arc<Drain>,
+    worker: usize,
+}
 
-/// What a connection task is given besides its socket.
-pub struct Accepted {
-    pub stream: TcpStream,
+/// What a connection task is given besides its socket (a tokio one once it is on the thread
+/// that serves it).
+pub struct Accepted<S = TcpStream> {
+    pub stream: S,
     pub peer: SocketAddr,
     /// Index in the table's `listen` list; `None` for the `admin:` listener.
     pub listener: Option<usize>,
@@ -66,9 +76,36 @@ pub struct Accepted {
 // === impl Drain ===
 
 impl Drain {
-    pub fn guard(self: &Arc<Self>) -> DrainGuard {
+    /// Counts for `workers` worker threads (slots 1 to `workers`), or for slot 0 when there
+    /// are none; a slot not serving has a count `/metrics` does not show.
+    pub fn new(workers: usize, metrics: &Metrics) -> Drain {
+        let serving = |slot| (slot > 0) == (workers > 0);
+        let on = (0..=workers).map(|slot| match serving(slot) {
+            true => metrics.connections_on(slot),
+            false => Gauge::default(),
+        });
+        Drain {
+            open: AtomicUsize::new(0),
+            closed: Notify::new(),
+            on: on.collect(),
+        }
+    }
+
+    /// A connection opens, to be served on thread `worker` (its slot).
+    pub fn guard(self: &Arc<Self>, worker: usize) -> DrainGuard {
         self.open.fetch_add(1, Ordering::AcqRel);
-        DrainGuard(Arc::clone(self))
+        let worker = worker.min(self.on.len() - 1);
+        self.on[worker].inc();
+        DrainGuard {
+            drain: Arc::clone(self),
+            worker,
+        }
+    }
+
+    /// How many connections are open on thread `worker`.
+    pub fn open_on(&self, worker: usize) -> usize {
+        let open = self.on.get(worker).map_or(0, Gauge::get);
+        usize::try_from(open).unwrap_or(0)
     }
 
     /// Completes when no connection is open.
@@ -85,8 +122,30 @@ impl Drain {
 
 impl Drop for DrainGuard {
     fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::AcqRel);
-        self.0.closed.notify_waiters();
+        self.drain.on[self.worker].dec();
+        self.drain.open.fetch_sub(1, Ordering::AcqRel);
+        self.drain.closed.notify_waiters();
+    }
+}
+
+// === impl Accepted ===
+
+impl<S> Accepted<S> {
+    /// The same connection over another kind of socket (a tokio one moved out of this
+    /// thread's event loop, or into it).
+    pub fn map_stream<T>(
+        self,
+        f: impl FnOnce(S) -> std::io::Result<T>,
+    ) -> std::io::Result<Accepted<T>> {
+        Ok(Accepted {
+            stream: f(self.stream)?,
+            peer: self.peer,
+            listener: self.listener,
+            gate: self.gate,
+            reloader: self.reloader,
+            stop: self.stop,
+            drain: self.drain,
+        })
     }
 }
 

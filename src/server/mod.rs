@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod balance;
 mod connection;
 mod h1;
 mod protocol;
@@ -26,6 +27,7 @@ use tokio::sync::watch;
 use crate::config::ConfigErrors;
 use crate::limits::{Admission, Gate};
 use crate::reload::{Reloader, Triggers};
+use balance::Balance;
 use connection::{Accepted, Drain};
 use workers::Accepting;
 
@@ -103,7 +105,7 @@ impl Server {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), StartError> {
         let watch_task = tokio::spawn(Arc::clone(&self.reloader).watch(self.triggers));
-        let drain = Arc::new(Drain::default());
+        let drain = Arc::new(Drain::new(workers, self.reloader.metrics()));
         let (stop_tx, stop_rx) = watch::channel(false);
         let limits = self.reloader.snapshot().table.limits;
         let mut listeners = Vec::new();
@@ -119,6 +121,7 @@ impl Server {
             reloader: Arc::clone(&self.reloader),
             drain: Arc::clone(&drain),
             stop: stop_rx,
+            balance: None,
         };
         let serving = match Serving::start(workers, accepting) {
             Ok(serving) => serving,
@@ -180,6 +183,8 @@ impl Serving {
     }
 }
 
+/// Accepts on `listener` until `stop` turns; with a `balance`, a connection goes to the
+/// worker with the fewest open.
 pub(super) async fn accept_loop(
     listener: TcpListener,
     index: Option<usize>,
@@ -187,7 +192,9 @@ pub(super) async fn accept_loop(
     reloader: Arc<Reloader>,
     drain: Arc<Drain>,
     mut stop: watch::Receiver<bool>,
+    balance: Option<Arc<Balance>>,
 ) {
+    let here = crate::base::worker::slot();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -203,6 +210,10 @@ pub(super) async fn accept_loop(
         };
         let _ = stream.set_nodelay(true);
         let admission = gate.admit_connection();
+        let to = match (&admission, &balance) {
+            (Admission::Serve(_), Some(balance)) => balance.choose(&drain, here),
+            _ => here,
+        };
         let accepted = Accepted {
             stream,
             peer,
@@ -210,12 +221,17 @@ pub(super) async fn accept_loop(
             gate: Arc::clone(&gate),
             reloader: Arc::clone(&reloader),
             stop: stop.clone(),
-            drain: drain.guard(),
+            drain: drain.guard(to),
         };
-        match admission {
-            Admission::Serve(slot) => connection::serve(accepted, slot),
-            Admission::Refuse(permit) => drop(tokio::spawn(connection::refuse(accepted, permit))),
-            Admission::Drop => continue,
+        match (admission, &balance) {
+            (Admission::Serve(slot), Some(balance)) if to != here => {
+                balance.hand(to, accepted, slot, &drain);
+            }
+            (Admission::Serve(slot), _) => connection::serve(accepted, slot),
+            (Admission::Refuse(permit), _) => {
+                drop(tokio::spawn(connection::refuse(accepted, permit)));
+            }
+            (Admission::Drop, _) => continue,
         }
     }
 }

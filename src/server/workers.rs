@@ -1,6 +1,7 @@
 //! Thread per core: one single-threaded runtime per worker thread, each accepting on every
 //! listener (clones of the same sockets: the kernel hands a new connection to whichever
-//! worker accepts first, so a busy worker takes fewer) and serving what it accepted to its end.
+//! worker accepts first) and serving each connection to its end, on the worker that serves
+//! fewest when it was accepted (`balance`).
 //!
 //! Why: on one work-stealing runtime, the task serving a client connection and the task
 //! driving the upstream connection it uses end up on different cores, and every streamed
@@ -15,6 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::accept_loop;
+use super::balance::{self, Balance, Inbox};
 use super::connection::Drain;
 use crate::base::worker;
 use crate::limits::Gate;
@@ -29,6 +31,8 @@ pub struct Accepting {
     pub drain: Arc<Drain>,
     /// Becomes `true` when accepting stops.
     pub stop: watch::Receiver<bool>,
+    /// Where a worker's new connections may go instead (`None` off the workers).
+    pub balance: Option<Arc<Balance>>,
 }
 
 impl Accepting {
@@ -39,6 +43,7 @@ impl Accepting {
             reloader,
             drain,
             stop,
+            balance,
         } = self;
         let spawn = |(index, listener, gate)| {
             let (reloader, drain) = (Arc::clone(&reloader), Arc::clone(&drain));
@@ -49,6 +54,7 @@ impl Accepting {
                 reloader,
                 drain,
                 stop.clone(),
+                balance.clone(),
             ))
         };
         listeners.into_iter().map(spawn).collect()
@@ -79,8 +85,10 @@ pub fn spawn(n: usize, accepting: Accepting) -> std::io::Result<Workers> {
     for (index, listener, gate) in accepting.listeners {
         sockets.push((index, listener.into_std()?, gate));
     }
+    let (balance, inboxes) = Balance::new(n);
+    let balance = Arc::new(balance);
     let mut threads = Vec::with_capacity(n);
-    for slot in 1..=n {
+    for (slot, inbox) in (1..=n).zip(inboxes) {
         let mut listeners = Vec::with_capacity(sockets.len());
         for (index, socket, gate) in &sockets {
             listeners.push((*index, socket.try_clone()?, Arc::clone(gate)));
@@ -90,6 +98,7 @@ pub fn spawn(n: usize, accepting: Accepting) -> std::io::Result<Workers> {
             Arc::clone(&accepting.drain),
         );
         let (stop, exited) = (accepting.stop.clone(), exited.clone());
+        let balance = Arc::clone(&balance);
         // Built here, not on the worker's thread: a runtime that cannot start (no file
         // descriptor left for its event queue) is an error lingo reports at start, not a
         // worker thread that panics while the others serve.
@@ -100,36 +109,38 @@ pub fn spawn(n: usize, accepting: Accepting) -> std::io::Result<Workers> {
             .name(format!("lingo-worker-{slot}"))
             .spawn(move || {
                 worker::enter(slot);
-                runtime.block_on(serve(listeners, reloader, drain, stop, exited));
+                let accepting = Accepting {
+                    listeners: Vec::new(),
+                    reloader,
+                    drain,
+                    stop,
+                    balance: Some(balance),
+                };
+                runtime.block_on(serve(listeners, accepting, inbox, exited));
             })?;
         threads.push(thread);
     }
     Ok(Workers { threads, exit })
 }
 
-/// One worker: its accept loops, then the connections they started, until told to exit.
+/// One worker: its accept loops (`accepting`, on `listeners`), then the connections they
+/// started and those other workers hand it, until told to exit.
 async fn serve(
     listeners: Vec<(Option<usize>, std::net::TcpListener, Arc<Gate>)>,
-    reloader: Arc<Reloader>,
-    drain: Arc<Drain>,
-    stop: watch::Receiver<bool>,
+    mut accepting: Accepting,
+    inbox: Inbox,
     mut exit: watch::Receiver<bool>,
 ) {
-    let mut tokio_listeners = Vec::with_capacity(listeners.len());
     for (index, socket, gate) in listeners {
         match TcpListener::from_std(socket) {
-            Ok(listener) => tokio_listeners.push((index, listener, gate)),
+            Ok(listener) => accepting.listeners.push((index, listener, gate)),
             Err(err) => tracing::error!("a worker cannot listen: {err}"),
         }
     }
-    let accepting = Accepting {
-        listeners: tokio_listeners,
-        reloader,
-        drain,
-        stop,
-    };
-    // The loops end when `stop` turns; the connections they started run until `exit`.
+    // The loops end when `stop` turns, and with the last of them every worker's inbox; the
+    // connections they started run until `exit`.
     drop(accepting.spawn_loops());
+    drop(tokio::spawn(balance::receive(inbox)));
     let _ = exit.wait_for(|exit| *exit).await;
 }
 
