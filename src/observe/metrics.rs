@@ -74,7 +74,7 @@ mod help {
     pub const DURATION: &str = "Time from request received to answer ended";
     pub const OVERHEAD: &str = "lingo's own time before the answer starts: time to the answer's head not spent waiting on upstreams";
     pub const OPEN: &str = "Answers being sent to clients right now";
-    pub const CONNECTIONS: &str = "Client connections open, by the worker thread serving them (0 when lingo serves without workers)";
+    pub const CONNECTIONS: &str = "Connections open (admin and refused ones included), by the worker thread serving them (0 when lingo serves without workers)";
     pub const ERRORS: &str = "Failures talking to upstreams, by kind (unreachable, connect_timeout, first_byte_timeout, idle_timeout, bad_answer before the answer; mid_stream after it started)";
     pub const RELOADS: &str = "Route table reloads, by result (ok or refused)";
     pub const GENERATION: &str =

@@ -79,6 +79,8 @@ impl Drain {
     /// Counts for `workers` worker threads (slots 1 to `workers`), or for slot 0 when there
     /// are none; a slot not serving has a count `/metrics` does not show.
     pub fn new(workers: usize, metrics: &Metrics) -> Drain {
+        // Slot 0 serves only when there are no workers; with workers it is the control
+        // runtime's, which serves nothing.
         let serving = |slot| (slot > 0) == (workers > 0);
         let on = (0..=workers).map(|slot| match serving(slot) {
             true => metrics.connections_on(slot),

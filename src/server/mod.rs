@@ -209,29 +209,25 @@ pub(super) async fn accept_loop(
             _ = stop.changed() => return,
         };
         let _ = stream.set_nodelay(true);
-        let admission = gate.admit_connection();
-        let to = match (&admission, &balance) {
-            (Admission::Serve(_), Some(balance)) => balance.choose(&drain, here),
-            _ => here,
-        };
-        let accepted = Accepted {
+        // The connection, counted on the worker that will serve it.
+        let accepted = |worker| Accepted {
             stream,
             peer,
             listener: index,
             gate: Arc::clone(&gate),
             reloader: Arc::clone(&reloader),
             stop: stop.clone(),
-            drain: drain.guard(to),
+            drain: drain.guard(worker),
         };
-        match (admission, &balance) {
-            (Admission::Serve(slot), Some(balance)) if to != here => {
-                balance.hand(to, accepted, slot, &drain);
+        match gate.admit_connection() {
+            Admission::Serve(slot) => match &balance {
+                Some(balance) => balance.place(here, slot, &drain, accepted),
+                None => connection::serve(accepted(here), slot),
+            },
+            Admission::Refuse(permit) => {
+                drop(tokio::spawn(connection::refuse(accepted(here), permit)));
             }
-            (Admission::Serve(slot), _) => connection::serve(accepted, slot),
-            (Admission::Refuse(permit), _) => {
-                drop(tokio::spawn(connection::refuse(accepted, permit)));
-            }
-            (Admission::Drop, _) => continue,
+            Admission::Drop => continue,
         }
     }
 }
