@@ -98,6 +98,46 @@ async fn serves_http1_over_tls() {
     assert_eq!(backend.last().headers["x-forwarded-proto"], "https");
 }
 
+/// On two workers, TLS connections are spread like plain ones: a connection handed to the
+/// other worker has its handshake there (in HTTP/1.1 and HTTP/2 alike).
+#[tokio::test]
+async fn tls_connections_are_spread_over_the_workers() {
+    let (ca, dir) = issued();
+    let backend = Backend::json(200, r#"{"models":[]}"#).await;
+    let lingo = Lingo::start_on(&tls_table(dir.path(), &backend), 2).await;
+    let (mut h1, mut h2) = (Vec::new(), Vec::new());
+    for alpn in [&b"http/1.1"[..], b"h2"].repeat(4) {
+        let tls = handshake(lingo.addr, &ca, alpn).await.unwrap();
+        let response = if alpn == b"h2" {
+            let (mut sender, conn) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                    .await
+                    .unwrap();
+            tokio::spawn(conn);
+            let response = sender.send_request(get_tags(lingo.addr)).await.unwrap();
+            h2.push(sender);
+            response
+        } else {
+            let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            let mut req = get_tags(lingo.addr);
+            let host = format!("localhost:{}", lingo.addr.port());
+            req.headers_mut().insert("host", host.parse().unwrap());
+            let response = sender.send_request(req).await.unwrap();
+            h1.push(sender);
+            response
+        };
+        assert_eq!(response.status(), 200);
+    }
+    let text = lingo.reloader.metrics().render();
+    for worker in [1, 2] {
+        let series = format!(r#"lingo_open_connections{{worker="{worker}"}}"#);
+        assert_eq!(metric(&text, &series), Some(4.0), "{text}");
+    }
+}
+
 #[tokio::test]
 async fn serves_http2_over_tls() {
     let (ca, dir) = issued();
