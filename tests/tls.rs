@@ -98,8 +98,8 @@ async fn serves_http1_over_tls() {
     assert_eq!(backend.last().headers["x-forwarded-proto"], "https");
 }
 
-/// On two workers, TLS connections are spread like plain ones: a connection handed to the
-/// other worker has its handshake there (in HTTP/1.1 and HTTP/2 alike).
+/// On two workers, TLS connections are spread like plain ones, and one handed to the other
+/// worker before its handshake is served there (in HTTP/1.1 and HTTP/2 alike).
 #[tokio::test]
 async fn tls_connections_are_spread_over_the_workers() {
     let (ca, dir) = issued();
@@ -130,6 +130,9 @@ async fn tls_connections_are_spread_over_the_workers() {
             response
         };
         assert_eq!(response.status(), 200);
+        // Read to its end: a client that drops an answer's body unread closes the connection.
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body, r#"{"models":[]}"#);
     }
     let text = lingo.reloader.metrics().render();
     for worker in [1, 2] {

@@ -4,7 +4,8 @@
 //! flight) for the idle timeout, or shutdown begins; the last two close it gracefully (HTTP/2
 //! GOAWAY, HTTP/1.1 close after the answer in progress). One whose request head is slower
 //! than the header timeout is dropped (see `limits::activity`). Every open connection holds a
-//! [`DrainGuard`] so that shutdown can wait for the last one.
+//! [`DrainGuard`] so that shutdown can wait for the last one, and so that new ones go to the
+//! worker serving fewest (`balance`) and `/metrics` can say where they are.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -96,6 +97,7 @@ impl Drain {
     /// A connection opens, to be served on thread `worker` (its slot).
     pub fn guard(self: &Arc<Self>, worker: usize) -> DrainGuard {
         self.open.fetch_add(1, Ordering::AcqRel);
+        debug_assert!(worker < self.on.len(), "no count for worker {worker}");
         let worker = worker.min(self.on.len() - 1);
         self.on[worker].inc();
         DrainGuard {

@@ -183,8 +183,8 @@ impl Serving {
     }
 }
 
-/// Accepts on `listener` until `stop` turns; with a `balance`, a connection goes to the
-/// worker with the fewest open.
+/// Accepts on `listener` until `stop` turns; with a `balance`, a connection to be served
+/// goes to another worker when that one serves fewer (one being refused stays here).
 pub(super) async fn accept_loop(
     listener: TcpListener,
     index: Option<usize>,
