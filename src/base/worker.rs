@@ -3,9 +3,9 @@
 //! lingo serves on one single-threaded runtime per core (see `server::workers`): a
 //! connection, its requests and the upstream connections they use all stay on the thread that
 //! serves it (the one that accepted it, or the one it was handed to before a byte was read:
-//! `server::balance`), so no frame crosses to another core. What is pooled per thread (the upstream
-//! connections) is indexed by [`slot`]: 0 on any thread that is not a worker (the control
-//! runtime, tests), 1..=n on the workers.
+//! `server::balance`), so no frame crosses to another core. What is pooled per thread (the
+//! upstream connections) is indexed by [`slot`]: 0 on any thread that is not a worker (the
+//! control runtime, tests), 1..=n on the workers.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};

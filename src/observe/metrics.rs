@@ -189,7 +189,8 @@ impl Metrics {
         text
     }
 
-    /// The count of client connections open on worker `worker` (its `base::worker::slot`).
+    /// The count of connections open on worker `worker` (its `base::worker::slot`), kept by
+    /// the server's drain.
     pub fn connections_on(&self, worker: usize) -> Gauge {
         let worker = u64::try_from(worker).unwrap_or(u64::MAX);
         self.connections
