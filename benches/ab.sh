@@ -3,7 +3,7 @@
 #
 #   benches/ab.sh [--instructions] BINARY_A BINARY_B [...]
 #
-# For each build, in turn (two rounds): its own `lingo mock` as the backend, lingo in front
+# For each build, in turn (in rounds, two by default): its own `lingo mock` as the backend, lingo in front
 # of it (one route table, in a temporary directory), and five cases at 32 keep-alive
 # connections for 3 s each (wrk, one thread): native pass-through and chat-completions
 # translated, each whole and streamed (16 tokens), and a streamed `/v1/completions`.
@@ -14,7 +14,13 @@
 # --instructions: instead, lingo runs under callgrind (one worker) and each case prints the
 # instructions per request, counted from after a warm-up: the same for the same binary on
 # any load, so a change of 1% shows. LINGO_AB_KEEP=DIR keeps each case's callgrind file
-# there (DIR/ROUND-BINARY-CASE.cg) for callgrind_annotate.
+# there (DIR/ROUND-BINARY-CASE.cg), to read with `callgrind_annotate --threshold=100`; its
+# functions are written by name (each case's file is a dump after the first, which would
+# otherwise name them only by number).
+#
+# LINGO_AB_ROUNDS sets the number of rounds (default 2), LINGO_AB_CASES a regular
+# expression the cases' names must match (whole_native, stream_native, whole_openai,
+# stream_openai, stream_completions; default all).
 #
 # Needs wrk (apt-get install wrk) and, for --instructions, valgrind. Copy the binaries out
 # of target/ first (cp target/release/lingo /tmp/lingo-a) so that a rebuild does not
@@ -26,7 +32,7 @@ if [[ "${1:-}" == "--instructions" ]]; then
     instructions=true
     shift
 fi
-[[ $# -ge 1 ]] || { sed -n '2,20p' "$0"; exit 2; }
+[[ $# -ge 1 ]] || { sed -n '2,27p' "$0"; exit 2; }
 command -v wrk > /dev/null || { echo "ab.sh needs wrk (apt-get install wrk)" >&2; exit 2; }
 
 dir=$(mktemp -d)
@@ -88,7 +94,7 @@ run() {
     pids+=($!)
     local mock=$!
     if $instructions; then
-        RUST_LOG=warn LINGO_WORKERS=1 valgrind --tool=callgrind \
+        RUST_LOG=warn LINGO_WORKERS=1 valgrind --tool=callgrind --compress-strings=no \
             --callgrind-out-file="$dir/cg.%p" "$bin" --config "$dir/table/proxy.yaml" \
             > "$dir/valgrind.log" 2>&1 &
     else
@@ -100,6 +106,7 @@ run() {
     wait_up "$lingo_port" healthz
     for case in "${cases[@]}"; do
         IFS=: read -r name _ _ path <<< "$case"
+        [[ $name =~ ${LINGO_AB_CASES:-.} ]] || continue
         local url="http://127.0.0.1:$lingo_port$path"
         if $instructions; then
             wrk -t1 -c4 -d2 -s "$dir/$name.lua" "$url" > /dev/null
@@ -134,7 +141,7 @@ run() {
     wait "$lingo" "$mock" 2> /dev/null || true
 }
 
-for round in 1 2; do
+for round in $(seq "${LINGO_AB_ROUNDS:-2}"); do
     for bin in "$@"; do
         run "$(realpath "$bin")" "$round"
     done
