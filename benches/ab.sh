@@ -3,13 +3,13 @@
 #
 #   benches/ab.sh [--instructions] BINARY_A BINARY_B [...]
 #
-# For each build, in turn (in rounds, two by default): its own `lingo mock` as the backend, lingo in front
-# of it (one route table, in a temporary directory), and five cases at 32 keep-alive
-# connections for 3 s each (wrk, one thread): native pass-through and chat-completions
-# translated, each whole and streamed (16 tokens), and a streamed `/v1/completions`.
-# Prints requests/s and lingo's own CPU per request (user + system from /proc, divided by
-# the requests served; user time, lingo's own code, apart): on a shared machine the steadier
-# figure.
+# For each build, in turn (in rounds, two by default): its own `lingo mock` as the backend,
+# lingo in front of it (one route table, in a temporary directory), and five cases at 32
+# keep-alive connections for 3 s each (wrk, one thread): native pass-through and
+# chat-completions translated, each whole and streamed (16 tokens), and a streamed
+# `/v1/completions`. Prints requests/s and lingo's own CPU per request (user + system from
+# /proc, divided by the requests served; user time, lingo's own code, apart): on a shared
+# machine the steadier figure.
 #
 # --instructions: instead, lingo runs under callgrind (one worker) and each case prints the
 # instructions per request, counted from after a warm-up: the same for the same binary on
