@@ -73,6 +73,43 @@ fn get_tags(addr: std::net::SocketAddr) -> Request<Empty<Bytes>> {
         .unwrap()
 }
 
+/// `GET /api/tags` over HTTP/1.1 on `tls`: the connection's sender (it stays open while that
+/// is held) and the answer.
+async fn tags_over_http1(
+    tls: tokio_rustls::client::TlsStream<TcpStream>,
+    addr: std::net::SocketAddr,
+) -> (
+    hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
+    hyper::Response<hyper::body::Incoming>,
+) {
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut req = get_tags(addr);
+    let host = format!("localhost:{}", addr.port());
+    req.headers_mut().insert("host", host.parse().unwrap());
+    let response = sender.send_request(req).await.unwrap();
+    (sender, response)
+}
+
+/// `GET /api/tags` over HTTP/2 on `tls`, as [`tags_over_http1`].
+async fn tags_over_http2(
+    tls: tokio_rustls::client::TlsStream<TcpStream>,
+    addr: std::net::SocketAddr,
+) -> (
+    hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
+    hyper::Response<hyper::body::Incoming>,
+) {
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let response = sender.send_request(get_tags(addr)).await.unwrap();
+    (sender, response)
+}
+
 #[tokio::test]
 async fn serves_http1_over_tls() {
     let (ca, dir) = issued();
@@ -80,16 +117,7 @@ async fn serves_http1_over_tls() {
     let lingo = Lingo::start(&tls_table(dir.path(), &backend)).await;
     let tls = handshake(lingo.addr, &ca, b"http/1.1").await.unwrap();
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let mut req = get_tags(lingo.addr);
-    req.headers_mut().insert(
-        "host",
-        format!("localhost:{}", lingo.addr.port()).parse().unwrap(),
-    );
-    let response = sender.send_request(req).await.unwrap();
+    let (_sender, response) = tags_over_http1(tls, lingo.addr).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         response.into_body().collect().await.unwrap().to_bytes(),
@@ -109,23 +137,11 @@ async fn tls_connections_are_spread_over_the_workers() {
     for alpn in [&b"http/1.1"[..], b"h2"].repeat(4) {
         let tls = handshake(lingo.addr, &ca, alpn).await.unwrap();
         let response = if alpn == b"h2" {
-            let (mut sender, conn) =
-                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-                    .await
-                    .unwrap();
-            tokio::spawn(conn);
-            let response = sender.send_request(get_tags(lingo.addr)).await.unwrap();
+            let (sender, response) = tags_over_http2(tls, lingo.addr).await;
             h2.push(sender);
             response
         } else {
-            let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-                .await
-                .unwrap();
-            tokio::spawn(conn);
-            let mut req = get_tags(lingo.addr);
-            let host = format!("localhost:{}", lingo.addr.port());
-            req.headers_mut().insert("host", host.parse().unwrap());
-            let response = sender.send_request(req).await.unwrap();
+            let (sender, response) = tags_over_http1(tls, lingo.addr).await;
             h1.push(sender);
             response
         };
@@ -148,12 +164,7 @@ async fn serves_http2_over_tls() {
     let lingo = Lingo::start(&tls_table(dir.path(), &backend)).await;
     let tls = handshake(lingo.addr, &ca, b"h2").await.unwrap();
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-    let (mut sender, conn) =
-        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let response = sender.send_request(get_tags(lingo.addr)).await.unwrap();
+    let (_sender, response) = tags_over_http2(tls, lingo.addr).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         response.into_body().collect().await.unwrap().to_bytes(),
@@ -258,14 +269,7 @@ async fn a_tls_connection_over_the_cap_is_told_503_over_tls() {
         .await
         .unwrap();
     assert_eq!(second.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(second))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let mut req = get_tags(lingo.addr);
-    let host = format!("localhost:{}", lingo.addr.port());
-    req.headers_mut().insert("host", host.parse().unwrap());
-    let refused = sender.send_request(req).await.unwrap();
+    let (_sender, refused) = tags_over_http1(second, lingo.addr).await;
     assert_eq!(refused.status(), 503);
     assert_eq!(refused.headers()["retry-after"], "1");
     let body = refused.into_body().collect().await.unwrap().to_bytes();
