@@ -65,7 +65,13 @@ fn spawn(wrap: &str, args: &str) -> Child {
 
 /// CPU seconds (user + system, all threads) a running process has used, from `/proc`.
 pub fn cpu_of(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    cpu_in(format!("/proc/{pid}/stat"))
+}
+
+/// CPU seconds (user + system) in a `/proc` `stat` file: a process's (all its threads), or
+/// one thread's (`/proc/PID/task/TID/stat`).
+pub fn cpu_in(stat: impl AsRef<std::path::Path>) -> f64 {
+    let stat = std::fs::read_to_string(stat).unwrap_or_default();
     let fields: Vec<&str> = stat
         .rsplit(')')
         .next()

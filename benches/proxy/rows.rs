@@ -4,10 +4,13 @@
 //!
 //! Besides requests/s, each proxy's CPU time per request is measured (its processes' user +
 //! system time from `/proc` over the row, divided by the requests it served): unlike
-//! throughput, it barely depends on what else the machine's cores are doing.
+//! throughput, it barely depends on what else the machine's cores are doing. For lingo, how
+//! that CPU was shared among its worker threads too: a row served by one worker of two
+//! measures something else than one served by both (before connections were balanced, every
+//! row at c=32 was one worker's).
 
 use crate::nginx::tree_cpu;
-use crate::{Http, Run, cpu_of, load, pct, usage};
+use crate::{Http, Run, cpu_in, cpu_of, load, pct, usage};
 
 const WHOLE_NATIVE: &str =
     r#"{"model":"llama3.2","stream":false,"messages":[{"role":"user","content":"hello there"}]}"#;
@@ -62,6 +65,42 @@ pub struct Row {
     run: Run,
     /// CPU µs per request of the proxy in the path, if the row has one.
     cpu_us: Option<f64>,
+    /// Each lingo worker's share of the workers' CPU, in percent ("52/48").
+    split: Option<String>,
+}
+
+/// CPU seconds of each of lingo's worker threads (`lingo-worker-N`), by name.
+fn workers_cpu(pid: u32) -> Vec<(String, f64)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut workers: Vec<_> = tasks
+        .flatten()
+        .filter_map(|task| {
+            let name = std::fs::read_to_string(task.path().join("comm")).ok()?;
+            let name = name.trim().to_owned();
+            let cpu = || cpu_in(task.path().join("stat"));
+            name.starts_with("lingo-worker").then(|| (name, cpu()))
+        })
+        .collect();
+    workers.sort_by(|a, b| a.0.cmp(&b.0));
+    workers
+}
+
+/// Each worker's share of what all of them used between two readings of [`workers_cpu`].
+fn split(before: &[(String, f64)], after: &[(String, f64)]) -> Option<String> {
+    let used: Vec<f64> = after
+        .iter()
+        .map(|(name, cpu)| cpu - before.iter().find(|b| &b.0 == name).map_or(0.0, |b| b.1))
+        .collect();
+    let total: f64 = used.iter().sum();
+    (total > 0.0).then(|| {
+        let shares: Vec<String> = used
+            .iter()
+            .map(|u| format!("{:.0}", u / total * 100.0))
+            .collect();
+        shares.join("/")
+    })
 }
 
 /// The rows of one shape: name, URL, whether the body is the chat-completions one, and whose
@@ -102,7 +141,7 @@ pub async fn throughput(
     seconds: f64,
 ) -> (Vec<Row>, u64) {
     println!(
-        "{:<50} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9}",
+        "{:<50} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9} {:>8}",
         "scenario",
         "req/s",
         "ttfb p50",
@@ -112,14 +151,17 @@ pub async fn throughput(
         "failed",
         "cpu",
         "cpu/req",
-        "lingo MiB"
+        "lingo MiB",
+        "workers%"
     );
     let (mut rows, mut failures) = (Vec::new(), 0);
     for &(concurrency, stream) in shapes {
         for (name, url, openai, meter) in scenarios(targets) {
-            let cpu0 = meter.cpu();
+            let lingo = matches!(meter, Meter::Lingo(_)).then_some(targets.lingo);
+            let (cpu0, workers0) = (meter.cpu(), lingo.map(workers_cpu));
             let run = load(http, url, body(openai, stream), concurrency, seconds).await;
             let cpu = meter.cpu() - cpu0;
+            let split = workers0.and_then(|w0| split(&w0, &workers_cpu(targets.lingo)));
             failures += run.failed;
             let served = (run.ttlb.len() as u64 + run.failed).max(1) as f64;
             let cpu_us = match meter {
@@ -132,12 +174,9 @@ pub async fn throughput(
                 name,
                 run,
                 cpu_us,
+                split,
             };
-            print_row(
-                &row,
-                cpu / seconds,
-                matches!(meter, Meter::Lingo(_)).then_some(targets.lingo),
-            );
+            print_row(&row, cpu / seconds, lingo);
             rows.push(row);
         }
     }
@@ -154,7 +193,7 @@ fn print_row(row: &Row, cpu_share: f64, lingo: Option<u32>) {
     let rss = lingo.map_or("-".into(), |pid| format!("{:.1}", usage(pid).1));
     let run = &row.run;
     println!(
-        "{:<50} {:>9.0} {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>7} {:>6} {:>8} {:>9}",
+        "{:<50} {:>9.0} {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>7} {:>6} {:>8} {:>9} {:>8}",
         label,
         run.rps,
         pct(&run.ttfb, 0.5),
@@ -164,7 +203,8 @@ fn print_row(row: &Row, cpu_share: f64, lingo: Option<u32>) {
         run.failed,
         cpu,
         per_req,
-        rss
+        rss,
+        row.split.as_deref().unwrap_or("-")
     );
 }
 
