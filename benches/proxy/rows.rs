@@ -6,8 +6,8 @@
 //! system time from `/proc` over the row, divided by the requests it served): unlike
 //! throughput, it barely depends on what else the machine's cores are doing. For lingo, how
 //! that CPU was shared among its worker threads too: a row served by one worker of two
-//! measures something else than one served by both (before connections were balanced, every
-//! row at c=32 was one worker's).
+//! measures something else than one served by both (before connections were balanced, the
+//! c=32 rows of the run that was checked were all one worker's).
 
 use crate::nginx::tree_cpu;
 use crate::{Http, Run, cpu_in, cpu_of, load, pct, usage};
