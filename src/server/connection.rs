@@ -11,7 +11,6 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -44,12 +43,10 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest an over-the-limit connection is kept while it is told to come back later.
 const REFUSE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Counts open connections: in all, so that shutdown can wait for them to finish, and on each
-/// serving thread, so that a new one goes where fewest are (`balance`) and `/metrics` shows
-/// where they are.
+/// Counts open connections on each serving thread: so that shutdown can wait for the last to
+/// finish, a new one goes where fewest are (`balance`) and `/metrics` shows where they are.
 #[derive(Debug)]
 pub struct Drain {
-    open: AtomicUsize,
     closed: Notify,
     /// Open on each thread, by `base::worker::slot`: the metric's own series.
     on: Box<[Gauge]>,
@@ -88,7 +85,6 @@ impl Drain {
             false => Gauge::default(),
         });
         Drain {
-            open: AtomicUsize::new(0),
             closed: Notify::new(),
             on: on.collect(),
         }
@@ -96,7 +92,6 @@ impl Drain {
 
     /// A connection opens, to be served on thread `worker` (its slot).
     pub fn guard(self: &Arc<Self>, worker: usize) -> DrainGuard {
-        self.open.fetch_add(1, Ordering::AcqRel);
         debug_assert!(worker < self.on.len(), "no count for worker {worker}");
         let worker = worker.min(self.on.len() - 1);
         self.on[worker].inc();
@@ -116,7 +111,9 @@ impl Drain {
     pub async fn wait(&self) {
         loop {
             let closed = self.closed.notified();
-            if self.open.load(Ordering::Acquire) == 0 {
+            // A connection moved to another count gets its new place before it leaves the
+            // old one, so the counts never all read 0 while one is open.
+            if self.on.iter().all(|open| open.get() == 0) {
                 return;
             }
             closed.await;
@@ -127,7 +124,6 @@ impl Drain {
 impl Drop for DrainGuard {
     fn drop(&mut self) {
         self.drain.on[self.worker].dec();
-        self.drain.open.fetch_sub(1, Ordering::AcqRel);
         self.drain.closed.notify_waiters();
     }
 }
