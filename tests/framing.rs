@@ -5,12 +5,9 @@
 
 mod support;
 
-use std::time::Duration;
-
 use hyper::{Response, StatusCode};
 use lingo::http::body::Body;
 use support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 #[tokio::test]
@@ -34,16 +31,7 @@ async fn a_websocket_handshake_goes_up_without_the_clients_body_length() {
     let request = "GET /v1/crawl/abc HTTP/1.1\r\nHost: lingo\r\nConnection: Upgrade\r\n\
                    Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
                    Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nContent-Length: 5\r\n\r\nhello";
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let read = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf));
-        let n = read.await.expect("an answer").unwrap();
-        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&head));
-        head.extend_from_slice(&buf[..n]);
-    }
-    let head = String::from_utf8_lossy(&head);
+    let head = head_of(&mut stream, request).await;
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     let seen = backend.last();
     assert!(

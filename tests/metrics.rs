@@ -151,7 +151,7 @@ async fn connections_go_to_the_worker_serving_fewest() {
     let mut open = Vec::new();
     for n in 1..=16 {
         let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
-        let head = exchange(&mut stream, "GET /healthz HTTP/1.1\r\nHost: lingo\r\n\r\n").await;
+        let head = head_of(&mut stream, "GET /healthz HTTP/1.1\r\nHost: lingo\r\n\r\n").await;
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         open.push(stream);
         let text = metrics.render();
@@ -181,19 +181,6 @@ async fn connections_go_to_the_worker_serving_fewest() {
     let text = metrics.render();
     assert_eq!((on(&text, 1), on(&text, 2)), (0.0, 0.0), "{text}");
     drop(open);
-}
-
-/// Writes `request` and reads until the end of the answer's head, which it returns.
-async fn exchange(stream: &mut TcpStream, request: &str) -> String {
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut buf).await.unwrap();
-        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&head));
-        head.extend_from_slice(&buf[..n]);
-    }
-    String::from_utf8_lossy(&head).into_owned()
 }
 
 #[tokio::test]

@@ -379,3 +379,19 @@ pub async fn metrics_when(lingo: &Lingo, ready: impl Fn(&str) -> bool) -> String
     }
     panic!("metrics never reached the expected state");
 }
+
+/// Writes `request` on `stream` and reads until the end of the answer's head (within 20 s),
+/// which it returns; what follows the head stays unread.
+pub async fn head_of(stream: &mut tokio::net::TcpStream, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = tokio::time::timeout(std::time::Duration::from_secs(20), stream.read(&mut buf));
+        let n = read.await.expect("an answer").unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&head));
+        head.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
