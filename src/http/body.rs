@@ -16,6 +16,7 @@ use http_body::{Frame, SizeHint};
 use http_body_util::{BodyExt, Empty, Full, Limited};
 use pin_project_lite::pin_project;
 
+use crate::base::pinned;
 use crate::http::h1::raw::Raw;
 
 /// Errors carried through bodies.
@@ -42,6 +43,24 @@ pin_project! {
         #[pin]
         body: B,
         raw: Option<Box<Raw>>,
+    }
+}
+
+/// A body in the box it was built in (see [`Body::built`]).
+pub struct InBox<B>(Pin<Box<Carrying<B>>>);
+
+impl<B> InBox<B>
+where
+    B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
+{
+    /// The body, where it stays.
+    pub fn body(&mut self) -> Pin<&mut B> {
+        self.0.as_mut().project().body
+    }
+
+    /// The body handed on, in the same box.
+    pub fn into_body(self) -> Body {
+        Body(self.0)
     }
 }
 
@@ -73,6 +92,17 @@ impl Body {
         B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
     {
         Body(Box::pin(Carrying { body, raw }))
+    }
+
+    /// [`Body::carrying`] for a body that is worked on before it is handed on: built in its
+    /// box (`base::pinned`), where [`InBox::body`] reaches it, it is never moved. Built on
+    /// the stack, the pipeline's answer body (its record and its batch, 500 bytes) was
+    /// copied into its caller's state and again into its box.
+    pub fn built<B>(make: impl FnOnce() -> B, raw: Option<Box<Raw>>) -> InBox<B>
+    where
+        B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
+    {
+        InBox(pinned::boxed(|| Carrying { body: make(), raw }))
     }
 
     /// The fields of its head kept as read, taken: whoever wraps an answer's body in another

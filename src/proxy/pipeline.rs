@@ -44,40 +44,47 @@ pub fn boxed(
 }
 
 /// Serves one request; never fails (errors are answers).
-pub async fn handle(
+///
+/// Not an `async fn`: its state would hold each argument twice (as passed, and the local an
+/// `async fn` moves it to), the request's 240 bytes copied from one to the other.
+#[allow(clippy::manual_async_fn)] // on purpose: see the doc
+pub fn handle(
     reloader: Arc<Reloader>,
     conn: Arc<ConnInfo>,
     mut req: Request<Body>,
-) -> Response<Body> {
-    // The fields of a request kept as read (`http::h1::raw`) come in its body's box; they are
-    // kept here, beside it, until its answer's head.
-    let kept = req.body_mut().take_raw();
-    let fields = Fields::new(req.headers(), kept.as_deref());
-    let mut arrival = Arrival::new(&req, fields);
-    let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
-    if let Err(why) = framing::check(req.version(), fields) {
-        let response = respond::unframed(why, &arrival, &mut log);
-        return response.map(|body| Body::boxed(Ended::new(body, Record::new(log, None))));
+) -> impl Future<Output = Response<Body>> + Send {
+    async move {
+        // The fields of a request kept as read (`http::h1::raw`) come in its body's box; they are
+        // kept here, beside it, until its answer's head.
+        let kept = req.body_mut().take_raw();
+        let fields = Fields::new(req.headers(), kept.as_deref());
+        let mut arrival = Arrival::new(&req, fields);
+        let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
+        if let Err(why) = framing::check(req.version(), fields) {
+            let response = respond::unframed(why, &arrival, &mut log);
+            return response.map(|body| Body::boxed(Ended::new(body, Record::new(log, None))));
+        }
+        // Admitted or not, lingo's own endpoints are answered (a full listener still says so).
+        let (held, refused) = match conn.gate.admit_request(&conn.activity) {
+            Ok(held) => (Some(held), None),
+            Err(err) => (None, Some(err)),
+        };
+        let snapshot = reloader.snapshot();
+        let request = (&*reloader, &*snapshot, &*conn, (req, kept.as_deref()));
+        // Not boxed on its own: this whole future is (see [`boxed`]), and freed at the answer's
+        // head.
+        let result = phases(request, refused, &mut arrival, &mut log).await;
+        let metrics = reloader.metrics();
+        let response = respond::answer(result, metrics, &arrival, &mut log);
+        let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
+        let record = Record::new(log, Some(finish));
+        let (head, mut body) = response.into_parts();
+        let raw = body.take_raw();
+        let make = || Batch::new(Held::new(Ended::new(body, record), held));
+        let mut body = Body::built(make, raw);
+        body.body().prime().await;
+        Response::from_parts(head, body.into_body())
     }
-    // Admitted or not, lingo's own endpoints are answered (a full listener still says so).
-    let (held, refused) = match conn.gate.admit_request(&conn.activity) {
-        Ok(held) => (Some(held), None),
-        Err(err) => (None, Some(err)),
-    };
-    let snapshot = reloader.snapshot();
-    let request = (&*reloader, &*snapshot, &*conn, (req, kept.as_deref()));
-    // Not boxed on its own: this whole future is (see [`boxed`]), and freed at the answer's
-    // head.
-    let result = phases(request, refused, &mut arrival, &mut log).await;
-    let metrics = reloader.metrics();
-    let response = respond::answer(result, metrics, &arrival, &mut log);
-    let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
-    let record = Record::new(log, Some(finish));
-    let (head, mut body) = response.into_parts();
-    let raw = body.take_raw();
-    let mut body = Batch::new(Held::new(Ended::new(body, record), held));
-    Pin::new(&mut body).prime().await;
-    Response::from_parts(head, Body::carrying(body, raw))
 }
 
 /// A request (and its fields kept as read) and what it is served with.

@@ -49,55 +49,59 @@ where
     exchange(call, req, true)
 }
 
-async fn exchange<B>(
-    call: &Exchange<'_>,
+/// Not an `async fn`, for the reason `pipeline::handle` is not one.
+#[allow(clippy::manual_async_fn)] // on purpose: see the doc
+fn exchange<'a, B>(
+    call: &'a Exchange<'_>,
     req: Request<B>,
     raw: bool,
-) -> Result<Response<Body>, ProxyError>
+) -> impl Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    // Fields kept as read are written by lingo's HTTP/1.1 connection; hyper's HTTP/2 one
-    // would need them made into a map after all.
-    let raw = raw && req.version() != Version::HTTP_2;
-    let request = upward(call, req);
-    let mut rules = forwarding(call, false);
-    let web_data = call.upstream.speaks.is_web_data();
-    // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
-    rules.identity = web_data || call.upstream.auth.is_some();
-    rules.raw_answer = raw && !web_data;
-    // The client's own fields, kept as read, go up with its request.
-    rules.raw_fields = call.raw_fields;
-    let waiting = call.stats.waiting();
-    let response = call
-        .client
-        .send(call.upstream, request, &rules, call.route.max_body)
-        .await;
-    drop(waiting);
-    let mut response = response?;
-    let failed = response.status().is_client_error() || response.status().is_server_error();
-    if failed && call.upstream.auth.is_some() {
-        materialize(&mut response); // redacted below
+    async move {
+        // Fields kept as read are written by lingo's HTTP/1.1 connection; hyper's HTTP/2 one
+        // would need them made into a map after all.
+        let raw = raw && req.version() != Version::HTTP_2;
+        let request = upward(call, req);
+        let mut rules = forwarding(call, false);
+        let web_data = call.upstream.speaks.is_web_data();
+        // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
+        rules.identity = web_data || call.upstream.auth.is_some();
+        rules.raw_answer = raw && !web_data;
+        // The client's own fields, kept as read, go up with its request.
+        rules.raw_fields = call.raw_fields;
+        let waiting = call.stats.waiting();
+        let response = call
+            .client
+            .send(call.upstream, request, &rules, call.route.max_body)
+            .await;
+        drop(waiting);
+        let mut response = response?;
+        let failed = response.status().is_client_error() || response.status().is_server_error();
+        if failed && call.upstream.auth.is_some() {
+            materialize(&mut response); // redacted below
+        }
+        let (mut parts, mut body) = response.into_parts();
+        headers::to_client(&mut parts.headers, false);
+        let raw = body.take_raw();
+        let body = Idle::new(body, call.upstream.timeouts.idle);
+        if let Some(auth) = &call.upstream.auth
+            && failed
+        {
+            // Redacting can change the length.
+            parts.headers.remove(CONTENT_LENGTH);
+            redact_headers(&mut parts.headers, &auth.key);
+            let body = Body::boxed(Redacting::new(body, &auth.key));
+            return Ok(Response::from_parts(parts, body));
+        }
+        if call.upstream.speaks.is_web_data() && is_json(&parts.headers) {
+            let body = rebase_answer(call, &mut parts.headers, Box::pin(body)).await?;
+            return Ok(Response::from_parts(parts, body));
+        }
+        Ok(Response::from_parts(parts, Body::carrying(body, raw)))
     }
-    let (mut parts, mut body) = response.into_parts();
-    headers::to_client(&mut parts.headers, false);
-    let raw = body.take_raw();
-    let body = Idle::new(body, call.upstream.timeouts.idle);
-    if let Some(auth) = &call.upstream.auth
-        && failed
-    {
-        // Redacting can change the length.
-        parts.headers.remove(CONTENT_LENGTH);
-        redact_headers(&mut parts.headers, &auth.key);
-        let body = Body::boxed(Redacting::new(body, &auth.key));
-        return Ok(Response::from_parts(parts, body));
-    }
-    if call.upstream.speaks.is_web_data() && is_json(&parts.headers) {
-        let body = rebase_answer(call, &mut parts.headers, Box::pin(body)).await?;
-        return Ok(Response::from_parts(parts, body));
-    }
-    Ok(Response::from_parts(parts, Body::carrying(body, raw)))
 }
 
 /// The request as it goes up: its URI for the upstream's client (`upstream::forward_uri`),
