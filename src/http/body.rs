@@ -4,7 +4,7 @@
 //! access-log accounting, ...) stays its own small `pin_project!` wrapper. The box also
 //! carries a head's fields kept as read (`h1::raw`): a passed-through answer's, from lingo's
 //! client to the client's connection, where whoever wraps such a body hands them on
-//! ([`Body::take_raw`], [`Body::carrying`]); and a request's, from lingo's HTTP/1.1 server to
+//! ([`Body::take_raw`], [`Body::carrying`] or [`Body::built`]); and a request's, from lingo's HTTP/1.1 server to
 //! the pipeline, which takes them out first.
 
 use std::collections::VecDeque;
@@ -95,9 +95,10 @@ impl Body {
     }
 
     /// [`Body::carrying`] for a body that is worked on before it is handed on: built in its
-    /// box (`base::pinned`), where [`InBox::body`] reaches it, it is never moved. Built on
-    /// the stack, the pipeline's answer body (its record and its batch, 500 bytes) was
-    /// copied into its caller's state and again into its box.
+    /// box (`base::pinned`), where [`InBox::body`] reaches it, it is never moved (what
+    /// `make` takes in is moved in once). Built on the stack, the pipeline's answer body
+    /// (its record and its batch, 500 bytes) was copied into its caller's state and again
+    /// into its box.
     pub fn built<B>(make: impl FnOnce() -> B, raw: Option<Box<Raw>>) -> InBox<B>
     where
         B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
@@ -106,7 +107,7 @@ impl Body {
     }
 
     /// The fields of its head kept as read, taken: whoever wraps an answer's body in another
-    /// hands them on to the wrapper ([`Body::carrying`]).
+    /// hands them on to the wrapper ([`Body::carrying`], [`Body::built`]).
     pub fn take_raw(&mut self) -> Option<Box<Raw>> {
         self.0.as_mut().take_raw()
     }

@@ -33,7 +33,7 @@ use crate::table::Route;
 use crate::upstream::headers;
 
 /// [`handle`], boxed: what a connection is given. A connection holds the service's future
-/// while the request is served (1.4 KiB unboxed, in every connection's task for its whole
+/// while the request is served (1.6 KiB unboxed, in every connection's task for its whole
 /// life); boxed, the request's state is freed at its answer's head and the slot is a pointer.
 pub fn boxed(
     reloader: Arc<Reloader>,

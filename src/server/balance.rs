@@ -99,8 +99,14 @@ fn serve(Moved { accepted, slot }: Moved) {
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+    use tokio::sync::watch;
+
     use super::*;
+    use crate::limits::{Admission, Gate};
     use crate::observe::metrics::Metrics;
+    use crate::reload::Reloader;
 
     /// Where the next connection goes, with `open[i]` connections on worker i + 1, accepted
     /// by worker `here`; `gone` workers have ended.
@@ -137,5 +143,52 @@ mod tests {
         for &(open, here, gone, to) in cases {
             assert_eq!(chosen(open, here, gone), to, "{open:?} accepted by {here}");
         }
+    }
+
+    /// A worker that ends between being chosen and being handed the connection (its inbox
+    /// closes as the connection is made ready to move): the connection is served by the
+    /// worker that accepted it, and counted there.
+    #[tokio::test]
+    async fn a_connection_whose_worker_ends_as_it_is_handed_over_is_served_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("proxy.yaml");
+        let table = "listen:\n  - addr: 127.0.0.1:0\nupstreams:\n  models: { mock: {}, speaks: native }\nroutes:\n  - { prefix: /api, to: models }\n";
+        std::fs::write(&config, table).unwrap();
+        let reloader = Arc::new(Reloader::load(&config).unwrap());
+        let gate = Arc::new(Gate::new(&reloader.snapshot().table.limits));
+        let Admission::Serve(slot) = gate.admit_connection() else {
+            panic!("an empty gate admits");
+        };
+        let drain = Arc::new(Drain::new(2, reloader.metrics()));
+        let (balance, mut inboxes) = Balance::new(2);
+        let busy = drain.guard(1); // worker 1 serves one: worker 2 is chosen
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (stream, peer) = listener.accept().await.unwrap();
+        let (_stop, stop) = watch::channel(false);
+        balance.place(1, slot, &drain, |to| {
+            assert_eq!(to, 2, "the worker serving fewest is chosen");
+            drop(inboxes.pop()); // worker 2 ends
+            Accepted {
+                stream,
+                peer,
+                listener: Some(0),
+                gate,
+                reloader,
+                stop,
+                drain: drain.guard(to),
+            }
+        });
+        assert_eq!((drain.open_on(1), drain.open_on(2)), (2, 0));
+        client
+            .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        drop(busy);
     }
 }
