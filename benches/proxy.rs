@@ -17,7 +17,8 @@
 //! this machine's limit of 20000 per process).
 //!
 //! Knobs (environment): `LINGO_BENCH_SECONDS` per throughput measurement (default 3; 0 runs
-//! only the slow streams), `LINGO_BENCH_STREAMS` concurrent slow streams (default 10000),
+//! only the slow streams), `LINGO_BENCH_ROUNDS` how many interleaved rounds each row's time
+//! is measured in (default 3, see `rows`), `LINGO_BENCH_STREAMS` concurrent slow streams (default 10000),
 //! `LINGO_BENCH_SLOW` one of the three slow runs only (`http/2-http/2`, `http/1.1-http/2`,
 //! `http/1.1-http/1.1`: client side, then upstream side), `LINGO_BENCH_WRAP` a command line to
 //! run lingo under (a profiler: `heaptrack -o /tmp/lingo`).
@@ -197,6 +198,27 @@ pub struct Run {
     pub ttfb: Vec<Duration>,
     pub ttlb: Vec<Duration>,
     pub failed: u64,
+    /// Seconds the load ran.
+    pub elapsed: f64,
+}
+
+impl Run {
+    /// Two runs of the same row (two rounds) as one: their requests over their time.
+    pub fn merge(self, other: Run) -> Run {
+        let (mut ttfb, mut ttlb) = (self.ttfb, self.ttlb);
+        ttfb.extend(other.ttfb);
+        ttlb.extend(other.ttlb);
+        ttfb.sort();
+        ttlb.sort();
+        let elapsed = self.elapsed + other.elapsed;
+        Run {
+            rps: ttlb.len() as f64 / elapsed,
+            ttfb,
+            ttlb,
+            failed: self.failed + other.failed,
+            elapsed,
+        }
+    }
 }
 
 /// `concurrency` clients sending the same request for `seconds`.
@@ -240,6 +262,7 @@ pub async fn load(
         ttfb,
         ttlb,
         failed: failed.load(Ordering::Relaxed),
+        elapsed,
     }
 }
 
@@ -306,6 +329,11 @@ async fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3.0);
+    let rounds: usize = std::env::var("LINGO_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(3);
     let streams: usize = std::env::var("LINGO_BENCH_STREAMS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -352,7 +380,7 @@ async fn main() {
         lingo: pid,
     };
     println!(
-        "\nlingo load bench: {seconds}s per row, mock backend and lingo in their own processes (release)\n"
+        "\nlingo load bench: {seconds}s per row in {rounds} interleaved rounds, mock backend and lingo in their own processes (release)\n"
     );
     // LINGO_BENCH_SECONDS=0: only the slow streams.
     let shapes = if seconds > 0.0 {
@@ -360,7 +388,7 @@ async fn main() {
     } else {
         Vec::new()
     };
-    let (rows, failures) = rows::throughput(&http, &targets, &shapes, seconds).await;
+    let (rows, failures) = rows::throughput(&http, &targets, &shapes, (seconds, rounds)).await;
     rows::ratios(&rows, &shapes);
     drop(nginx);
 

@@ -87,20 +87,51 @@ fn workers_cpu(pid: u32) -> Vec<(String, f64)> {
     workers
 }
 
-/// Each worker's share of what all of them used between two readings of [`workers_cpu`].
-fn split(before: &[(String, f64)], after: &[(String, f64)]) -> Option<String> {
-    let used: Vec<f64> = after
+/// What each worker used between two readings of [`workers_cpu`], by name.
+fn used(before: &[(String, f64)], after: &[(String, f64)]) -> Vec<(String, f64)> {
+    after
         .iter()
-        .map(|(name, cpu)| cpu - before.iter().find(|b| &b.0 == name).map_or(0.0, |b| b.1))
-        .collect();
-    let total: f64 = used.iter().sum();
+        .map(|(name, cpu)| {
+            let was = before.iter().find(|b| &b.0 == name).map_or(0.0, |b| b.1);
+            (name.clone(), cpu - was)
+        })
+        .collect()
+}
+
+/// Each worker's share of what all of them used ([`used`], summed over a row's rounds).
+fn split(used: &[(String, f64)]) -> Option<String> {
+    let total: f64 = used.iter().map(|u| u.1).sum();
     (total > 0.0).then(|| {
         let shares: Vec<String> = used
             .iter()
-            .map(|u| format!("{:.0}", u / total * 100.0))
+            .map(|u| format!("{:.0}", u.1 / total * 100.0))
             .collect();
         shares.join("/")
     })
+}
+
+/// One row's rounds so far: its load, its proxy's CPU seconds, and each lingo worker's.
+#[derive(Default)]
+struct Measured {
+    run: Option<Run>,
+    cpu: f64,
+    workers: Vec<(String, f64)>,
+}
+
+impl Measured {
+    fn add(&mut self, run: Run, cpu: f64, workers: Vec<(String, f64)>) {
+        self.run = Some(match self.run.take() {
+            Some(before) => before.merge(run),
+            None => run,
+        });
+        self.cpu += cpu;
+        for (name, used) in workers {
+            match self.workers.iter_mut().find(|w| w.0 == name) {
+                Some(w) => w.1 += used,
+                None => self.workers.push((name, used)),
+            }
+        }
+    }
 }
 
 /// The rows of one shape: name, URL, whether the body is the chat-completions one, and whose
@@ -134,11 +165,17 @@ fn body(openai: bool, stream: bool) -> &'static str {
 
 /// Measures every row of every shape, printing each as it ends; returns them and the number
 /// of failed requests.
+///
+/// A shape's rows are measured in `rounds` interleaved rounds of `seconds / rounds` each
+/// (direct, relay, nginx, lingo, translated, then all again), each row's rounds summed: a
+/// drift of the shared machine (another tenant, a clock change) then weighs on every row
+/// alike. Measured one after the other for their whole time, the rows took it in turn: the
+/// ratio of one build to nginx moved between 0.94 and 1.13 from run to run.
 pub async fn throughput(
     http: &Http,
     targets: &Targets,
     shapes: &[(usize, bool)],
-    seconds: f64,
+    (seconds, rounds): (f64, usize),
 ) -> (Vec<Row>, u64) {
     println!(
         "{:<50} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9} {:>8}",
@@ -155,32 +192,63 @@ pub async fn throughput(
         "workers%"
     );
     let (mut rows, mut failures) = (Vec::new(), 0);
-    for &(concurrency, stream) in shapes {
-        for (name, url, openai, meter) in scenarios(targets) {
+    for &shape in shapes {
+        for row in shape_rows(http, targets, shape, (seconds, rounds)).await {
+            failures += row.run.failed;
+            rows.push(row);
+        }
+    }
+    (rows, failures)
+}
+
+/// One shape's rows, measured in interleaved rounds (see [`throughput`]), each printed.
+async fn shape_rows(
+    http: &Http,
+    targets: &Targets,
+    (concurrency, stream): (usize, bool),
+    (seconds, rounds): (f64, usize),
+) -> Vec<Row> {
+    let scenarios = scenarios(targets);
+    let mut measured: Vec<Measured> = scenarios.iter().map(|_| Measured::default()).collect();
+    let slice = seconds / rounds as f64;
+    for _ in 0..rounds {
+        for (&(_, url, openai, meter), so_far) in scenarios.iter().zip(&mut measured) {
             let lingo = matches!(meter, Meter::Lingo(_)).then_some(targets.lingo);
             let (cpu0, workers0) = (meter.cpu(), lingo.map(workers_cpu));
-            let run = load(http, url, body(openai, stream), concurrency, seconds).await;
+            let run = load(http, url, body(openai, stream), concurrency, slice).await;
             let cpu = meter.cpu() - cpu0;
-            let split = workers0.and_then(|w0| split(&w0, &workers_cpu(targets.lingo)));
-            failures += run.failed;
+            let workers =
+                workers0.map_or_else(Vec::new, |w0| used(&w0, &workers_cpu(targets.lingo)));
+            so_far.add(run, cpu, workers);
+        }
+    }
+    let rows = scenarios
+        .into_iter()
+        .zip(measured)
+        .map(|((name, _, _, meter), m)| {
+            let run = m.run.expect("at least one round");
             let served = (run.ttlb.len() as u64 + run.failed).max(1) as f64;
             let cpu_us = match meter {
                 Meter::Nothing => None,
-                _ => Some(cpu / served * 1e6),
+                _ => Some(m.cpu / served * 1e6),
             };
+            let share = m.cpu / run.elapsed;
             let row = Row {
                 concurrency,
                 stream,
                 name,
                 run,
                 cpu_us,
-                split,
+                split: split(&m.workers),
             };
-            print_row(&row, cpu / seconds, lingo);
-            rows.push(row);
-        }
-    }
-    (rows, failures)
+            print_row(
+                &row,
+                share,
+                matches!(meter, Meter::Lingo(_)).then_some(targets.lingo),
+            );
+            row
+        });
+    rows.collect()
 }
 
 fn print_row(row: &Row, cpu_share: f64, lingo: Option<u32>) {
