@@ -110,16 +110,19 @@ fn split(used: &[(String, f64)]) -> Option<String> {
     })
 }
 
-/// One row's rounds so far: its load, its proxy's CPU seconds, and each lingo worker's.
+/// One row's rounds so far: its load, its proxy's CPU seconds, each lingo worker's, and
+/// lingo's resident MiB at the end of its last round (a lingo row's).
 #[derive(Default)]
 struct Measured {
     run: Option<Run>,
     cpu: f64,
     workers: Vec<(String, f64)>,
+    rss: Option<f64>,
 }
 
 impl Measured {
-    fn add(&mut self, run: Run, cpu: f64, workers: Vec<(String, f64)>) {
+    fn add(&mut self, run: Run, cpu: f64, workers: Vec<(String, f64)>, rss: Option<f64>) {
+        self.rss = rss;
         self.run = Some(match self.run.take() {
             Some(before) => before.merge(run),
             None => run,
@@ -163,14 +166,14 @@ fn body(openai: bool, stream: bool) -> &'static str {
     }
 }
 
-/// Measures every row of every shape, printing each as it ends; returns them and the number
-/// of failed requests.
+/// Measures every row of every shape, printing a shape's rows once its rounds end; returns
+/// them and the number of failed requests.
 ///
 /// A shape's rows are measured in `rounds` interleaved rounds of `seconds / rounds` each
 /// (direct, relay, nginx, lingo, translated, then all again), each row's rounds summed: a
-/// drift of the shared machine (another tenant, a clock change) then weighs on every row
-/// alike. Measured one after the other for their whole time, the rows took it in turn: the
-/// ratio of one build to nginx moved between 0.94 and 1.13 from run to run.
+/// drift of the shared machine slower than a round (another tenant, a clock change) then
+/// weighs on every row alike. Measured one after the other for their whole time, the rows
+/// took it in turn: the ratio of one build to nginx moved by up to 0.2 from run to run.
 pub async fn throughput(
     http: &Http,
     targets: &Targets,
@@ -219,7 +222,8 @@ async fn shape_rows(
             let cpu = meter.cpu() - cpu0;
             let workers =
                 workers0.map_or_else(Vec::new, |w0| used(&w0, &workers_cpu(targets.lingo)));
-            so_far.add(run, cpu, workers);
+            let rss = lingo.map(|pid| usage(pid).1);
+            so_far.add(run, cpu, workers, rss);
         }
     }
     let rows = scenarios
@@ -241,24 +245,20 @@ async fn shape_rows(
                 cpu_us,
                 split: split(&m.workers),
             };
-            print_row(
-                &row,
-                share,
-                matches!(meter, Meter::Lingo(_)).then_some(targets.lingo),
-            );
+            print_row(&row, share, m.rss);
             row
         });
     rows.collect()
 }
 
-fn print_row(row: &Row, cpu_share: f64, lingo: Option<u32>) {
+fn print_row(row: &Row, cpu_share: f64, rss: Option<f64>) {
     let kind = if row.stream { "streamed" } else { "whole" };
     let label = format!("{kind} c={} {}", row.concurrency, row.name);
     let (cpu, per_req) = match row.cpu_us {
         Some(us) => (format!("{:.0}%", cpu_share * 100.0), format!("{us:.0}µs")),
         None => ("-".into(), "-".into()),
     };
-    let rss = lingo.map_or("-".into(), |pid| format!("{:.1}", usage(pid).1));
+    let rss = rss.map_or("-".into(), |mib| format!("{mib:.1}"));
     let run = &row.run;
     println!(
         "{:<50} {:>9.0} {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>9.0}µ {:>7} {:>6} {:>8} {:>9} {:>8}",

@@ -187,7 +187,12 @@ mod tests {
             .await
             .unwrap();
         let mut answer = String::new();
-        client.read_to_string(&mut answer).await.unwrap();
+        let read = client.read_to_string(&mut answer);
+        // Guards against a hang; never a performance threshold.
+        tokio::time::timeout(std::time::Duration::from_secs(20), read)
+            .await
+            .expect("the connection was answered and closed")
+            .unwrap();
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         drop(busy);
     }
