@@ -80,7 +80,7 @@ impl Reloader {
         Ok(Reloader {
             bound,
             path: path.to_owned(),
-            current: ArcSwap::from_pointee(Snapshot::new(table, 1)),
+            current: ArcSwap::from_pointee(Snapshot::new(table, 1, None)),
             generation: AtomicU64::new(1),
             last: Mutex::new(Some(last)),
             metrics: Arc::new(Metrics::new()),
@@ -144,8 +144,9 @@ impl Reloader {
             tracing::warn!("{warning}");
         }
         self.watch_files(&table);
-        self.current
-            .store(Arc::new(Snapshot::new(table, generation)));
+        let before = self.current.load();
+        let snapshot = Snapshot::new(table, generation, Some(&before));
+        self.current.store(Arc::new(snapshot));
         self.metrics.reloaded(generation);
         Ok(generation)
     }

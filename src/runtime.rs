@@ -1,6 +1,8 @@
 //! What one version of the route table is at run time: the compiled table plus, for each of
 //! its upstreams, the pooled client and what lingo has learnt about it. One [`Snapshot`] is
-//! swapped in by a reload and held by each request from its start to its end.
+//! swapped in by a reload and held by each request from its start to its end. A reload
+//! keeps the pools of the upstreams it leaves reached the same way (see [`Snapshot::new`]),
+//! and forgets what was learnt.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,8 +24,9 @@ pub struct Snapshot {
 pub struct Peer {
     /// Its compiled settings.
     pub spec: Arc<Upstream>,
-    /// Its pooled connections (or its mock).
-    pub client: UpstreamClient,
+    /// Its pooled connections (or its mock); shared with the tables before it while it is
+    /// reached the same way.
+    pub client: Arc<UpstreamClient>,
     /// Learnt that it has only the legacy `/api/embeddings` (forgotten on reload).
     legacy_embeddings: AtomicBool,
     /// The v1 formats of the crawls and batches web-data v1 clients started on it (a
@@ -38,13 +41,20 @@ pub const JOBS_REMEMBERED: usize = 10_000;
 // === impl Snapshot ===
 
 impl Snapshot {
-    pub fn new(table: RouteTable, generation: u64) -> Self {
+    /// The snapshot of `table`. `before`, the one it replaces: the client of each of its
+    /// upstreams that serves one of `table`'s alike (`UpstreamClient::serves_alike`: lingo's
+    /// own pool to the same address) is kept, and with it the connections it holds, so that
+    /// a reload does not make every request after it open a connection again. Each is kept
+    /// by one upstream at most, its namesake first.
+    pub fn new(table: RouteTable, generation: u64, before: Option<&Snapshot>) -> Self {
+        let mut kept: Vec<&Peer> = before.map_or_else(Vec::new, |b| b.peers.iter().collect());
         let peers = table
             .upstreams
             .iter()
             .map(|spec| Peer {
                 spec: Arc::clone(spec),
-                client: UpstreamClient::new(spec),
+                client: keep(&mut kept, spec)
+                    .unwrap_or_else(|| Arc::new(UpstreamClient::new(spec))),
                 legacy_embeddings: AtomicBool::new(false),
                 jobs: Mutex::new(Jobs::new(JOBS_REMEMBERED, webdata::TTL)),
             })
@@ -64,6 +74,17 @@ impl Snapshot {
     pub fn peers(&self) -> &[Peer] {
         &self.peers
     }
+}
+
+/// The client of one of `kept` that serves `spec` alike (the one named as it is first),
+/// taken out of `kept`.
+fn keep(kept: &mut Vec<&Peer>, spec: &Upstream) -> Option<Arc<UpstreamClient>> {
+    let alike = |peer: &&Peer| peer.client.serves_alike(spec);
+    let named = kept
+        .iter()
+        .position(|p| alike(p) && p.spec.name == spec.name);
+    let at = named.or_else(|| kept.iter().position(alike))?;
+    Some(Arc::clone(&kept.swap_remove(at).client))
 }
 
 // === impl Peer ===

@@ -195,3 +195,47 @@ async fn a_stream_its_client_left_takes_its_connection_with_it() {
     assert_eq!(get_ok(&lingo, "/api/whole").await, "{}");
     assert_eq!(upstream.connections(), 2);
 }
+
+/// lingo's table for one upstream at `url`, with `more` (its timeouts, say) and a second
+/// route when `second_route` says so.
+fn one_upstream(url: &str, more: &str, second_route: bool) -> String {
+    let second = if second_route {
+        "  - { prefix: /v1/models, speaks: chat-completions, to: models }\n"
+    } else {
+        ""
+    };
+    table(&format!(
+        "upstreams:\n  models:\n    url: {url}\n    speaks: native\n{more}\
+         routes:\n  - {{ prefix: /api, to: models }}\n{second}"
+    ))
+}
+
+/// Writes the table and reloads it (as a file event or `SIGHUP` would).
+fn reload_with(lingo: &Lingo, yaml: &str) {
+    std::fs::write(lingo.config_path(), yaml).unwrap();
+    lingo.reloader.reload(true).expect("the table loads");
+}
+
+#[tokio::test]
+async fn a_reload_keeps_the_connections_of_an_upstream_reached_the_same_way() {
+    let upstream = Upstream::start(script).await;
+    let lingo = Lingo::start(&one_upstream(&upstream.url, "", false)).await;
+    assert_eq!(get_ok(&lingo, "/api/whole").await, "{}");
+    // Another route, and other limits of the same upstream: its pool, and its connection,
+    // carry over.
+    let other_limits = "    timeouts: { first_byte: 30s, idle: 30s }\n";
+    reload_with(&lingo, &one_upstream(&upstream.url, other_limits, true));
+    assert_eq!(get_ok(&lingo, "/api/whole").await, "{}");
+    assert_eq!(upstream.connections(), 1, "the reload kept the connection");
+    // Another connect limit: a new pool, which opens a connection of its own.
+    let other_connect = "    timeouts: { connect: 2s }\n";
+    reload_with(&lingo, &one_upstream(&upstream.url, other_connect, true));
+    assert_eq!(get_ok(&lingo, "/api/whole").await, "{}");
+    assert_eq!(
+        upstream.connections(),
+        2,
+        "a new pool for a new connect limit"
+    );
+    assert_eq!(get_ok(&lingo, "/api/whole").await, "{}");
+    assert_eq!(upstream.connections(), 2);
+}

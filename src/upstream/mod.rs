@@ -98,6 +98,24 @@ impl UpstreamClient {
         UpstreamClient::Http { pool, ws_connector }
     }
 
+    /// Whether this client serves `upstream` as one made for it would: only lingo's own pool
+    /// (a plain `http://` upstream, HTTP/1.1) to the same address under the same connect
+    /// limit, whose connections a reload then keeps (see `runtime::Snapshot::new`).
+    /// hyper-util's clients are made again: what their TLS was made from (a CA file read
+    /// again) is not compared here.
+    pub fn serves_alike(&self, upstream: &Upstream) -> bool {
+        match (self, &upstream.target) {
+            (
+                UpstreamClient::Http {
+                    pool: Pool::Lean(pool),
+                    ..
+                },
+                Target::Url(uri),
+            ) => is_lean(upstream) && pool.serves(uri, upstream.timeouts.connect),
+            _ => false,
+        }
+    }
+
     /// Sends a request, its fields forwarded by `rules`, and waits for the answer's head,
     /// within the first-byte limit.
     ///

@@ -59,13 +59,17 @@ impl Http1Pool {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(sweep(Arc::downgrade(&lists)));
         }
-        let host = base.host().unwrap_or_default();
-        let address = format!("{host}:{}", base.port_u16().unwrap_or(80));
         Http1Pool {
-            address,
+            address: address(base),
             connect,
             lists,
         }
+    }
+
+    /// Whether this pool opens the connections a pool for `base` under the `connect` limit
+    /// would: the same address, the same limit.
+    pub fn serves(&self, base: &Uri, connect: Duration) -> bool {
+        self.address == address(base) && self.connect == connect
     }
 
     /// Sends `req` (its URI's path and query go on the request line) and waits for the
@@ -125,6 +129,12 @@ impl h1::Home for Home {
             expires: now + IDLE,
         });
     }
+}
+
+/// `host:port` of `base` (port 80 when it names none).
+fn address(base: &Uri) -> String {
+    let host = base.host().unwrap_or_default();
+    format!("{host}:{}", base.port_u16().unwrap_or(80))
 }
 
 /// This thread's list.
