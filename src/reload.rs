@@ -107,8 +107,11 @@ impl Reloader {
     }
 
     /// Re-reads the file and swaps the table; with `force`, even when neither the text nor a
-    /// file it reads changed. (An unchanged table is not swapped in: that would only reset the
-    /// upstream connection pools.)
+    /// file it reads changed. (An unchanged table is not swapped in: that would only forget
+    /// what was learnt of the upstreams.) A forced reload (`SIGHUP`) makes every upstream's
+    /// client again, its connections opened (and its name looked up) again as requests need
+    /// them: the operator's way to move traffic after a DNS change; an unforced one (a file
+    /// event) keeps the pools it can (`runtime::Snapshot::new`).
     pub fn reload(&self, force: bool) -> Result<u64, ReloadError> {
         // The text is the same, so are the files it names: the current table's list.
         let now = Fingerprint::read(&self.path, &self.snapshot().table.files);
@@ -144,9 +147,10 @@ impl Reloader {
             tracing::warn!("{warning}");
         }
         self.watch_files(&table);
-        let before = self.current.load();
-        let snapshot = Snapshot::new(table, generation, Some(&before));
-        self.current.store(Arc::new(snapshot));
+        let before = self.current.load_full();
+        let kept = (!force).then_some(&*before);
+        self.current
+            .store(Arc::new(Snapshot::new(table, generation, kept)));
         self.metrics.reloaded(generation);
         Ok(generation)
     }

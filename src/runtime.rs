@@ -45,16 +45,17 @@ impl Snapshot {
     /// upstreams that serves one of `table`'s alike (`UpstreamClient::serves_alike`: lingo's
     /// own pool to the same address) is kept, and with it the connections it holds, so that
     /// a reload does not make every request after it open a connection again. Each is kept
-    /// by one upstream at most, its namesake first.
+    /// by one upstream at most: by its namesake if that one is served alike, else by the
+    /// first in table order that is.
     pub fn new(table: RouteTable, generation: u64, before: Option<&Snapshot>) -> Self {
-        let mut kept: Vec<&Peer> = before.map_or_else(Vec::new, |b| b.peers.iter().collect());
+        let clients = kept(&table.upstreams, before.map_or(&[], |b| &b.peers[..]));
         let peers = table
             .upstreams
             .iter()
-            .map(|spec| Peer {
+            .zip(clients)
+            .map(|(spec, client)| Peer {
                 spec: Arc::clone(spec),
-                client: keep(&mut kept, spec)
-                    .unwrap_or_else(|| Arc::new(UpstreamClient::new(spec))),
+                client: client.unwrap_or_else(|| Arc::new(UpstreamClient::new(spec))),
                 legacy_embeddings: AtomicBool::new(false),
                 jobs: Mutex::new(Jobs::new(JOBS_REMEMBERED, webdata::TTL)),
             })
@@ -76,15 +77,23 @@ impl Snapshot {
     }
 }
 
-/// The client of one of `kept` that serves `spec` alike (the one named as it is first),
-/// taken out of `kept`.
-fn keep(kept: &mut Vec<&Peer>, spec: &Upstream) -> Option<Arc<UpstreamClient>> {
-    let alike = |peer: &&Peer| peer.client.serves_alike(spec);
-    let named = kept
-        .iter()
-        .position(|p| alike(p) && p.spec.name == spec.name);
-    let at = named.or_else(|| kept.iter().position(alike))?;
-    Some(Arc::clone(&kept.swap_remove(at).client))
+/// For each of `upstreams`, the client of one of `before`'s peers it keeps (see
+/// [`Snapshot::new`]): namesakes are matched first, so that an upstream listed before its
+/// namesake never takes the namesake's pool.
+fn kept(upstreams: &[Arc<Upstream>], before: &[Peer]) -> Vec<Option<Arc<UpstreamClient>>> {
+    let mut left: Vec<Option<&Peer>> = before.iter().map(Some).collect();
+    let mut take = |spec: &Upstream, named: bool| {
+        let fits = |p: &Peer| p.client.serves_alike(spec) && (!named || p.spec.name == spec.name);
+        let at = left.iter().position(|p| p.is_some_and(fits))?;
+        left[at].take().map(|p| Arc::clone(&p.client))
+    };
+    let mut clients: Vec<_> = upstreams.iter().map(|spec| take(spec, true)).collect();
+    for (client, spec) in clients.iter_mut().zip(upstreams) {
+        if client.is_none() {
+            *client = take(spec, false);
+        }
+    }
+    clients
 }
 
 // === impl Peer ===
@@ -98,5 +107,61 @@ impl Peer {
     /// Remembers that the upstream has only the legacy `/api/embeddings`.
     pub fn learn_legacy_embeddings(&self) {
         self.legacy_embeddings.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config;
+
+    /// A snapshot of upstreams named and placed as `upstreams` says (`name: url`).
+    fn snapshot(upstreams: &[(&str, &str)], before: Option<&Snapshot>) -> Snapshot {
+        let mut yaml = String::from("listen:\n  - addr: 127.0.0.1:0\nupstreams:\n");
+        for (name, url) in upstreams {
+            yaml.push_str(&format!("  {name}: {{ url: \"{url}\", speaks: native }}\n"));
+        }
+        yaml.push_str("routes:\n");
+        for (i, (name, _)) in upstreams.iter().enumerate() {
+            yaml.push_str(&format!("  - {{ prefix: /p{i}, to: {name} }}\n"));
+        }
+        let table = config::load_str(&yaml, Path::new("proxy.yaml")).unwrap();
+        Snapshot::new(table, 1, before)
+    }
+
+    /// Which of `before`'s upstreams each of `after`'s kept the client of, by name.
+    fn kept_from(before: &Snapshot, after: &Snapshot) -> Vec<Option<String>> {
+        let by = |peer: &Peer| {
+            let same = |old: &&Peer| Arc::ptr_eq(&old.client, &peer.client);
+            before
+                .peers()
+                .iter()
+                .find(same)
+                .map(|old| old.spec.name.to_string())
+        };
+        after.peers().iter().map(by).collect()
+    }
+
+    #[test]
+    fn a_pool_goes_to_its_namesake_first_then_to_one_upstream_at_most() {
+        let (x, y) = ("http://127.0.0.1:9", "http://127.0.0.1:10");
+        let before = snapshot(&[("a", x), ("c", "https://127.0.0.1:9")], None);
+        // The new table's upstreams (name, URL), and whose pool each keeps.
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [Option<&'a str>]);
+        let cases: &[Case] = &[
+            // Listed before its namesake, `b` does not take `a`'s pool.
+            (&[("b", x), ("a", x)], &[None, Some("a")]),
+            // Renamed: kept; a second upstream at the address gets a pool of its own.
+            (&[("b", x), ("d", x)], &[Some("a"), None]),
+            // Another address, or an https one (never kept): made again.
+            (&[("a", y), ("c", "https://127.0.0.1:9")], &[None, None]),
+        ];
+        for &(upstreams, want) in cases {
+            let after = snapshot(upstreams, Some(&before));
+            let want: Vec<_> = want.iter().map(|w| w.map(str::to_owned)).collect();
+            assert_eq!(kept_from(&before, &after), want, "{upstreams:?}");
+        }
     }
 }

@@ -210,10 +210,10 @@ fn one_upstream(url: &str, more: &str, second_route: bool) -> String {
     ))
 }
 
-/// Writes the table and reloads it (as a file event or `SIGHUP` would).
+/// Writes the table and reloads it, as a file event does (not forced; `SIGHUP` forces).
 fn reload_with(lingo: &Lingo, yaml: &str) {
     std::fs::write(lingo.config_path(), yaml).unwrap();
-    lingo.reloader.reload(true).expect("the table loads");
+    lingo.reloader.reload(false).expect("the table loads");
 }
 
 #[tokio::test]
@@ -238,4 +238,8 @@ async fn a_reload_keeps_the_connections_of_an_upstream_reached_the_same_way() {
     );
     assert_eq!(get_ok(&lingo, "/api/whole").await, "{}");
     assert_eq!(upstream.connections(), 2);
+    // SIGHUP (a forced reload, the table unchanged) makes every client again.
+    lingo.reloader.reload(true).expect("the table loads");
+    assert_eq!(get_ok(&lingo, "/api/whole").await, "{}");
+    assert_eq!(upstream.connections(), 3, "SIGHUP opens connections again");
 }
