@@ -214,13 +214,18 @@ impl Reloader {
     /// Reloads on every trigger until the task is dropped.
     pub async fn watch(self: Arc<Self>, triggers: Triggers) {
         let Triggers { mut rx } = triggers;
-        while let Some(why) = rx.recv().await {
-            let force = why == "SIGHUP";
-            if !force {
-                // Debounce: wait until the directory has been quiet for a moment.
-                while let Ok(Some(_)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {}
+        while let Some(mut why) = rx.recv().await {
+            if why != "SIGHUP" {
+                // Debounce: wait until the directory has been quiet for a moment. A SIGHUP
+                // that comes meanwhile still forces the reload (it was swallowed, and the
+                // reload then skipped as unchanged).
+                while let Ok(Some(next)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {
+                    if next == "SIGHUP" {
+                        why = next;
+                    }
+                }
             }
-            self.reload_and_log(force, why);
+            self.reload_and_log(why == "SIGHUP", why);
         }
     }
 

@@ -148,6 +148,38 @@ async fn sighup_rereads_the_table_and_its_secret_files() {
     );
 }
 
+/// A SIGHUP that comes while a file event is being debounced (here, a file beside the table
+/// changed: the table itself did not) still forces a reload.
+#[tokio::test]
+async fn a_sighup_during_a_file_events_debounce_still_reloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proxy.yaml");
+    let upstreams = "upstreams:\n  models: { mock: {}, speaks: native }\n";
+    std::fs::write(
+        &config,
+        table(&format!(
+            "{upstreams}routes:\n  - {{ prefix: /api, to: models }}\n"
+        )),
+    )
+    .unwrap();
+    let lingo = Proc::start(&config);
+    let generation = || async { get(&lingo.url("/healthz")).await.json()["generation"].clone() };
+    assert_eq!(generation().await, 1);
+    std::fs::write(dir.path().join("notes.txt"), "not the table").unwrap();
+    // Inside the debounce (200 ms) of the event the write makes.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    lingo.signal("HUP");
+    let mut reloaded = false;
+    for _ in 0..50 {
+        if generation().await == 2 {
+            reloaded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(reloaded, "the SIGHUP was lost: {}", lingo.log_text());
+}
+
 /// Addresses only take effect on restart: a reload that changes them is warned about each
 /// time it differs from what is bound, and one that goes back to it is not.
 #[tokio::test]
