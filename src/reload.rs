@@ -217,11 +217,12 @@ impl Reloader {
         while let Some(mut why) = rx.recv().await {
             if why != "SIGHUP" {
                 // Debounce: wait until the directory has been quiet for a moment. A SIGHUP
-                // that comes meanwhile still forces the reload (it was swallowed, and the
-                // reload then skipped as unchanged).
+                // that comes meanwhile ends the wait and forces the reload, as it does at any
+                // other time (it was swallowed, and the reload then skipped as unchanged).
                 while let Ok(Some(next)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {
                     if next == "SIGHUP" {
                         why = next;
+                        break;
                     }
                 }
             }
