@@ -30,6 +30,10 @@ use crate::table::RouteTable;
 /// Quiet time after the last file event before reloading: editors write in several steps.
 const DEBOUNCE: Duration = Duration::from_millis(200);
 
+/// The longest a burst of file events holds a reload back: events that never stop (a log
+/// written beside the table) would otherwise hold it back for ever.
+const DEBOUNCE_AT_MOST: Duration = Duration::from_secs(2);
+
 /// The live table and how to replace it.
 pub struct Reloader {
     path: PathBuf,
@@ -216,15 +220,7 @@ impl Reloader {
         let Triggers { mut rx } = triggers;
         while let Some(mut why) = rx.recv().await {
             if why != "SIGHUP" {
-                // Debounce: wait until the directory has been quiet for a moment. A SIGHUP
-                // that comes meanwhile ends the wait and forces the reload, as it does at any
-                // other time (it was swallowed, and the reload then skipped as unchanged).
-                while let Ok(Some(next)) = tokio::time::timeout(DEBOUNCE, rx.recv()).await {
-                    if next == "SIGHUP" {
-                        why = next;
-                        break;
-                    }
-                }
+                why = settle(&mut rx, why).await;
             }
             self.reload_and_log(why == "SIGHUP", why);
         }
@@ -245,6 +241,22 @@ impl Reloader {
             })?;
         watcher.watch(&dir, RecursiveMode::NonRecursive)?;
         Ok(watcher)
+    }
+}
+
+/// Debounce: waits until the directory has been quiet for [`DEBOUNCE`], or for
+/// [`DEBOUNCE_AT_MOST`] in all. A SIGHUP that comes meanwhile ends the wait and forces the
+/// reload, as it does at any other time (it was swallowed, and the reload then skipped as
+/// unchanged). Says what the reload is for.
+async fn settle(rx: &mut mpsc::UnboundedReceiver<&'static str>, why: &'static str) -> &'static str {
+    let until = tokio::time::Instant::now() + DEBOUNCE_AT_MOST;
+    loop {
+        let left = until.saturating_duration_since(tokio::time::Instant::now());
+        match tokio::time::timeout(DEBOUNCE.min(left), rx.recv()).await {
+            Ok(Some("SIGHUP")) => return "SIGHUP",
+            Ok(Some(_)) if !left.is_zero() => {}
+            _ => return why,
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! What one version of the route table is at run time: the compiled table plus, for each of
 //! its upstreams, the pooled client and what lingo has learnt about it. One [`Snapshot`] is
-//! swapped in by a reload and held by each request from its start to its end. A reload
-//! keeps the pools of the upstreams it leaves reached the same way (see [`Snapshot::new`]),
-//! and forgets what was learnt.
+//! swapped in by a reload and held by each request from its start to its end. A reload by a
+//! file change keeps the pools of the upstreams it leaves reached the same way (see
+//! [`Snapshot::new`]; `SIGHUP` keeps none), and every reload forgets what was learnt.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
