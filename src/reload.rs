@@ -30,6 +30,11 @@ use crate::table::RouteTable;
 /// Quiet time after the last file event before reloading: editors write in several steps.
 const DEBOUNCE: Duration = Duration::from_millis(200);
 
+/// What a reload is for, as its log line says: `SIGHUP` forces one (see [`Reloader::reload`]),
+/// a file event asks for one.
+const SIGHUP: &str = "SIGHUP";
+const FILE_CHANGED: &str = "file changed";
+
 /// The longest a burst of file events holds a reload back: events that never stop (a log
 /// written beside the table) would otherwise hold it back for ever.
 const DEBOUNCE_AT_MOST: Duration = Duration::from_secs(2);
@@ -151,10 +156,9 @@ impl Reloader {
             tracing::warn!("{warning}");
         }
         self.watch_files(&table);
-        let before = self.current.load_full();
-        let kept = (!force).then_some(&*before);
-        self.current
-            .store(Arc::new(Snapshot::new(table, generation, kept)));
+        let before = (!force).then(|| self.current.load_full());
+        let snapshot = Snapshot::new(table, generation, before.as_deref());
+        self.current.store(Arc::new(snapshot));
         self.metrics.reloaded(generation);
         Ok(generation)
     }
@@ -219,10 +223,10 @@ impl Reloader {
     pub async fn watch(self: Arc<Self>, triggers: Triggers) {
         let Triggers { mut rx } = triggers;
         while let Some(mut why) = rx.recv().await {
-            if why != "SIGHUP" {
+            if why != SIGHUP {
                 why = settle(&mut rx, why).await;
             }
-            self.reload_and_log(why == "SIGHUP", why);
+            self.reload_and_log(why == SIGHUP, why);
         }
     }
 
@@ -236,7 +240,7 @@ impl Reloader {
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 if event.is_ok_and(|e| !e.kind.is_access()) {
-                    let _ = tx.send("file changed");
+                    let _ = tx.send(FILE_CHANGED);
                 }
             })?;
         watcher.watch(&dir, RecursiveMode::NonRecursive)?;
@@ -253,7 +257,7 @@ async fn settle(rx: &mut mpsc::UnboundedReceiver<&'static str>, why: &'static st
     loop {
         let left = until.saturating_duration_since(tokio::time::Instant::now());
         match tokio::time::timeout(DEBOUNCE.min(left), rx.recv()).await {
-            Ok(Some("SIGHUP")) => return "SIGHUP",
+            Ok(Some(SIGHUP)) => return SIGHUP,
             Ok(Some(_)) if !left.is_zero() => {}
             _ => return why,
         }
@@ -286,7 +290,7 @@ fn spawn_sighup(tx: mpsc::UnboundedSender<&'static str>) {
         Ok(mut hup) => {
             tokio::spawn(async move {
                 while hup.recv().await.is_some() {
-                    if tx.send("SIGHUP").is_err() {
+                    if tx.send(SIGHUP).is_err() {
                         break;
                     }
                 }

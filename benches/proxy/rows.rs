@@ -220,8 +220,9 @@ async fn shape_rows(
             let (cpu0, workers0) = (meter.cpu(), lingo.map(workers_cpu));
             let run = load(http, url, body(openai, stream), concurrency, slice).await;
             let cpu = meter.cpu() - cpu0;
-            let workers =
-                workers0.map_or_else(Vec::new, |w0| used(&w0, &workers_cpu(targets.lingo)));
+            let workers = lingo
+                .zip(workers0)
+                .map_or_else(Vec::new, |(pid, w0)| used(&w0, &workers_cpu(pid)));
             let rss = lingo.map(|pid| usage(pid).1);
             so_far.add(run, cpu, workers, rss);
         }

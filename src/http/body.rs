@@ -4,8 +4,8 @@
 //! access-log accounting, ...) stays its own small `pin_project!` wrapper. The box also
 //! carries a head's fields kept as read (`h1::raw`): a passed-through answer's, from lingo's
 //! client to the client's connection, where whoever wraps such a body hands them on
-//! ([`Body::take_raw`], [`Body::carrying`] or [`Body::built`]); and a request's, from lingo's HTTP/1.1 server to
-//! the pipeline, which takes them out first.
+//! ([`Body::take_raw`], [`Body::carrying`] or [`Body::built`]); and a request's, from lingo's
+//! HTTP/1.1 server to the pipeline, which takes them out first.
 
 use std::collections::VecDeque;
 use std::pin::{Pin, pin};

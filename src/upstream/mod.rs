@@ -123,9 +123,10 @@ impl UpstreamClient {
     /// only timed and its error told. Returned by value, it was copied whole (1.1 KiB) twice
     /// on its way into the caller's state, ~230 instructions a request where the box costs
     /// ~80 (callgrind), and it made the state of the way that awaits it (`pass::exchange`'s,
-    /// or `shared::send`'s for a translation, each boxed a request) as much larger. `req`'s URI is [`request_uri`]'s (or
-    /// [`forward_uri`]'s) for this upstream: the origin form for lingo's own client, the
-    /// absolute form for hyper-util's. The head is written and an idle connection taken when
+    /// or `shared::send`'s for a translation, each boxed a request) as much larger.
+    ///
+    /// `req`'s URI is [`request_uri`]'s (or [`forward_uri`]'s) for this upstream: the origin
+    /// form for lingo's own client, the absolute form for hyper-util's. The head is written and an idle connection taken when
     /// this is called: await what it returns (dropped unpolled, the connection is closed).
     pub fn send<'a>(
         &'a self,
