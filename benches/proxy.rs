@@ -21,7 +21,8 @@
 //! is measured in (default 3, see `rows`), `LINGO_BENCH_STREAMS` concurrent slow streams
 //! (default 10000), `LINGO_BENCH_SLOW` one of the three slow runs only (`http/2-http/2`, `http/1.1-http/2`,
 //! `http/1.1-http/1.1`: client side, then upstream side), `LINGO_BENCH_WRAP` a command line to
-//! run lingo under (a profiler: `heaptrack -o /tmp/lingo`).
+//! run lingo under (a profiler: `heaptrack -o /tmp/lingo`), `LINGO_BENCH_BIN` the lingo binary
+//! to measure (default: the release build as shipped, built by the bench, see `lingo_exe`).
 
 #[path = "proxy/nginx.rs"]
 mod nginx;
@@ -50,10 +51,64 @@ fn free_port() -> SocketAddr {
         .unwrap()
 }
 
+/// The lingo binary to measure: `LINGO_BENCH_BIN` if set, else lingo as it ships, built here
+/// by `cargo build --release`. Not `CARGO_BIN_EXE_lingo`: cargo builds that with the bench's
+/// dev-dependencies, among them tokio's `test-util` (for the tests' paused clocks), whose
+/// clock takes a lock at every reading: ~1% more instructions a request, measured.
+fn lingo_exe() -> &'static str {
+    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        let exe = std::env::var("LINGO_BENCH_BIN").unwrap_or_else(|_| build_release());
+        eprintln!("lingo under test: {exe}");
+        exe
+    })
+}
+
+/// `cargo build --release --bin lingo` (the cargo that runs this bench), and the path of the
+/// binary it built, from its JSON messages. Without the variables cargo set for this bench
+/// (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...): build scripts that rerun when one changes
+/// (ring's) would otherwise be built again here, and again by the next plain `cargo build`.
+fn build_release() -> String {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    for (key, _) in std::env::vars_os() {
+        let set_for_us = key.to_str().is_some_and(|key| {
+            key.starts_with("CARGO_PKG_")
+                || key.starts_with("CARGO_BIN_")
+                || key.starts_with("CARGO_MANIFEST_")
+                || matches!(
+                    key,
+                    "CARGO_CRATE_NAME"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_TARGET_TMPDIR"
+                        | "CARGO_RUSTC_CURRENT_DIR"
+                        | "OUT_DIR"
+                )
+        });
+        if set_for_us {
+            build.env_remove(key);
+        }
+    }
+    let out = build
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["build", "--release", "--locked", "--bin", "lingo"])
+        .arg("--message-format=json-render-diagnostics")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run cargo build --release");
+    assert!(out.status.success(), "cargo build --release failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["target"]["name"] == "lingo")
+        .find_map(|m| m["executable"].as_str().map(str::to_owned))
+        .expect("cargo build --release named no lingo executable")
+}
+
 /// A child process with the fd limit raised to the hard limit, run under `wrap` (a profiler's
 /// command line, or nothing).
 fn spawn(wrap: &str, args: &str) -> Child {
-    let exe = env!("CARGO_BIN_EXE_lingo");
+    let exe = lingo_exe();
     Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -n $(ulimit -Hn); exec {wrap} {exe} {args}"))
