@@ -119,13 +119,15 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     let spans = spans(buf, req.headers, &mut room, &mut heap);
     let bytes = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(bytes.slice(target)).map_err(malformed)?;
-    let (headers, raw, facts) = field_section(bytes, spans)?;
+    let ((headers, raw), facts) = field_section(bytes, spans)?;
     let (body, reusable) = framing(&facts, version)?;
     let (mut parts, ()) = Request::new(()).into_parts();
     parts.method = method;
     parts.uri = uri;
     parts.version = version;
-    parts.headers = headers;
+    if let Some(headers) = headers {
+        parts.headers = headers;
+    }
     Ok(Parsed::Head(Head {
         parts,
         raw,
@@ -154,17 +156,18 @@ fn malformed(err: impl std::fmt::Display) -> Refusal {
     Refusal::Malformed(err.to_string())
 }
 
-/// A head's fields, kept as read or (past `MAX_RAW`, or in a head of 64 KiB or more) in a
-/// map, and what they say about framing; a chunked body's `Content-Length` is left out either
+/// A head's fields: in a map, or kept as read.
+type Fields = (Option<HeaderMap>, Option<Box<Raw>>);
+
+/// A head's fields, kept as read (no map: the request's own stays empty, no second one is
+/// made and dropped) or (past `MAX_RAW`, or in a head of 64 KiB or more) in a map, and what
+/// they say about framing; a chunked body's `Content-Length` is left out either
 /// way (RFC 9112 §6.1: it is not the body's).
-fn field_section(
-    bytes: Bytes,
-    spans: &[Span],
-) -> Result<(HeaderMap, Option<Box<Raw>>, Facts), Refusal> {
+fn field_section(bytes: Bytes, spans: &[Span]) -> Result<(Fields, Facts), Refusal> {
     if Raw::fits(spans, &bytes) {
         let facts = Facts::of_spans(&bytes, spans);
         let raw = Raw::new(bytes, spans, facts.chunked.is_some());
-        return Ok((HeaderMap::new(), raw, facts));
+        return Ok(((None, raw), facts));
     }
     let mut facts = Facts::default();
     let mut headers =
@@ -172,7 +175,7 @@ fn field_section(
     if facts.chunked.is_some() {
         headers.remove(CONTENT_LENGTH);
     }
-    Ok((headers, None, facts))
+    Ok(((Some(headers), None), facts))
 }
 
 /// The body's framing (RFC 9112 §6.1, §6.3) and whether the connection may be reused after

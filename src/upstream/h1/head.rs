@@ -36,8 +36,9 @@ pub enum Framing {
 pub struct Head {
     pub status: StatusCode,
     pub version: Version,
-    /// Its fields; empty when they are kept as read (`raw`).
-    pub headers: HeaderMap,
+    /// Its fields; `None` when they are kept as read (`raw`): no second empty map made and
+    /// dropped beside the answer's own.
+    pub headers: Option<HeaderMap>,
     pub raw: Option<Box<Raw>>,
     /// How its body is framed.
     pub body: Decoder,
@@ -190,7 +191,9 @@ pub fn parse_answer(
         if version == Version::HTTP_10 {
             return Err(HeadError::Malformed("transfer-encoding in HTTP/1.0".into()));
         }
-        headers.remove(CONTENT_LENGTH);
+        if let Some(headers) = headers.as_mut() {
+            headers.remove(CONTENT_LENGTH);
+        }
     }
     let no_body =
         head_request || status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
@@ -206,22 +209,22 @@ pub fn parse_answer(
     }))
 }
 
-/// An answer's fields: kept as read when `raw` asks for it and they fit (the map then
-/// empty, with no room made: lingo adds its field to the fields read, `Raw::add`), else made
-/// into the map, with room for the fields lingo adds. What they say about
+/// An answer's fields: kept as read when `raw` asks for it and they fit (no map then: lingo
+/// adds its field to the fields read, `Raw::add`), else made into a map, with room for the
+/// fields lingo adds. What they say about
 /// framing is noted in `facts` either way.
 fn kept(
     bytes: Bytes,
     spans: &[Span],
     raw: bool,
     facts: &mut Facts,
-) -> Result<(HeaderMap, Option<Box<Raw>>), HeadError> {
+) -> Result<(Option<HeaderMap>, Option<Box<Raw>>), HeadError> {
     if raw && Raw::fits(spans, &bytes) {
         *facts = Facts::of_spans(&bytes, spans);
         let raw = Raw::new(bytes, spans, facts.chunked.is_some());
-        return Ok((HeaderMap::new(), raw));
+        return Ok((None, raw));
     }
-    Ok((to_map(&bytes, spans, ANSWER_ADDS, facts)?, None))
+    Ok((Some(to_map(&bytes, spans, ANSWER_ADDS, facts)?), None))
 }
 
 /// What an answer that begins before the request's end asks of the rest of the request.
@@ -365,7 +368,9 @@ mod tests {
                 let seen = |h: &Head| (h.status, h.version, h.body, h.keep_alive);
                 assert_eq!(seen(m), seen(k), "{raw:?}");
                 assert!(m.raw.is_none(), "{raw:?}");
-                assert!(k.raw.is_some() || k.headers.len() > MAX_RAW, "{raw:?}");
+                let mapped_fields = k.headers.as_ref().map_or(0, HeaderMap::len);
+                assert!(k.raw.is_some() || mapped_fields > MAX_RAW, "{raw:?}");
+                assert_eq!(k.raw.is_some(), k.headers.is_none(), "{raw:?}");
             }
             (Err(m), Err(k)) => assert_eq!(m, k, "{raw:?}"),
             (Ok(Parsed::Partial), Ok(Parsed::Partial))
@@ -466,7 +471,7 @@ mod tests {
             panic!("no head");
         };
         assert_eq!((head.body, head.keep_alive), (Decoder::Done, true));
-        assert_eq!(head.headers[CONTENT_LENGTH], "10");
+        assert_eq!(head.headers.expect("a map")[CONTENT_LENGTH], "10");
     }
 
     #[test]
@@ -579,9 +584,10 @@ mod tests {
     fn fields_keep_their_order_and_bytes() {
         let head = head("HTTP/1.1 404 Not Found\r\nX-A: 1\r\nx-a: 2\r\nx-obs: café\r\n\r\n");
         assert_eq!(head.status, StatusCode::NOT_FOUND);
-        let a: Vec<_> = head.headers.get_all("x-a").iter().collect();
+        let headers = head.headers.expect("a map");
+        let a: Vec<_> = headers.get_all("x-a").iter().collect();
         assert_eq!(a, ["1", "2"]);
-        assert_eq!(head.headers["x-obs"].as_bytes(), "café".as_bytes());
+        assert_eq!(headers["x-obs"].as_bytes(), "café".as_bytes());
     }
 
     #[test]

@@ -171,7 +171,9 @@ impl Conn {
         let mut response = Response::new(Body::carrying(body, head.raw));
         *response.status_mut() = head.status;
         *response.version_mut() = head.version;
-        *response.headers_mut() = head.headers;
+        if let Some(headers) = head.headers {
+            *response.headers_mut() = headers;
+        }
         Ok(response)
     }
 
