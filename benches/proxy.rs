@@ -22,7 +22,8 @@
 //! (default 10000), `LINGO_BENCH_SLOW` one of the three slow runs only (`http/2-http/2`, `http/1.1-http/2`,
 //! `http/1.1-http/1.1`: client side, then upstream side), `LINGO_BENCH_WRAP` a command line to
 //! run lingo under (a profiler: `heaptrack -o /tmp/lingo`), `LINGO_BENCH_BIN` the lingo binary
-//! to measure (default: the release build as shipped, built by the bench, see `lingo_exe`).
+//! to measure, as lingo and as the mock backend (default: the release build as shipped, built
+//! by the bench, see `choose_lingo`).
 
 #[path = "proxy/nginx.rs"]
 mod nginx;
@@ -30,6 +31,7 @@ mod nginx;
 mod rows;
 
 use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,24 +53,38 @@ fn free_port() -> SocketAddr {
         .unwrap()
 }
 
-/// The lingo binary to measure: `LINGO_BENCH_BIN` if set, else lingo as it ships, built here
-/// by `cargo build --release`. Not `CARGO_BIN_EXE_lingo`: cargo builds that with the bench's
-/// dev-dependencies, among them tokio's `test-util` (for the tests' paused clocks), whose
-/// clock takes a lock at every reading: ~1% more instructions a request, measured.
-fn lingo_exe() -> &'static str {
-    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    EXE.get_or_init(|| {
-        let exe = std::env::var("LINGO_BENCH_BIN").unwrap_or_else(|_| build_release());
-        eprintln!("lingo under test: {exe}");
-        exe
-    })
+/// The lingo binary measured, for `lingo` and `lingo mock` alike: see [`choose_lingo`].
+static EXE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Picks the lingo binary to measure, copied into `dir` first so that a build during the run
+/// (`cargo test --release` relinks `target/release/lingo`) cannot swap it for the next start:
+/// `LINGO_BENCH_BIN` if set, else lingo as it ships, built here by `cargo build --release`.
+/// Not `CARGO_BIN_EXE_lingo`: cargo builds that with the bench's dev-dependencies, among them
+/// tokio's `test-util` (for the tests' paused clocks), whose clock takes a lock at every
+/// reading: ~1% more instructions a request, measured.
+fn choose_lingo(dir: &Path) {
+    let built = match std::env::var_os("LINGO_BENCH_BIN") {
+        Some(bin) if bin.is_empty() => panic!("LINGO_BENCH_BIN is set but empty"),
+        Some(bin) => PathBuf::from(bin),
+        None => build_release(),
+    };
+    let exe = dir.join("lingo");
+    if let Err(err) = std::fs::copy(&built, &exe) {
+        panic!("copy {} to {}: {err}", built.display(), exe.display());
+    }
+    eprintln!("lingo under test: {}", built.display());
+    EXE.set(exe).expect("lingo is chosen once");
 }
 
 /// `cargo build --release --bin lingo` (the cargo that runs this bench), and the path of the
 /// binary it built, from its JSON messages. Without the variables cargo set for this bench
 /// (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...): build scripts that rerun when one changes
 /// (ring's) would otherwise be built again here, and again by the next plain `cargo build`.
-fn build_release() -> String {
+///
+/// It builds what a plain `cargo build --release` in this directory builds: flags given to
+/// `cargo bench` itself (`--target`, `--config`, a toolchain) are not passed on, while the
+/// environment (`CARGO_TARGET_DIR`, `RUSTFLAGS`, ...) is.
+fn build_release() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
     for (key, _) in std::env::vars_os() {
@@ -101,17 +117,20 @@ fn build_release() -> String {
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|m| m["target"]["name"] == "lingo")
-        .find_map(|m| m["executable"].as_str().map(str::to_owned))
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
         .expect("cargo build --release named no lingo executable")
 }
 
 /// A child process with the fd limit raised to the hard limit, run under `wrap` (a profiler's
 /// command line, or nothing).
 fn spawn(wrap: &str, args: &str) -> Child {
-    let exe = lingo_exe();
+    let exe = EXE.get().expect("choose_lingo first");
     Command::new("sh")
         .arg("-c")
-        .arg(format!("ulimit -n $(ulimit -Hn); exec {wrap} {exe} {args}"))
+        .arg(format!(
+            "ulimit -n $(ulimit -Hn); exec {wrap} \"$0\" {args}"
+        ))
+        .arg(exe)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -393,10 +412,11 @@ async fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10_000);
-    let mock_addr = free_port();
-    let lingo_addr = free_port();
     let dir = std::env::temp_dir().join(format!("lingo-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    choose_lingo(&dir); // before ports are picked: a first build takes minutes
+    let mock_addr = free_port();
+    let lingo_addr = free_port();
     let table = dir.join("proxy.yaml");
     std::fs::write(&table, format!(
         "listen:\n  - addr: {lingo_addr}\nupstreams:\n  models:\n    url: http://{mock_addr}\n    speaks: native\n  \
