@@ -161,8 +161,8 @@ type Fields = (Option<HeaderMap>, Option<Box<Raw>>);
 
 /// A head's fields, kept as read (no map: the request's own stays empty, no second one is
 /// made and dropped) or (past `MAX_RAW`, or in a head of 64 KiB or more) in a map, and what
-/// they say about framing; a chunked body's `Content-Length` is left out either
-/// way (RFC 9112 §6.1: it is not the body's).
+/// they say about framing; a chunked body's `Content-Length` is left out either way (RFC 9112
+/// §6.1: it is not the body's).
 fn field_section(bytes: Bytes, spans: &[Span]) -> Result<(Fields, Facts), Refusal> {
     if Raw::fits(spans, &bytes) {
         let facts = Facts::of_spans(&bytes, spans);

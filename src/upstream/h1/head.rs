@@ -211,8 +211,7 @@ pub fn parse_answer(
 
 /// An answer's fields: kept as read when `raw` asks for it and they fit (no map then: lingo
 /// adds its field to the fields read, `Raw::add`), else made into a map, with room for the
-/// fields lingo adds. What they say about
-/// framing is noted in `facts` either way.
+/// fields lingo adds. What they say about framing is noted in `facts` either way.
 fn kept(
     bytes: Bytes,
     spans: &[Span],
