@@ -17,6 +17,8 @@
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use futures_util::TryFutureExt;
+use futures_util::future::Either;
 use hyper::{Request, Response, Uri};
 use tokio::time::Instant;
 
@@ -86,14 +88,17 @@ impl Http1Pool {
         deadline: Instant,
     ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + '_ {
         let req = Outgoing::new(req, &self.address, Some(rules));
-        let idle = self.take();
         let home = Home(Arc::clone(&self.lists));
-        async move {
-            let conn = match idle {
-                Some(conn) => conn,
-                None => self.open(deadline).await?,
-            };
-            Ok(conn.send(req, home, deadline).await?)
+        // An idle connection's sending is returned as it is. One future for both ways held the
+        // request, the idle connection and the rest beside the sending's state for as long
+        // as it ran (1,112 bytes, past the 1 KiB that mimalloc serves on its fast path); the
+        // way that opens a connection, the rarer, is boxed.
+        match self.take() {
+            Some(conn) => Either::Left(conn.send(req, home, deadline).err_into()),
+            None => Either::Right(Box::pin(async move {
+                let conn = self.open(deadline).await?;
+                Ok(conn.send(req, home, deadline).await?)
+            })),
         }
     }
 
