@@ -19,11 +19,11 @@
 //! Knobs (environment): `LINGO_BENCH_SECONDS` per throughput measurement (default 3; 0 runs
 //! only the slow streams), `LINGO_BENCH_ROUNDS` how many interleaved rounds each row's time
 //! is measured in (default 3, see `rows`), `LINGO_BENCH_STREAMS` concurrent slow streams
-//! (default 10000), `LINGO_BENCH_SLOW` one of the three slow runs only (`http/2-http/2`, `http/1.1-http/2`,
-//! `http/1.1-http/1.1`: client side, then upstream side), `LINGO_BENCH_WRAP` a command line to
-//! run lingo under (a profiler: `heaptrack -o /tmp/lingo`), `LINGO_BENCH_BIN` the lingo binary
-//! to measure, as lingo and as the mock backend (default: the release build as shipped, built
-//! by the bench, see `choose_lingo`).
+//! (default 10000), `LINGO_BENCH_SLOW` one of the three slow runs only (`http/2-http/2`,
+//! `http/1.1-http/2`, `http/1.1-http/1.1`: client side, then upstream side),
+//! `LINGO_BENCH_WRAP` a command line to run lingo under (a profiler: `heaptrack -o
+//! /tmp/lingo`), `LINGO_BENCH_BIN` the lingo binary to measure, as lingo and as the mock
+//! backend (default: the release build as shipped, built by the bench, see `choose_lingo`).
 
 #[path = "proxy/nginx.rs"]
 mod nginx;

@@ -126,8 +126,9 @@ impl UpstreamClient {
     /// or `shared::send`'s for a translation, each boxed a request) as much larger.
     ///
     /// `req`'s URI is [`request_uri`]'s (or [`forward_uri`]'s) for this upstream: the origin
-    /// form for lingo's own client, the absolute form for hyper-util's. The head is written and an idle connection taken when
-    /// this is called: await what it returns (dropped unpolled, the connection is closed).
+    /// form for lingo's own client, the absolute form for hyper-util's. The head is written
+    /// and an idle connection taken when this is called: await what it returns (dropped
+    /// unpolled, the connection is closed).
     pub fn send<'a>(
         &'a self,
         upstream: &'a Upstream,
