@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
-use http_body_util::{BodyExt, Empty, Full, Limited};
+use http_body_util::{BodyExt, Full, Limited};
 use pin_project_lite::pin_project;
 
 use crate::base::pinned;
@@ -117,8 +117,10 @@ impl Body {
         self.0.as_mut().raw_mut()
     }
 
+    /// Allocates nothing (its box holds a value of no size): a request's body is taken out
+    /// of it (`mem::take`, leaving this) on every native call that may name an alias.
     pub fn empty() -> Self {
-        Body::new(Empty::<Bytes>::new())
+        Body(Box::pin(Nothing))
     }
 
     pub fn full(bytes: impl Into<Bytes>) -> Self {
@@ -243,6 +245,40 @@ impl<B: http_body::Body<Data = Bytes, Error = BoxError>> http_body::Body for Car
     }
 }
 
+/// See [`Body::empty`]: a body of no size, where [`Carrying`] an empty one is 8 bytes, and
+/// allocated.
+struct Nothing;
+
+impl http_body::Body for Nothing {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Poll::Ready(None)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        true
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(0)
+    }
+}
+
+impl Boxed for Nothing {
+    fn take_raw(self: Pin<&mut Self>) -> Option<Box<Raw>> {
+        None
+    }
+
+    fn raw_mut(self: Pin<&mut Self>) -> Option<&mut Raw> {
+        None
+    }
+}
+
 /// See [`Body::pieces`].
 struct Pieces(VecDeque<Bytes>);
 
@@ -306,6 +342,7 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Prepend<B> {
 
 #[cfg(test)]
 mod tests {
+    use http_body::Body as _;
     use http_body_util::channel::Channel;
 
     use super::*;
@@ -320,6 +357,18 @@ mod tests {
             tx.send_trailers(hyper::HeaderMap::new()).await.unwrap();
         }
         rx
+    }
+
+    /// An empty body ends at once, says so before it is polled (a head then says
+    /// `Content-Length: 0`), and carries no fields.
+    #[tokio::test]
+    async fn an_empty_body_ends_at_once_and_carries_nothing() {
+        let mut empty = Body::empty();
+        assert!(empty.is_end_stream());
+        assert_eq!(empty.size_hint().exact(), Some(0));
+        assert!(empty.take_raw().is_none() && empty.raw_mut().is_none());
+        assert!(empty.frame().await.is_none());
+        assert!(Body::default().is_end_stream());
     }
 
     #[tokio::test]

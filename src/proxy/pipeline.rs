@@ -33,7 +33,7 @@ use crate::table::Route;
 use crate::upstream::headers;
 
 /// [`handle`], boxed: what a connection is given. A connection holds the service's future
-/// while the request is served (1.6 KiB unboxed, in every connection's task for its whole
+/// while the request is served (968 bytes unboxed, in every connection's task for its whole
 /// life); boxed, the request's state is freed at its answer's head and the slot is a pointer.
 pub fn boxed(
     reloader: Arc<Reloader>,
@@ -46,7 +46,9 @@ pub fn boxed(
 /// Serves one request; never fails (errors are answers).
 ///
 /// Not an `async fn`: its state would hold each argument twice (as passed, and the local an
-/// `async fn` moves it to), the request's 240 bytes copied from one to the other.
+/// `async fn` moves it to), the request's 240 bytes copied from one to the other. Everything
+/// but the answer's head and body ends before `prime`'s wait, in a block of its own: held
+/// across it, it put this state past 1 KiB, off mimalloc's fast path.
 #[allow(clippy::manual_async_fn)] // on purpose: see the doc
 pub fn handle(
     reloader: Arc<Reloader>,
@@ -54,60 +56,81 @@ pub fn handle(
     mut req: Request<Body>,
 ) -> impl Future<Output = Response<Body>> + Send {
     async move {
-        // The fields of a request kept as read (`http::h1::raw`) come in its body's box; they are
-        // kept here, beside it, until its answer's head.
-        let kept = req.body_mut().take_raw();
-        let fields = Fields::new(req.headers(), kept.as_deref());
-        let mut arrival = Arrival::new(&req, fields);
-        let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
-        if let Err(why) = framing::check(req.version(), fields) {
-            let response = respond::unframed(why, &arrival, &mut log);
-            return response.map(|body| Body::boxed(Ended::new(body, Record::new(log, None))));
-        }
-        // Admitted or not, lingo's own endpoints are answered (a full listener still says so).
-        let (held, refused) = match conn.gate.admit_request(&conn.activity) {
-            Ok(held) => (Some(held), None),
-            Err(err) => (None, Some(err)),
+        let (head, mut body) = {
+            // The fields of a request kept as read (`http::h1::raw`) come in its body's box;
+            // they are kept here until its run is over (its exchange lends them to the run).
+            let kept = req.body_mut().take_raw();
+            let fields = Fields::new(req.headers(), kept.as_deref());
+            let mut arrival = Arrival::new(&req, fields);
+            let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
+            if let Err(why) = framing::check(req.version(), fields) {
+                let response = respond::unframed(why, &arrival, &mut log);
+                let record = Record::new(log, None);
+                return response.map(|body| Body::boxed(Ended::new(body, record)));
+            }
+            // Admitted or not, lingo's own endpoints are answered (a full listener still says
+            // so).
+            let (held, refused) = match conn.gate.admit_request(&conn.activity) {
+                Ok(held) => (Some(held), None),
+                Err(err) => (None, Some(err)),
+            };
+            let snapshot = reloader.snapshot();
+            let served = (&*reloader, &*snapshot, &*conn, (&req, kept.as_deref()));
+            // Decided by the phases, done here (see `phases`).
+            let result = match phases(served, refused, &mut arrival, &mut log) {
+                Ok(Next::Builtin(builtin)) => {
+                    let answer = builtin.answer(&snapshot, reloader.metrics(), fields);
+                    Box::pin(answer).await
+                }
+                Ok(Next::Run(plan, exchange)) => run::run(plan, &exchange, req).await,
+                Err(err) => Err(err),
+            };
+            let metrics = reloader.metrics();
+            let response = respond::answer(result, metrics, &arrival, &mut log);
+            let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
+            let record = Record::new(log, Some(finish));
+            let (head, mut body) = response.into_parts();
+            let raw = body.take_raw();
+            let make = || Batch::new(Held::new(Ended::new(body, record), held));
+            (head, Body::built(make, raw))
         };
-        let snapshot = reloader.snapshot();
-        let request = (&*reloader, &*snapshot, &*conn, (req, kept.as_deref()));
-        // Not boxed on its own: this whole future is (see [`boxed`]), and freed at the answer's
-        // head.
-        let result = phases(request, refused, &mut arrival, &mut log).await;
-        let metrics = reloader.metrics();
-        let response = respond::answer(result, metrics, &arrival, &mut log);
-        let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
-        let record = Record::new(log, Some(finish));
-        let (head, mut body) = response.into_parts();
-        let raw = body.take_raw();
-        let make = || Batch::new(Held::new(Ended::new(body, record), held));
-        let mut body = Body::built(make, raw);
         body.body().prime().await;
         Response::from_parts(head, body.into_body())
     }
 }
 
-/// A request (and its fields kept as read) and what it is served with.
-type Served<'a> = (
+/// A request (and its fields kept as read, living `'a`) and what it is served with.
+type Served<'a, 'r> = (
     &'a Reloader,
     &'a Snapshot,
     &'a ConnInfo,
-    (Request<Body>, Option<&'a Raw>),
+    (&'r Request<Body>, Option<&'a Raw>),
 );
 
-/// The phases after admission: lingo's own endpoints, then route -> authenticate -> plan ->
-/// run. An error is the answer; `arrival.dialect` says how to tell it.
-async fn phases(
-    (reloader, snapshot, conn, (req, raw)): Served<'_>,
+/// What the phases decided a request is: one of lingo's own endpoints, or a routed request
+/// and how to run it (which takes the request).
+enum Next<'a> {
+    Builtin(Builtin),
+    Run(Plan, Exchange<'a>),
+}
+
+/// The phases after admission: lingo's own endpoints, then route -> authenticate -> plan.
+/// An error is the answer; `arrival.dialect` says how to tell it.
+///
+/// They only decide, and [`handle`] does what they decided: it holds the request, and an
+/// `async` phase given it would hold it too (as passed, and again as moved), putting the
+/// pipeline's state past 1 KiB, off mimalloc's fast path.
+fn phases<'a>(
+    (reloader, snapshot, conn, (req, raw)): Served<'a, '_>,
     refused: Option<ProxyError>,
     arrival: &mut Arrival,
     log: &mut AccessLog,
-) -> Result<Response<Body>, ProxyError> {
+) -> Result<Next<'a>, ProxyError> {
     let on_admin = conn.listener.is_none();
     let path = req.uri().path();
     let fields = Fields::new(req.headers(), raw);
     if let Some(builtin) = Builtin::find(req.method(), path, on_admin, reloader.admin_bound()) {
-        return Box::pin(builtin.answer(snapshot, reloader.metrics(), fields)).await;
+        return Ok(Next::Builtin(builtin));
     }
     if let Some(refused) = refused {
         return Err(refused);
@@ -119,18 +142,11 @@ async fn phases(
             path: format!("{path} (this is the admin listener)"),
         });
     }
-    let (route, path) = route(snapshot, &req, arrival, log)?;
-    let upgrade = authenticate(snapshot, &req, fields, log)?;
-    let exchange = Exchange::new(
-        snapshot,
-        conn,
-        (route, &path),
-        (&req, raw),
-        arrival,
-        upgrade,
-    );
-    let plan = Plan::decide(&exchange, &req)?;
-    run::run(plan, &exchange, req).await
+    let (route, path) = route(snapshot, req, arrival, log)?;
+    let upgrade = authenticate(snapshot, req, fields, log)?;
+    let exchange = Exchange::new(snapshot, conn, (route, &path), (req, raw), arrival, upgrade);
+    let plan = Plan::decide(&exchange, req)?;
+    Ok(Next::Run(plan, exchange))
 }
 
 /// Normalises the path and finds its route; from here on errors are told in its dialect.
