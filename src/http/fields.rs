@@ -8,7 +8,7 @@
 //! puts them in the request's map first (`Raw::fill_map`).
 
 use hyper::HeaderMap;
-use hyper::header::{HeaderName, HeaderValue};
+use hyper::header::{CONTENT_LENGTH, HOST, HeaderName, HeaderValue};
 
 use crate::http::h1::raw::Raw;
 
@@ -36,6 +36,22 @@ impl<'a> Fields<'a> {
         match self {
             Fields::Map(map) => map.get(name).map(HeaderValue::as_bytes),
             Fields::Raw(raw) => raw.get(name),
+        }
+    }
+
+    /// The value of the first `Content-Length`.
+    pub fn content_length(self) -> Option<&'a [u8]> {
+        match self {
+            Fields::Map(map) => map.get(CONTENT_LENGTH).map(HeaderValue::as_bytes),
+            Fields::Raw(raw) => raw.declared_length(),
+        }
+    }
+
+    /// The first `Host`, as a map's value (sharing its bytes).
+    pub fn host(self) -> Option<HeaderValue> {
+        match self {
+            Fields::Map(map) => map.get(HOST).cloned(),
+            Fields::Raw(raw) => raw.shared(raw.host()?),
         }
     }
 
@@ -125,7 +141,14 @@ mod tests {
             let connection = fields.get(&hyper::header::CONNECTION);
             assert_eq!(connection, Some(&b"upgrade"[..]));
             assert_eq!(fields.wire_len(), SECTION.len() - 2);
+            assert_eq!(fields.host(), Some(HeaderValue::from_static("a")));
+            assert_eq!(fields.content_length(), None);
         }
+        let sized = raw::read("Host: b\r\nContent-Length: 7\r\ncontent-length: 8\r\n\r\n");
+        assert_eq!(Fields::Raw(&sized).content_length(), Some(&b"7"[..]));
+        let mut map = HeaderMap::new();
+        sized.fill_map(&mut map);
+        assert_eq!(Fields::from(&map).content_length(), Some(&b"7"[..]));
         assert!(Fields::from(&empty).is_empty());
     }
 

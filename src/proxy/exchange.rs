@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hyper::header::{HOST, HeaderValue};
+use hyper::header::HeaderValue;
 use hyper::{HeaderMap, Request};
 
 use crate::base::dialect::{self, Dialect};
@@ -102,7 +102,7 @@ impl<'a> Exchange<'a> {
             path_and_query.push_str(query);
         }
         let fields = Fields::new(req.headers(), raw);
-        let client_host = fields.value(&HOST).or_else(|| {
+        let client_host = fields.host().or_else(|| {
             let authority = req.uri().authority()?;
             HeaderValue::from_str(authority.as_str()).ok()
         });

@@ -4,7 +4,6 @@
 //! path it has no translator for) is refused here.
 
 use hyper::Request;
-use hyper::header::CONTENT_LENGTH;
 
 use super::exchange::Exchange;
 use crate::base::dialect::Dialect;
@@ -45,9 +44,9 @@ impl Plan {
     pub fn decide(x: &Exchange<'_>, req: &Request<Body>) -> Result<Plan, ProxyError> {
         let (route, upstream, path) = (x.route, x.upstream, x.path());
         let endpoint = translate::endpoint(route.speaks, upstream.speaks, path);
-        if (route.speaks, upstream.speaks) == (Dialect::Native, Dialect::Chat)
-            && is_model_management(path)
-        {
+        // Asked once: every native request asks.
+        let managing = is_model_management(path);
+        if (route.speaks, upstream.speaks) == (Dialect::Native, Dialect::Chat) && managing {
             return Err(ProxyError::NoModelManagement {
                 path: path.to_owned(),
             });
@@ -60,7 +59,7 @@ impl Plan {
                 upstream: upstream.speaks,
             });
         }
-        refuse(x, req)?;
+        refuse(x, req, managing)?;
         let native = route.speaks == Dialect::Native && upstream.speaks == Dialect::Native;
         let table = &x.snapshot.table;
         Ok(match endpoint {
@@ -77,19 +76,16 @@ impl Plan {
     }
 }
 
-/// What the route itself refuses: model management where it is not allowed, and a body
-/// declared larger than the route takes.
-fn refuse(x: &Exchange<'_>, req: &Request<Body>) -> Result<(), ProxyError> {
-    if x.upstream.speaks == Dialect::Native
-        && !x.route.allow_model_management
-        && is_model_management(x.path())
-    {
+/// What the route itself refuses: model management (`managing`) where it is not allowed,
+/// and a body declared larger than the route takes.
+fn refuse(x: &Exchange<'_>, req: &Request<Body>, managing: bool) -> Result<(), ProxyError> {
+    if x.upstream.speaks == Dialect::Native && !x.route.allow_model_management && managing {
         return Err(ProxyError::ModelManagement {
             path: x.path().to_owned(),
         });
     }
     let declared = Fields::new(req.headers(), x.raw_fields)
-        .get(&CONTENT_LENGTH)
+        .content_length()
         .and_then(parse_length);
     if declared.is_some_and(|len| len > x.route.max_body) {
         return Err(ProxyError::BodyTooLarge {

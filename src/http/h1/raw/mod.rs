@@ -26,7 +26,7 @@
 
 use bytes::Bytes;
 use hyper::HeaderMap;
-use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HeaderName, HeaderValue};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HOST, HeaderName, HeaderValue};
 
 use super::fields::Span;
 use crate::base::pinned;
@@ -62,6 +62,10 @@ pub struct Raw {
     passed: Bits,
     /// The first `Content-Length` passed on.
     length: Option<u8>,
+    /// The first `Content-Length` read (passed on or not): what a request declares.
+    declared: Option<u8>,
+    /// The first `Host` read: where a request is addressed.
+    host: Option<u8>,
     /// Bit `i`: field `i` is a `Content-Length` passed on.
     lengths: Bits,
     /// Bit `i`: field `i` is a `Date` passed on.
@@ -89,6 +93,8 @@ impl Raw {
             len: 0,
             passed: 0,
             length: None,
+            declared: None,
+            host: None,
             lengths: 0,
             dates: 0,
             added: None,
@@ -106,6 +112,11 @@ impl Raw {
                 value: at(value),
             };
             raw.len += 1;
+            if length && raw.declared.is_none() {
+                raw.declared = Some(i as u8);
+            } else if raw.host.is_none() && is(read, &HOST) {
+                raw.host = Some(i as u8);
+            }
             connection |= is(read, &CONNECTION);
             if hop::is_hop_by_hop(read) {
                 continue;
@@ -274,6 +285,18 @@ impl Raw {
     /// The value of the first `Content-Length` passed on.
     pub fn length(&self) -> Option<&[u8]> {
         self.length.map(|i| self.value(usize::from(i)))
+    }
+
+    /// The value of the first `Content-Length` read, passed on or not: `get(CONTENT_LENGTH)`
+    /// without looking (every request's size is checked against its route's limit).
+    pub fn declared_length(&self) -> Option<&[u8]> {
+        self.declared.map(|i| self.value(usize::from(i)))
+    }
+
+    /// The value of the first `Host` read: `get(HOST)` without looking (every request's is
+    /// forwarded as `X-Forwarded-Host`).
+    pub fn host(&self) -> Option<&[u8]> {
+        self.host.map(|i| self.value(usize::from(i)))
     }
 
     /// How many fields were read, hop-by-hop ones too (not one added: so for what follows).

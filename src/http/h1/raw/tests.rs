@@ -85,6 +85,13 @@ fn the_fields_passed_on_are_the_maps() {
         let raw = read(section);
         let length = map.get(CONTENT_LENGTH).map(HeaderValue::as_bytes);
         assert_eq!(raw.length(), length, "{section:?}");
+        // What a request declares: the first read, passed on or not.
+        assert_eq!(
+            raw.declared_length(),
+            raw.get(&CONTENT_LENGTH),
+            "{section:?}"
+        );
+        assert_eq!(raw.host(), raw.get(&hyper::header::HOST), "{section:?}");
         let dated = raw.each_but_length(|name, _| assert!(!is(name, &CONTENT_LENGTH)));
         assert_eq!(dated, map.contains_key(DATE), "{section:?}");
         let mut made = HeaderMap::new();
