@@ -108,8 +108,12 @@ where
     // Each step consumes what the one before made, so that nothing of a request (its head,
     // its answer's fields) stays in the connection's state while its answer streams.
     loop {
-        let Some(head) = read_head(&wire, limits, &closing).await? else {
-            return Ok(());
+        // Polled here, not in a function of its own: a head is ~250 bytes, and each `async`
+        // layer it came out of, and each `?`, copied it once more.
+        let head = match poll_fn(|cx| next_head(&wire, limits, &closing, cx)).await {
+            Ok(Some(head)) => head,
+            Ok(None) => return Ok(()),
+            Err(failed) => return Err(fail(&wire, failed).await),
         };
         let (answer, asked, handover) = begin(&wire, head, &mut service, &closing);
         let Some(response) = watching(&wire, answer).await else {
@@ -133,23 +137,18 @@ where
     }
 }
 
-/// The next request's head (`None`: the client closed between requests, or a graceful close
-/// was asked for); a head that cannot be read is answered and ends the connection.
-async fn read_head<I>(
-    wire: &Shared<I>,
-    limits: Limits,
-    closing: &AtomicBool,
-) -> Result<Option<Head>, BoxError>
+/// Why no request came, as the connection's error: a head that cannot be read is answered
+/// first, and the connection ends.
+async fn fail<I>(wire: &Shared<I>, failed: Failed) -> BoxError
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    match poll_fn(|cx| next_head(wire, limits, closing, cx)).await {
-        Ok(head) => Ok(head),
-        Err(Failed::Refused(refusal)) => {
+    match failed {
+        Failed::Refused(refusal) => {
             refuse(wire, &refusal).await;
-            Err(refusal.into())
+            refusal.into()
         }
-        Err(Failed::Io(err)) => Err(err.into()),
+        Failed::Io(err) => err.into(),
     }
 }
 
