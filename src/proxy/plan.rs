@@ -44,9 +44,9 @@ impl Plan {
     pub fn decide(x: &Exchange<'_>, req: &Request<Body>) -> Result<Plan, ProxyError> {
         let (route, upstream, path) = (x.route, x.upstream, x.path());
         let endpoint = translate::endpoint(route.speaks, upstream.speaks, path);
-        // Asked once: every native request asks.
-        let managing = is_model_management(path);
-        if (route.speaks, upstream.speaks) == (Dialect::Native, Dialect::Chat) && managing {
+        if (route.speaks, upstream.speaks) == (Dialect::Native, Dialect::Chat)
+            && is_model_management(path)
+        {
             return Err(ProxyError::NoModelManagement {
                 path: path.to_owned(),
             });
@@ -59,7 +59,7 @@ impl Plan {
                 upstream: upstream.speaks,
             });
         }
-        refuse(x, req, managing)?;
+        refuse(x, req)?;
         let native = route.speaks == Dialect::Native && upstream.speaks == Dialect::Native;
         let table = &x.snapshot.table;
         Ok(match endpoint {
@@ -76,10 +76,13 @@ impl Plan {
     }
 }
 
-/// What the route itself refuses: model management (`managing`) where it is not allowed,
-/// and a body declared larger than the route takes.
-fn refuse(x: &Exchange<'_>, req: &Request<Body>, managing: bool) -> Result<(), ProxyError> {
-    if x.upstream.speaks == Dialect::Native && !x.route.allow_model_management && managing {
+/// What the route itself refuses: model management where it is not allowed, and a body
+/// declared larger than the route takes.
+fn refuse(x: &Exchange<'_>, req: &Request<Body>) -> Result<(), ProxyError> {
+    if x.upstream.speaks == Dialect::Native
+        && !x.route.allow_model_management
+        && is_model_management(x.path())
+    {
         return Err(ProxyError::ModelManagement {
             path: x.path().to_owned(),
         });

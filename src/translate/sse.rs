@@ -64,8 +64,9 @@ pub fn room(head: usize, framer: &LineFramer) -> usize {
 /// "choices":`. Made once per stream, not once per token; written in place, keys as
 /// literals (serde_json's writing, from an empty vector, was ~3,000 instructions a stream).
 pub fn chunk_head(meta: &Meta, object: &'static str) -> Vec<u8> {
+    // The keys and punctuation are 83 bytes, `created` at most 20 digits.
     let known = meta.id.len() + object.len() + meta.model.len() + FINGERPRINT.len();
-    let mut out = Vec::with_capacity(known + 96);
+    let mut out = Vec::with_capacity(known + 103);
     str_field(&mut out, b"data: {\"id\":", Some(&meta.id));
     str_field(&mut out, b",\"object\":", Some(object));
     field(&mut out, b",\"created\":", &meta.created);
