@@ -73,6 +73,7 @@ pub fn chunk_head(meta: &Meta, object: &'static str) -> Vec<u8> {
     str_field(&mut out, b",\"model\":", Some(&meta.model));
     str_field(&mut out, b",\"system_fingerprint\":", Some(FINGERPRINT));
     out.extend_from_slice(b",\"choices\":");
+    // Left open: each chunk's choices and its own `}` follow.
     out
 }
 
