@@ -60,7 +60,11 @@ fn not_an_object() -> Refusal {
 pub fn model(body: &Object) -> Result<String, Refusal> {
     match body.get("model") {
         Some(Json::Str(m)) if !m.trim().is_empty() => Ok(m.as_ref().to_owned()),
-        _ => Err(err("model", "you must provide a model parameter")),
+        None | Some(Json::Null | Json::Str(_)) => {
+            Err(err("model", "you must provide a model parameter"))
+        }
+        // Told apart from a missing one: the client sent a model, of the wrong type.
+        Some(_) => Err(err("model", "model must be a string")),
     }
 }
 

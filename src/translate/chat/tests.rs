@@ -140,7 +140,25 @@ fn refusals_name_their_param() {
         br#"{"messages":[{"role":"user","content":"x"}]}"#,
         &RouteDefaults::default(),
     );
-    assert_eq!(missing_model.unwrap_err().param, Some("model"));
+    let missing_model = missing_model.unwrap_err();
+    assert_eq!(missing_model.param, Some("model"));
+    assert_eq!(missing_model.message, "you must provide a model parameter");
+    for model in [json!(""), json!(" "), json!(null)] {
+        let err = translate(with(json!({ "model": model }))).unwrap_err();
+        assert_eq!(err.message, "you must provide a model parameter", "{model}");
+    }
+    for model in [
+        json!(1),
+        json!(["gpt-4o-mini"]),
+        json!({"id": "x"}),
+        json!(true),
+    ] {
+        let err = translate(with(json!({ "model": model }))).unwrap_err();
+        assert_eq!(
+            (err.param, &*err.message),
+            (Some("model"), "model must be a string")
+        );
+    }
 }
 
 #[test]

@@ -57,7 +57,9 @@ pub fn object(body: &[u8]) -> Result<(Map<String, Value>, String), Refusal> {
             let model = m.clone();
             Ok((map, model))
         }
-        _ => Err(Refusal::bad("model is required")),
+        None | Some(Value::Null | Value::String(_)) => Err(Refusal::bad("model is required")),
+        // Told apart from a missing one: the client sent a model, of the wrong type.
+        Some(_) => Err(Refusal::bad("model must be a string")),
     }
 }
 

@@ -139,6 +139,8 @@ fn chat_refusals() {
         ("[]", "must be a JSON object"),
         ("{", "not valid JSON"),
         (r#"{"messages":[]}"#, "model is required"),
+        (r#"{"model":" ","messages":[]}"#, "model is required"),
+        (r#"{"model":1,"messages":[]}"#, "model must be a string"),
         (
             r#"{"model":"m","messages":{}}"#,
             "messages must be an array",
