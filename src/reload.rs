@@ -302,3 +302,64 @@ fn spawn_sighup(tx: mpsc::UnboundedSender<&'static str>) {
 
 #[cfg(not(unix))]
 fn spawn_sighup(_tx: mpsc::UnboundedSender<&'static str>) {}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::sync::mpsc;
+    use tokio::time::Instant;
+
+    use super::*;
+
+    /// Runs [`settle`] with events sent every `every` (for ever, or until `sighup_at`, when a
+    /// SIGHUP is sent): what it settled for, and after how long. Time is tokio's, paused: the
+    /// figures are exact, not measured.
+    async fn settled(
+        every: Option<Duration>,
+        sighup_at: Option<Duration>,
+    ) -> (&'static str, Duration) {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let start = Instant::now();
+        tokio::spawn(async move {
+            loop {
+                let next = every.unwrap_or(Duration::from_secs(3600));
+                tokio::time::sleep(next).await;
+                let at = start.elapsed();
+                let what = match sighup_at {
+                    Some(sighup) if at >= sighup => SIGHUP,
+                    _ => FILE_CHANGED,
+                };
+                if tx.send(what).is_err() {
+                    return;
+                }
+            }
+        });
+        // Bounded, so that a debounce that never ends fails the test instead of hanging it.
+        let settling = tokio::time::timeout(Duration::from_secs(60), settle(&mut rx, FILE_CHANGED));
+        let why = settling.await.expect("settled within a minute");
+        (why, start.elapsed())
+    }
+
+    /// A single event's reload waits for the quiet time only.
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_directory_settles_after_the_quiet_time() {
+        assert_eq!(settled(None, None).await, (FILE_CHANGED, DEBOUNCE));
+    }
+
+    /// Events that keep coming, each within the quiet time of the last, hold a reload back
+    /// no longer than the cap: then it goes ahead.
+    #[tokio::test(start_paused = true)]
+    async fn endless_events_hold_a_reload_back_no_longer_than_the_cap() {
+        let every = Some(DEBOUNCE / 2);
+        assert_eq!(settled(every, None).await, (FILE_CHANGED, DEBOUNCE_AT_MOST));
+    }
+
+    /// A SIGHUP during the wait ends it, and the reload is forced.
+    #[tokio::test(start_paused = true)]
+    async fn a_sighup_ends_the_wait() {
+        let sighup_at = Duration::from_millis(500);
+        let (why, after) = settled(Some(DEBOUNCE / 2), Some(sighup_at)).await;
+        assert_eq!((why, after), (SIGHUP, sighup_at));
+    }
+}
