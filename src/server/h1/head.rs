@@ -15,7 +15,7 @@ use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
 use crate::http::h1::fields::{Facts, STACK_SPANS, Span, push_decimal, spans, to_map};
-use crate::http::h1::raw::{Raw, set_in};
+use crate::http::h1::raw::{Raw, Section, set_in};
 
 /// Fields read without taking room on the heap: the connection's backstop under the default
 /// table (twice `limits.max_headers`' 100, see `server::protocol`), so that a head under the
@@ -156,14 +156,11 @@ fn malformed(err: impl std::fmt::Display) -> Refusal {
     Refusal::Malformed(err.to_string())
 }
 
-/// A head's fields: in a map, or kept as read.
-type Fields = (Option<HeaderMap>, Option<Box<Raw>>);
-
 /// A head's fields, kept as read (no map: the request's own stays empty, no second one is
 /// made and dropped) or (past `MAX_RAW`, or in a head of 64 KiB or more) in a map, and what
 /// they say about framing; a chunked body's `Content-Length` is left out either way (RFC 9112
 /// §6.1: it is not the body's).
-fn field_section(bytes: Bytes, spans: &[Span]) -> Result<(Fields, Facts), Refusal> {
+fn field_section(bytes: Bytes, spans: &[Span]) -> Result<(Section, Facts), Refusal> {
     if Raw::fits(spans, &bytes) {
         let facts = Facts::of_spans(&bytes, spans);
         let raw = Raw::new(bytes, spans, facts.chunked.is_some());

@@ -14,7 +14,7 @@ use crate::http::h1::decode::{Chunk, Decoder};
 use crate::http::h1::fields::{
     ANSWER_ADDS, Facts, FieldError, STACK_SPANS, Span, push_decimal, spans, to_map,
 };
-use crate::http::h1::raw::Raw;
+use crate::http::h1::raw::{Raw, Section};
 use crate::http::hop::connection_named;
 use crate::upstream::headers::Forwarding;
 
@@ -212,12 +212,7 @@ pub fn parse_answer(
 /// An answer's fields: kept as read when `raw` asks for it and they fit (no map then: lingo
 /// adds its field to the fields read, `Raw::add`), else made into a map, with room for the
 /// fields lingo adds. What they say about framing is noted in `facts` either way.
-fn kept(
-    bytes: Bytes,
-    spans: &[Span],
-    raw: bool,
-    facts: &mut Facts,
-) -> Result<(Option<HeaderMap>, Option<Box<Raw>>), HeadError> {
+fn kept(bytes: Bytes, spans: &[Span], raw: bool, facts: &mut Facts) -> Result<Section, HeadError> {
     if raw && Raw::fits(spans, &bytes) {
         *facts = Facts::of_spans(&bytes, spans);
         let raw = Raw::new(bytes, spans, facts.chunked.is_some());

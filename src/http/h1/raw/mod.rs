@@ -36,6 +36,10 @@ use crate::http::hop::{self, is};
 /// its own); a head with more is made into a map. (The official SDKs send up to 17 fields.)
 pub const MAX_RAW: usize = 32;
 
+/// A head's fields as its parser hands them on: in a map (`Some` map, no `Raw`), or kept as
+/// read (no map, so that none is made only to be dropped beside the message's own).
+pub type Section = (Option<HeaderMap>, Option<Box<Raw>>);
+
 /// One bit per field.
 type Bits = u32;
 
