@@ -27,7 +27,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use crate::base::{clock, pinned, worker};
 use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::{Body, BoxError};
-use crate::http::idle::IdleTimeout;
+use crate::http::idle::{Idle, IdleTimeout};
 use crate::mock::{self, knobs::Knobs};
 use crate::table::{Target, Upstream};
 use headers::Forwarding;
@@ -117,7 +117,9 @@ impl UpstreamClient {
     }
 
     /// Sends a request, its fields forwarded by `rules`, and waits for the answer's head,
-    /// within the first-byte limit.
+    /// within the first-byte limit. The answer's body fails with `http::idle::IdleTimeout`
+    /// when the upstream sends nothing for its idle limit (lingo's own client times that on
+    /// the connection's timer; the others' bodies are wrapped in `http::idle::Idle`).
     ///
     /// Every sending is boxed; lingo's own pool's is built in its box (`base::pinned`),
     /// only timed and its error told. Returned by value, it was copied whole (1.1 KiB) twice
@@ -136,7 +138,7 @@ impl UpstreamClient {
         rules: &Forwarding<'_>,
         body_limit: u64,
     ) -> Sending<'a> {
-        let limit = upstream.timeouts.first_byte;
+        let (limit, idle) = (upstream.timeouts.first_byte, upstream.timeouts.idle);
         let clients = match self {
             UpstreamClient::Http {
                 pool: Pool::Lean(pool),
@@ -146,7 +148,7 @@ impl UpstreamClient {
                 // applies the header rules as it writes the fields.
                 // The deadline is timed by the connection (`h1::deadline`).
                 return pinned::boxed(|| {
-                    let sending = pool.send(req, rules, clock::after(limit));
+                    let sending = pool.send(req, rules, clock::after(limit), idle);
                     sending.map(move |sent| told(upstream, sent, body_limit))
                 });
             }
@@ -156,15 +158,16 @@ impl UpstreamClient {
             } => clients,
             UpstreamClient::Mock(knobs) => {
                 headers::to_upstream(req.headers_mut(), rules);
-                return Box::pin(send_to_mock(upstream, knobs, req, body_limit));
+                let sending = send_to_mock(upstream, knobs, req, body_limit);
+                return Box::pin(sending.map(move |sent| sent.map(|r| idle_timed(r, idle))));
             }
         };
         headers::to_upstream(req.headers_mut(), rules);
         // hyper-util's client needs the absolute form (`request_uri` gives it).
         debug_assert!(req.uri().scheme().is_some(), "{}", req.uri());
         let client = &clients[worker::slot() % clients.len()];
-        let sending = client.request(req).map(|sent| match sent {
-            Ok(response) => Ok(response.map(Body::new)),
+        let sending = client.request(req).map(move |sent| match sent {
+            Ok(response) => Ok(idle_timed(response, idle)),
             Err(err) => Err(BoxError::from(err)),
         });
         let timed = tokio::time::timeout_at(clock::after(limit), sending).map(move |sent| {
@@ -178,6 +181,15 @@ impl UpstreamClient {
 /// A sending, boxed (see [`UpstreamClient::send`]).
 pub type Sending<'a> =
     Pin<Box<dyn Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a>>;
+
+/// `response`, its body failing when nothing comes for `idle` (`http::idle::Idle`).
+fn idle_timed<B>(response: Response<B>, idle: Duration) -> Response<Body>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    response.map(|body| Body::boxed(Idle::new(body, idle)))
+}
 
 /// What a timed sending came to: its answer, or why there is none.
 fn told(

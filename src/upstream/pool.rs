@@ -76,7 +76,8 @@ impl Http1Pool {
 
     /// Sends `req` (its URI's path and query go on the request line) and waits for the
     /// answer's head until `deadline` (the first-byte limit: `h1::SendError::FirstByte` past
-    /// it). The answer's body returns the connection to this thread's list at its end.
+    /// it). The answer's body fails when nothing comes for `idle`, and returns the connection
+    /// to this thread's list at its end.
     ///
     /// The head is written, and an idle connection taken, before the returned future: it
     /// holds what the sending needs, not the request (see [`Outgoing`]). Dropped without
@@ -86,6 +87,7 @@ impl Http1Pool {
         req: Request<Body>,
         rules: &Forwarding<'_>,
         deadline: Instant,
+        idle: Duration,
     ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + '_ {
         let req = Outgoing::new(req, &self.address, Some(rules));
         let home = Home(Arc::clone(&self.lists));
@@ -94,10 +96,10 @@ impl Http1Pool {
         // as it ran (1,112 bytes, past the 1 KiB that mimalloc serves on its fast path); the
         // way that opens a connection, the rarer, is boxed.
         match self.take() {
-            Some(conn) => Either::Left(conn.send(req, home, deadline).err_into()),
+            Some(conn) => Either::Left(conn.send(req, home, deadline, idle).err_into()),
             None => Either::Right(Box::pin(async move {
                 let conn = self.open(deadline).await?;
-                Ok(conn.send(req, home, deadline).await?)
+                Ok(conn.send(req, home, deadline, idle).await?)
             })),
         }
     }

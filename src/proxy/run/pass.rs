@@ -13,7 +13,6 @@ use hyper::{Request, Response, Version};
 
 use crate::error::ProxyError;
 use crate::http::body::{Body, BoxError, Prepend, materialize};
-use crate::http::idle::Idle;
 use crate::http::redact::{Redacting, redact_headers};
 use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
@@ -83,10 +82,9 @@ where
         if failed && call.upstream.auth.is_some() {
             materialize(&mut response); // redacted below
         }
-        let (mut parts, mut body) = response.into_parts();
+        // Its body is idle-timed by the sending (`UpstreamClient::send`).
+        let (mut parts, body) = response.into_parts();
         headers::to_client(&mut parts.headers, false);
-        let raw = body.take_raw();
-        let body = Idle::new(body, call.upstream.timeouts.idle);
         if let Some(auth) = &call.upstream.auth
             && failed
         {
@@ -100,11 +98,11 @@ where
             // Boxed (web-data JSON answers only): its state would otherwise be in every
             // pass-through's, and `rename::handle`'s, which awaits one for every native call
             // on a table with aliases, past mimalloc's 1 KiB fast path.
-            let rebase = Box::pin(rebase_answer(call, &mut parts.headers, Box::pin(body)));
+            let rebase = Box::pin(rebase_answer(call, &mut parts.headers, body));
             let body = rebase.await?;
             return Ok(Response::from_parts(parts, body));
         }
-        Ok(Response::from_parts(parts, Body::carrying(body, raw)))
+        Ok(Response::from_parts(parts, body))
     }
 }
 

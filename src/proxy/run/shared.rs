@@ -9,7 +9,6 @@ use hyper::{Method, Request, Response, StatusCode, Version};
 use crate::error::ProxyError;
 use crate::http::body::{Body, materialize, read_all};
 use crate::http::fields::Fields;
-use crate::http::idle::Idle;
 use crate::observe::RequestStats;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
@@ -104,12 +103,10 @@ pub async fn send(
         Fields::Raw(raw) => rules.raw_fields = Some(raw),
     }
     let waiting = call.stats.waiting();
+    // Its body is idle-timed by the sending (`UpstreamClient::send`).
     let response = client.send(upstream, request, &rules, u64::MAX).await;
     drop(waiting);
-    let mut response = response?;
-    let idle = upstream.timeouts.idle;
-    let raw = response.body_mut().take_raw();
-    Ok(response.map(|body| Body::carrying(Idle::new(body, idle), raw)))
+    response
 }
 
 /// Turns a native error answer (any non-2xx) into the error the client sees.

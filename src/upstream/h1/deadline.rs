@@ -1,4 +1,5 @@
-//! The first-byte deadline, timed by one timer a connection keeps from request to request.
+//! The first-byte deadline, then the idle limit between the answer's frames, timed by one
+//! timer a connection keeps from request to request.
 //!
 //! A `tokio::time::Timeout` around each request put a timer into tokio's wheel and took it
 //! out again: ~700 instructions of a whole pass-through's ~24,000 (callgrind, the timeout
@@ -6,7 +7,9 @@
 //! sleep, set for an earlier request's (earlier) deadline, is moved on when it fires, at most
 //! once per limit, as lingo's client connections' timers are (`limits::activity`). It is
 //! polled only where sending or reading the head would wait (`Conn::poll_fill_by_deadline`,
-//! the upload's `refused`): a whole pass-through costs 415 instructions (1.7%) less. A sleep
+//! the upload's `refused`): a whole pass-through costs 415 instructions (1.7%) less. Once
+//! the head is read, the deadline is the end of the idle limit, moved on by each frame of
+//! the answer ([`Deadline::renew`]) and polled where its body would wait. A sleep
 //! fires on the runtime it was made on, so one is kept only on a worker thread
 //! (`base::worker`), whose connections stay on it; elsewhere (`LINGO_WORKERS=0`, the control
 //! runtime) each request makes its own, in a box of its own, as the timeout did.
@@ -45,6 +48,12 @@ impl Deadline {
         {
             self.sleep = None;
         }
+    }
+
+    /// A later deadline of the same request (an answer's frame came: the idle limit runs
+    /// from it), only noted: the sleep, set for the earlier one, moves on when it fires.
+    pub fn renew(&mut self, at: Instant) {
+        self.at = Some(at);
     }
 
     /// Ready once the deadline set has passed (never, with none set).

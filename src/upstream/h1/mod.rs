@@ -12,7 +12,8 @@
 //!   answer's body is framed (pure; the fields and the body's decoding are `http::h1`'s);
 //! - [`upload`]: writing the request's body, watching for an answer that comes before its end;
 //! - [`dial`]: a host's addresses tried with happy eyeballs;
-//! - [`deadline`]: the first-byte deadline, on a timer each connection keeps.
+//! - [`deadline`]: the first-byte deadline, then the idle limit between the answer's frames,
+//!   on a timer each connection keeps.
 //!
 //! What is not here: upgrades (a WebSocket goes through hyper's client), HTTP/2, TLS.
 
@@ -33,9 +34,11 @@ use hyper::{HeaderMap, Method, Request, Response};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use crate::base::clock;
 use crate::http::body::{Body, BoxError};
 use crate::http::h1::decode::{Decoded, Decoder};
 use crate::http::h1::read::{MIN_READ, Reads, release_room};
+use crate::http::idle::IdleTimeout;
 use crate::upstream::headers::Forwarding;
 use deadline::Deadline;
 pub use head::HeadError;
@@ -140,12 +143,15 @@ impl Conn {
 
     /// Sends a request whose head is written ([`Outgoing`]) and reads the answer's head by
     /// `deadline` (else [`SendError::FirstByte`]); the answer's body reads the rest from this
-    /// connection, and gives it to `home` if it can carry another request.
+    /// connection, failing with [`IdleTimeout`] when nothing comes for `idle` (between two
+    /// frames, or from the head to the first), and gives the connection to `home` if it can
+    /// carry another request.
     pub async fn send<H: Home>(
         mut self,
         req: Outgoing,
         home: H,
         deadline: Instant,
+        idle: Duration,
     ) -> Result<Response<Body>, SendError> {
         let Outgoing {
             out,
@@ -161,12 +167,16 @@ impl Conn {
         // An answer that came before the request's end leaves the request's rest unsent: the
         // connection cannot carry another.
         let keep_alive = head.keep_alive && sent == upload::Sent::All;
+        // From here the timer times the silences of the answer's body: an `Idle` wrapper
+        // around it was a box, a timer and a layer more for every frame.
+        self.deadline.set(clock::after(idle));
         let body = Answer {
             conn: Some(self),
             decoder: head.body,
             keep_alive,
             home: Some(home),
             trailers: None,
+            idle,
         };
         let mut response = Response::new(Body::carrying(body, head.raw));
         *response.status_mut() = head.status;
@@ -238,6 +248,8 @@ struct Answer<H: Home> {
     home: Option<H>,
     /// Trailers decoded while joining the chunks before them, for the next poll.
     trailers: Option<Box<HeaderMap>>,
+    /// The longest silence allowed between two frames (the connection's timer times it).
+    idle: Duration,
 }
 
 impl<H: Home> Answer<H> {
@@ -294,6 +306,49 @@ impl<H: Home> Answer<H> {
         joined.freeze()
     }
 
+    /// The next frame, read from the connection as far as it has one; while nothing comes,
+    /// the idle limit may pass ([`IdleTimeout`], the connection closed).
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(fields) = self.trailers.take() {
+            return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
+        }
+        loop {
+            let Some(conn) = self.conn.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match self.decoder.decode(&mut conn.buf) {
+                Ok(Decoded::Data(data)) => {
+                    return Poll::Ready(Some(Ok(Frame::data(self.join(data)))));
+                }
+                Ok(Decoded::Trailers(fields)) => {
+                    return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
+                }
+                Ok(Decoded::End) => {
+                    self.finish();
+                    return Poll::Ready(None);
+                }
+                Ok(Decoded::More) => {}
+                Err(err) => return self.fail(err),
+            }
+            let filled = match conn.poll_fill(cx) {
+                Poll::Ready(filled) => filled,
+                Poll::Pending => {
+                    conn.release_room();
+                    ready!(conn.deadline.poll_passed(cx));
+                    return self.fail(IdleTimeout(self.idle));
+                }
+            };
+            match filled {
+                Ok(0) => match self.decoder.closed() {
+                    Ok(()) => self.keep_alive = false,
+                    Err(err) => return self.fail(err),
+                },
+                Ok(_) => {}
+                Err(err) => return self.fail(err),
+            }
+        }
+    }
+
     fn fail(&mut self, err: impl Into<BoxError>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         self.conn = None;
         Poll::Ready(Some(Err(err.into())))
@@ -319,43 +374,12 @@ impl<H: Home> http_body::Body for Answer<H> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
-        if let Some(fields) = this.trailers.take() {
-            return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
+        let polled = this.poll_next(cx);
+        if let (Poll::Ready(Some(Ok(_))), Some(conn)) = (&polled, this.conn.as_mut()) {
+            // Only a frame ends a silence (after the end or an error, nothing is awaited).
+            conn.deadline.renew(clock::after(this.idle));
         }
-        loop {
-            let Some(conn) = this.conn.as_mut() else {
-                return Poll::Ready(None);
-            };
-            match this.decoder.decode(&mut conn.buf) {
-                Ok(Decoded::Data(data)) => {
-                    return Poll::Ready(Some(Ok(Frame::data(this.join(data)))));
-                }
-                Ok(Decoded::Trailers(fields)) => {
-                    return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
-                }
-                Ok(Decoded::End) => {
-                    this.finish();
-                    return Poll::Ready(None);
-                }
-                Ok(Decoded::More) => {}
-                Err(err) => return this.fail(err),
-            }
-            let filled = match conn.poll_fill(cx) {
-                Poll::Ready(filled) => filled,
-                Poll::Pending => {
-                    conn.release_room();
-                    return Poll::Pending;
-                }
-            };
-            match filled {
-                Ok(0) => match this.decoder.closed() {
-                    Ok(()) => this.keep_alive = false,
-                    Err(err) => return this.fail(err),
-                },
-                Ok(_) => {}
-                Err(err) => return this.fail(err),
-            }
-        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

@@ -74,6 +74,7 @@ async fn send(
             Outgoing::new(req, "up", None),
             shelf.clone(),
             Instant::now() + PATIENCE,
+            PATIENCE,
         ),
     )
     .await
@@ -294,6 +295,7 @@ async fn chunks_already_read_leave_as_one_frame() {
         keep_alive: true,
         home: Some(shelf.clone()),
         trailers: None,
+        idle: PATIENCE,
     };
     let first = body.frame().await.unwrap().unwrap();
     assert_eq!(first.into_data().unwrap(), "abcdef");
@@ -354,15 +356,15 @@ async fn each_request_on_a_kept_connection_has_its_own_deadline() {
     let get = || Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
     let conn = Conn::open(&address, PATIENCE).await.unwrap();
     let first_deadline = Instant::now() + LONG;
-    let first = conn.send(get(), shelf.clone(), first_deadline);
+    let first = conn.send(get(), shelf.clone(), first_deadline, LONG);
     assert_eq!(read(first.await.unwrap()).await.unwrap(), "ok");
     tokio::time::sleep_until(first_deadline + SHORT).await; // the kept timer fires
     let conn = shelf.0.lock().unwrap().pop().expect("went home");
-    let second = conn.send(get(), shelf.clone(), Instant::now() + LONG);
+    let second = conn.send(get(), shelf.clone(), Instant::now() + LONG, LONG);
     assert_eq!(read(second.await.unwrap()).await.unwrap(), "ok");
     let conn = shelf.0.lock().unwrap().pop().expect("went home");
     let deadline = Instant::now() + SHORT;
-    fails_at_the_first_byte(conn.send(get(), shelf.clone(), deadline)).await;
+    fails_at_the_first_byte(conn.send(get(), shelf.clone(), deadline, LONG)).await;
     assert!(Instant::now() >= deadline, "not before its deadline");
 }
 
@@ -398,7 +400,12 @@ async fn endless_interim_answers_fail_at_the_deadline() {
     let started = Instant::now();
     let conn = Conn::open(&address, PATIENCE).await.unwrap();
     let req = Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
-    let sending = conn.send(req, Shelf::default(), started + Duration::from_millis(200));
+    let sending = conn.send(
+        req,
+        Shelf::default(),
+        started + Duration::from_millis(200),
+        PATIENCE,
+    );
     fails_at_the_first_byte(sending).await;
     assert!(
         started.elapsed() < FLOOD,
@@ -438,7 +445,62 @@ async fn stall_until_the_deadline(address: &str, limit: Duration) {
     let conn = Conn::open(address, PATIENCE).await.unwrap();
     let deadline = Instant::now() + limit;
     let req = Outgoing::new(post(Body::new(rx)), "up", None);
-    fails_at_the_first_byte(conn.send(req, Shelf::default(), deadline)).await;
+    fails_at_the_first_byte(conn.send(req, Shelf::default(), deadline, PATIENCE)).await;
     assert!(Instant::now() >= deadline, "not before its deadline");
     drop(tx);
+}
+
+/// An answer's body fails with the idle error when the upstream goes silent for the idle
+/// limit, and its connection is closed, not sent home. The limit runs from the last frame,
+/// not from the head: frames that come within it keep the body going past it. On a worker
+/// (the connection's timer kept) and off one (a timer of its own).
+#[tokio::test]
+async fn a_silence_of_the_idle_limit_fails_the_answer() {
+    const IDLE: Duration = Duration::from_millis(800);
+    const GAP: Duration = Duration::from_millis(300);
+    for slot in [1, 0] {
+        let _worker = OnWorker::enter(slot);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            read_until(&mut stream, &mut Vec::new(), b"\r\n\r\n").await;
+            let head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
+            stream.write_all(head).await.unwrap();
+            for _ in 0..4 {
+                tokio::time::sleep(GAP).await;
+                stream.write_all(b"2\r\nok\r\n").await.unwrap();
+            }
+            let _ = stream.read_to_end(&mut Vec::new()).await; // then silence
+        });
+        let shelf = Shelf::default();
+        let conn = Conn::open(&address, PATIENCE).await.unwrap();
+        let get = Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
+        let sending = conn.send(get, shelf.clone(), Instant::now() + PATIENCE, IDLE);
+        let mut body = sending.await.unwrap().into_body();
+        for _ in 0..4 {
+            let frame = tokio::time::timeout(PATIENCE, body.frame()).await.unwrap();
+            assert_eq!(
+                frame.unwrap().unwrap().into_data().unwrap(),
+                "ok",
+                "slot {slot}"
+            );
+        }
+        let last = Instant::now();
+        let end = tokio::time::timeout(PATIENCE, body.frame()).await.unwrap();
+        let err = end
+            .expect("an error, not the end")
+            .expect_err("no more data");
+        let idle = err.downcast_ref::<IdleTimeout>().expect("the idle error");
+        assert_eq!(idle.0, IDLE);
+        assert!(
+            last.elapsed() >= IDLE / 2,
+            "slot {slot}: not at the silence's start"
+        );
+        assert_eq!(
+            shelf.len(),
+            0,
+            "slot {slot}: a timed-out connection went home"
+        );
+    }
 }
