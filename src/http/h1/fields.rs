@@ -149,12 +149,12 @@ impl Facts {
         self.noted(which, value);
     }
 
-    /// What the fields at `spans` of `head` say, read as they are (for fields kept as read,
-    /// which no map notes).
-    pub fn of_spans(head: &[u8], spans: &[Span]) -> Facts {
+    /// What the fields httparse read say, read as they are (for fields kept as read, which
+    /// no map notes).
+    pub fn of_fields(fields: &[httparse::Header<'_>]) -> Facts {
         let mut facts = Facts::default();
-        for (name, value) in spans {
-            facts.note_raw(&head[name.clone()], &head[value.clone()]);
+        for field in fields {
+            facts.note_raw(field.name.as_bytes(), field.value);
         }
         facts
     }

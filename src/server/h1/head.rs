@@ -14,8 +14,8 @@ use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
-use crate::http::h1::fields::{Facts, STACK_SPANS, Span, push_decimal, spans, to_map};
-use crate::http::h1::raw::{Raw, Section, set_in};
+use crate::http::h1::fields::{Facts, STACK_SPANS, push_decimal, spans, to_map};
+use crate::http::h1::raw::{Noting, Raw, Section, set_in};
 
 /// Fields read without taking room on the heap: the connection's backstop under the default
 /// table (twice `limits.max_headers`' 100, see `server::protocol`), so that a head under the
@@ -115,11 +115,19 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     let target = req.path.unwrap_or_default().as_bytes();
     let start = target.as_ptr() as usize - buf.as_ptr() as usize;
     let target = start..start + target.len();
-    let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
-    let spans = spans(buf, req.headers, &mut room, &mut heap);
+    // The fields noted where they are, before the head leaves the buffer: kept as read, or
+    // (past what `Raw` keeps) where each sits, for a map.
+    let (mut room, mut heap);
+    let noting = match Raw::fits(req.headers.len(), len) {
+        true => Noting::kept(&buf[..len], req.headers),
+        false => {
+            (room, heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
+            Noting::Spans(spans(buf, req.headers, &mut room, &mut heap))
+        }
+    };
     let bytes = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(bytes.slice(target)).map_err(malformed)?;
-    let ((headers, raw), facts) = field_section(bytes, spans)?;
+    let ((headers, raw), facts) = field_section(bytes, noting)?;
     let (body, reusable) = framing(&facts, version)?;
     let (mut parts, ()) = Request::new(()).into_parts();
     parts.method = method;
@@ -160,12 +168,11 @@ fn malformed(err: impl std::fmt::Display) -> Refusal {
 /// made and dropped) or (past `MAX_RAW`, or in a head of 64 KiB or more) in a map, and what
 /// they say about framing; a chunked body's `Content-Length` is left out either way (RFC 9112
 /// §6.1: it is not the body's).
-fn field_section(bytes: Bytes, spans: &[Span]) -> Result<(Section, Facts), Refusal> {
-    if Raw::fits(spans, &bytes) {
-        let facts = Facts::of_spans(&bytes, spans);
-        let raw = Raw::new(bytes, spans, facts.chunked.is_some());
-        return Ok(((None, raw), facts));
-    }
+fn field_section(bytes: Bytes, noting: Noting<'_>) -> Result<(Section, Facts), Refusal> {
+    let spans = match noting {
+        Noting::Kept(noted, facts) => return Ok(((None, Some(noted.with_head(bytes))), facts)),
+        Noting::Spans(spans) => spans,
+    };
     let mut facts = Facts::default();
     let mut headers =
         to_map(&bytes, spans, 0, &mut facts).map_err(|e| Refusal::Malformed(e.to_string()))?;
@@ -379,6 +386,30 @@ mod tests {
         ] {
             let refused = parse(&mut BytesMut::from(raw), 100, 8192).unwrap_err();
             assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{raw:?}");
+        }
+    }
+
+    /// Up to `MAX_RAW` fields are kept as read, more go into the map; either way every field
+    /// is there, a chunked body's `Content-Length` left out, and the framing read from them.
+    #[test]
+    fn fields_kept_as_read_up_to_max_raw_then_in_the_map() {
+        use crate::http::h1::raw::MAX_RAW;
+        for n in [MAX_RAW, MAX_RAW + 1] {
+            let others: String = (2..n).map(|i| format!("X-{i}: v{i}\r\n")).collect();
+            let raw = format!(
+                "POST / HTTP/1.1\r\nContent-Length: 5\r\n{others}Transfer-Encoding: chunked\r\n\r\n"
+            );
+            let head = head(&raw).unwrap();
+            assert_eq!(head.body, Decoder::Chunked(Chunk::Size), "{n}");
+            let mut map = head.parts.headers;
+            match head.raw {
+                Some(kept) => kept.fill_map(&mut map),
+                None => assert!(n > MAX_RAW, "{n} fields not kept as read"),
+            }
+            assert_eq!(map.len(), n - 1, "{n}: all but the length");
+            assert!(!map.contains_key(CONTENT_LENGTH), "{n}");
+            assert_eq!(map["x-2"], "v2", "{n}");
+            assert_eq!(map["transfer-encoding"], "chunked", "{n}");
         }
     }
 

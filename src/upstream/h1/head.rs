@@ -12,9 +12,9 @@ use hyper::{HeaderMap, Method, StatusCode, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
 use crate::http::h1::fields::{
-    ANSWER_ADDS, Facts, FieldError, STACK_SPANS, Span, push_decimal, spans, to_map,
+    ANSWER_ADDS, Facts, FieldError, STACK_SPANS, push_decimal, spans, to_map,
 };
-use crate::http::h1::raw::{Raw, Section};
+use crate::http::h1::raw::{Noting, Raw, Section};
 use crate::http::hop::connection_named;
 use crate::upstream::headers::Forwarding;
 
@@ -180,11 +180,18 @@ pub fn parse_answer(
         return Ok(Parsed::Interim);
     }
     let status = StatusCode::from_u16(code).map_err(|e| HeadError::Malformed(e.to_string()))?;
-    let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
-    let spans = spans(buf, answer.headers, &mut room, &mut heap);
+    // The fields noted where they are, before the head leaves the buffer: kept as read when
+    // `raw` asks for it and they fit, else where each sits, for a map.
+    let (mut room, mut heap);
+    let noting = match raw && Raw::fits(answer.headers.len(), len) {
+        true => Noting::kept(&buf[..len], answer.headers),
+        false => {
+            (room, heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
+            Noting::Spans(spans(buf, answer.headers, &mut room, &mut heap))
+        }
+    };
     let bytes = buf.split_to(len).freeze();
-    let mut facts = Facts::default();
-    let (mut headers, raw) = kept(bytes, spans, raw, &mut facts)?;
+    let ((mut headers, raw), facts) = kept(bytes, noting)?;
     if facts.chunked.is_some() {
         // RFC 9112 §6.1: framing faulty in HTTP/1.0; otherwise the length is not the body's,
         // and a forwarder must not pass it on (`Raw` leaves it out as it passes fields on).
@@ -209,16 +216,18 @@ pub fn parse_answer(
     }))
 }
 
-/// An answer's fields: kept as read when `raw` asks for it and they fit (no map then: lingo
-/// adds its field to the fields read, `Raw::add`), else made into a map, with room for the
-/// fields lingo adds. What they say about framing is noted in `facts` either way.
-fn kept(bytes: Bytes, spans: &[Span], raw: bool, facts: &mut Facts) -> Result<Section, HeadError> {
-    if raw && Raw::fits(spans, &bytes) {
-        *facts = Facts::of_spans(&bytes, spans);
-        let raw = Raw::new(bytes, spans, facts.chunked.is_some());
-        return Ok((None, raw));
+/// An answer's fields, `bytes` its head: kept as read when noted so (no map then: lingo adds
+/// its field to the fields read, `Raw::add`), else made into a map, with room for the fields
+/// lingo adds; and what they say about framing.
+fn kept(bytes: Bytes, noting: Noting<'_>) -> Result<(Section, Facts), HeadError> {
+    match noting {
+        Noting::Kept(noted, facts) => Ok(((None, Some(noted.with_head(bytes))), facts)),
+        Noting::Spans(spans) => {
+            let mut facts = Facts::default();
+            let map = to_map(&bytes, spans, ANSWER_ADDS, &mut facts)?;
+            Ok(((Some(map), None), facts))
+        }
     }
-    Ok((Some(to_map(&bytes, spans, ANSWER_ADDS, facts)?), None))
 }
 
 /// What an answer that begins before the request's end asks of the rest of the request.

@@ -28,7 +28,7 @@ use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HOST, HeaderName, HeaderValue};
 
-use super::fields::Span;
+use super::fields::{Facts, Span};
 use crate::base::pinned;
 use crate::http::hop::{self, is};
 
@@ -42,6 +42,54 @@ pub type Section = (Option<HeaderMap>, Option<Box<Raw>>);
 
 /// One bit per field.
 type Bits = u32;
+
+/// A head's fields as httparse read them, noted before its bytes leave the read buffer.
+pub enum Noting<'r> {
+    /// Kept as read ([`Raw::note`]), with what they say about framing.
+    Kept(Noted, Facts),
+    /// Past what [`Raw`] keeps ([`Raw::fits`]): where each sits, for a map.
+    Spans(&'r [Span]),
+}
+
+impl Noting<'_> {
+    /// The `fields` of `head` kept as read ([`Raw::fits`] them), and what they say.
+    pub fn kept(head: &[u8], fields: &[httparse::Header<'_>]) -> Noting<'static> {
+        let facts = Facts::of_fields(fields);
+        let noted = Raw::note(head, fields, facts.chunked.is_some());
+        Noting::Kept(noted, facts)
+    }
+}
+
+/// A head's fields noted as read ([`Raw::note`]), waiting for the head's bytes.
+pub struct Noted {
+    raw: Box<Raw>,
+    /// Whether a `Connection` field names others to leave out.
+    connection: bool,
+}
+
+impl Noted {
+    /// The fields, kept with `head`: the bytes they were noted in, taken out of the read
+    /// buffer (the same bytes, the same length).
+    pub fn with_head(self, head: Bytes) -> Box<Raw> {
+        let Noted {
+            mut raw,
+            connection,
+        } = self;
+        debug_assert!(
+            raw.fields[..raw.len()]
+                .iter()
+                .all(|f| usize::from(f.value.1) <= head.len()),
+            "not the head the fields were noted in"
+        );
+        raw.head = head;
+        if connection {
+            raw.leave_named(); // notes the length too
+        } else {
+            raw.note_length();
+        }
+        raw
+    }
+}
 
 /// Up to this many fields x bytes of `Connection` values, the fields it names are found by
 /// asking it about each field (see [`Raw::leave_named`]).
@@ -80,20 +128,24 @@ pub struct Raw {
 }
 
 impl Raw {
-    /// The fields at `spans` of `head`, kept as read; `None` when there are more than
-    /// [`MAX_RAW`] or the head is 64 KiB or more (then they go into a map). `chunked`: the
-    /// body was framed by `Transfer-Encoding`, so a `Content-Length` with it is not the
-    /// body's, and is left out (RFC 9112 §6.1), as the map leaves it out.
+    /// The fields httparse read from `head` (the head's bytes, still in the read buffer),
+    /// kept as read: at most [`MAX_RAW`] of them in a head under 64 KiB ([`Raw::fits`]; more
+    /// go into a map). `chunked`: the body was framed by `Transfer-Encoding`,
+    /// so a `Content-Length` with it is not the body's, and is left out (RFC 9112 §6.1), as
+    /// the map leaves it out.
     ///
-    /// Made in the box it is kept in (`base::pinned::in_box`): made on the stack and moved
-    /// there, its 384 bytes were copied once more a head.
-    pub fn new(head: Bytes, spans: &[Span], chunked: bool) -> Option<Box<Raw>> {
-        if !Raw::fits(spans, &head) {
-            return None;
-        }
-        let at = |range: &std::ops::Range<usize>| (range.start as u16, range.end as u16);
+    /// Noted before the head's bytes are taken out of the buffer ([`Noted::with_head`] joins
+    /// them): no list of where each field sits is made in between (its room, zeroed, cost
+    /// ~75 instructions a head). Made in the box it is kept in (`base::pinned::in_box`):
+    /// made on the stack and moved there, its 384 bytes were copied once more a head.
+    pub fn note(head: &[u8], fields: &[httparse::Header<'_>], chunked: bool) -> Noted {
+        debug_assert!(Raw::fits(fields.len(), head.len()), "see `Raw::fits`");
+        let at = |s: &[u8]| {
+            let start = s.as_ptr() as usize - head.as_ptr() as usize;
+            (start as u16, (start + s.len()) as u16)
+        };
         let mut raw = pinned::in_box(|| Raw {
-            head,
+            head: Bytes::new(),
             fields: [Field::default(); MAX_RAW],
             len: 0,
             passed: 0,
@@ -105,16 +157,16 @@ impl Raw {
             added: None,
         });
         let mut connection = false;
-        for (name, value) in spans {
-            let read = &raw.head[name.clone()];
+        for field in fields {
+            let read = field.name.as_bytes();
             let length = is(read, &CONTENT_LENGTH);
             if chunked && length {
                 continue;
             }
             let i = usize::from(raw.len);
             raw.fields[i] = Field {
-                name: at(name),
-                value: at(value),
+                name: at(read),
+                value: at(field.value),
             };
             raw.len += 1;
             if length && raw.declared.is_none() {
@@ -130,17 +182,12 @@ impl Raw {
             raw.lengths |= Bits::from(length) << i;
             raw.dates |= Bits::from(is(read, &DATE)) << i;
         }
-        if connection {
-            raw.leave_named(); // notes the length too
-        } else {
-            raw.note_length();
-        }
-        Some(raw)
+        Noted { raw, connection }
     }
 
-    /// Whether the fields at `spans` of `head` can be kept as read.
-    pub fn fits(spans: &[Span], head: &[u8]) -> bool {
-        spans.len() <= MAX_RAW && head.len() <= usize::from(u16::MAX)
+    /// Whether `fields` fields of a head of `len` bytes can be kept as read.
+    pub fn fits(fields: usize, len: usize) -> bool {
+        fields <= MAX_RAW && len <= usize::from(u16::MAX)
     }
 
     /// Adds lingo's field `name` (`X-Request-Id`), passed on after the fields read and
@@ -379,25 +426,33 @@ impl Raw {
 /// bytes, where each field sits, and what they say about framing (for the tests here and
 /// those of the writer).
 #[cfg(test)]
-pub(crate) fn spans_of(section: &str) -> (Bytes, Vec<Span>, super::fields::Facts) {
-    use super::fields::{Facts, STACK_SPANS, spans};
+pub(crate) fn spans_of(section: &str) -> (Bytes, Vec<Span>, Facts) {
+    let (head, spans, facts, _) = noted(section);
+    (head, spans, facts)
+}
+
+/// [`spans_of`], and the fields kept as an answer's are (`None` past what `Raw` keeps).
+#[cfg(test)]
+pub(crate) fn noted(section: &str) -> (Bytes, Vec<Span>, Facts, Option<Box<Raw>>) {
+    use super::fields::{STACK_SPANS, spans};
     let head = Bytes::copy_from_slice(section.as_bytes());
-    let mut fields = [httparse::EMPTY_HEADER; 64];
+    let mut fields = vec![httparse::EMPTY_HEADER; 2 * MAX_RAW];
     let Ok(httparse::Status::Complete((_, parsed))) = httparse::parse_headers(&head, &mut fields)
     else {
         panic!("not a field section: {section:?}");
     };
     let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
     let spans = spans(&head, parsed, &mut room, &mut heap).to_vec();
-    let facts = Facts::of_spans(&head, &spans);
-    (head, spans, facts)
+    let facts = Facts::of_fields(parsed);
+    let raw = Raw::fits(parsed.len(), head.len())
+        .then(|| Raw::note(&head, parsed, facts.chunked.is_some()).with_head(head.clone()));
+    (head, spans, facts, raw)
 }
 
 /// A field section kept as an answer's are.
 #[cfg(test)]
 pub(crate) fn read(section: &str) -> Raw {
-    let (head, spans, facts) = spans_of(section);
-    *Raw::new(head, &spans, facts.chunked.is_some()).expect("at most MAX_RAW fields")
+    *noted(section).3.expect("at most MAX_RAW fields")
 }
 
 impl std::fmt::Debug for Raw {
