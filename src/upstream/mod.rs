@@ -159,7 +159,15 @@ impl UpstreamClient {
             UpstreamClient::Mock(knobs) => {
                 headers::to_upstream(req.headers_mut(), rules);
                 let sending = send_to_mock(upstream, knobs, req, body_limit);
-                return Box::pin(sending.map(move |sent| sent.map(|r| idle_timed(r, idle))));
+                return Box::pin(sending.map(move |sent| {
+                    // Fields kept as read, if the mock's answer carries any, go on with it.
+                    sent.map(|r| {
+                        r.map(|mut body| {
+                            let raw = body.take_raw();
+                            Body::carrying(Idle::new(body, idle), raw)
+                        })
+                    })
+                }));
             }
         };
         headers::to_upstream(req.headers_mut(), rules);
@@ -167,7 +175,7 @@ impl UpstreamClient {
         debug_assert!(req.uri().scheme().is_some(), "{}", req.uri());
         let client = &clients[worker::slot() % clients.len()];
         let sending = client.request(req).map(move |sent| match sent {
-            Ok(response) => Ok(idle_timed(response, idle)),
+            Ok(response) => Ok(response.map(|body| Body::boxed(Idle::new(body, idle)))),
             Err(err) => Err(BoxError::from(err)),
         });
         let timed = tokio::time::timeout_at(clock::after(limit), sending).map(move |sent| {
@@ -181,15 +189,6 @@ impl UpstreamClient {
 /// A sending, boxed (see [`UpstreamClient::send`]).
 pub type Sending<'a> =
     Pin<Box<dyn Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a>>;
-
-/// `response`, its body failing when nothing comes for `idle` (`http::idle::Idle`).
-fn idle_timed<B>(response: Response<B>, idle: Duration) -> Response<Body>
-where
-    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    response.map(|body| Body::boxed(Idle::new(body, idle)))
-}
 
 /// What a timed sending came to: its answer, or why there is none.
 fn told(

@@ -14,7 +14,7 @@ use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
-use crate::http::h1::fields::{Facts, STACK_SPANS, push_decimal, spans, to_map};
+use crate::http::h1::fields::{Facts, push_decimal, to_map};
 use crate::http::h1::raw::{Noting, Raw, Section, set_in};
 
 /// Fields read without taking room on the heap: the connection's backstop under the default
@@ -115,16 +115,9 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     let target = req.path.unwrap_or_default().as_bytes();
     let start = target.as_ptr() as usize - buf.as_ptr() as usize;
     let target = start..start + target.len();
-    // The fields noted where they are, before the head leaves the buffer: kept as read, or
-    // (past what `Raw` keeps) where each sits, for a map.
-    let (mut room, mut heap);
-    let noting = match Raw::fits(req.headers.len(), len) {
-        true => Noting::kept(&buf[..len], req.headers),
-        false => {
-            (room, heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
-            Noting::Spans(spans(buf, req.headers, &mut room, &mut heap))
-        }
-    };
+    // The fields noted where they are, before the head leaves the buffer.
+    let (mut room, mut heap) = (None, Vec::new());
+    let noting = Noting::of(buf, len, req.headers, true, (&mut room, &mut heap));
     let bytes = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(bytes.slice(target)).map_err(malformed)?;
     let ((headers, raw), facts) = field_section(bytes, noting)?;
@@ -401,10 +394,10 @@ mod tests {
             );
             let head = head(&raw).unwrap();
             assert_eq!(head.body, Decoder::Chunked(Chunk::Size), "{n}");
+            assert_eq!(head.raw.is_some(), n <= MAX_RAW, "{n}: kept as read or not");
             let mut map = head.parts.headers;
-            match head.raw {
-                Some(kept) => kept.fill_map(&mut map),
-                None => assert!(n > MAX_RAW, "{n} fields not kept as read"),
+            if let Some(kept) = head.raw {
+                kept.fill_map(&mut map);
             }
             assert_eq!(map.len(), n - 1, "{n}: all but the length");
             assert!(!map.contains_key(CONTENT_LENGTH), "{n}");

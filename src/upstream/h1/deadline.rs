@@ -16,8 +16,9 @@
 //!
 //! While its connection waits in the pool, the sleep keeps the waker of the last task that
 //! polled it (that request's client connection), until it fires (waking that task once, for
-//! nothing) or the connection is used again, closed or expires (`pool::IDLE`): that task's
-//! memory is held as long.
+//! nothing: at the last answer's idle deadline, or the head's first-byte one) or the
+//! connection is used again, closed or expires (`pool::IDLE`): that task's memory is held
+//! as long.
 
 use std::future::Future;
 use std::pin::{Pin, pin};
@@ -27,7 +28,8 @@ use tokio::time::{Instant, Sleep, sleep_until};
 
 use crate::base::worker;
 
-/// A connection's first-byte timer.
+/// A connection's timer: the first-byte deadline of its request, then the idle limit of its
+/// answer's body.
 #[derive(Default)]
 pub struct Deadline {
     /// The current request's deadline.
@@ -37,7 +39,8 @@ pub struct Deadline {
 }
 
 impl Deadline {
-    /// The deadline of the request about to be sent.
+    /// The first-byte deadline of the request about to be sent (a sleep made on another
+    /// runtime, or off a worker, is not kept for it).
     pub fn set(&mut self, at: Instant) {
         self.at = Some(at);
         let slot = worker::slot();
@@ -50,8 +53,9 @@ impl Deadline {
         }
     }
 
-    /// A later deadline of the same request (an answer's frame came: the idle limit runs
-    /// from it), only noted: the sleep, set for the earlier one, moves on when it fires.
+    /// A later deadline of the same request, on the same task (its answer's head or a frame
+    /// of its body came: the idle limit runs from it), only noted: the sleep, set for the
+    /// earlier one, moves on when it fires.
     pub fn renew(&mut self, at: Instant) {
         self.at = Some(at);
     }

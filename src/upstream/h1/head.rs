@@ -11,9 +11,7 @@ use hyper::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use hyper::{HeaderMap, Method, StatusCode, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
-use crate::http::h1::fields::{
-    ANSWER_ADDS, Facts, FieldError, STACK_SPANS, push_decimal, spans, to_map,
-};
+use crate::http::h1::fields::{ANSWER_ADDS, Facts, FieldError, push_decimal, to_map};
 use crate::http::h1::raw::{Noting, Raw, Section};
 use crate::http::hop::connection_named;
 use crate::upstream::headers::Forwarding;
@@ -180,18 +178,11 @@ pub fn parse_answer(
         return Ok(Parsed::Interim);
     }
     let status = StatusCode::from_u16(code).map_err(|e| HeadError::Malformed(e.to_string()))?;
-    // The fields noted where they are, before the head leaves the buffer: kept as read when
-    // `raw` asks for it and they fit, else where each sits, for a map.
-    let (mut room, mut heap);
-    let noting = match raw && Raw::fits(answer.headers.len(), len) {
-        true => Noting::kept(&buf[..len], answer.headers),
-        false => {
-            (room, heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
-            Noting::Spans(spans(buf, answer.headers, &mut room, &mut heap))
-        }
-    };
+    // The fields noted where they are, before the head leaves the buffer.
+    let (mut room, mut heap) = (None, Vec::new());
+    let noting = Noting::of(buf, len, answer.headers, raw, (&mut room, &mut heap));
     let bytes = buf.split_to(len).freeze();
-    let ((mut headers, raw), facts) = kept(bytes, noting)?;
+    let ((mut headers, raw), facts) = section(bytes, noting)?;
     if facts.chunked.is_some() {
         // RFC 9112 §6.1: framing faulty in HTTP/1.0; otherwise the length is not the body's,
         // and a forwarder must not pass it on (`Raw` leaves it out as it passes fields on).
@@ -219,7 +210,7 @@ pub fn parse_answer(
 /// An answer's fields, `bytes` its head: kept as read when noted so (no map then: lingo adds
 /// its field to the fields read, `Raw::add`), else made into a map, with room for the fields
 /// lingo adds; and what they say about framing.
-fn kept(bytes: Bytes, noting: Noting<'_>) -> Result<(Section, Facts), HeadError> {
+fn section(bytes: Bytes, noting: Noting<'_>) -> Result<(Section, Facts), HeadError> {
     match noting {
         Noting::Kept(noted, facts) => Ok(((None, Some(noted.with_head(bytes))), facts)),
         Noting::Spans(spans) => {

@@ -85,7 +85,7 @@ pub struct Conn {
     buf: BytesMut,
     /// How much room the next read gets.
     reads: Reads,
-    /// The first-byte timer, kept from one request to the next.
+    /// The first-byte and idle timer, kept from one request to the next.
     deadline: Deadline,
 }
 
@@ -169,7 +169,7 @@ impl Conn {
         let keep_alive = head.keep_alive && sent == upload::Sent::All;
         // From here the timer times the silences of the answer's body: an `Idle` wrapper
         // around it was a box, a timer and a layer more for every frame.
-        self.deadline.set(clock::after(idle));
+        self.deadline.renew(clock::after(idle));
         let body = Answer {
             conn: Some(self),
             decoder: head.body,

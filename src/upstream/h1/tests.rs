@@ -451,7 +451,7 @@ async fn stall_until_the_deadline(address: &str, limit: Duration) {
 }
 
 /// An answer's body fails with the idle error when the upstream goes silent for the idle
-/// limit, and its connection is closed, not sent home. The limit runs from the last frame,
+/// limit, and its connection is closed then, not sent home. The limit runs from the last frame,
 /// not from the head: frames that come within it keep the body going past it. On a worker
 /// (the connection's timer kept) and off one (a timer of its own).
 #[tokio::test]
@@ -462,7 +462,7 @@ async fn a_silence_of_the_idle_limit_fails_the_answer() {
         let _worker = OnWorker::enter(slot);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
-        tokio::spawn(async move {
+        let upstream = tokio::spawn(async move {
             let (mut stream, _) = listener.accept().await.unwrap();
             read_until(&mut stream, &mut Vec::new(), b"\r\n\r\n").await;
             let head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
@@ -471,7 +471,10 @@ async fn a_silence_of_the_idle_limit_fails_the_answer() {
                 tokio::time::sleep(GAP).await;
                 stream.write_all(b"2\r\nok\r\n").await.unwrap();
             }
-            let _ = stream.read_to_end(&mut Vec::new()).await; // then silence
+            // Then silence, until lingo closes the connection.
+            let mut rest = Vec::new();
+            let _ = stream.read_to_end(&mut rest).await;
+            rest
         });
         let shelf = Shelf::default();
         let conn = Conn::open(&address, PATIENCE).await.unwrap();
@@ -497,6 +500,14 @@ async fn a_silence_of_the_idle_limit_fails_the_answer() {
             last.elapsed() >= IDLE / 2,
             "slot {slot}: not at the silence's start"
         );
+        // Closed at the timeout, not when the body is dropped (it is held until the end).
+        let closed = tokio::time::timeout(PATIENCE, upstream).await;
+        let rest = closed.expect("the connection closed").unwrap();
+        assert!(
+            rest.is_empty(),
+            "slot {slot}: {rest:?} sent on a timed-out connection"
+        );
+        drop(body);
         assert_eq!(
             shelf.len(),
             0,

@@ -28,7 +28,7 @@ use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HOST, HeaderName, HeaderValue};
 
-use super::fields::{Facts, Span};
+use super::fields::{Facts, STACK_SPANS, Span, spans};
 use crate::base::pinned;
 use crate::http::hop::{self, is};
 
@@ -51,12 +51,25 @@ pub enum Noting<'r> {
     Spans(&'r [Span]),
 }
 
-impl Noting<'_> {
-    /// The `fields` of `head` kept as read ([`Raw::fits`] them), and what they say.
-    pub fn kept(head: &[u8], fields: &[httparse::Header<'_>]) -> Noting<'static> {
-        let facts = Facts::of_fields(fields);
-        let noted = Raw::note(head, fields, facts.chunked.is_some());
-        Noting::Kept(noted, facts)
+impl<'r> Noting<'r> {
+    /// The `fields` httparse read from the head `buf` starts with (`len` bytes): kept as
+    /// read when `keep` asks for it and they fit ([`Raw::fits`]), else where each sits,
+    /// noted in `room` (made only then: zeroing its 1 KiB cost ~75 instructions a head) or,
+    /// past it, in `heap`.
+    pub fn of(
+        buf: &[u8],
+        len: usize,
+        fields: &[httparse::Header<'_>],
+        keep: bool,
+        (room, heap): (&'r mut Option<[Span; STACK_SPANS]>, &'r mut Vec<Span>),
+    ) -> Noting<'r> {
+        if keep && Raw::fits(fields.len(), len) {
+            let facts = Facts::of_fields(fields);
+            let noted = Raw::note(&buf[..len], fields, facts.chunked.is_some());
+            return Noting::Kept(noted, facts);
+        }
+        let room = room.insert([const { (0..0, 0..0) }; STACK_SPANS]);
+        Noting::Spans(spans(buf, fields, room, heap))
     }
 }
 
@@ -434,7 +447,6 @@ pub(crate) fn spans_of(section: &str) -> (Bytes, Vec<Span>, Facts) {
 /// [`spans_of`], and the fields kept as an answer's are (`None` past what `Raw` keeps).
 #[cfg(test)]
 pub(crate) fn noted(section: &str) -> (Bytes, Vec<Span>, Facts, Option<Box<Raw>>) {
-    use super::fields::{STACK_SPANS, spans};
     let head = Bytes::copy_from_slice(section.as_bytes());
     let mut fields = vec![httparse::EMPTY_HEADER; 2 * MAX_RAW];
     let Ok(httparse::Status::Complete((_, parsed))) = httparse::parse_headers(&head, &mut fields)
