@@ -143,14 +143,14 @@ pub struct Raw {
 impl Raw {
     /// The fields httparse read from `head` (the head's bytes, still in the read buffer),
     /// kept as read: at most [`MAX_RAW`] of them in a head under 64 KiB ([`Raw::fits`]; more
-    /// go into a map). `chunked`: the body was framed by `Transfer-Encoding`,
-    /// so a `Content-Length` with it is not the body's, and is left out (RFC 9112 §6.1), as
-    /// the map leaves it out.
+    /// go into a map). `chunked`: the body was framed by `Transfer-Encoding`, so a
+    /// `Content-Length` with it is not the body's, and is left out (RFC 9112 §6.1), as the
+    /// map leaves it out.
     ///
     /// Noted before the head's bytes are taken out of the buffer ([`Noted::with_head`] joins
-    /// them): no list of where each field sits is made in between (its room, zeroed, cost
-    /// ~75 instructions a head). Made in the box it is kept in (`base::pinned::in_box`):
-    /// made on the stack and moved there, its 384 bytes were copied once more a head.
+    /// them), so that no list of where each field sits is made in between (see
+    /// [`Noting::of`]). Made in the box it is kept in (`base::pinned::in_box`): made on the
+    /// stack and moved there, its 384 bytes were copied once more a head.
     pub fn note(head: &[u8], fields: &[httparse::Header<'_>], chunked: bool) -> Noted {
         debug_assert!(Raw::fits(fields.len(), head.len()), "see `Raw::fits`");
         let at = |s: &[u8]| {
