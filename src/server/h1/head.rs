@@ -8,14 +8,14 @@
 
 use std::mem::MaybeUninit;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
 use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
-use crate::http::h1::fields::{Facts, push_decimal, to_map};
-use crate::http::h1::raw::{Noting, Raw, Section, set_in};
+use crate::http::h1::fields::{Facts, push_decimal};
+use crate::http::h1::raw::{Noting, Raw, set_in};
 
 /// Fields read without taking room on the heap: the connection's backstop under the default
 /// table (twice `limits.max_headers`' 100, see `server::protocol`), so that a head under the
@@ -120,7 +120,8 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     let noting = Noting::of(buf, len, req.headers, true, (&mut room, &mut heap));
     let bytes = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(bytes.slice(target)).map_err(malformed)?;
-    let ((headers, raw), facts) = field_section(bytes, noting)?;
+    let section = noting.section(bytes, 0);
+    let ((headers, raw), facts) = section.map_err(|e| Refusal::Malformed(e.to_string()))?;
     let (body, reusable) = framing(&facts, version)?;
     let (mut parts, ()) = Request::new(()).into_parts();
     parts.method = method;
@@ -155,24 +156,6 @@ fn read<'h, 'b>(
 
 fn malformed(err: impl std::fmt::Display) -> Refusal {
     Refusal::Malformed(err.to_string())
-}
-
-/// A head's fields, kept as read (no map: the request's own stays empty, no second one is
-/// made and dropped) or (past `MAX_RAW`, or in a head of 64 KiB or more) in a map, and what
-/// they say about framing; a chunked body's `Content-Length` is left out either way (RFC 9112
-/// §6.1: it is not the body's).
-fn field_section(bytes: Bytes, noting: Noting<'_>) -> Result<(Section, Facts), Refusal> {
-    let spans = match noting {
-        Noting::Kept(noted, facts) => return Ok(((None, Some(noted.with_head(bytes))), facts)),
-        Noting::Spans(spans) => spans,
-    };
-    let mut facts = Facts::default();
-    let mut headers =
-        to_map(&bytes, spans, 0, &mut facts).map_err(|e| Refusal::Malformed(e.to_string()))?;
-    if facts.chunked.is_some() {
-        headers.remove(CONTENT_LENGTH);
-    }
-    Ok(((Some(headers), None), facts))
 }
 
 /// The body's framing (RFC 9112 §6.1, §6.3) and whether the connection may be reused after

@@ -6,13 +6,13 @@
 
 use std::mem::MaybeUninit;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use hyper::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use hyper::{HeaderMap, Method, StatusCode, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
-use crate::http::h1::fields::{ANSWER_ADDS, Facts, FieldError, push_decimal, to_map};
-use crate::http::h1::raw::{Noting, Raw, Section};
+use crate::http::h1::fields::{ANSWER_ADDS, Facts, FieldError, push_decimal};
+use crate::http::h1::raw::{Noting, Raw};
 use crate::http::hop::connection_named;
 use crate::upstream::headers::Forwarding;
 
@@ -182,16 +182,12 @@ pub fn parse_answer(
     let (mut room, mut heap) = (None, Vec::new());
     let noting = Noting::of(buf, len, answer.headers, raw, (&mut room, &mut heap));
     let bytes = buf.split_to(len).freeze();
-    let ((mut headers, raw), facts) = section(bytes, noting)?;
-    if facts.chunked.is_some() {
-        // RFC 9112 §6.1: framing faulty in HTTP/1.0; otherwise the length is not the body's,
-        // and a forwarder must not pass it on (`Raw` leaves it out as it passes fields on).
-        if version == Version::HTTP_10 {
-            return Err(HeadError::Malformed("transfer-encoding in HTTP/1.0".into()));
-        }
-        if let Some(headers) = headers.as_mut() {
-            headers.remove(CONTENT_LENGTH);
-        }
+    // Kept as read (no map then: lingo adds its field to the fields read, `Raw::add`), or in
+    // a map with room for the fields lingo adds.
+    let ((headers, raw), facts) = noting.section(bytes, ANSWER_ADDS)?;
+    if facts.chunked.is_some() && version == Version::HTTP_10 {
+        // RFC 9112 §6.1: framing faulty in HTTP/1.0.
+        return Err(HeadError::Malformed("transfer-encoding in HTTP/1.0".into()));
     }
     let no_body =
         head_request || status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
@@ -205,20 +201,6 @@ pub fn parse_answer(
         body,
         keep_alive,
     }))
-}
-
-/// An answer's fields, `bytes` its head: kept as read when noted so (no map then: lingo adds
-/// its field to the fields read, `Raw::add`), else made into a map, with room for the fields
-/// lingo adds; and what they say about framing.
-fn section(bytes: Bytes, noting: Noting<'_>) -> Result<(Section, Facts), HeadError> {
-    match noting {
-        Noting::Kept(noted, facts) => Ok(((None, Some(noted.with_head(bytes))), facts)),
-        Noting::Spans(spans) => {
-            let mut facts = Facts::default();
-            let map = to_map(&bytes, spans, ANSWER_ADDS, &mut facts)?;
-            Ok(((Some(map), None), facts))
-        }
-    }
 }
 
 /// What an answer that begins before the request's end asks of the rest of the request.

@@ -28,7 +28,7 @@ use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HOST, HeaderName, HeaderValue};
 
-use super::fields::{Facts, STACK_SPANS, Span, spans};
+use super::fields::{Facts, FieldError, STACK_SPANS, Span, spans, to_map};
 use crate::base::pinned;
 use crate::http::hop::{self, is};
 
@@ -70,6 +70,23 @@ impl<'r> Noting<'r> {
         }
         let room = room.insert([const { (0..0, 0..0) }; STACK_SPANS]);
         Noting::Spans(spans(buf, fields, room, heap))
+    }
+
+    /// The fields, with `head`, the head's bytes taken out of the read buffer: kept as read,
+    /// or made into a map with room for `adds` more; and what they say about framing. A
+    /// chunked body's `Content-Length` is left out either way (RFC 9112 §6.1: it is not the
+    /// body's, and a forwarder must not pass it on).
+    pub fn section(self, head: Bytes, adds: usize) -> Result<(Section, Facts), FieldError> {
+        let spans = match self {
+            Noting::Kept(noted, facts) => return Ok(((None, Some(noted.with_head(head))), facts)),
+            Noting::Spans(spans) => spans,
+        };
+        let mut facts = Facts::default();
+        let mut map = to_map(&head, spans, adds, &mut facts)?;
+        if facts.chunked.is_some() {
+            map.remove(CONTENT_LENGTH);
+        }
+        Ok(((Some(map), None), facts))
     }
 }
 
