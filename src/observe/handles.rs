@@ -12,23 +12,25 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::Outcome;
+use super::timing::Timing;
+use crate::base::dialect::Dialect;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::histogram::Histogram;
 
 /// Most pairs kept; then the cache starts again.
 const MAX_PAIRS: usize = 256;
 /// Most request series (status, dialect, outcome) kept per pair; past it, the family is asked.
 const MAX_SERIES: usize = 64;
 
-/// A request series' labels besides the pair: status, dialect and outcome.
-pub type SeriesKey = (u16, &'static str, &'static str);
+/// A request series' labels besides the pair: status, dialect (`-` when none) and outcome.
+pub type SeriesKey = (u16, Option<Dialect>, Outcome);
 
 /// One route and upstream pair's handles.
 pub struct Pair {
     route: Arc<str>,
     upstream: Arc<str>,
-    pub duration: Histogram,
-    pub overhead: Histogram,
+    pub duration: Timing,
+    pub overhead: Timing,
     requests: Vec<(SeriesKey, Counter)>,
     /// Tokens counters (in, out) by client name.
     tokens: Vec<(String, [Counter; 2])>,
@@ -83,7 +85,7 @@ impl Handles {
         &self,
         route: &Arc<str>,
         upstream: &Arc<str>,
-        make: impl FnOnce() -> (Histogram, Histogram),
+        make: impl FnOnce() -> (Timing, Timing),
         f: impl FnOnce(&mut Pair) -> R,
     ) -> R {
         let mut pairs = self.pairs.lock().unwrap_or_else(|e| e.into_inner());
@@ -121,8 +123,8 @@ impl Handles {
 mod tests {
     use super::*;
 
-    fn histograms() -> (Histogram, Histogram) {
-        let h = || Histogram::new([1.0]);
+    fn histograms() -> (Timing, Timing) {
+        let h = || Timing::exponential(1.0, 2.0, 1);
         (h(), h())
     }
 
@@ -157,8 +159,10 @@ mod tests {
         let family_404 = Counter::default();
         for (status, family) in [(200, &family_ok), (200, &family_ok), (404, &family_404)] {
             handles.with(&route, &upstream, histograms, |pair| {
-                pair.requests((status, "native", "ok"), || family.clone())
-                    .inc();
+                pair.requests((status, Some(Dialect::Native), Outcome::Complete), || {
+                    family.clone()
+                })
+                .inc();
             });
         }
         assert_eq!((family_ok.get(), family_404.get()), (2, 1));
@@ -178,8 +182,10 @@ mod tests {
         let family = Counter::default();
         handles.with(&routes[0], &upstream, histograms, |pair| {
             for status in 0..u16::try_from(MAX_SERIES).unwrap() + 10 {
-                pair.requests((status, "native", "ok"), || family.clone())
-                    .inc();
+                pair.requests((status, Some(Dialect::Native), Outcome::Complete), || {
+                    family.clone()
+                })
+                .inc();
             }
             assert!(pair.requests.len() <= MAX_SERIES);
         });

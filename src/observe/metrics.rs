@@ -13,13 +13,13 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 
 use super::Outcome;
 use super::access::AccessLog;
 use super::handles::{Handles, Pair};
+use super::timing::Timing;
 use crate::base::clock;
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
@@ -66,7 +66,7 @@ struct ReloadLabels {
     result: &'static str,
 }
 
-type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+type Histograms<L> = Family<L, Timing, fn() -> Timing>;
 
 /// What each metric counts, as `/metrics` says it.
 mod help {
@@ -128,6 +128,10 @@ pub struct Waiting<'a>(&'a RequestStats);
 pub struct Finish {
     metrics: Arc<Metrics>,
     stats: Arc<RequestStats>,
+    /// Its pair's duration histogram and the requests counter it counts in if it ends
+    /// complete, found with its overhead's: most answers end without a lookup.
+    duration: Timing,
+    complete: Counter,
 }
 
 // === impl Metrics ===
@@ -144,14 +148,10 @@ impl Metrics {
         let requests = Family::default();
         registry.register("requests", help::REQUESTS, requests.clone());
         // 100 µs .. ~105 s
-        let duration = Histograms::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.0001, 4.0, 11))
-        });
+        let duration = Histograms::new_with_constructor(|| Timing::exponential(0.0001, 4.0, 11));
         registry.register("request_duration_seconds", help::DURATION, duration.clone());
         // 10 µs .. ~2.6 s
-        let overhead = Histograms::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.00001, 4.0, 10))
-        });
+        let overhead = Histograms::new_with_constructor(|| Timing::exponential(0.00001, 4.0, 10));
         registry.register("overhead_seconds", help::OVERHEAD, overhead.clone());
         let open_streams = Gauge::default();
         registry.register("open_streams", help::OPEN, open_streams.clone());
@@ -199,12 +199,16 @@ impl Metrics {
     }
 
     /// An answer has ended (or its client went away).
-    fn answer_ended(&self, log: &AccessLog, stats: &RequestStats, outcome: Outcome) {
+    fn answer_ended(&self, log: &AccessLog, finish: &Finish, outcome: Outcome) {
         self.open_streams.dec();
-        let (tokens_in, tokens_out) = stats.tokens();
-        let counts_tokens = tokens_in.saturating_add(tokens_out) > 0;
-        let (requests, duration, tokens) = self.series(log, outcome, counts_tokens);
-        requests.inc();
+        finish.duration.observe(clock::since(log.started)); // `Record::tell` read it fresh
+        if outcome == Outcome::Complete {
+            finish.complete.inc();
+        } else {
+            self.with_pair(log.route.as_ref(), log.upstream.as_ref(), |pair| {
+                self.requests_in(pair, log, outcome).inc();
+            });
+        }
         if outcome.is_upstream_failure() {
             let labels = ErrorLabels {
                 upstream: log.upstream.as_ref().map_or("-", |u| &**u).to_owned(),
@@ -212,48 +216,51 @@ impl Metrics {
             };
             self.upstream_errors.get_or_create(&labels).inc();
         }
-        duration.observe(clock::since(log.started).as_secs_f64()); // `Record::tell` read it fresh
-        if let Some([counted_in, counted_out]) = tokens {
-            counted_in.inc_by(tokens_in);
-            counted_out.inc_by(tokens_out);
+        let (tokens_in, tokens_out) = finish.stats.tokens();
+        if tokens_in.saturating_add(tokens_out) > 0
+            && let Some(route) = log.route.as_ref()
+        {
+            let client = log.client.as_deref().unwrap_or("-");
+            self.with_pair(Some(route), log.upstream.as_ref(), |pair| {
+                let [counted_in, counted_out] =
+                    pair.tokens(client, || self.tokens_series(route, client));
+                counted_in.inc_by(tokens_in);
+                counted_out.inc_by(tokens_out);
+            });
         }
     }
 
-    /// The series an ended answer counts in: its requests counter, its duration histogram
-    /// and, when it used tokens on a route, its tokens counters (in, out).
-    fn series(
-        &self,
-        log: &AccessLog,
-        outcome: Outcome,
-        counts_tokens: bool,
-    ) -> (Counter, Histogram, Option<[Counter; 2]>) {
-        let (route, upstream) = (log.route.as_ref(), log.upstream.as_ref());
-        let (status, dialect) = (log.status, log.dialect.map_or("-", Dialect::as_str));
-        let client = log.client.as_deref().unwrap_or("-");
-        self.with_pair(route, upstream, |pair| {
-            let requests = pair.requests((status, dialect, outcome.as_str()), || {
-                let labels = RequestLabels {
-                    route: named(route),
-                    upstream: named(upstream),
-                    status,
-                    dialect,
-                    outcome: outcome.as_str(),
-                };
-                self.requests.get_or_create_owned(&labels)
-            });
-            let tokens = route.filter(|_| counts_tokens).map(|route| {
-                pair.tokens(client, || {
-                    ["in", "out"].map(|direction| {
-                        let labels = TokenLabels {
-                            route: Arc::clone(route),
-                            client: client.to_owned(),
-                            direction,
-                        };
-                        self.tokens.get_or_create_owned(&labels)
-                    })
-                })
-            });
-            (requests, pair.duration.clone(), tokens)
+    /// The requests counter of `log`'s answer, ended as `outcome`, in its `pair`.
+    fn requests_in(&self, pair: &mut Pair, log: &AccessLog, outcome: Outcome) -> Counter {
+        let key = (log.status, log.dialect, outcome);
+        pair.requests(key, || self.requests_series(log, outcome))
+    }
+
+    /// A requests series not in the pair's handles: the family's (made the first time).
+    #[cold]
+    #[inline(never)]
+    fn requests_series(&self, log: &AccessLog, outcome: Outcome) -> Counter {
+        let labels = RequestLabels {
+            route: named(log.route.as_ref()),
+            upstream: named(log.upstream.as_ref()),
+            status: log.status,
+            dialect: log.dialect.map_or("-", Dialect::as_str),
+            outcome: outcome.as_str(),
+        };
+        self.requests.get_or_create_owned(&labels)
+    }
+
+    /// The tokens series (in, out) of `client` on `route`: the family's.
+    #[cold]
+    #[inline(never)]
+    fn tokens_series(&self, route: &Arc<str>, client: &str) -> [Counter; 2] {
+        ["in", "out"].map(|direction| {
+            let labels = TokenLabels {
+                route: Arc::clone(route),
+                client: client.to_owned(),
+                direction,
+            };
+            self.tokens.get_or_create_owned(&labels)
         })
     }
 
@@ -286,15 +293,24 @@ impl Metrics {
         upstream: Option<&Arc<str>>,
         f: impl FnOnce(&mut Pair) -> R,
     ) -> R {
-        let make = || {
-            let labels = route_labels(route, upstream);
-            (
-                self.duration.get_or_create_owned(&labels),
-                self.overhead.get_or_create_owned(&labels),
-            )
-        };
+        let make = || self.pair_series(route, upstream);
         let (route, upstream) = (name_or_none(route), name_or_none(upstream));
         self.handles.with(route, upstream, make, f)
+    }
+
+    /// The duration and overhead histograms of a pair not in the handles: the families'.
+    #[cold]
+    #[inline(never)]
+    fn pair_series(
+        &self,
+        route: Option<&Arc<str>>,
+        upstream: Option<&Arc<str>>,
+    ) -> (Timing, Timing) {
+        let labels = route_labels(route, upstream);
+        (
+            self.duration.get_or_create_owned(&labels),
+            self.overhead.get_or_create_owned(&labels),
+        )
     }
 
     pub fn reloaded(&self, generation: u64) {
@@ -320,16 +336,24 @@ impl Finish {
     pub fn new(metrics: Arc<Metrics>, log: &AccessLog, stats: Arc<RequestStats>) -> Finish {
         metrics.open_streams.inc();
         let own = clock::fresh_since(log.started).saturating_sub(stats.upstream_wait());
-        let overhead = metrics.with_pair(log.route.as_ref(), log.upstream.as_ref(), |pair| {
-            pair.overhead.clone()
+        let (route, upstream) = (log.route.as_ref(), log.upstream.as_ref());
+        let (duration, complete) = metrics.with_pair(route, upstream, |pair| {
+            pair.overhead.observe(own);
+            let complete = metrics.requests_in(pair, log, Outcome::Complete);
+            (pair.duration.clone(), complete)
         });
-        overhead.observe(own.as_secs_f64());
-        Finish { metrics, stats }
+        Finish {
+            metrics,
+            stats,
+            duration,
+            complete,
+        }
     }
 
-    /// The answer has ended, or its client went away.
+    /// The answer has ended, or its client went away. What `log` says of it (status,
+    /// route, dialect, client) is as it was at [`Finish::new`].
     pub fn done(self, log: &AccessLog, outcome: Outcome) {
-        self.metrics.answer_ended(log, &self.stats, outcome);
+        self.metrics.answer_ended(log, &self, outcome);
     }
 
     /// How the stream failed, if it said so itself.

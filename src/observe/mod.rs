@@ -6,6 +6,7 @@ pub mod access;
 pub mod ended;
 mod handles;
 pub mod metrics;
+mod timing;
 
 pub use access::{AccessLog, init};
 pub use ended::{Ended, Record};
