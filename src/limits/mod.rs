@@ -10,10 +10,10 @@ mod activity;
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ProxyError;
 use crate::http::fields::Fields;
@@ -28,32 +28,70 @@ const REJECTING: usize = 64;
 /// One listener's pools, sized when it is bound.
 #[derive(Debug)]
 pub struct Gate {
-    connections: Arc<Semaphore>,
-    requests: Arc<Semaphore>,
-    rejecting: Arc<Semaphore>,
-    max_connections: usize,
-    max_in_flight: usize,
+    connections: Arc<Pool>,
+    requests: Arc<Pool>,
+    rejecting: Arc<Pool>,
 }
+
+/// A number of slots, taken without waiting: when none is left the taker is refused at
+/// once. (tokio's `Semaphore`, which did this before, also queues waiters, so giving a
+/// permit back took its waiters' lock: a lock every worker took for every request.)
+#[derive(Debug)]
+struct Pool {
+    taken: AtomicUsize,
+    size: usize,
+}
+
+/// A slot taken from a pool, given back when dropped.
+#[derive(Debug)]
+pub struct Slot(Arc<Pool>);
 
 /// An open connection's slot in its listener's pool.
 #[derive(Debug)]
-pub struct ConnectionSlot(#[allow(dead_code)] OwnedSemaphorePermit);
+pub struct ConnectionSlot(#[allow(dead_code)] Slot);
 
 /// A request in flight: holds its listener slot and marks its connection busy until the
 /// answer's body has ended (or been dropped).
 #[derive(Debug)]
 pub struct InFlight {
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
     _busy: Busy,
 }
 
 /// What to do with a connection just accepted.
 pub enum Admission {
     Serve(ConnectionSlot),
-    /// Full: answer its requests with 503 (the permit bounds how many such answers run).
-    Refuse(OwnedSemaphorePermit),
+    /// Full: answer its requests with 503 (the slot bounds how many such answers run).
+    Refuse(Slot),
     /// Full, and too many are being refused already: close it.
     Drop,
+}
+
+// === impl Pool ===
+
+impl Pool {
+    fn new(size: usize) -> Arc<Pool> {
+        Arc::new(Pool {
+            taken: AtomicUsize::new(0),
+            size,
+        })
+    }
+
+    /// A slot, or `None` when all are taken. (Only a count: no data is handed over with a
+    /// slot, so no ordering beyond the count's own is needed.)
+    fn take(self: &Arc<Self>) -> Option<Slot> {
+        let free = |taken: usize| (taken < self.size).then_some(taken + 1);
+        self.taken
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, free)
+            .ok()?;
+        Some(Slot(Arc::clone(self)))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.taken.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 // === impl Gate ===
@@ -61,28 +99,26 @@ pub enum Admission {
 impl Gate {
     pub fn new(limits: &Limits) -> Gate {
         Gate {
-            connections: Arc::new(Semaphore::new(limits.max_connections)),
-            requests: Arc::new(Semaphore::new(limits.max_in_flight)),
-            rejecting: Arc::new(Semaphore::new(REJECTING)),
-            max_connections: limits.max_connections,
-            max_in_flight: limits.max_in_flight,
+            connections: Pool::new(limits.max_connections),
+            requests: Pool::new(limits.max_in_flight),
+            rejecting: Pool::new(REJECTING),
         }
     }
 
     pub fn admit_connection(&self) -> Admission {
-        if let Ok(permit) = Arc::clone(&self.connections).try_acquire_owned() {
-            return Admission::Serve(ConnectionSlot(permit));
+        if let Some(slot) = self.connections.take() {
+            return Admission::Serve(ConnectionSlot(slot));
         }
-        match Arc::clone(&self.rejecting).try_acquire_owned() {
-            Ok(permit) => Admission::Refuse(permit),
-            Err(_) => Admission::Drop,
+        match self.rejecting.take() {
+            Some(slot) => Admission::Refuse(slot),
+            None => Admission::Drop,
         }
     }
 
     pub fn connections_full(&self) -> ProxyError {
         ProxyError::Overloaded {
             what: "connections",
-            limit: self.max_connections,
+            limit: self.connections.size,
         }
     }
 
@@ -90,14 +126,12 @@ impl Gate {
     /// request's head is complete, so its connection stops timing the head.
     pub fn admit_request(&self, activity: &Arc<Activity>) -> Result<InFlight, ProxyError> {
         let busy = activity.begin();
-        let permit = Arc::clone(&self.requests)
-            .try_acquire_owned()
-            .map_err(|_| ProxyError::Overloaded {
-                what: "requests in flight",
-                limit: self.max_in_flight,
-            })?;
+        let slot = self.requests.take().ok_or(ProxyError::Overloaded {
+            what: "requests in flight",
+            limit: self.requests.size,
+        })?;
         Ok(InFlight {
-            _permit: permit,
+            _slot: slot,
             _busy: busy,
         })
     }
@@ -159,4 +193,47 @@ pub fn check_headers(headers: Fields<'_>, limits: &Limits) -> Result<(), ProxyEr
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_gives_its_slots_then_refuses_until_one_is_given_back() {
+        let pool = Pool::new(2);
+        let (first, second) = (pool.take().unwrap(), pool.take().unwrap());
+        assert!(pool.take().is_none(), "full");
+        drop(first);
+        let third = pool.take().expect("a slot given back is taken again");
+        assert!(pool.take().is_none());
+        drop((second, third));
+        assert_eq!(pool.taken.load(Ordering::Relaxed), 0);
+        assert!(Pool::new(0).take().is_none(), "a pool of none refuses all");
+    }
+
+    #[test]
+    fn many_threads_never_take_more_than_the_size() {
+        let pool = Pool::new(3);
+        let most = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..10_000 {
+                        if let Some(slot) = pool.take() {
+                            let held = pool.taken.load(Ordering::Relaxed);
+                            most.fetch_max(held, Ordering::Relaxed);
+                            drop(slot);
+                        }
+                    }
+                });
+            }
+        });
+        assert!(most.load(Ordering::Relaxed) <= 3);
+        assert_eq!(
+            pool.taken.load(Ordering::Relaxed),
+            0,
+            "every slot given back"
+        );
+    }
 }

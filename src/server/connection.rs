@@ -22,7 +22,7 @@ use hyper_util::server::conn::auto;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::sync::{Notify, OwnedSemaphorePermit, watch};
+use tokio::sync::{Notify, watch};
 
 use super::protocol::{Graceful, Settings};
 use super::sniff::{self, Speaks};
@@ -31,7 +31,7 @@ use crate::base::clock::Ticking;
 use crate::base::dialect;
 use crate::http::body::{Body, BoxError, materialize};
 use crate::http::gated::Gated;
-use crate::limits::{Activity, ConnectionSlot, Gate, Quiet, Timeouts};
+use crate::limits::{Activity, ConnectionSlot, Gate, Quiet, Slot, Timeouts};
 use crate::observe::metrics::Metrics;
 use crate::proxy::exchange::ConnInfo;
 use crate::proxy::pipeline;
@@ -270,7 +270,7 @@ async fn first_bytes(
 /// timeout instead of closing after one answer. Handshake and answer together get at most
 /// [`REFUSE_TIMEOUT`]. Served by hyper-util's connection (one answer, then closed: what it
 /// holds meanwhile does not matter).
-pub async fn refuse(accepted: Accepted, _permit: OwnedSemaphorePermit) {
+pub async fn refuse(accepted: Accepted, _slot: Slot) {
     let Accepted {
         stream,
         gate,

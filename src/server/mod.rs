@@ -224,8 +224,8 @@ pub(super) async fn accept_loop(
                 Some(balance) => balance.place(here, slot, &drain, accepted),
                 None => connection::serve(accepted(here), slot),
             },
-            Admission::Refuse(permit) => {
-                drop(tokio::spawn(connection::refuse(accepted(here), permit)));
+            Admission::Refuse(slot) => {
+                drop(tokio::spawn(connection::refuse(accepted(here), slot)));
             }
             Admission::Drop => continue,
         }
