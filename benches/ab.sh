@@ -17,10 +17,11 @@
 # there (DIR/ROUND-BINARY-CASE.cg), to read with `callgrind_annotate --threshold=100`; its
 # functions are written by name (each case's file is a dump after the first, which would
 # otherwise name them only by number). LINGO_AB_CACHE=1 adds callgrind's cache simulation
-# (32 KiB L1 caches): each case also prints the first-level instruction and data cache
-# misses per request. lingo's code touched per request is larger than nginx's (a whole
-# pass-through missed the instruction cache 537 times a request where nginx missed 290):
-# code size counts, not only instructions.
+# (of the first-level caches valgrind finds on the machine): each case also prints the
+# instruction and data cache misses per request. lingo touches more code a request than
+# nginx (a whole pass-through missed the simulated instruction cache 537 times a request
+# where nginx missed 290), but smaller code did not pay: built at opt-level 2 or "s" it
+# missed less and ran slower (2% and 22% more instructions).
 #
 # LINGO_AB_ROUNDS sets the number of rounds (default 2), LINGO_AB_CASES a regular
 # expression the cases' names must match (whole_native, stream_native, whole_openai,

@@ -98,6 +98,11 @@ async fn assert_told(lingo: &Lingo, id: &str, outcome: &str, reason: &str) {
     assert!(line.contains(reason), "the reason `{reason}` is in: {line}");
     let text = metrics_when(lingo, |t| requests(t, outcome) >= 1.0).await;
     assert_eq!(requests(&text, outcome), 1.0, "{text}");
+    // A series is made by an answer that ends as it says, never one of none.
+    let none = text
+        .lines()
+        .find(|l| l.starts_with("lingo_requests_total{") && l.ends_with(" 0"));
+    assert_eq!(none, None, "{text}");
     if outcome != "complete" && outcome != "client_closed" {
         let mid = r#"lingo_upstream_errors_total{upstream="models",kind="mid_stream"}"#;
         assert_eq!(metric(&text, mid), Some(1.0), "{text}");

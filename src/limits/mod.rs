@@ -212,28 +212,47 @@ mod tests {
         assert!(Pool::new(0).take().is_none(), "a pool of none refuses all");
     }
 
+    /// Slots held at once are counted apart from the pool's own count, so that a pool
+    /// handing out more than its size while its count stays right is caught.
     #[test]
-    fn many_threads_never_take_more_than_the_size() {
+    fn many_threads_never_hold_more_than_the_size() {
         let pool = Pool::new(3);
-        let most = AtomicUsize::new(0);
+        let (held, most, taken) = (
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+        );
         std::thread::scope(|scope| {
             for _ in 0..4 {
                 scope.spawn(|| {
                     for _ in 0..10_000 {
                         if let Some(slot) = pool.take() {
-                            let held = pool.taken.load(Ordering::Relaxed);
-                            most.fetch_max(held, Ordering::Relaxed);
+                            let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(now, Ordering::SeqCst);
+                            taken.fetch_add(1, Ordering::Relaxed);
+                            held.fetch_sub(1, Ordering::SeqCst);
                             drop(slot);
                         }
                     }
                 });
             }
         });
-        assert!(most.load(Ordering::Relaxed) <= 3);
+        assert!(most.load(Ordering::SeqCst) <= 3, "{most:?}");
+        assert!(taken.load(Ordering::Relaxed) > 0);
         assert_eq!(
             pool.taken.load(Ordering::Relaxed),
             0,
             "every slot given back"
         );
+    }
+
+    /// A limit as large as the table allows (tokio's semaphore panicked past
+    /// `usize::MAX >> 3`).
+    #[test]
+    fn a_huge_pool_takes_and_gives_back() {
+        let pool = Pool::new(usize::MAX);
+        let slot = pool.take().expect("room");
+        drop(slot);
+        assert_eq!(pool.taken.load(Ordering::Relaxed), 0);
     }
 }

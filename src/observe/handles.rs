@@ -12,10 +12,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use prometheus_client::metrics::counter::Counter;
+
 use super::Outcome;
 use super::timing::Timing;
 use crate::base::dialect::Dialect;
-use prometheus_client::metrics::counter::Counter;
 
 /// Most pairs kept; then the cache starts again.
 const MAX_PAIRS: usize = 256;
@@ -46,6 +47,12 @@ impl Pair {
     /// The requests counter for `key`, made by `make` (a family lookup) the first time.
     pub fn requests(&mut self, key: SeriesKey, make: impl FnOnce() -> Counter) -> Counter {
         found_or_made(&mut self.requests, |k| *k == key, || key, make)
+    }
+
+    /// The requests counter for `key` if the pair keeps it already (no series is made).
+    pub fn kept_requests(&self, key: SeriesKey) -> Option<Counter> {
+        let found = self.requests.iter().find(|(k, _)| *k == key);
+        found.map(|(_, counter)| counter.clone())
     }
 
     /// The tokens counters (in, out) of `client`'s requests, made by `make` (two family

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::Outcome;
 use super::access::AccessLog;
-use super::handles::{Handles, Pair};
+use super::handles::{Handles, Pair, SeriesKey};
 use super::timing::Timing;
 use crate::base::clock;
 use crate::base::dialect::Dialect;
@@ -128,10 +128,12 @@ pub struct Waiting<'a>(&'a RequestStats);
 pub struct Finish {
     metrics: Arc<Metrics>,
     stats: Arc<RequestStats>,
-    /// Its pair's duration histogram and the requests counter it counts in if it ends
-    /// complete, found with its overhead's: most answers end without a lookup.
+    /// Its pair's duration histogram and, once the pair has counted a complete answer like
+    /// it, the requests counter it counts in if it ends complete: found with its overhead's,
+    /// so that most answers end without a lookup. (Not made here: an answer that never ends
+    /// complete does not make a series of none.)
     duration: Timing,
-    complete: Counter,
+    complete: Option<Counter>,
 }
 
 // === impl Metrics ===
@@ -198,16 +200,27 @@ impl Metrics {
             .clone()
     }
 
-    /// An answer has ended (or its client went away).
+    /// An answer has ended (or its client went away). Its duration is observed last, so
+    /// that a reader who sees the duration's count see the rest counted too.
     fn answer_ended(&self, log: &AccessLog, finish: &Finish, outcome: Outcome) {
         self.open_streams.dec();
-        finish.duration.observe(clock::since(log.started)); // `Record::tell` read it fresh
-        if outcome == Outcome::Complete {
-            finish.complete.inc();
-        } else {
-            self.with_pair(log.route.as_ref(), log.upstream.as_ref(), |pair| {
+        let tokens = finish.stats.tokens();
+        let counts_tokens = tokens.0.saturating_add(tokens.1) > 0 && log.route.is_some();
+        let kept = finish
+            .complete
+            .as_ref()
+            .filter(|_| outcome == Outcome::Complete);
+        match kept {
+            Some(complete) if !counts_tokens => {
+                complete.inc();
+            }
+            // Found again: another outcome, a series not kept yet, or tokens to count.
+            _ => self.with_pair(log.route.as_ref(), log.upstream.as_ref(), |pair| {
                 self.requests_in(pair, log, outcome).inc();
-            });
+                if counts_tokens {
+                    self.count_tokens(pair, log, tokens);
+                }
+            }),
         }
         if outcome.is_upstream_failure() {
             let labels = ErrorLabels {
@@ -216,24 +229,25 @@ impl Metrics {
             };
             self.upstream_errors.get_or_create(&labels).inc();
         }
-        let (tokens_in, tokens_out) = finish.stats.tokens();
-        if tokens_in.saturating_add(tokens_out) > 0
-            && let Some(route) = log.route.as_ref()
-        {
-            let client = log.client.as_deref().unwrap_or("-");
-            self.with_pair(Some(route), log.upstream.as_ref(), |pair| {
-                let [counted_in, counted_out] =
-                    pair.tokens(client, || self.tokens_series(route, client));
-                counted_in.inc_by(tokens_in);
-                counted_out.inc_by(tokens_out);
-            });
-        }
+        finish.duration.observe(clock::since(log.started)); // `Record::tell` read it fresh
+    }
+
+    /// The tokens (in, out) a request on a route used, under its client's name.
+    fn count_tokens(&self, pair: &mut Pair, log: &AccessLog, (used_in, used_out): (u64, u64)) {
+        let Some(route) = log.route.as_ref() else {
+            return;
+        };
+        let client = log.client.as_deref().unwrap_or("-");
+        let [counted_in, counted_out] = pair.tokens(client, || self.tokens_series(route, client));
+        counted_in.inc_by(used_in);
+        counted_out.inc_by(used_out);
     }
 
     /// The requests counter of `log`'s answer, ended as `outcome`, in its `pair`.
     fn requests_in(&self, pair: &mut Pair, log: &AccessLog, outcome: Outcome) -> Counter {
-        let key = (log.status, log.dialect, outcome);
-        pair.requests(key, || self.requests_series(log, outcome))
+        pair.requests(series_key(log, outcome), || {
+            self.requests_series(log, outcome)
+        })
     }
 
     /// A requests series not in the pair's handles: the family's (made the first time).
@@ -339,7 +353,7 @@ impl Finish {
         let (route, upstream) = (log.route.as_ref(), log.upstream.as_ref());
         let (duration, complete) = metrics.with_pair(route, upstream, |pair| {
             pair.overhead.observe(own);
-            let complete = metrics.requests_in(pair, log, Outcome::Complete);
+            let complete = pair.kept_requests(series_key(log, Outcome::Complete));
             (pair.duration.clone(), complete)
         });
         Finish {
@@ -374,6 +388,11 @@ impl Drop for Waiting<'_> {
             wait.total += clock::fresh_since(since);
         }
     }
+}
+
+/// The key of `log`'s requests series in its pair, ended as `outcome`.
+fn series_key(log: &AccessLog, outcome: Outcome) -> SeriesKey {
+    (log.status, log.dialect, outcome)
 }
 
 fn route_labels(route: Option<&Arc<str>>, upstream: Option<&Arc<str>>) -> RouteLabels {

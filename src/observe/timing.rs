@@ -5,8 +5,9 @@
 //! the whole duration at its end). Here the bucket is found among whole nanoseconds and
 //! counted with one atomic add, and the sum (seconds, an `f64`) is added by compare and
 //! swap. The count is the buckets' total when read, so `_count` and the `+Inf` bucket
-//! always agree; a scrape racing an observation may see its bucket before its sum, as a
-//! scrape between two requests would see neither.
+//! always agree; the sum is added before the bucket and read after the buckets, so a scrape
+//! that counts an observation has its time in the sum too (a scrape racing observations may
+//! have the time of one it does not count yet).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,7 +41,8 @@ impl Timing {
     pub fn exponential(start: f64, factor: f64, length: u16) -> Timing {
         let bounds: Box<[(f64, u64)]> = exponential_buckets(start, factor, length)
             .map(|seconds| (seconds, nanos(seconds)))
-            .collect();
+            .collect::<Box<[_]>>();
+        debug_assert!(bounds.iter().all(|(s, _)| s.is_finite()), "{bounds:?}");
         let counts = (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect();
         Timing(Arc::new(Cells {
             bounds,
@@ -49,6 +51,7 @@ impl Timing {
         }))
     }
 
+    /// Counts one duration: its time into the sum, then its bucket (see the module's doc).
     pub fn observe(&self, took: Duration) {
         let cells = &*self.0;
         let took_nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
@@ -57,13 +60,13 @@ impl Timing {
             .iter()
             .position(|&(_, bound)| took_nanos <= bound)
             .unwrap_or(cells.bounds.len());
-        cells.counts[at].fetch_add(1, Ordering::Relaxed);
         let seconds = took.as_secs_f64();
         let _ = cells
             .sum
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
                 Some((f64::from_bits(bits) + seconds).to_bits())
             });
+        cells.counts[at].fetch_add(1, Ordering::Release);
     }
 }
 
@@ -83,7 +86,7 @@ impl EncodeMetric for Timing {
         let bounds = cells.bounds.iter().map(|&(seconds, _)| seconds);
         let buckets: Vec<(f64, u64)> = bounds
             .chain(std::iter::once(f64::INFINITY))
-            .zip(cells.counts.iter().map(|c| c.load(Ordering::Relaxed)))
+            .zip(cells.counts.iter().map(|c| c.load(Ordering::Acquire)))
             .collect();
         let count = buckets.iter().map(|&(_, n)| n).sum();
         let sum = f64::from_bits(cells.sum.load(Ordering::Relaxed));
@@ -103,10 +106,16 @@ mod tests {
 
     use super::*;
 
+    /// The metrics' two kinds of buckets: start, factor, how many.
+    const BUCKETS: [(f64, f64, u16); 2] = [(0.0001, 4.0, 11), (0.00001, 4.0, 10)];
+
     /// The text prometheus-client's own histogram writes for the same observations.
-    fn as_prometheus_client_writes(observed: &[Duration]) -> String {
+    fn as_prometheus_client_writes(
+        (start, factor, n): (f64, f64, u16),
+        observed: &[Duration],
+    ) -> String {
         let mut registry = Registry::default();
-        let theirs = Histogram::new(exponential_buckets(0.0001, 4.0, 11));
+        let theirs = Histogram::new(exponential_buckets(start, factor, n));
         registry.register("took", "help", theirs.clone());
         observed
             .iter()
@@ -116,9 +125,9 @@ mod tests {
         text
     }
 
-    fn as_timing_writes(observed: &[Duration]) -> String {
+    fn as_timing_writes((start, factor, n): (f64, f64, u16), observed: &[Duration]) -> String {
         let mut registry = Registry::default();
-        let ours = Timing::exponential(0.0001, 4.0, 11);
+        let ours = Timing::exponential(start, factor, n);
         registry.register("took", "help", ours.clone());
         observed.iter().for_each(|d| ours.observe(*d));
         let mut text = String::new();
@@ -138,12 +147,18 @@ mod tests {
             &[Duration::from_nanos(100_001), ms(3), ms(3), ms(250)],
             &[Duration::from_secs(200), Duration::MAX],
             &[ms(1), ms(2), ms(30), ms(700), Duration::from_secs(9)],
+            // On the overhead's first bounds (10 µs, 40 µs), and just past one.
+            &[Duration::from_micros(10), Duration::from_micros(40)],
+            &[Duration::from_nanos(10_001), Duration::from_nanos(39_999)],
         ];
-        for observed in cases {
+        for (buckets, observed) in BUCKETS
+            .iter()
+            .flat_map(|b| cases.iter().map(move |c| (*b, c)))
+        {
             assert_eq!(
-                as_timing_writes(observed),
-                as_prometheus_client_writes(observed),
-                "{observed:?}"
+                as_timing_writes(buckets, observed),
+                as_prometheus_client_writes(buckets, observed),
+                "{buckets:?} {observed:?}"
             );
         }
     }
