@@ -201,7 +201,7 @@ impl Metrics {
     }
 
     /// An answer has ended (or its client went away). Its duration is observed last, so
-    /// that a reader who sees the duration's count see the rest counted too.
+    /// that a reader who sees the duration's count sees the rest counted too.
     fn answer_ended(&self, log: &AccessLog, finish: &Finish, outcome: Outcome) {
         self.open_streams.dec();
         let tokens = finish.stats.tokens();
