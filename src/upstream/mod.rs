@@ -159,15 +159,8 @@ impl UpstreamClient {
             UpstreamClient::Mock(knobs) => {
                 headers::to_upstream(req.headers_mut(), rules);
                 let sending = send_to_mock(upstream, knobs, req, body_limit);
-                return Box::pin(sending.map(move |sent| {
-                    // Fields kept as read, if the mock's answer carries any, go on with it.
-                    sent.map(|r| {
-                        r.map(|mut body| {
-                            let raw = body.take_raw();
-                            Body::carrying(Idle::new(body, idle), raw)
-                        })
-                    })
-                }));
+                let idle_timed = move |body| idle_timed(body, idle);
+                return Box::pin(sending.map(move |sent| sent.map(|r| r.map(idle_timed))));
             }
         };
         headers::to_upstream(req.headers_mut(), rules);
@@ -184,6 +177,13 @@ impl UpstreamClient {
         });
         Box::pin(timed)
     }
+}
+
+/// `body` failing when nothing comes for `idle`; the fields kept as read it carries, if
+/// any, go on with it.
+fn idle_timed(mut body: Body, idle: Duration) -> Body {
+    let raw = body.take_raw();
+    Body::carrying(Idle::new(body, idle), raw)
 }
 
 /// A sending, boxed (see [`UpstreamClient::send`]).
