@@ -87,7 +87,7 @@ where
                     Poll::Ready(Some(Ok(frame))) => {
                         this.kept.push(frame);
                         steps = 0;
-                        if !this.kept.full() {
+                        if !this.kept.full() && !this.inner.is_end_stream() {
                             continue;
                         }
                     }
@@ -228,7 +228,10 @@ where
                 Poll::Ready(Some(Ok(frame))) => {
                     this.kept.push(frame);
                     *this.yielded = 0;
-                    if !this.kept.full() {
+                    // A body that says it has ended is not polled for its end: what its end
+                    // sets off (its record, its upstream connection put back) then happens
+                    // when it is dropped, after its last bytes are written.
+                    if !this.kept.full() && !this.inner.is_end_stream() {
                         continue;
                     }
                 }
@@ -280,6 +283,27 @@ mod tests {
         drop(tx);
         let body = Batch::new(rx).collect().await.unwrap().to_bytes();
         assert_eq!(body, "01234");
+    }
+
+    /// A body that says it has ended once its frame is taken is not polled for its end,
+    /// primed or not: its end's work (an answer's record, its upstream connection put back)
+    /// is left to its drop, after its bytes are written. The batch then says it has ended.
+    #[tokio::test]
+    async fn a_body_is_not_polled_for_an_end_it_told() {
+        use crate::http::body::Told;
+        for primed in [true, false] {
+            let (told, dropped) = Told::new("all");
+            let mut body = Box::pin(Batch::new(told));
+            if primed {
+                body.as_mut().prime().await;
+            }
+            let frame = body.frame().await.unwrap().unwrap();
+            assert_eq!(frame.into_data().unwrap(), "all");
+            assert!(body.is_end_stream(), "primed: {primed}");
+            assert!(!dropped.load(std::sync::atomic::Ordering::SeqCst));
+            drop(body);
+            assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
+        }
     }
 
     /// A frame is handed on while the sender is still silent: nothing waits for more data.

@@ -173,6 +173,9 @@ where
                     *left = (left.checked_sub(data.len() as u64)).ok_or(AnswerError::Length)?;
                 }
                 add(wire, &mut out, data, framing == Framing::Chunked).await?;
+                if body.is_end_stream() {
+                    return end(wire, out, framing, left).await;
+                }
             }
             Next::Idle => {
                 flush(wire, &mut out).await?;
@@ -180,17 +183,31 @@ where
                     out = BytesMut::new();
                 }
             }
-            Next::End => {
-                if framing == Framing::Chunked {
-                    out.put_slice(b"0\r\n\r\n");
-                }
-                flush(wire, &mut out).await?;
-                return match left {
-                    Some(left) if left > 0 => Err(AnswerError::Length),
-                    _ => Ok(()),
-                };
-            }
+            Next::End => return end(wire, out, framing, left).await,
         }
+    }
+}
+
+/// The body's end: what is held written, with the closing chunk when chunked. Also called
+/// once a body says it has ended (`is_end_stream`) without being polled for its end, so that
+/// what its end sets off (the answer's record, its upstream connection put back) runs when
+/// it is dropped, after the write, and not on the answer's way to its client.
+async fn end<I>(
+    wire: &Shared<I>,
+    mut out: BytesMut,
+    framing: Framing,
+    left: Option<u64>,
+) -> Result<(), AnswerError>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    if framing == Framing::Chunked {
+        out.put_slice(b"0\r\n\r\n");
+    }
+    flush(wire, &mut out).await?;
+    match left {
+        Some(left) if left > 0 => Err(AnswerError::Length),
+        _ => Ok(()),
     }
 }
 

@@ -452,3 +452,30 @@ async fn an_answer_without_a_date_gets_the_current_one() {
     assert!(apart < Duration::from_secs(5), "{said:?} vs {now:?}");
     served.await.unwrap().unwrap();
 }
+
+/// An answer whose body says it has ended once its last frame is taken is written whole
+/// without a poll for its end (the end's work, an answer's record and its upstream
+/// connection put back, is left to the body's drop, after the write), and the connection
+/// goes on to the next request.
+#[tokio::test]
+async fn an_answer_that_told_its_end_is_written_whole_and_not_polled_again() {
+    use crate::http::body::Told;
+    use std::sync::atomic::Ordering::SeqCst;
+    let drops = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&drops);
+    let (mut client, served) = start(move |_req| {
+        let (told, dropped) = Told::new("whole");
+        kept.lock().unwrap().push(dropped);
+        async move { Response::new(Body::boxed(told)) }
+    });
+    let two =
+        "GET /a HTTP/1.1\r\nhost: x\r\n\r\nGET /b HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    client.write_all(two.as_bytes()).await.unwrap();
+    let all = read_to_end(&mut client).await;
+    assert_eq!(all.matches("content-length: 5\r\n").count(), 2, "{all}");
+    assert_eq!(all.matches("\r\n\r\nwhole").count(), 2, "{all}");
+    served.await.unwrap().unwrap();
+    let drops = drops.lock().unwrap();
+    assert_eq!(drops.len(), 2);
+    assert!(drops.iter().all(|dropped| dropped.load(SeqCst)));
+}
