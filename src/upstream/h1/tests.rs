@@ -107,6 +107,22 @@ async fn a_whole_request_goes_up_and_its_connection_goes_home() {
     assert_eq!(String::from_utf8_lossy(&seen), want);
 }
 
+/// A request body that says it has ended once its last frame is taken goes up whole and is
+/// not polled for its end.
+#[tokio::test]
+async fn a_body_that_told_its_end_goes_up_without_a_poll_for_it() {
+    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let (address, upstream) = upstream(b"whole", answer).await;
+    let shelf = Shelf::default();
+    let (told, _) = crate::http::body::Told::new("whole");
+    let response = send(&address, post(Body::boxed(told)), &shelf).await;
+    assert_eq!(read(response.unwrap()).await.unwrap(), "ok");
+    drop(shelf);
+    let seen = upstream.await.unwrap();
+    let want = "POST /api/chat HTTP/1.1\r\nhost: up\r\ncontent-length: 5\r\n\r\nwhole";
+    assert_eq!(String::from_utf8_lossy(&seen), want);
+}
+
 /// A body of unknown length goes up chunked. Its trailers stay behind: they could carry
 /// what the header rules keep from the upstream (a client's credentials).
 #[tokio::test]

@@ -88,7 +88,12 @@ pub async fn send(
         let next = poll_fn(|cx| up.next(&mut body, cx)).await?;
         let sent = match next {
             Next::Frame(frame) => match frame.into_data() {
-                Ok(data) => up.add(data).await?,
+                // A body that says it has ended is not polled for its end (a poll more
+                // through its layers and its client connection's lock, for nothing).
+                Ok(data) => match up.add(data).await? {
+                    Sent::All if body.is_end_stream() => return up.end().await,
+                    sent => sent,
+                },
                 Err(_trailers) => Sent::All,
             },
             Next::End => return up.end().await,
