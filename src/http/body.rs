@@ -162,7 +162,7 @@ where
             }
         }
         // A body that says it has ended is not polled for its end: a poll more through
-        // each of its layers (and its connection's lock), for nothing.
+        // each of its layers, for nothing.
         if body.is_end_stream() {
             break;
         }
@@ -352,6 +352,8 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Prepend<B> {
 pub(crate) struct Told {
     data: Option<Bytes>,
     dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Whether its size hint is exact (else unknown: an HTTP/1.1 answer goes chunked).
+    sized: bool,
 }
 
 #[cfg(test)]
@@ -363,8 +365,15 @@ impl Told {
         let told = Told {
             data,
             dropped: std::sync::Arc::clone(&dropped),
+            sized: true,
         };
         (told, dropped)
+    }
+
+    /// The same body, of a size it does not tell.
+    pub fn of_unknown_size(mut self) -> Told {
+        self.sized = false;
+        self
     }
 }
 
@@ -387,7 +396,10 @@ impl http_body::Body for Told {
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
+        match self.sized {
+            true => SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64)),
+            false => SizeHint::default(),
+        }
     }
 }
 

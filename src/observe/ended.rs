@@ -28,8 +28,9 @@ pin_project! {
         inner: B,
         // `None` once told.
         record: Option<Record>,
-        // Set when hyper learns from `is_end_stream` that the answer is complete; hyper then
-        // stops polling, so the record is told on drop.
+        // Set when a reader learns from `is_end_stream` that the answer is complete (hyper's
+        // HTTP/2 writer, lingo's HTTP/1.1 one, the batch): it then stops polling, so the
+        // record is told, `Complete`, on drop.
         ended: Cell<bool>,
     }
 

@@ -174,7 +174,7 @@ where
                 }
                 add(wire, &mut out, data, framing == Framing::Chunked).await?;
                 if body.is_end_stream() {
-                    return end(wire, out, framing, left).await;
+                    return end(wire, body, out, framing, left).await;
                 }
             }
             Next::Idle => {
@@ -183,17 +183,20 @@ where
                     out = BytesMut::new();
                 }
             }
-            Next::End => return end(wire, out, framing, left).await,
+            Next::End => return end(wire, body, out, framing, left).await,
         }
     }
 }
 
 /// The body's end: what is held written, with the closing chunk when chunked. Also called
 /// once a body says it has ended (`is_end_stream`) without being polled for its end, so that
-/// what its end sets off (the answer's record, its upstream connection put back) runs when
-/// it is dropped, after the write, and not on the answer's way to its client.
+/// what its end sets off when it is dropped (the answer's record, its upstream connection put
+/// back) runs after the write, not on the answer's way to its client. A client that does not
+/// take the last bytes at once (it is not reading) gets them after the body is dropped: it
+/// keeps no upstream connection out of its pool, nor the answer's record waiting.
 async fn end<I>(
     wire: &Shared<I>,
+    body: &mut Body,
     mut out: BytesMut,
     framing: Framing,
     left: Option<u64>,
@@ -204,7 +207,13 @@ where
     if framing == Framing::Chunked {
         out.put_slice(b"0\r\n\r\n");
     }
-    flush(wire, &mut out).await?;
+    let written = poll_fn(|cx| Poll::Ready(lock(wire).poll_write_all(cx, &mut out))).await;
+    if let Poll::Ready(written) = written {
+        written?;
+    } else {
+        *body = Body::empty();
+        flush(wire, &mut out).await?;
+    }
     match left {
         Some(left) if left > 0 => Err(AnswerError::Length),
         _ => Ok(()),

@@ -356,8 +356,9 @@ impl<H: Home> Answer<H> {
 }
 
 impl<H: Home> Drop for Answer<H> {
-    /// A body dropped at its end (one that was empty from the start is never polled) still
-    /// gives its connection back; one dropped before takes its connection with it.
+    /// A body dropped at its end gives its connection back: its readers do not poll it for
+    /// an end it has told them (`is_end_stream`), and one that was empty from the start is
+    /// never polled. One dropped before its end takes its connection with it.
     fn drop(&mut self) {
         if self.decoder == Decoder::Done {
             self.finish();

@@ -89,7 +89,7 @@ pub async fn send(
         let sent = match next {
             Next::Frame(frame) => match frame.into_data() {
                 // A body that says it has ended is not polled for its end (a poll more
-                // through its layers and its client connection's lock, for nothing).
+                // through its layers, for nothing).
                 Ok(data) => match up.add(data).await? {
                     Sent::All if body.is_end_stream() => return up.end().await,
                     sent => sent,
