@@ -51,7 +51,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=benches/common.sh
+source "$(dirname "$0")/common.sh"
 lingo_port=$(port)
 mock_port=$(port)
 mkdir "$dir/table"
@@ -76,21 +77,8 @@ for case in "${cases[@]}"; do
     IFS=: read -r name model stream path <<< "$case"
     asks='"messages":[{"role":"user","content":"hello there"}]'
     [[ $path == /v1/completions ]] && asks='"prompt":"hello there"'
-    cat > "$dir/$name.lua" << EOF
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"model":"$model","stream":$stream,$asks}'
-EOF
+    request_lua "$dir/$name.lua" "$model" "$stream" "$asks"
 done
-
-wait_up() {
-    for _ in $(seq 100); do
-        curl -sf -o /dev/null "http://127.0.0.1:$1/$2" && return 0
-        sleep 0.2
-    done
-    echo "nothing answers on port $1" >&2
-    exit 1
-}
 
 # User and system time, in clock ticks.
 cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }

@@ -52,15 +52,8 @@ trap cleanup EXIT
 perf record -q -e raw_syscalls:sys_enter -o "$dir/probe.data" -- true > /dev/null 2>&1 \
     || { echo "perf may not trace system calls here (run as root?)" >&2; exit 2; }
 
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_up() {
-    for _ in $(seq 100); do
-        curl -sf -o /dev/null "http://127.0.0.1:$1/$2" && return 0
-        sleep 0.2
-    done
-    echo "nothing answers on port $1" >&2
-    exit 1
-}
+# shellcheck source=benches/common.sh
+source "$(dirname "$0")/common.sh"
 
 mock_port=$(port)
 "${bins[0]}" mock --listen "127.0.0.1:$mock_port" > /dev/null 2>&1 &
@@ -116,11 +109,7 @@ fi
 for name in whole_native whole_openai; do
     model=llama3.2 path=/api/chat
     [[ $name == whole_openai ]] && model=gpt-4o-mini path=/v1/chat/completions
-    cat > "$dir/$name.lua" << EOF
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"model":"$model","stream":false,"messages":[{"role":"user","content":"hello there"}]}'
-EOF
+    request_lua "$dir/$name.lua" "$model" false '"messages":[{"role":"user","content":"hello there"}]'
 done
 
 # The medians of one trace: $1 the perf script output, $2 and $3 the proxy's fds of the

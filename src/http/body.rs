@@ -347,7 +347,8 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Prepend<B> {
 
 /// A body of one data frame that says it has ended once the frame is taken, fails the test if
 /// it is polled after that, and tells when it is dropped: for the readers that must not poll
-/// a body for an end it has told them (`read_all`, the batch, the HTTP/1.1 answer writer).
+/// a body for an end it has told them (`read_all`, the batch, the HTTP/1.1 answer writer,
+/// the upload).
 #[cfg(test)]
 pub(crate) struct Told {
     data: Option<Bytes>,
