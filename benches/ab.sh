@@ -43,14 +43,6 @@ fi
 [[ $# -ge 1 ]] || { sed -n '2,30p' "$0"; exit 2; }
 command -v wrk > /dev/null || { echo "ab.sh needs wrk (apt-get install wrk)" >&2; exit 2; }
 
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
 # shellcheck source=benches/common.sh
 source "$(dirname "$0")/common.sh"
 lingo_port=$(port)

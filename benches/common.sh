@@ -1,5 +1,15 @@
-# What the bench scripts share (sourced by ab.sh and onpath.sh): a free port, a wait for a
-# server, and wrk's request script.
+# What the bench scripts share (sourced by ab.sh and onpath.sh): a scratch directory removed
+# at exit with the processes they started, a free port, a wait for a server, and wrk's
+# request script.
+
+# The scratch directory; every process whose pid is added to `pids` is stopped at exit.
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT
 
 # A free port on the loopback.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

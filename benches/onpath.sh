@@ -42,18 +42,10 @@ for bin in "${bins[@]}"; do
     [[ -x $bin ]] || { echo "no executable $bin (cargo build --release first)" >&2; exit 2; }
 done
 
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-perf record -q -e raw_syscalls:sys_enter -o "$dir/probe.data" -- true > /dev/null 2>&1 \
-    || { echo "perf may not trace system calls here (run as root?)" >&2; exit 2; }
-
 # shellcheck source=benches/common.sh
 source "$(dirname "$0")/common.sh"
+perf record -q -e raw_syscalls:sys_enter -o "$dir/probe.data" -- true > /dev/null 2>&1 \
+    || { echo "perf may not trace system calls here (run as root?)" >&2; exit 2; }
 
 mock_port=$(port)
 "${bins[0]}" mock --listen "127.0.0.1:$mock_port" > /dev/null 2>&1 &
