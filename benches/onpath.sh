@@ -99,8 +99,8 @@ else
 fi
 
 for name in whole_native whole_openai; do
-    model=llama3.2 path=/api/chat
-    [[ $name == whole_openai ]] && model=gpt-4o-mini path=/v1/chat/completions
+    model=llama3.2
+    [[ $name == whole_openai ]] && model=gpt-4o-mini
     request_lua "$dir/$name.lua" "$model" false '"messages":[{"role":"user","content":"hello there"}]'
 done
 
@@ -121,7 +121,8 @@ for line in open(sys.argv[1]):
     tid, at, kind, nr = int(m[1]), float(m[2]), m[3], int(m[4])
     args = [int(a, 16) for a in m[5].split(", ")] if m[5] else []
     if nr in WAIT and kind == "enter":
-        # A wait without a timeout (tokio's look at the events between tasks) is no wake.
+        # A wait that cannot block (timeout 0: tokio's look at the events between its tasks)
+        # starts no path; any wait ends the work after a write (the proxy looks for more).
         blocking[tid] = nr == 441 or args[3] != 0
         if tid in wrote:
             path, since = wrote.pop(tid)
