@@ -205,20 +205,21 @@ impl Metrics {
     fn answer_ended(&self, log: &AccessLog, finish: &Finish, outcome: Outcome) {
         self.open_streams.dec();
         let tokens = finish.stats.tokens();
-        let counts_tokens = tokens.0.saturating_add(tokens.1) > 0 && log.route.is_some();
+        // Tokens are counted by route: a request used some on this one.
+        let tokens_on = (log.route.as_ref()).filter(|_| tokens.0.saturating_add(tokens.1) > 0);
         let kept = finish
             .complete
             .as_ref()
             .filter(|_| outcome == Outcome::Complete);
         match kept {
-            Some(complete) if !counts_tokens => {
+            Some(complete) if tokens_on.is_none() => {
                 complete.inc();
             }
             // Found again: another outcome, a series not kept yet, or tokens to count.
             _ => self.with_pair(log.route.as_ref(), log.upstream.as_ref(), |pair| {
                 self.requests_in(pair, log, outcome).inc();
-                if counts_tokens {
-                    self.count_tokens(pair, log, tokens);
+                if let Some(route) = tokens_on {
+                    self.count_tokens(pair, route, log, tokens);
                 }
             }),
         }
@@ -232,11 +233,14 @@ impl Metrics {
         finish.duration.observe(clock::since(log.started)); // `Record::tell` read it fresh
     }
 
-    /// The tokens (in, out) a request on a route used, under its client's name.
-    fn count_tokens(&self, pair: &mut Pair, log: &AccessLog, (used_in, used_out): (u64, u64)) {
-        let Some(route) = log.route.as_ref() else {
-            return;
-        };
+    /// The tokens (in, out) a request on `route` used, under its client's name.
+    fn count_tokens(
+        &self,
+        pair: &mut Pair,
+        route: &Arc<str>,
+        log: &AccessLog,
+        (used_in, used_out): (u64, u64),
+    ) {
         let client = log.client.as_deref().unwrap_or("-");
         let [counted_in, counted_out] = pair.tokens(client, || self.tokens_series(route, client));
         counted_in.inc_by(used_in);

@@ -41,7 +41,7 @@ impl Timing {
     pub fn exponential(start: f64, factor: f64, length: u16) -> Timing {
         let bounds: Box<[(f64, u64)]> = exponential_buckets(start, factor, length)
             .map(|seconds| (seconds, nanos(seconds)))
-            .collect::<Box<[_]>>();
+            .collect();
         debug_assert!(bounds.iter().all(|(s, _)| s.is_finite()), "{bounds:?}");
         let counts = (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect();
         Timing(Arc::new(Cells {

@@ -89,9 +89,13 @@ pub async fn send(
         let sent = match next {
             Next::Frame(frame) => match frame.into_data() {
                 // A body that says it has ended is not polled for its end (a poll more
-                // through its layers, for nothing).
+                // through its layers, for nothing). Asked only once its length is sent: a
+                // client's body answers under its connection's lock, which a streamed
+                // upload's every chunk would otherwise take once more.
                 Ok(data) => match up.add(data).await? {
-                    Sent::All if body.is_end_stream() => return up.end().await,
+                    Sent::All if up.length_sent() && body.is_end_stream() => {
+                        return up.end().await;
+                    }
                     sent => sent,
                 },
                 Err(_trailers) => Sent::All,
@@ -173,6 +177,11 @@ impl Upload<'_> {
             return self.flush().await;
         }
         Ok(Sent::All)
+    }
+
+    /// Whether the body is framed by its length and all of it is sent.
+    fn length_sent(&self) -> bool {
+        matches!(self.framing, Framing::Length(n) if self.sent == n)
     }
 
     /// The body's end: its length checked, or the last chunk; then everything held written.
