@@ -19,9 +19,11 @@
 # otherwise name them only by number). LINGO_AB_CACHE=1 adds callgrind's cache simulation
 # (of the first-level caches valgrind finds on the machine): each case also prints the
 # instruction and data cache misses per request. lingo touches more code a request than
-# nginx (a whole pass-through missed the simulated instruction cache 537 times a request
-# where nginx missed 290), but smaller code did not pay: built at opt-level 2 or "s" it
-# missed less and ran slower (2% and 22% more instructions).
+# nginx (stop 45: a whole pass-through missed the simulated instruction cache ~750 times a
+# request where nginx missed 280); smaller code did not pay (built at opt-level 2 or "s" it
+# ran 2% and 22% more instructions), its hot functions laid out first did (link/).
+# LINGO_AB_MANGLED=1 keeps the functions' names as the binary's symbols (what
+# benches/hot.sh reads to write that layout).
 #
 # LINGO_AB_ROUNDS sets the number of rounds (default 2), LINGO_AB_CASES a regular
 # expression the cases' names must match (whole_native, stream_native, whole_openai,
@@ -84,6 +86,7 @@ run() {
     if $instructions; then
         RUST_LOG=warn LINGO_WORKERS=1 valgrind --tool=callgrind --compress-strings=no \
             --cache-sim="$([[ -n "${LINGO_AB_CACHE:-}" ]] && echo yes || echo no)" \
+            --demangle="$([[ -n "${LINGO_AB_MANGLED:-}" ]] && echo no || echo yes)" \
             --callgrind-out-file="$dir/cg.%p" "$bin" --config "$dir/table/proxy.yaml" \
             > "$dir/valgrind.log" 2>&1 &
     else
