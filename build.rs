@@ -1,60 +1,82 @@
 //! Lays out the functions a request runs first in lingo's binary, hottest first
 //! (`link/hot-functions.txt`, written by `benches/hot.sh`).
 //!
-//! Left where the compiler puts them, a request's ~500 functions lie scattered over an
-//! 8 MiB text section: more instruction-cache and TLB misses than its instructions need
-//! (README, Benchmarks, stop 45). The order is a linker option, so it is asked for only
-//! where the linker is known to take it: rust-lld, which links `x86_64-unknown-linux-gnu`
-//! by default from Rust 1.90, when no other linker is configured. Elsewhere (GNU ld, which
-//! would refuse the option) the binary is linked as before. Only the `lingo` binary is
-//! given the order; names the list has and the binary lacks are skipped by the linker.
+//! Left where the compiler puts them, the ~500 functions the benchmarks' requests run lie
+//! scattered over a 6.6 MiB text section, among code no request runs: more instruction
+//! cache misses than their instructions need (README, Benchmarks, stop 45). The order is a
+//! linker option that rust-lld (and mold) take and GNU ld refuses, so it is asked for only
+//! after a probe: a small program linked with it by the same compiler, target, flags and
+//! linker as lingo's. Where that link fails, lingo is linked as before. Only the `lingo`
+//! binary is given the order; a name the list has and a build lacks is skipped.
+//!
+//! A symbol's name carries a hash of its crate, which includes the compiler's version: on
+//! another toolchain than the one the list names in its first line, only its C functions
+//! (the allocator's) still match (`benches/hot.sh --check` counts them).
 
 use std::env;
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 const LIST: &str = "link/hot-functions.txt";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={LIST}");
-    if !links_with_rust_lld() {
-        return;
+    let target = env::var("TARGET").unwrap_or_default();
+    let triple = target.to_uppercase().replace('-', "_");
+    for var in [
+        "RUSTFLAGS".to_string(),
+        "CARGO_BUILD_RUSTFLAGS".to_string(),
+        "CARGO_ENCODED_RUSTFLAGS".to_string(),
+        "RUSTC_LINKER".to_string(),
+        format!("CARGO_TARGET_{triple}_RUSTFLAGS"),
+        format!("CARGO_TARGET_{triple}_LINKER"),
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
     }
     let list = Path::new(&env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join(LIST);
-    // `-Wl,` splits its argument at commas.
-    if !list.is_file() || list.to_string_lossy().contains(',') {
+    // `-Wl,` splits its argument at commas; a path that is not UTF-8 cannot be passed on.
+    let Some(list) = list.to_str().filter(|l| !l.contains(',')) else {
+        return;
+    };
+    let args = [
+        format!("-Wl,--symbol-ordering-file={list}"),
+        "-Wl,--no-warn-symbol-ordering".to_string(),
+    ];
+    if !Path::new(list).is_file() || !links(&target, &args) {
         return;
     }
-    println!(
-        "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-        list.display()
-    );
-    println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+    for arg in args {
+        println!("cargo:rustc-link-arg-bin=lingo={arg}");
+    }
 }
 
-/// Whether the binary is linked by the toolchain's own rust-lld: the default for
-/// `x86_64-unknown-linux-gnu` from Rust 1.90, unless a linker, its flavour or its features
-/// are set (in Cargo's configuration or the flags).
-fn links_with_rust_lld() -> bool {
-    let target = env::var("TARGET").unwrap_or_default();
-    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    target == "x86_64-unknown-linux-gnu"
-        && env::var_os("RUSTC_LINKER").is_none()
-        && !flags.contains("link")
-        && rustc_minor().is_some_and(|minor| minor >= 90)
-}
-
-/// The minor version of the compiler cargo builds with (`rustc 1.95.0 (...)`: 95).
-fn rustc_minor() -> Option<u32> {
+/// Whether a program links with `args` added, built as lingo is: the same compiler,
+/// target, flags (`CARGO_ENCODED_RUSTFLAGS`) and linker (`RUSTC_LINKER`).
+fn links(target: &str, args: &[String]) -> bool {
+    let out = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
+    let source = out.join("probe.rs");
+    if std::fs::write(&source, "fn main() {}\n").is_err() {
+        return false;
+    }
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let out = Command::new(rustc).arg("--version").output().ok()?;
-    let version = String::from_utf8(out.stdout).ok()?;
-    version
-        .split_whitespace()
-        .nth(1)?
-        .split('.')
-        .nth(1)?
-        .parse()
-        .ok()
+    let mut probe = Command::new(rustc);
+    probe
+        .args(["--crate-type", "bin", "--crate-name", "probe"])
+        .args(["--target", target, "-o"])
+        .arg(out.join("probe"))
+        .arg(&source);
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    probe.args(flags.split('\x1f').filter(|f| !f.is_empty()));
+    if let Ok(linker) = env::var("RUSTC_LINKER") {
+        probe.arg(format!("-Clinker={linker}"));
+    }
+    for arg in args {
+        probe.arg(format!("-Clink-arg={arg}"));
+    }
+    probe
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }

@@ -42,7 +42,7 @@ if [[ "${1:-}" == "--instructions" ]]; then
     instructions=true
     shift
 fi
-[[ $# -ge 1 ]] || { sed -n '2,30p' "$0"; exit 2; }
+[[ $# -ge 1 ]] || { sed -n '2,37p' "$0"; exit 2; }
 command -v wrk > /dev/null || { echo "ab.sh needs wrk (apt-get install wrk)" >&2; exit 2; }
 
 # shellcheck source=benches/common.sh

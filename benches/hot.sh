@@ -3,44 +3,69 @@
 # first, which build.rs asks the linker to lay out first in the binary.
 #
 #   benches/hot.sh BINARY           write the list from BINARY's run (a release build)
-#   benches/hot.sh --check BINARY   how many of the list's functions BINARY has, and where
+#   benches/hot.sh --check BINARY   how many of the list's functions BINARY has, and the
+#                                   span of its text section they take
 #
-# A request runs ~20,000 instructions spread over some 500 functions of an 8 MiB text
-# section; laid out where the compiler left them, they missed callgrind's simulated
-# instruction cache ~750 times a whole pass-through (nginx: 280). Listed first, hottest
-# first, they missed 3-9% less, and a whole pass-through took 7-10% less user time (three
-# A/B runs of benches/ab.sh, 4-8 rounds each; see README, stop 45).
+# The functions the five cases below run, some 500, lay scattered over a 6.6 MiB text
+# section; they missed callgrind's simulated instruction cache ~750 times a whole
+# pass-through (nginx: 280). Listed first, hottest first, they missed 4-10% less in each
+# case, and lingo's user time a request fell 5-8% in whole and streamed chat completions
+# and a whole pass-through (benches/ab.sh A/B runs; see README, stop 45).
 #
-# The list is of symbol names, and a name carries a hash of its crate's version and
-# build: after a version bump or a dependency update some no longer match (the linker
-# skips those without a word, and their functions fall back to the compiler's order).
-# `--check` counts the ones that still match; write the list again from a release build
-# when many do not. The run: benches/ab.sh --instructions, one round of its five cases (a
-# native pass-through and chat completions, whole and streamed, and a streamed
-# completion), each case's functions weighted by their share of its instructions.
+# The list is of symbol names, and a Rust symbol's name carries a hash of its crate's
+# version, its build and the compiler's version: on another toolchain than the one named
+# in the list's first line only the C functions (the allocator's) still match, and after a
+# version bump or a dependency update some names no longer do. The linker skips those;
+# `--check` counts what still matches. Write the list again from a release build made with
+# the toolchain that builds lingo, then build again. The run: benches/ab.sh --instructions,
+# one round of its five cases (a native pass-through and a chat completion, whole and
+# streamed, and a streamed completion), each case's functions weighted by their share of
+# the instructions lingo's own code ran in that case (libc's and the vDSO's left out).
 #
-# Needs what ab.sh --instructions needs (wrk, valgrind), python3, and nm.
+# Needs what ab.sh --instructions needs (wrk, valgrind), python3, nm and readelf.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(realpath "$0")
+usage() { sed -n '2,25p' "$self"; exit 2; }
+check=false
+if [[ "${1:-}" == "--check" ]]; then
+    check=true
+    shift
+fi
+[[ $# -eq 1 && -f "$1" ]] || usage
+binary=$(realpath "$1")
+cd "$(dirname "$self")/.."
 list=link/hot-functions.txt
 
-if [[ "${1:-}" == "--check" ]]; then
-    [[ $# -eq 2 ]] || { sed -n '2,24p' "$0"; exit 2; }
-    nm "$2" | python3 -c '
+if $check; then
+    nm -n "$binary" | python3 -c '
 import sys
-listed = [l.strip() for l in open(sys.argv[1]) if l.strip()]
-text = [l.split()[-1] for l in sys.stdin if len(l.split()) == 3 and l.split()[1] in "tT"]
-found = set(listed) & set(text)
-print(f"{len(found)} of the {len(listed)} listed functions are in the binary")
+lines = [l.split("#")[0].strip() for l in open(sys.argv[1])]
+listed = [l for l in lines if l]
+where = {}
+for line in sys.stdin:
+    parts = line.split()
+    if len(parts) == 3 and parts[1] in "tTwW":
+        where.setdefault(parts[2], int(parts[0], 16))
+found = [where[n] for n in listed if n in where]
+print(f"{len(found)} of the {len(listed)} listed functions are in the binary", end="")
+if found:
+    print(f", within {(max(found) - min(found)) // 1024} KiB from 0x{min(found):x}")
+else:
+    print()
+print(open(sys.argv[1]).readline().strip())
 ' "$list"
     exit 0
 fi
-[[ $# -eq 1 ]] || { sed -n '2,24p' "$0"; exit 2; }
 
 keep=$(mktemp -d)
 trap 'rm -rf "$keep"' EXIT
-LINGO_AB_KEEP="$keep" LINGO_AB_MANGLED=1 LINGO_AB_ROUNDS=1 benches/ab.sh --instructions "$1"
-python3 - "$(basename "$1")" "$keep"/*.cg > "$list" << 'PY'
+# The five cases, one round, no cache simulation, whatever the caller's settings.
+env -u LINGO_AB_CASES -u LINGO_AB_CACHE LINGO_AB_KEEP="$keep" LINGO_AB_MANGLED=1 \
+    LINGO_AB_ROUNDS=1 benches/ab.sh --instructions "$binary"
+# The compiler that built the binary, as it says in its .comment section.
+toolchain=$(readelf -p .comment "$binary" 2> /dev/null | grep -o 'rustc version [^)]*)' || true)
+echo "# ${toolchain:-rustc version unknown}: $(basename "$binary"), by benches/hot.sh" > "$keep/list"
+python3 - "$(basename "$binary")" "$keep"/*.cg >> "$keep/list" << 'PY'
 import collections, os, re, sys
 
 weight = collections.Counter()
@@ -67,4 +92,7 @@ for path in sys.argv[2:]:
 for name, _ in weight.most_common():
     print(name)
 PY
-echo "$(wc -l < "$list") functions written to $list"
+n=$(($(wc -l < "$keep/list") - 1))
+[[ $n -gt 0 ]] || { echo "hot.sh: no function of $(basename "$binary") found in the run" >&2; exit 1; }
+mv "$keep/list" "$list"
+echo "$n functions written to $list"
