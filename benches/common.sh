@@ -1,6 +1,6 @@
-# What the bench scripts share (sourced by ab.sh and onpath.sh): a scratch directory removed
-# at exit with the processes they started, a free port, a wait for a server, and wrk's
-# request script.
+# What the bench scripts share (sourced by ab.sh, onpath.sh and hot.sh): a scratch
+# directory removed at exit with the processes they started, a free port, a wait for a
+# server, and wrk's request script.
 
 # The scratch directory; every process whose pid is added to `pids` is stopped at exit.
 dir=$(mktemp -d)

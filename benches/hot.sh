@@ -57,15 +57,15 @@ print(open(sys.argv[1]).readline().strip())
     exit 0
 fi
 
-keep=$(mktemp -d)
-trap 'rm -rf "$keep"' EXIT
+# shellcheck source=benches/common.sh
+source benches/common.sh  # the scratch directory, $dir, removed at exit
 # The five cases, one round, no cache simulation, whatever the caller's settings.
-env -u LINGO_AB_CASES -u LINGO_AB_CACHE LINGO_AB_KEEP="$keep" LINGO_AB_MANGLED=1 \
+env -u LINGO_AB_CASES -u LINGO_AB_CACHE LINGO_AB_KEEP="$dir" LINGO_AB_MANGLED=1 \
     LINGO_AB_ROUNDS=1 benches/ab.sh --instructions "$binary"
 # The compiler that built the binary, as it says in its .comment section.
 toolchain=$(readelf -p .comment "$binary" 2> /dev/null | grep -o 'rustc version [^)]*)' || true)
-echo "# ${toolchain:-rustc version unknown}: $(basename "$binary"), by benches/hot.sh" > "$keep/list"
-python3 - "$(basename "$binary")" "$keep"/*.cg >> "$keep/list" << 'PY'
+echo "# ${toolchain:-rustc version unknown}: $(basename "$binary"), by benches/hot.sh" > "$dir/list"
+python3 - "$(basename "$binary")" "$dir"/*.cg >> "$dir/list" << 'PY'
 import collections, os, re, sys
 
 weight = collections.Counter()
@@ -92,7 +92,7 @@ for path in sys.argv[2:]:
 for name, _ in weight.most_common():
     print(name)
 PY
-n=$(($(wc -l < "$keep/list") - 1))
+n=$(($(wc -l < "$dir/list") - 1))
 [[ $n -gt 0 ]] || { echo "hot.sh: no function of $(basename "$binary") found in the run" >&2; exit 1; }
-mv "$keep/list" "$list"
+mv "$dir/list" "$list"
 echo "$n functions written to $list"
