@@ -1,4 +1,4 @@
-# What the bench scripts share (sourced by ab.sh, onpath.sh and hot.sh): a scratch
+# What the bench scripts share (sourced by ab.sh, onpath.sh, hot.sh and pgo.sh): a scratch
 # directory removed at exit with the processes they started, a free port, a wait for a
 # server, and wrk's request script.
 
@@ -24,11 +24,14 @@ wait_up() {
     exit 1
 }
 
-# wrk's script for a POST of `{"model":$2,"stream":$3,$4}` as JSON, written to $1.
-request_lua() {
+# wrk's script for a POST of $2 as JSON, written to $1.
+post_lua() {
     cat > "$1" << LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"model":"$2","stream":$3,$4}'
+wrk.body = '$2'
 LUA
 }
+
+# wrk's script for a POST of `{"model":$2,"stream":$3,$4}` as JSON, written to $1.
+request_lua() { post_lua "$1" "{\"model\":\"$2\",\"stream\":$3,$4}"; }

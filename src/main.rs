@@ -50,7 +50,15 @@ fn main() -> ExitCode {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
-            if let Err(e) = runtime().block_on(lingo::mock::serve(listen, defaults)) {
+            // Ends on SIGTERM or Ctrl-C with success, as lingo does: a build instrumented to
+            // count what runs (benches/pgo.sh) writes its counts only on a normal exit.
+            let served = runtime().block_on(async {
+                tokio::select! {
+                    served = lingo::mock::serve(listen, defaults) => served,
+                    () = server::shutdown_signal() => Ok(()),
+                }
+            });
+            if let Err(e) = served {
                 eprintln!("error: cannot serve the mock on {listen}: {e}");
                 return ExitCode::FAILURE;
             }

@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -26,9 +27,13 @@ struct Proc {
 
 impl Proc {
     fn start(config: &Path) -> Proc {
+        Proc::run([OsStr::new("--config"), config.as_os_str()])
+    }
+
+    /// `lingo ARGS...`, once it says where it listens.
+    fn run<'a>(args: impl IntoIterator<Item = &'a OsStr>) -> Proc {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lingo"))
-            .arg("--config")
-            .arg(config)
+            .args(args)
             .env("RUST_LOG", "debug")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -341,6 +346,21 @@ async fn stops_and_drains_on(signal: &str) {
         .await
         .unwrap();
     assert!(status.success(), "SIG{signal}: exit status {status:?}");
+}
+
+/// `lingo mock` ends with success on SIGTERM and SIGINT, as lingo does: a build that counts
+/// what runs (benches/pgo.sh) writes its counts only on a normal exit.
+#[tokio::test]
+async fn the_mock_exits_with_success_on_sigterm_and_sigint() {
+    for signal in ["TERM", "INT"] {
+        let mut mock = Proc::run(["mock", "--listen", "127.0.0.1:0"].map(OsStr::new));
+        assert_eq!(get(&mock.url("/api/tags")).await.status, 200);
+        mock.signal(signal);
+        let status = tokio::task::spawn_blocking(move || mock.child.wait().unwrap())
+            .await
+            .unwrap();
+        assert!(status.success(), "SIG{signal}: exit status {status:?}");
+    }
 }
 
 /// Each request writes one `lingo::access` line when its answer ends, with every field the

@@ -241,8 +241,8 @@ pub async fn serve(config: &Path) -> Result<(), StartError> {
     server.run_on(workers, shutdown_signal()).await
 }
 
-/// Completes on the first SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
+/// Completes on the first SIGTERM or SIGINT (Ctrl-C): lingo's shutdown, and `lingo mock`'s.
+pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
