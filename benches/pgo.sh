@@ -16,35 +16,43 @@
 #
 # A whole native pass-through ran 21% fewer instructions than the plain release build and
 # missed callgrind's simulated instruction cache a third as often, and lingo's CPU a request
-# fell 15-44% over five load shapes (README, Benchmarks, stop 46).
+# fell 27-41% over the five load shapes of benches/ab.sh (README, Benchmarks, stop 46).
 # Code the training never ran is taken as cold (kept apart, partly optimized for size), so it
 # may be slower than in the plain build: add to the training what a deployment leans on.
 #
 # The counts fit only the source and compiler they came from: the script makes them afresh
 # each time, nothing is kept in the repository. It needs llvm-profdata of the LLVM that
-# rustc is built on (`rustup component add llvm-tools`), wrk and curl. Extra RUSTFLAGS (a
-# target CPU, say) are kept for both builds.
+# rustc is built on (`rustup component add llvm-tools`), wrk, curl with HTTP/2 and python3.
+# Extra RUSTFLAGS in the environment (a target CPU, say) go into both builds; rustflags set
+# in a cargo configuration file do not (the environment's replace them).
 set -euo pipefail
 self=$(realpath "$0")
-[[ $# -eq 0 ]] || { sed -n '2,26p' "$self"; exit 2; }
-cd "$(dirname "$self")/.."
-for tool in wrk curl; do
-    command -v "$tool" > /dev/null || { echo "pgo.sh needs $tool" >&2; exit 2; }
+[[ $# -eq 0 ]] || { sed -n '2,27p' "$self"; exit 2; }
+fail() { echo "pgo.sh: $*" >&2; exit 2; }
+for tool in wrk curl python3; do
+    command -v "$tool" > /dev/null || fail "needs $tool"
 done
+curl -V | grep -qw HTTP2 || fail "needs a curl with HTTP/2"
+[[ -z ${CARGO_ENCODED_RUSTFLAGS:-} ]] || fail "set RUSTFLAGS, not CARGO_ENCODED_RUSTFLAGS"
+# CARGO_TARGET_DIR as cargo reads it (from where the script is called), else ./target.
+target_dir=${CARGO_TARGET_DIR:+$(realpath -m "$CARGO_TARGET_DIR")}
+cd "$(dirname "$self")/.."
+out=${target_dir:-$PWD/target}/pgo
+[[ $out != *[[:space:]]* ]] || fail "the target directory's path has a space: $out"
 
 # llvm-profdata of rustc's own LLVM (another major version cannot read its counts).
 host=$(rustc -vV | sed -n 's/^host: //p')
 llvm=$(rustc -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
-profdata=$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata
-if [[ ! -x $profdata ]]; then
-    profdata=$(command -v llvm-profdata || true)
-    if [[ -z $profdata ]] || ! "$profdata" --version | grep -q "LLVM version $llvm\."; then
-        echo "pgo.sh needs llvm-profdata of LLVM $llvm: rustup component add llvm-tools" >&2
-        exit 2
+profdata=
+for candidate in "$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata" \
+    "llvm-profdata-$llvm" llvm-profdata; do
+    if "$candidate" merge --version 2>&1 | grep -q "LLVM version $llvm\."; then
+        profdata=$candidate
+        break
     fi
-fi
+done
+[[ -n $profdata ]] || fail "needs llvm-profdata of LLVM $llvm: rustup component add llvm-tools"
 
-out=$(realpath -m "${CARGO_TARGET_DIR:-target}")/pgo
 counts=$out/counts
 rm -rf "$counts"
 mkdir -p "$counts"
@@ -66,6 +74,7 @@ source benches/common.sh
 export LLVM_PROFILE_FILE=$counts/lingo-%p-%m.profraw
 native=$(port)
 chat=$(port)
+v2=$(port)
 plain=$(port)
 over=$(port)
 tls=$(port)
@@ -74,11 +83,15 @@ pids+=($!)
 "$trained" mock --listen "127.0.0.1:$chat" --tokens 16 --speaks chat-completions \
     > /dev/null 2>&1 &
 pids+=($!)
+"$trained" mock --listen "127.0.0.1:$v2" --speaks web-data-v2 > /dev/null 2>&1 &
+pids+=($!)
 cat > "$dir/proxy.yaml" << EOF
 listen:
   - addr: 127.0.0.1:$plain
   - addr: 127.0.0.1:$tls
-    tls: { cert: $PWD/tests/fixtures/tls/localhost.pem, key: $PWD/tests/fixtures/tls/localhost.key }
+    tls:
+      cert: "$PWD/tests/fixtures/tls/localhost.pem"
+      key: "$PWD/tests/fixtures/tls/localhost.key"
 upstreams:
   models: { url: "http://127.0.0.1:$native", speaks: native }
   models-h2: { url: "http://127.0.0.1:$native", speaks: native, http2: true }
@@ -103,7 +116,7 @@ listen:
   - addr: 127.0.0.1:$over
 upstreams:
   chat: { url: "http://127.0.0.1:$chat", speaks: chat-completions }
-  firecrawl: { url: "http://127.0.0.1:$native", speaks: web-data-v2 }
+  firecrawl: { url: "http://127.0.0.1:$v2", speaks: web-data-v2 }
 models:
   llama3.2: { upstream: chat, model: gpt-4o-mini }
 routes:
@@ -117,16 +130,19 @@ pids+=("$lingo")
 RUST_LOG=warn "$trained" --config "$dir/over.yaml" > /dev/null 2>&1 &
 lingo_over=$!
 pids+=("$lingo_over")
-for up in "$native:api/tags" "$chat:v1/models" "$plain:healthz" "$over:healthz"; do
+for up in "$native:api/tags" "$chat:v1/models" "$v2:v2/team/token-usage" "$plain:healthz" \
+    "$over:healthz"; do
     wait_up "${up%%:*}" "${up#*:}"
 done
 
-# wrk at 32 connections for $1 seconds: POST $3 (JSON) to path $2, on port $4 (default lingo's).
+# wrk at 32 connections for $1 seconds: POST $3 (JSON) to path $2, on port $4 (default
+# lingo's); every answer must be a success, or the training trains the wrong path.
 load() {
     post_lua "$dir/load.lua" "$3"
     wrk -t1 -c32 -d"$1" -s "$dir/load.lua" "http://127.0.0.1:${4:-$plain}$2" \
-        | awk -v what="$2 ${3:0:40}" '/Requests\/sec/{rps = $2} /Non-2xx/{bad = $NF}
-            END{printf "    %-60s %9s req/s%s\n", what, rps, bad ? ", " bad " not 2xx" : ""}' >&2
+        | awk -v what="$2 ${3:0:40}" '/Requests\/sec/{rps = $2} /Non-2xx|Socket errors/{bad = 1}
+            END{printf "    %-60s %9s req/s\n", what, rps; exit bad || !rps}' >&2 \
+        || fail "$2 $3: answers that are not a success (or none)"
 }
 chat_asks='"messages":[{"role":"user","content":"hello there"}]'
 # The load shapes of benches/ab.sh and the load bench: most of the weight.
@@ -153,7 +169,7 @@ calls() {
     local url=$1
     shift
     for _ in $(seq 40); do
-        curl -s -o /dev/null --resolve "localhost:$tls:127.0.0.1" "$@" "$url"
+        curl -sS -o /dev/null --resolve "localhost:$tls:127.0.0.1" "$@" "$url"
     done
 }
 for url in "http://127.0.0.1:$plain/v1/models" "http://127.0.0.1:$plain/api/tags" \
@@ -169,14 +185,18 @@ for body in "{\"model\":\"gpt-4o-mini\",\"stream\":true,$chat_asks}" '{"model":1
     calls "https://localhost:$tls/v1/chat/completions" -k --http2 "${json[@]}"
     calls "https://localhost:$tls/v1/chat/completions" -k --http1.1 "${json[@]}"
 done
-# SIGTERM: each process drains, exits and writes its counts.
-for pid in "${pids[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
-for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
+# SIGTERM: each process drains, exits with success and writes its counts.
+for pid in "${pids[@]}"; do kill -TERM "$pid"; done
+for pid in "${pids[@]}"; do wait "$pid" || fail "process $pid did not exit cleanly"; done
+written=$(find "$counts" -name '*.profraw' | wc -l)
+[[ $written -eq ${#pids[@]} ]] || fail "$written of ${#pids[@]} processes wrote their counts"
 pids=()
 "$profdata" merge -o "$out/lingo.profdata" "$counts"/*.profraw
-echo "   counts: $(ls "$counts" | wc -l) processes, $(du -h "$out/lingo.profdata" | cut -f1)" >&2
+echo "   counts: $written processes, $(du -h "$out/lingo.profdata" | cut -f1)" >&2
 
 echo "== 3/3: the build that uses them" >&2
 build use "-Cprofile-use=$out/lingo.profdata"
-cp "$out/use/release/lingo" "$out/lingo"
+# Copied beside, then renamed: a target/pgo/lingo still running is not written over.
+cp "$out/use/release/lingo" "$out/lingo.new"
+mv "$out/lingo.new" "$out/lingo"
 echo "$out/lingo"
