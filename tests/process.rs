@@ -1,5 +1,5 @@
-//! The `lingo` binary as operators run it: SIGHUP reloads, SIGTERM drains, and no key ever
-//! appears in its log output or in an error body.
+//! The `lingo` binary as operators run it: SIGHUP reloads, SIGTERM drains (`lingo mock`
+//! stops), and no key ever appears in its log output or in an error body.
 
 #![cfg(unix)]
 
