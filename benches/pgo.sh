@@ -124,12 +124,10 @@ routes:
   - { prefix: /v1, to: firecrawl }
   - { prefix: /v2, to: firecrawl }
 EOF
-RUST_LOG=warn "$trained" --config "$dir/proxy.yaml" > /dev/null 2>&1 &
-lingo=$!
-pids+=("$lingo")
-RUST_LOG=warn "$trained" --config "$dir/over.yaml" > /dev/null 2>&1 &
-lingo_over=$!
-pids+=("$lingo_over")
+for table in proxy over; do
+    RUST_LOG=warn "$trained" --config "$dir/$table.yaml" > /dev/null 2>&1 &
+    pids+=($!)
+done
 for up in "$native:api/tags" "$chat:v1/models" "$v2:v2/team/token-usage" "$plain:healthz" \
     "$over:healthz"; do
     wait_up "${up%%:*}" "${up#*:}"
