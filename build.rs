@@ -3,9 +3,9 @@
 //!
 //! Left where the compiler puts them, the ~500 functions the benchmarks' requests run lie
 //! scattered over a 6.6 MiB text section, among code no request runs: more instruction
-//! cache misses than their instructions need (README, Benchmarks, stop 45). The order is a
-//! linker option that rust-lld takes and GNU ld refuses, so it is asked for only
-//! after a probe: a small program linked with it by the same compiler, target, flags and
+//! cache misses than their instructions need (`benches/ab.sh --instructions` counts them).
+//! The order is a linker option that rust-lld takes and GNU ld refuses, so it is asked for
+//! only after a probe: a small program linked with it by the same compiler, target, flags and
 //! linker as lingo's. Where that link fails, lingo is linked as before. Only the `lingo`
 //! binary is given the order; a name the list has and a build lacks is skipped.
 //!

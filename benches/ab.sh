@@ -19,7 +19,7 @@
 # otherwise name them only by number). LINGO_AB_CACHE=1 adds callgrind's cache simulation
 # (of the first-level caches valgrind finds on the machine): each case also prints the
 # instruction and data cache misses per request. lingo touches more code a request than
-# nginx (stop 45: a whole pass-through missed the simulated instruction cache ~750 times a
+# nginx (a whole pass-through missed the simulated instruction cache ~750 times a
 # request where nginx missed 280); smaller code did not pay (built at opt-level 2 or "s" it
 # ran 2% and 22% more instructions), its hot functions laid out first did (link/).
 # LINGO_AB_MANGLED=1 keeps the functions' names as the binary's symbols (what

@@ -10,7 +10,7 @@
 # section; they missed callgrind's simulated instruction cache ~750 times a whole
 # pass-through (nginx: 280). Listed first, hottest first, they missed 4-10% less in each
 # case, and lingo's user time a request fell 5-8% in whole and streamed chat completions
-# and a whole pass-through (benches/ab.sh A/B runs; see README, stop 45).
+# and a whole pass-through (benches/ab.sh A/B runs).
 #
 # The list is of symbol names, and a Rust symbol's name carries a hash of its crate's
 # version, its build and the compiler's version: on another toolchain than the one named

@@ -16,7 +16,7 @@
 #
 # A whole native pass-through ran 21% fewer instructions than the plain release build and
 # missed callgrind's simulated instruction cache a third as often, and lingo's CPU a request
-# fell 19-41% over the five load shapes of benches/ab.sh (README, Benchmarks, stop 46).
+# fell 19-41% over the five load shapes of benches/ab.sh (docs/benchmarks.md).
 # Code the training never ran is taken as cold (kept apart, partly optimized for size), so it
 # may be slower than in the plain build: add to the training what a deployment leans on.
 #

@@ -10,7 +10,6 @@
 //! That holds for mimalloc as built here (libmimalloc-sys with no features): its `debug`
 //! features can compile in guarded objects, which, when asked for exactly, end a block at a
 //! guard page, on any byte; keep them off, or send every call to the aligned functions.
-//! README, Benchmarks (stop 31).
 
 #![allow(unsafe_code)]
 

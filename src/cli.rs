@@ -1,7 +1,7 @@
 //! Command line -> [`Command`].
 //!
-//! lexopt rather than clap: two commands and one option do not justify clap's build time
-//! (STYLE.md, "What the anchors use"). Parsing is separate from acting on the result so it can
+//! lexopt rather than clap: two commands and one option do not justify clap's build time.
+//! Parsing is separate from acting on the result so it can
 //! be tested without spawning the binary.
 
 use std::ffi::OsString;

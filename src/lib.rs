@@ -2,8 +2,8 @@
 //!
 //! # Layout
 //!
-//! Each module uses only the ones above it in this list, never one below
-//! (the team's `layers.py` tool lists the arrows: no cycles).
+//! Each module uses only the ones above it in this list, never one below: the arrows
+//! between modules form no cycle.
 //!
 //! - [`base`]: leaf facts, no lingo imports: dialect names, secrets that cannot print,
 //!   duration and size units, token usage and its merge rule, unguessable ids.

@@ -12,7 +12,7 @@ mod allocator;
 /// mimalloc rather than the system's malloc: 15-20% less CPU per request forwarded (malloc
 /// and free were a tenth of lingo's time), built (`.cargo/config.toml`) to commit memory as
 /// it is used, so that an open stream costs about what it did with glibc; called as
-/// `allocator` says. README, Benchmarks.
+/// `allocator` says. docs/benchmarks.md.
 #[global_allocator]
 static ALLOCATOR: allocator::Mimalloc = allocator::Mimalloc;
 

@@ -218,7 +218,7 @@ async fn generate_embed_tags_show() {
     );
 }
 
-/// The seed's native model entry, every field of it, realistic: what Ollama-style clients
+/// The mock's native model entry, every field the real server writes, realistic: what Ollama-style clients
 /// parse (a zero size or a dummy digest reads as a broken model in their pickers).
 #[tokio::test]
 async fn tags_list_complete_realistic_entries() {
@@ -289,7 +289,7 @@ async fn tags_list_complete_realistic_entries() {
     assert_eq!(again, tags, "deterministic");
 }
 
-/// `/api/show`: the seed's fields (`model_info` spelled as the real server spells it), the
+/// `/api/show`: the real server's fields (`model_info` spelled as the real server spells it), the
 /// details of the model asked for.
 #[tokio::test]
 async fn show_describes_the_model_asked_for() {

@@ -1,4 +1,4 @@
-//! Native clients over a chat-completions upstream (issue #16), over sockets: a route
+//! Native clients over a chat-completions upstream, over sockets: a route
 //! `speaks: native` to a `mock:` upstream that `speaks: chat-completions`. `/api/chat` and
 //! `/api/generate` streamed (NDJSON, the last line `done: true` with the counts) and whole,
 //! a stream that fails midway, `/api/embed` and `/api/embeddings`, aliases, the upstream's

@@ -363,9 +363,9 @@ async fn the_mock_exits_with_success_on_sigterm_and_sigint() {
     }
 }
 
-/// Each request writes one `lingo::access` line when its answer ends, with every field the
-/// README names: method, path, route, upstream, status, duration, bytes, the client key's
-/// name, the request id, the outcome and lingo's own error.
+/// Each request writes one `lingo::access` line when its answer ends, with every field
+/// docs/operations.md names: method, path, route, upstream, status, duration, bytes, the
+/// client key's name, the request id, the outcome and lingo's own error.
 #[tokio::test]
 async fn each_answer_writes_one_access_line_with_its_fields() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 //! JavaScript clients (`tests/sdk/ollama_native.py`, `tests/sdk/ollama_native.mjs`) on a
 //! native route over a chat-completions upstream; and the Firecrawl Python and JavaScript
 //! SDKs' v1 clients (`tests/sdk/firecrawl_v1.py`, `tests/sdk/firecrawl_v1.mjs`) over a
-//! web-data v2-only upstream (issue #15).
+//! web-data v2-only upstream.
 //!
 //! CI installs them (`.ci/run`); where one is missing outside CI, its test prints a
 //! `SKIPPED:` line in `cargo test`'s normal output (`pip install openai`, `pip install ollama`,

@@ -1,4 +1,4 @@
-//! Web-data v1 clients over a v2-only upstream (issue #15), over sockets: lingo in front of
+//! Web-data v1 clients over a v2-only upstream, over sockets: lingo in front of
 //! the built-in mock speaking `web-data-v2` (which 404s on `/v1/...` and refuses v1-only
 //! keys, so an untranslated call fails loudly). `/v1/...` is translated both ways, `/v2/...`
 //! passes, and what v2 has no home for is refused in the v1 shape.

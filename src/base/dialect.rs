@@ -12,7 +12,7 @@ pub enum Dialect {
     WebData,
     /// The scrape/crawl API, version 2 only (`/v2/...`): an upstream that no longer serves
     /// `/v1/...`. Clients of its routes still speak [`Dialect::WebData`]; lingo translates
-    /// their `/v1/...` calls (issue #15).
+    /// their `/v1/...` calls.
     WebDataV2,
 }
 
@@ -71,7 +71,7 @@ pub mod paths {
 }
 
 /// The dialect to answer in when no route decided it (no route matched, or the path was
-/// refused before routing): guessed from the path the way the seeds' services split `/v1`.
+/// refused before routing): guessed from the path the way the upstream services split `/v1`.
 pub fn guess(path: &str) -> Dialect {
     let is_under = |p: &str| {
         path.strip_prefix(p)

@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn base64_is_little_endian_float32() {
-        // The spec's example: [0.1, -0.2, 0.3] -> 12 bytes.
+        // Three little-endian float32s: [0.1, -0.2, 0.3] -> 12 bytes.
         assert_eq!(encode_base64(&[0.1, -0.2, 0.3]), "zczMPc3MTL6amZk+");
         assert_eq!(encode_base64(&[1.0]), "AACAPw==");
         assert_eq!(encode_base64(&[]), "");

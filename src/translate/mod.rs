@@ -93,7 +93,7 @@ pub enum Endpoint {
     Models,
     /// `/v1/models/{id}` -> `/api/show` (the id may contain `/`).
     Model,
-    /// `/api/chat` -> `/v1/chat/completions` (native clients, issue #16).
+    /// `/api/chat` -> `/v1/chat/completions` (native clients over a chat-completions upstream).
     NativeChat,
     /// `/api/generate` -> `/v1/chat/completions` (or `/v1/completions`: `raw`, `suffix`).
     NativeGenerate,
@@ -109,7 +109,7 @@ pub enum Endpoint {
     NativePs,
     /// `/api/version`: answered by lingo ([`native::models::NATIVE_VERSION`]).
     NativeVersion,
-    /// Any web-data `/v1/...` call over a v2-only upstream (issue #15): [`webdata`] maps the
+    /// Any web-data `/v1/...` call over a v2-only upstream: [`webdata`] maps the
     /// path, the body and the answer (`/v2/...` passes through).
     WebDataV1,
 }

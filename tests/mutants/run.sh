@@ -1,5 +1,5 @@
 #!/bin/sh
-# Mutation testing of the areas issue #17 names, by hand (not in CI: too slow).
+# Mutation testing of lingo's riskiest areas, by hand (not in CI: too slow).
 #
 #   tests/mutants/run.sh [AREA...]      AREA: path router headers errors translate webdata
 #                                       (default: all of them)

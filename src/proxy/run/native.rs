@@ -1,4 +1,4 @@
-//! Native clients over a chat-completions upstream (issue #16), through the one translation
+//! Native clients over a chat-completions upstream, through the one translation
 //! driver: `/api/chat`, `/api/generate`, `/api/embed` and `/api/embeddings`.
 //!
 //! The I/O left here is what the pure translators are handed: the client's body, the clock

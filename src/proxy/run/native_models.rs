@@ -1,5 +1,5 @@
-//! `/api/tags`, `/api/show`, `/api/ps` and `/api/version` for native clients of a chat-completions upstream
-//! (issue #16), from `/v1/models` and `/v1/models/{id}`; the bodies are made by
+//! `/api/tags`, `/api/show`, `/api/ps` and `/api/version` for native clients of a
+//! chat-completions upstream, from `/v1/models` and `/v1/models/{id}`; the bodies are made by
 //! [`crate::translate::native::models`].
 
 use bytes::Bytes;

@@ -1,4 +1,4 @@
-//! Web-data v1 clients over a v2-only upstream (issue #15): the I/O shell around the pure
+//! Web-data v1 clients over a v2-only upstream: the I/O shell around the pure
 //! [`crate::translate::webdata`]. The v1 path and body become v2's (or a v1-shaped refusal);
 //! the answer is read whole, told back in v1's shapes with its status kept, and the formats
 //! of a started crawl or batch are remembered on the upstream's [`Peer`] so that its status

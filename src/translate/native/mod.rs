@@ -1,4 +1,4 @@
-//! Native clients over a chat-completions upstream (issue #16): `/api/chat`, `/api/generate`,
+//! Native clients over a chat-completions upstream: `/api/chat`, `/api/generate`,
 //! `/api/embed(dings)`, `/api/tags`, `/api/show`, `/api/version`, `/api/ps` in, the official
 //! `/v1/*` shapes out, and the answers back. Pure and sans-IO like the other translators:
 //! ids, timestamps and measured durations come in as arguments ([`Stamp`], id closures).

@@ -1,4 +1,4 @@
-//! v2 answers told back in v1's shapes (spec 6.4), per endpoint. Error envelopes keep their
+//! v2 answers told back in v1's shapes, per endpoint. Error envelopes keep their
 //! status and shape; a body that is not what the endpoint documents is passed on unchanged.
 
 use bytes::Bytes;
@@ -16,7 +16,7 @@ pub enum JsonAs {
     /// `data.extract`: the client asked for `extract` only.
     Extract,
     /// Not known (a job polled without its start having been seen): the result is given
-    /// under both names, which v1 SDK models both have (spec 6.4's stateless alternative).
+    /// under both names, which v1 SDK models both have.
     Unknown,
 }
 
@@ -45,7 +45,7 @@ pub fn answer(at: &Answering<'_>, status: u16, body: &[u8]) -> Option<Bytes> {
 }
 
 /// The wait a rate-limited answer's message names ("... please retry after 25s, resets at
-/// ..."): the API sends no `Retry-After` header, so lingo adds one from it (spec 4, 6.4).
+/// ..."): the API sends no `Retry-After` header, so lingo adds one from it.
 pub fn retry_after(body: &[u8]) -> Option<u64> {
     let v: Value = serde_json::from_slice(body).ok()?;
     let message = v.get("error")?.as_str()?.to_ascii_lowercase();
@@ -230,7 +230,7 @@ fn snake_case(obj: &mut Map<String, Value>, names: &[(&str, &str)]) -> bool {
 }
 
 /// An error answer: same status and envelope; v2's "review the v2 API documentation" points
-/// a v1 client at the wrong docs, so it says v1 (spec 6.4, errors).
+/// a v1 client at the wrong docs, so it says v1.
 fn error(obj: &mut Map<String, Value>) -> bool {
     let Some(Value::Array(details)) = obj.get_mut("details") else {
         return false;

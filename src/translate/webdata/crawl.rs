@@ -1,4 +1,4 @@
-//! Crawl and map bodies, v1 -> v2 (spec 6.3): backward links, the sitemap switches, v1's path
+//! Crawl and map bodies, v1 -> v2: backward links, the sitemap switches, v1's path
 //! depth limit, and (crawl) the nested scrape options.
 
 use serde_json::{Map, Value, json};
@@ -22,7 +22,7 @@ pub(super) fn crawl(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
         &[],
     )?;
     crawler(obj, false)?;
-    // Crawl scrape options had no timeout default in v1: none is added (spec 6.3).
+    // Crawl scrape options had no timeout default in v1: none is added.
     scrape::nested(obj, Map::new(), Place::default())
 }
 
@@ -79,7 +79,7 @@ fn flag(obj: &mut Map<String, Value>, key: &'static str) -> Result<bool, Refusal
 
 /// v1's `maxDepth` (a limit on the URL path's depth, counted on top of the start URL's) has
 /// no v2 field. It is emulated with an `excludePaths` pattern rejecting deeper paths, and a
-/// start URL deeper than `maxDepth` itself gets v1's own 400 (spec 6.3, option (a)). It is never mapped to
+/// start URL deeper than `maxDepth` itself gets v1's own 400. It is never mapped to
 /// `maxDiscoveryDepth`, which counts link hops instead.
 fn max_depth(obj: &mut Map<String, Value>) -> Result<(), Refusal> {
     let Some(depth) = obj.remove("maxDepth") else {

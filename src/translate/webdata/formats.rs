@@ -1,6 +1,6 @@
 //! The `formats` list, both ways: v1's strings plus their option objects (`extract`,
-//! `jsonOptions`, `changeTrackingOptions`) folded into v2's format objects (spec 6.2 steps
-//! 2, 3, 8, 9), and v2's objects unfolded again for the options v2 reports back (6.4).
+//! `jsonOptions`, `changeTrackingOptions`) folded into v2's format objects, and v2's
+//! objects unfolded again for the options v2 reports back.
 
 use serde_json::{Map, Value, json};
 
@@ -99,7 +99,7 @@ fn names<'a>(formats: &'a Value, path: &[&str], search: bool) -> Result<Vec<&'a 
         .collect()
 }
 
-/// v1's own 400s that v2 no longer raises (spec 6.2 step 9).
+/// v1's own 400s that v2 no longer raises.
 fn rules(names: &[&str], folded: &Folded, path: &[&str]) -> Result<(), Refusal> {
     let has = |n: &str| names.contains(&n);
     let fail = |key: &'static str, message: &str| Err(Refusal::field(&at(path, key), message));
@@ -206,7 +206,7 @@ pub(super) fn object<'a>(v: &'a Value, path: &[&str]) -> Result<&'a Map<String, 
         .ok_or_else(|| Refusal::field(path, "must be an object"))
 }
 
-/// The FIRE-1 agent: no v2 home (spec 6.2 step 8).
+/// The FIRE-1 agent: no v2 home.
 pub(super) fn fire_1(path: &[&str]) -> Refusal {
     Refusal::field(path, "agent (FIRE-1) is not supported by this upstream")
 }

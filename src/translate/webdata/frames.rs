@@ -1,4 +1,4 @@
-//! The WebSocket watcher's frames, upstream to client (spec 1e, 6.1's WS row): each complete
+//! The WebSocket watcher's frames, upstream to client: each complete
 //! text frame is a JSON message (`catchup`, `document`) whose documents get their json result
 //! where a v1 client reads it ([`super::ws_frame`]); every other frame (control frames,
 //! fragments, compressed or masked frames) goes on byte for byte. Sans-IO: bytes in as the

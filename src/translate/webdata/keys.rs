@@ -3,14 +3,14 @@
 //! v1 and v2 servers validate bodies with strict schemas, so a key lingo forwarded without
 //! knowing it would fail on the upstream with v2's message (or, worse, be honoured with a v2
 //! meaning). Each list below is what the v1 schema of that body accepts and lingo either keeps
-//! or translates; a few v2-only keys are accepted too (spec 6.2 step 10: "neither v1 nor v2"
-//! is refused) when they have no v1 spelling in the same body.
+//! or translates; a few v2-only keys are accepted too (a key that is neither v1 nor v2 is
+//! refused) when they have no v1 spelling in the same body.
 
 use serde_json::{Map, Value};
 
 use super::Refusal;
 
-/// Scrape options kept as they are (spec 6.2 step 1).
+/// Scrape options kept as they are.
 pub(super) const SCRAPE_KEPT: &[&str] = &[
     "headers",
     "includeTags",
@@ -32,7 +32,7 @@ pub(super) const SCRAPE_KEPT: &[&str] = &[
     "__searchPreviewToken",
 ];
 
-/// Scrape options lingo translates (spec 6.2 steps 2-6 and 8), and v2's `parsers`.
+/// Scrape options lingo translates, and v2's `parsers`.
 pub(super) const SCRAPE_TRANSLATED: &[&str] = &[
     "formats",
     "extract",
@@ -63,7 +63,7 @@ pub(super) const BATCH: &[&str] = &[
     "maxConcurrency",
 ];
 
-/// Crawler options kept as they are, shared by crawl and map (spec 6.3, last point).
+/// Crawler options kept as they are, shared by crawl and map.
 pub(super) const CRAWLER_KEPT: &[&str] = &[
     "url",
     "includePaths",

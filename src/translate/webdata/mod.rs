@@ -1,12 +1,12 @@
-//! Web-data v1 clients over a v2-only upstream (issue #15): the `/v1/...` request becomes its
+//! Web-data v1 clients over a v2-only upstream: the `/v1/...` request becomes its
 //! `/v2/...` counterpart, and the v2 answer is told back in v1's shapes. Pure and sans-IO like
 //! the other translators: bytes and `serde_json` values in and out; the client-facing base
 //! and, for job memory, the clock come in as arguments.
 //!
-//! - [`mod@route`]: the path map (spec 6.1), including the v1 endpoints v2 has no home for (501).
-//! - [`mod@request`]: the bodies, per endpoint: scrape options (6.2, in `scrape`), crawl and map
-//!   (6.3, in `crawl`), batch, search and extract.
-//! - [`mod@answer`]: v2 answers back to v1 (6.4), per endpoint, WebSocket frames included.
+//! - [`mod@route`]: the path map, including the v1 endpoints v2 has no home for (501).
+//! - [`mod@request`]: the bodies, per endpoint: scrape options (in `scrape`), crawl and map
+//!   (in `crawl`), batch, search and extract.
+//! - [`mod@answer`]: v2 answers back to v1, per endpoint, WebSocket frames included.
 //! - [`Frames`]: the WebSocket watcher's frames, upstream to client, with the same rule.
 //! - [`Jobs`]: which v1 formats a crawl or batch asked for, so status pages polled on another
 //!   connection still say `extract` where the client asked for `extract`.

@@ -1,4 +1,4 @@
-//! v1 request bodies as v2 bodies, per endpoint (spec 6.2, 6.3 and 6.1's "Body" column).
+//! v1 request bodies as v2 bodies, per endpoint.
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};

@@ -1,4 +1,4 @@
-//! The path map (spec 6.1): which v2 request a v1 request becomes, and what kind of call it is
+//! The path map: which v2 request a v1 request becomes, and what kind of call it is
 //! (the kind decides how its body and its answer are translated).
 
 use super::Refusal;
@@ -43,7 +43,7 @@ pub struct Route {
     pub path_and_query: String,
 }
 
-/// Where the v1 families with no v2 counterpart start (spec 6.1's last row).
+/// Where the v1 families with no v2 counterpart start.
 const NO_COUNTERPART: [&str; 5] = ["llmstxt", "deep-research", "x402", "schedules", "fireclaw"];
 
 /// The v2 request for `method path?query`, a v1 path. A v1 endpoint with no v2 counterpart

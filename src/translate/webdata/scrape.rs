@@ -1,4 +1,4 @@
-//! Scrape options, v1 -> v2 (spec 6.2), wherever they stand: the top level of scrape and
+//! Scrape options, v1 -> v2, wherever they stand: the top level of scrape and
 //! batch bodies, or the `scrapeOptions` of crawl, search and extract.
 
 use serde_json::{Map, Value, json};
@@ -8,7 +8,7 @@ use super::Refusal;
 use super::formats::{self, Folded};
 use super::keys::{self, at};
 
-/// `__experimental_cache: true` meant four hours of cache in v1 (spec 6.2 step 6).
+/// `__experimental_cache: true` meant four hours of cache in v1.
 const EXPERIMENTAL_CACHE_MS: u64 = 14_400_000;
 
 /// Where the options stand, which decides the defaults lingo makes explicit.
@@ -55,7 +55,7 @@ pub(super) fn translate(
     Ok(json_as)
 }
 
-/// `parsePDF` -> `parsers`, always explicit (spec 6.2 step 4).
+/// `parsePDF` -> `parsers`, always explicit.
 fn parsers(obj: &mut Map<String, Value>, path: &[&str]) -> Result<(), Refusal> {
     super::keys::one_of(obj, path, &["parsePDF"], "parsers")?;
     let parsers = match obj.remove("parsePDF") {
@@ -72,14 +72,14 @@ fn parsers(obj: &mut Map<String, Value>, path: &[&str]) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// `geolocation` -> `location`; an explicit `location` wins, as in v1 (spec 6.2 step 5).
+/// `geolocation` -> `location`; an explicit `location` wins, as in v1.
 fn location(obj: &mut Map<String, Value>) {
     if let Some(geolocation) = obj.remove("geolocation") {
         obj.entry("location").or_insert(geolocation);
     }
 }
 
-/// `__experimental_cache` -> `maxAge` (spec 6.2 step 6).
+/// `__experimental_cache` -> `maxAge`.
 fn cache(obj: &mut Map<String, Value>, path: &[&str]) -> Result<(), Refusal> {
     match obj.remove("__experimental_cache") {
         Some(Value::Bool(true)) => {
@@ -96,7 +96,7 @@ fn cache(obj: &mut Map<String, Value>, path: &[&str]) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// v1's defaults where v2's differ, sent explicitly (spec 6.2 step 7).
+/// v1's defaults where v2's differ, sent explicitly.
 fn defaults(obj: &mut Map<String, Value>, place: Place) {
     obj.entry("maxAge").or_insert(json!(0));
     obj.entry("proxy").or_insert(json!("basic"));

@@ -1,4 +1,4 @@
-//! Spec 6.4: answers, v2 -> v1; the WebSocket frames; the job memory.
+//! Answers, v2 -> v1; the WebSocket frames; the job memory.
 
 use std::time::{Duration, Instant};
 

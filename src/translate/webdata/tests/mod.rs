@@ -1,4 +1,4 @@
-//! Table-driven tests of the v1 -> v2 translation, one case per row of spec 6.1-6.4.
+//! Table-driven tests of the v1 -> v2 translation: the path map, request bodies, answers.
 
 mod answer;
 mod hostile;

@@ -1,10 +1,10 @@
-//! Spec 6.2 (scrape options) and 6.3 (crawl and map): request bodies, v1 -> v2.
+//! Request bodies, v1 -> v2: scrape options, crawl and map.
 
 use serde_json::json;
 
 use super::*;
 
-/// The v1 defaults a v1 scrape body gets when it names none of them (6.2 step 7).
+/// The v1 defaults a v1 scrape body gets when it names none of them.
 fn scrape_defaults() -> Value {
     json!({"maxAge": 0, "proxy": "basic", "skipTlsVerification": false, "timeout": 30000,
         "parsers": ["pdf"]})
@@ -462,7 +462,7 @@ fn bodies_that_are_not_json_objects() {
     assert_eq!((no_body.body, no_body.json_as), (None, JsonAs::Unknown));
 }
 
-/// The defaults in nested scrape options: no timeout (6.3).
+/// The defaults in nested scrape options: no timeout.
 fn nested_defaults() -> Value {
     json!({"maxAge": 0, "proxy": "basic", "skipTlsVerification": false, "parsers": ["pdf"]})
 }
@@ -646,7 +646,7 @@ fn batch_search_and_extract() {
             JsonAs::Json,
         ),
         (
-            "search: scrapeOptions via 6.2",
+            "search: scrapeOptions translated as scrape options",
             Call::Search,
             json!({"query": "q", "limit": 3, "lang": "de", "scrapeOptions": {"formats": ["markdown", "screenshot@fullPage"]}}),
             json!({"query": "q", "limit": 3, "lang": "de", "scrapeOptions": with(nested_defaults(),

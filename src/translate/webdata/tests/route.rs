@@ -1,4 +1,4 @@
-//! Spec 6.1: the path map.
+//! The path map.
 
 use super::*;
 
