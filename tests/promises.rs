@@ -1,9 +1,9 @@
-//! README promises that no other file pinned, each over real sockets: the upstream's base
+//! Documented promises that no other file pinned, each over real sockets: the upstream's base
 //! path, `public_url`, the `X-Request-Id` cap, hop-by-hop headers both ways, redacted answers
 //! losing their length, an upload streamed before it ends, `n` and prompt batches run
 //! concurrently, the legacy-embeddings fallback forgotten on reload, `HEAD` and the header
-//! limits on the health endpoints, the `first_byte_timeout` metric, the defaults table, and
-//! the README's table of error codes driven from real conditions.
+//! limits on the health endpoints, the `first_byte_timeout` metric, docs/configuration.md's
+//! defaults, and docs/errors.md's table of error codes driven from real conditions.
 
 mod support;
 
@@ -628,16 +628,19 @@ async fn a_first_byte_timeout_is_counted_by_kind() {
     assert!(line.ends_with(" 1"), "{line}");
 }
 
-// === the README's table of defaults, as literal values ===
+// === docs/configuration.md's defaults, as literal values ===
 
-/// Each default the README's table states, checked against a table that sets nothing, as the
-/// literal the README writes (not the code's own constants, which a change would move along
-/// with the code). Each README row is checked to still say it.
+/// Each default docs/configuration.md states, checked against a table that sets nothing, as
+/// the literal the page writes (not the code's own constants, which a change would move along
+/// with the code). Each row's default column is checked to still say it.
 #[test]
-fn the_readmes_defaults_are_the_defaults() {
+fn the_documented_defaults_are_the_defaults() {
     const MIB: u64 = 1024 * 1024;
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/configuration.md"
+    ))
+    .unwrap();
     let yaml = "listen:\n  - addr: 127.0.0.1:0\n\
                 upstreams:\n  up:\n    url: http://127.0.0.1:1\n    speaks: native\n\
                 routes:\n  - { prefix: /api, to: up }\n";
@@ -645,7 +648,8 @@ fn the_readmes_defaults_are_the_defaults() {
     let secs = Duration::from_secs;
     let up = &t.upstreams[0];
     let route = &t.routes[0];
-    let rows: [(&str, &str, bool); 19] = [
+    let mock = lingo::mock::knobs::Knobs::from_spec(&lingo::table::MockSpec::default());
+    let rows: [(&str, &str, bool); 23] = [
         (
             "upstreams.<name>.timeouts.connect",
             "`5s`",
@@ -663,6 +667,22 @@ fn the_readmes_defaults_are_the_defaults() {
         ),
         ("upstreams.<name>.http2", "HTTP/1.1", !up.http2),
         ("upstreams.<name>.auth.header", "`Authorization`", true),
+        ("upstreams.<name>.mock.tokens", "`16`", mock.tokens == 16),
+        (
+            "upstreams.<name>.mock.token_delay",
+            "`0ms`",
+            mock.token_delay.is_zero(),
+        ),
+        (
+            "upstreams.<name>.mock.first_token_delay",
+            "`0ms`",
+            mock.first_token_delay.is_zero(),
+        ),
+        (
+            "upstreams.<name>.mock.embedding_size",
+            "`16`",
+            mock.embedding_size == 16,
+        ),
         (
             "routes[].max_body",
             "`limits.max_body`",
@@ -710,26 +730,24 @@ fn the_readmes_defaults_are_the_defaults() {
             t.limits.max_in_flight == 10_000,
         ),
     ];
-    for (key, readme_default, holds) in rows {
-        let row = readme
+    for (key, documented, holds) in rows {
+        let row = page
             .lines()
             .find(|l| l.starts_with(&format!("| `{key}` |")))
-            .unwrap_or_else(|| panic!("the README's table has no row for {key}"));
-        let last = row.trim_end_matches('|').rsplit('|').next().unwrap().trim();
+            .unwrap_or_else(|| panic!("docs/configuration.md has no row for {key}"));
+        // | key | type | default | reload | what it does |
+        let default = row.split('|').nth(3).unwrap().trim();
         assert!(
-            last.starts_with(readme_default),
-            "README says {last:?} for {key}, the test expects {readme_default:?}"
+            default.starts_with(documented),
+            "the page says {default:?} for {key}, the test expects {documented:?}"
         );
-        assert!(
-            holds,
-            "{key}: the default is not the README's {readme_default}"
-        );
+        assert!(holds, "{key}: the default is not the page's {documented}");
     }
     assert!(t.admin.addr.is_none() && !t.admin.require_key);
     assert!(t.listeners[0].tls.is_none() && t.listeners[0].public_url.is_none());
 }
 
-// === the README's table of error codes, from real conditions ===
+// === docs/errors.md's table of error codes, from real conditions ===
 
 /// One raw HTTP/1.1 exchange: writes `bytes`, half-closes when `close_write`, and reads the
 /// answer (status and JSON body) until lingo closes or the body is complete.
@@ -801,13 +819,13 @@ fn every_error_table(dead: &str) -> String {
     ))
 }
 
-/// Every row of the README's error table that a client can cause, caused for real, in the
+/// Every row of docs/errors.md's table that a client can cause, caused for real, in the
 /// chat-completions and web-data dialects: status, shape and `code` (web-data upper-cases it).
 /// The rows not here have their own tests: `overloaded` (limits.rs), `upstream_timeout`
 /// (errors.rs, upstream_limits.rs), `model_management_forbidden` (passthrough.rs; native
 /// errors have no code), the 502 over `max_answer` (upstream_limits.rs).
 #[tokio::test]
-async fn every_error_code_in_the_readme_from_a_real_condition() {
+async fn every_documented_error_code_from_a_real_condition() {
     let dead = format!("http://{}", closed_port().await);
     let lingo = Lingo::start(&every_error_table(&dead)).await;
     let key = ("authorization", "Bearer k-app");

@@ -214,8 +214,19 @@ impl<T> At<T> {
     }
 }
 
+/// The place comes from the YAML reader (serde-saphyr's `Spanned`). A deserializer that is
+/// not human-readable has no place to give (the configuration reference's test walks the
+/// table's keys with one): the value alone, at line 0.
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for At<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if !deserializer.is_human_readable() {
+            let value = T::deserialize(deserializer)?;
+            return Ok(At {
+                value,
+                line: 0,
+                column: 0,
+            });
+        }
         let spanned = serde_saphyr::Spanned::<T>::deserialize(deserializer)?;
         Ok(At {
             value: spanned.value,
