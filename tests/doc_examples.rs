@@ -377,12 +377,7 @@ impl Server {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let addr = line.split("listening on ").nth(1);
-                if let Some(addr) = addr.filter(|a| !a.contains("(admin)")) {
-                    let _ = tx.send(Ok(addr.trim().parse::<SocketAddr>().unwrap()));
-                } else {
-                    let _ = tx.send(Err(line));
-                }
+                let _ = tx.send(listening_on(&line).ok_or(line));
             }
         });
         let started = Instant::now();
@@ -430,6 +425,21 @@ impl Drop for Server {
     }
 }
 
+/// The address a log line says lingo (not its admin listener) listens on, however the line
+/// is formatted: the address is the text after `listening on `, up to the first character
+/// an address does not have.
+fn listening_on(line: &str) -> Option<SocketAddr> {
+    let rest = line.split("listening on ").nth(1)?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_hexdigit() || matches!(c, '.' | ':' | '[' | ']')))
+        .unwrap_or(rest.len());
+    let admin = rest[end..]
+        .trim_start_matches('"')
+        .trim_start()
+        .starts_with("(admin)");
+    (!admin).then(|| rest[..end].parse().ok()).flatten()
+}
+
 /// Runs `command` to its end (within [`DEADLINE`]): its exit code and what it wrote.
 fn finish(mut command: Command) -> Result<(Option<i32>, String), String> {
     let child = command
@@ -451,4 +461,24 @@ fn finish(mut command: Command) -> Result<(Option<i32>, String), String> {
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     Ok((out.status.code(), text))
+}
+
+#[test]
+fn the_listening_line_is_read_in_each_log_format() {
+    let addr: SocketAddr = "127.0.0.1:41234".parse().unwrap();
+    for line in [
+        "2026-01-01T00:00:00Z  INFO lingo::server: listening on 127.0.0.1:41234",
+        r#"level=info target=lingo::server msg="listening on 127.0.0.1:41234""#,
+        r#"{"level":"INFO","message":"listening on 127.0.0.1:41234"}"#,
+        "INFO lingo::mock: mock backend listening on 127.0.0.1:41234",
+    ] {
+        assert_eq!(listening_on(line), Some(addr), "{line}");
+    }
+    for line in [
+        "INFO lingo::server: listening on 127.0.0.1:9090 (admin)",
+        r#"msg="listening on 127.0.0.1:9090 (admin)""#,
+        "INFO lingo::reload: route table reloaded",
+    ] {
+        assert_eq!(listening_on(line), None, "{line}");
+    }
 }
