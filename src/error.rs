@@ -42,7 +42,9 @@ pub enum ProxyError {
     #[error("invalid client key")]
     InvalidKey,
 
-    #[error("{path} is a model-management call; this route does not allow it")]
+    #[error(
+        "{path} is a model-management call, which this route does not allow (`allow_model_management: true` on the route allows it)"
+    )]
     ModelManagement { path: String },
 
     /// Model management on a native route over a chat-completions upstream, which has none.
@@ -64,8 +66,15 @@ pub enum ProxyError {
     #[error("this route translates {client} to {upstream}, which lingo cannot do yet")]
     NoTranslator { client: Dialect, upstream: Dialect },
 
+    /// An upstream that could not be used. `reason` is in words for the client ("connection
+    /// refused"); `detail` is the system's own text, for the log only (empty when there is
+    /// none).
     #[error("upstream `{upstream}` is unreachable: {reason}")]
-    Unreachable { upstream: String, reason: String },
+    Unreachable {
+        upstream: String,
+        reason: String,
+        detail: String,
+    },
 
     #[error("upstream `{upstream}` did not answer: {} timeout of {} fired", kind.as_str(), format_duration(*limit))]
     Timeout {
@@ -162,6 +171,15 @@ impl ProxyError {
     pub fn param(&self) -> Option<&str> {
         match self {
             ProxyError::Invalid { param, .. } => param.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// What the log adds to the message: the system's own words for an unreachable
+    /// upstream, which the client is not told.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            ProxyError::Unreachable { detail, .. } if !detail.is_empty() => Some(detail),
             _ => None,
         }
     }

@@ -56,20 +56,40 @@ async fn no_route_is_404_in_the_dialect_the_path_implies() {
     assert_eq!(chat["error"]["code"], "unknown_url");
 }
 
+/// A 502 says which upstream failed and why, in words: not the system's error text.
 #[tokio::test]
 async fn unreachable_upstream_is_502() {
     let dead = format!("http://{}", closed_port().await);
     let lingo = Lingo::start(&routes_to(&dead, "")).await;
-    for (dialect, path) in PATHS {
+    for ((dialect, path), upstream) in PATHS.into_iter().zip(["openai", "models", "webdata"]) {
         let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
         assert_shape(
             &answer,
             dialect,
             502,
             Some("upstream_unreachable"),
-            "unreachable",
+            &format!("upstream `{upstream}` is unreachable: connection refused"),
         );
+        assert!(!answer.body.contains("os error"), "{}", answer.body);
     }
+}
+
+/// An https upstream that answers in plain HTTP: told as a failed TLS handshake. (A name
+/// that does not resolve is told "DNS lookup ... failed": a unit test, since a resolver's
+/// speed is the machine's.)
+#[tokio::test]
+async fn a_tls_failure_is_told_in_words() {
+    let plain = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&routes_to(&plain.url().replace("http://", "https://"), "")).await;
+    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], "{}")).await;
+    assert_shape(
+        &answer,
+        "native",
+        502,
+        None,
+        "upstream `models` is unreachable: TLS handshake failed: ",
+    );
+    assert!(!answer.body.contains("os error"), "{}", answer.body);
 }
 
 #[tokio::test]

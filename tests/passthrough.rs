@@ -375,7 +375,9 @@ async fn model_management_needs_an_opt_in() {
             "native",
             403,
             None,
-            &format!("{normalised} is a model-management call; this route does not allow it"),
+            &format!(
+                "{normalised} is a model-management call, which this route does not allow (`allow_model_management: true` on the route allows it)"
+            ),
         );
     }
     // A dot segment is refused before anything else: 400, the path refusal.

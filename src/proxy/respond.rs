@@ -28,7 +28,10 @@ pub fn answer(
         Ok(response) => response,
         Err(err) => {
             metrics.upstream_error(&err);
-            log.error = Some(err.to_string());
+            log.error = Some(match err.detail() {
+                Some(detail) => format!("{err} ({detail})"),
+                None => err.to_string(),
+            });
             log.dialect.get_or_insert(arrival.dialect);
             render(&err, arrival.dialect)
         }
@@ -184,7 +187,7 @@ mod tests {
                     path: "/api/pull".into(),
                 },
                 403,
-                "/api/pull is a model-management call; this route does not allow it",
+                "/api/pull is a model-management call, which this route does not allow (`allow_model_management: true` on the route allows it)",
                 "invalid_request_error",
                 Some("model_management_forbidden"),
             ),
@@ -252,10 +255,11 @@ mod tests {
             (
                 ProxyError::Unreachable {
                     upstream: "m".into(),
-                    reason: "Connection refused".into(),
+                    reason: "connection refused".into(),
+                    detail: "Connection refused (os error 111)".into(),
                 },
                 502,
-                "upstream `m` is unreachable: Connection refused",
+                "upstream `m` is unreachable: connection refused",
                 "server_error",
                 Some("upstream_unreachable"),
             ),

@@ -11,6 +11,7 @@ mod connect;
 mod h1;
 pub mod headers;
 mod pool;
+mod unreached;
 
 use std::error::Error as StdError;
 use std::pin::Pin;
@@ -239,6 +240,7 @@ async fn send_to_mock(
         Ok(mock::Answer::Cut) => Err(ProxyError::Unreachable {
             upstream: upstream.name.to_string(),
             reason: mock::MockCut.to_string(),
+            detail: String::new(),
         }),
         Err(_) => Err(ProxyError::Timeout {
             upstream: upstream.name.to_string(),
@@ -380,10 +382,7 @@ pub fn classify(
             limit: upstream.timeouts.connect,
         };
     }
-    ProxyError::Unreachable {
-        upstream: upstream.name.to_string(),
-        reason: reason(err),
-    }
+    unreachable(upstream, err)
 }
 
 /// Maps a failure while reading an answer's body (before lingo sent anything of it).
@@ -394,10 +393,21 @@ pub fn classify_body_error(upstream: &Upstream, err: &(dyn StdError + 'static)) 
             kind: TimeoutKind::Idle,
             limit: idle.0,
         },
-        None => ProxyError::Unreachable {
-            upstream: upstream.name.to_string(),
-            reason: reason(err),
-        },
+        None => unreachable(upstream, err),
+    }
+}
+
+/// `upstream` could not be used: why, in words for the client; the system's text for the log.
+fn unreachable(upstream: &Upstream, err: &(dyn StdError + 'static)) -> ProxyError {
+    let words = unreached::in_words(err);
+    let mut detail = reason(err);
+    if detail == words {
+        detail.clear();
+    }
+    ProxyError::Unreachable {
+        upstream: upstream.name.to_string(),
+        reason: words,
+        detail,
     }
 }
 
@@ -410,7 +420,7 @@ pub fn redact<'a>(upstream: &Upstream, text: &'a str) -> std::borrow::Cow<'a, st
 }
 
 /// The innermost cause's text: "Connection refused (os error 111)" says more than
-/// "client error (Connect)".
+/// "client error (Connect)" (for the log; a client is told the cause in words).
 pub fn reason(err: &(dyn StdError + 'static)) -> String {
     let mut last = err;
     while let Some(next) = last.source() {

@@ -106,6 +106,7 @@ async fn handshake(
             return Err(ProxyError::Unreachable {
                 upstream: upstream.name.to_string(),
                 reason: "the mock backend does not serve WebSockets".into(),
+                detail: String::new(),
             });
         }
     };
