@@ -193,3 +193,108 @@ fn command_line_errors_exit_2_with_usage() {
         (Some(0), concat!("lingo ", env!("CARGO_PKG_VERSION")))
     );
 }
+
+/// Mis-indented keys and list entries are told at their own line, as mis-indented, with the
+/// column that fixes them: (the table, the line, words the message has).
+#[test]
+fn mis_indented_lines_are_told_at_their_own_line() {
+    let upstream = "listen:\n  - addr: 127.0.0.1:8080\nupstreams:\n  models:\n";
+    let routes = "routes:\n  - { prefix: /api, to: models }\n";
+    let cases = [
+        // A key one level too deep under an upstream (after a value).
+        (
+            format!("{upstream}    url: http://127.0.0.1:11434\n      speaks: native\n{routes}"),
+            6,
+            "`speaks` is mis-indented: at column 7 it is read as part of `url` (line 5); move it to column 5, in line with `url` (line 5)",
+        ),
+        // ...with a comment after the value.
+        (
+            format!(
+                "{upstream}    url: http://127.0.0.1:11434 # local\n      speaks: native\n{routes}"
+            ),
+            6,
+            "move it to column 5, in line with `url` (line 5)",
+        ),
+        // A key one level too shallow: read as an upstream of its own.
+        (
+            format!("{upstream}    url: http://127.0.0.1:11434\n  speaks: native\n{routes}"),
+            6,
+            "`speaks` is mis-indented: at column 3 it is read as part of `upstreams` (line 3); move it to column 5, in line with `url` (line 5)",
+        ),
+        // A key that belongs under the one above it.
+        (
+            format!(
+                "{upstream}    url: http://127.0.0.1:11434\n    speaks: native\n    timeouts:\n    connect: 5s\n{routes}"
+            ),
+            8,
+            "`connect` is mis-indented: at column 5 it is read as part of `models` (line 4); move it to column 7, under `timeouts` (line 7)",
+        ),
+        // Between two levels.
+        (
+            format!("{upstream}    url: http://127.0.0.1:11434\n   speaks: native\n{routes}"),
+            6,
+            "`speaks` is mis-indented: at column 4",
+        ),
+        // A route's key too shallow, and too deep.
+        (
+            format!(
+                "{upstream}    mock: {{}}\n    speaks: native\nroutes:\n  - prefix: /api\n  to: models\n"
+            ),
+            9,
+            "`to` is mis-indented: at column 3 it is read as part of `routes` (line 7); move it to column 5, in line with `prefix` (line 8)",
+        ),
+        (
+            format!(
+                "{upstream}    mock: {{}}\n    speaks: native\nroutes:\n  - prefix: /api\n     to: models\n"
+            ),
+            9,
+            "`to` is mis-indented: at column 6",
+        ),
+        // A route entry out of line with the one above it.
+        (
+            format!(
+                "{upstream}    mock: {{}}\n    speaks: native\n{routes}   - {{ prefix: /v1, to: models }}\n"
+            ),
+            9,
+            "this list entry is mis-indented: at column 4 it is read as part of the list entry on line 8; move it to column 3, in line with the entry on line 8",
+        ),
+        (
+            format!(
+                "{upstream}    mock: {{}}\n    speaks: native\n{routes} - {{ prefix: /v1, to: models }}\n"
+            ),
+            9,
+            "move it to column 3, in line with the entry on line 8",
+        ),
+        // A tab.
+        (
+            format!("{upstream}\tmock: {{}}\n    speaks: native\n{routes}"),
+            5,
+            "indented with a tab; YAML indents with spaces only",
+        ),
+    ];
+    for (text, line, words) in cases {
+        let (out, path) = check(&text);
+        assert_eq!(out.code, Some(1), "{text}\n{}", out.stdout);
+        let lines: Vec<_> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", out.stderr);
+        let at = format!("error: {path}:{line}:");
+        assert!(
+            lines[0].starts_with(&at),
+            "{text}\nwanted {at}, got {}",
+            lines[0]
+        );
+        assert!(
+            lines[0].contains(words),
+            "{text}\nwanted {words:?}, got {}",
+            lines[0]
+        );
+    }
+    // What is no mis-indentation keeps the parser's own words.
+    let (out, path) = check(&VALID.replace("speaks: native", "speaks: native, retries: 3"));
+    assert!(
+        out.stderr
+            .starts_with(&format!("error: {path}:6:58: unknown field `retries`")),
+        "{}",
+        out.stderr
+    );
+}

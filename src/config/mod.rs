@@ -15,6 +15,7 @@ use std::path::Path;
 pub mod compile;
 mod ctx;
 pub mod error;
+mod indent;
 pub mod raw;
 mod routes;
 pub mod summary;

@@ -174,7 +174,8 @@ pub struct Limits {
 }
 
 /// Parses the text of a route table. serde stops at the first shape error, so this reports
-/// one; the semantic errors `compile` finds afterwards are all reported together.
+/// one (told at the line itself when it comes of a mis-indented line: `indent`); the
+/// semantic errors `compile` finds afterwards are all reported together.
 pub fn parse(text: &str) -> Result<File, SyntaxError> {
     let is_blank = |l: &str| l.trim().is_empty() || l.trim_start().starts_with('#');
     if text.lines().all(is_blank) {
@@ -184,6 +185,23 @@ pub fn parse(text: &str) -> Result<File, SyntaxError> {
             message: "the file is empty; it needs at least `listen:` and `routes:`".into(),
         });
     }
+    let error = match from_str(text) {
+        Ok(file) => return Ok(file),
+        Err(error) => error,
+    };
+    let parses = |text: &str| from_str(text).err().map(|e| e.line);
+    match super::indent::diagnose(text, error.line, parses) {
+        Some(m) => Err(SyntaxError {
+            line: m.line,
+            column: m.column,
+            message: m.message,
+        }),
+        None => Err(error),
+    }
+}
+
+/// The YAML reader's verdict on `text`.
+fn from_str(text: &str) -> Result<File, SyntaxError> {
     let options = serde_saphyr::options! {
         duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
         with_snippet: false,
