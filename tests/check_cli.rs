@@ -298,3 +298,60 @@ fn mis_indented_lines_are_told_at_their_own_line() {
         out.stderr
     );
 }
+
+/// A table with no client keys on an address beyond loopback is an open proxy: an error
+/// naming the listen entry and both fixes, unless the entry says `allow_open: true`, which
+/// is warned about; loopback addresses and tables with keys are not concerned.
+#[test]
+fn open_addresses_without_client_keys_need_allow_open() {
+    let open = |addr: &str, extra: &str| {
+        format!(
+            "listen:\n  - addr: 127.0.0.1:8080\n  - addr: {addr}\n{extra}upstreams:\n  ollama: {{ url: http://127.0.0.1:11434, speaks: native }}\nroutes:\n  - {{ prefix: /api, to: ollama }}\n"
+        )
+    };
+    for addr in [
+        "0.0.0.0:8081",
+        "\"[::]:8081\"",
+        "192.168.1.5:8081",
+        "\"[2001:db8::1]:8081\"",
+    ] {
+        let (out, path) = check(&open(addr, ""));
+        assert_eq!(out.code, Some(1), "{addr}: {}", out.stdout);
+        let addr = addr.trim_matches('"');
+        let expected = format!(
+            "error: {path}:3:5: listen {addr} is an open proxy: the table has no client keys, so anyone who reaches this address may use every upstream, with the keys lingo holds for them; add keys under `clients:`, or `allow_open: true` on this listen entry if that is meant"
+        );
+        assert_eq!(out.stderr.trim_end(), expected);
+    }
+    let (out, _) = check(&open("0.0.0.0:8081\n    allow_open: true", ""));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("OPEN PROXY: listen 0.0.0.0:8081 has `allow_open: true` and the table has no client keys"),
+        "{}",
+        out.stdout
+    );
+    for (addr, extra) in [
+        ("127.0.0.2:8081", ""),
+        ("\"[::1]:8081\"", "clients: []\n"),
+        ("\"[::ffff:127.0.0.1]:8081\"", ""),
+        (
+            "0.0.0.0:8081",
+            "clients:\n  - { name: dev, key: { env: LINGO_TEST_CHECK_CLI_KEY } }\n",
+        ),
+    ] {
+        let (out, _) = check(&open(addr, extra));
+        assert_eq!(out.code, Some(0), "{addr}: {}", out.stderr);
+        assert!(!out.stdout.contains("OPEN PROXY"), "{}", out.stdout);
+    }
+    let (out, _) = check(&open(
+        "0.0.0.0:8081\n    allow_open: true",
+        "clients:\n  - { name: dev, key: { env: LINGO_TEST_CHECK_CLI_KEY } }\n",
+    ));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("listen 0.0.0.0:8081: allow_open has no effect"),
+        "{}",
+        out.stdout
+    );
+}

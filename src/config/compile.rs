@@ -6,7 +6,7 @@
 //! table is only assembled when no error was recorded at all.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
 use super::ctx::{Ctx, EnvLookup, http_url, optional};
@@ -33,11 +33,12 @@ pub fn compile(
     let mut cx = Ctx::new(source, dir, env);
 
     let limits = limits(&mut cx, file.limits);
-    let listeners = listeners(&mut cx, file.listen);
+    let (listeners, exposed) = listeners(&mut cx, file.listen);
     let raw_clients = file.clients.unwrap_or_default();
     // Whether the file names clients at all (one whose key fails to load is its own error).
     let names_clients = !raw_clients.is_empty();
     let clients = clients(&mut cx, raw_clients);
+    open_proxy(&mut cx, exposed, names_clients);
     let admin = admin(&mut cx, file.admin, &listeners, names_clients);
     let upstreams: Vec<_> = file
         .upstreams
@@ -141,7 +142,63 @@ fn limits(cx: &mut Ctx<'_>, raw: Option<raw::Limits>) -> Limits {
     }
 }
 
-fn listeners(cx: &mut Ctx<'_>, raw: Option<At<Vec<At<raw::Listener>>>>) -> Vec<Listener> {
+/// A listen entry as [`open_proxy`] judges it: its address, where it is written, and its
+/// `allow_open`.
+struct Exposed {
+    addr: SocketAddr,
+    place: At<()>,
+    allow_open: Option<At<bool>>,
+}
+
+/// A table with no client keys lets anyone who reaches a listener use the upstreams, with
+/// the keys lingo holds for them: refused on an address beyond loopback unless its entry says
+/// `allow_open: true`, and then warned about on every load.
+fn open_proxy(cx: &mut Ctx<'_>, exposed: Vec<Exposed>, names_clients: bool) {
+    for Exposed {
+        addr,
+        place,
+        allow_open,
+    } in exposed
+    {
+        let allowed = allow_open.as_ref().is_some_and(|a| a.value);
+        if names_clients {
+            if allowed {
+                cx.warnings.push(format!(
+                    "listen {addr}: allow_open has no effect: the table has client keys, which every request must present"
+                ));
+            }
+        } else if is_loopback(addr) {
+            continue;
+        } else if allowed {
+            cx.warnings.push(format!(
+                "OPEN PROXY: listen {addr} has `allow_open: true` and the table has no client keys: anyone who reaches {addr} may use every upstream, with the keys lingo holds for them"
+            ));
+        } else {
+            cx.error(
+                &place,
+                format!(
+                    "listen {addr} is an open proxy: the table has no client keys, so anyone who reaches this address may use every upstream, with the keys lingo holds for them; add keys under `clients:`, or `allow_open: true` on this listen entry if that is meant"
+                ),
+            );
+        }
+    }
+}
+
+/// Whether only this host can connect to `addr` (127.0.0.0/8, ::1, or ::ffff:127.x.y.z).
+fn is_loopback(addr: SocketAddr) -> bool {
+    match addr.ip() {
+        IpAddr::V4(ip) => ip.is_loopback(),
+        IpAddr::V6(ip) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// The listeners, and each entry's address for [`open_proxy`].
+fn listeners(
+    cx: &mut Ctx<'_>,
+    raw: Option<At<Vec<At<raw::Listener>>>>,
+) -> (Vec<Listener>, Vec<Exposed>) {
     let raw = raw.unwrap_or_default();
     if raw.value.is_empty() {
         cx.error(
@@ -151,19 +208,18 @@ fn listeners(cx: &mut Ctx<'_>, raw: Option<At<Vec<At<raw::Listener>>>>) -> Vec<L
     }
     let mut seen: HashMap<SocketAddr, usize> = HashMap::new();
     let mut out = Vec::new();
+    let mut exposed = Vec::new();
     for listener in raw.value {
+        let place = listener.place();
         let l = listener.value;
-        let addr = match l.addr.value.parse::<SocketAddr>() {
-            Ok(addr) => addr,
-            Err(_) => {
-                let text = &l.addr.value;
-                cx.error(
-                    &l.addr,
-                    format!("listen address `{text}` is not IP:PORT (for example 127.0.0.1:8080)"),
-                );
-                continue;
-            }
+        let Some(addr) = listen_addr(cx, &l.addr) else {
+            continue;
         };
+        exposed.push(Exposed {
+            addr,
+            place,
+            allow_open: l.allow_open,
+        });
         if let Some(first) = seen.insert(addr, l.addr.line) {
             cx.error(
                 &l.addr,
@@ -190,7 +246,18 @@ fn listeners(cx: &mut Ctx<'_>, raw: Option<At<Vec<At<raw::Listener>>>>) -> Vec<L
             });
         }
     }
-    out
+    (out, exposed)
+}
+
+fn listen_addr(cx: &mut Ctx<'_>, at: &At<String>) -> Option<SocketAddr> {
+    let addr = at.value.parse::<SocketAddr>();
+    if addr.is_err() {
+        let text = &at.value;
+        let message =
+            format!("listen address `{text}` is not IP:PORT (for example 127.0.0.1:8080)");
+        cx.error(at, message);
+    }
+    addr.ok()
 }
 
 fn admin(

@@ -62,6 +62,8 @@ pub struct Listener {
     pub addr: At<String>,
     pub tls: Option<At<Tls>>,
     pub public_url: Option<At<String>>,
+    /// Serving beyond loopback with no client keys is meant (an open proxy).
+    pub allow_open: Option<At<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
