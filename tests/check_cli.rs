@@ -355,3 +355,27 @@ fn open_addresses_without_client_keys_need_allow_open() {
         out.stdout
     );
 }
+
+/// The summary names the admin listener, or says the admin endpoints share the listeners.
+#[test]
+fn the_summary_names_the_admin_listener() {
+    let (out, _) = check(&format!(
+        "{VALID}admin: {{ addr: 127.0.0.1:9091, require_key: true }}\n"
+    ));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "admin: 127.0.0.1:9091  http  /healthz, /readyz, /metrics; /readyz and /metrics need a client key"
+        ),
+        "{}",
+        out.stdout
+    );
+    let (out, _) = check(VALID);
+    assert!(
+        out.stdout.contains(
+            "admin: no listener of its own; /healthz, /readyz, /metrics on the listen addresses"
+        ),
+        "{}",
+        out.stdout
+    );
+}

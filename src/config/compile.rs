@@ -12,7 +12,7 @@ use std::path::Path;
 use super::ctx::{Ctx, EnvLookup, http_url, optional};
 use super::error::ConfigErrors;
 use super::raw::{self, At};
-use super::{routes, tls, upstream};
+use super::{Secrets, routes, tls, upstream};
 use crate::base::ids::FnvMap;
 use crate::table::{
     Admin, ClientKey, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
@@ -23,14 +23,15 @@ use crate::table::{
 use crate::translate::splice::LiteralScan;
 
 /// Compiles a parsed table. `source` names the file in errors; relative `file:` secrets and
-/// TLS paths resolve against its directory.
+/// TLS paths resolve against its directory; `secrets` says whether secrets are read.
 pub fn compile(
     file: raw::File,
     source: &Path,
     env: EnvLookup<'_>,
+    secrets: Secrets,
 ) -> Result<RouteTable, ConfigErrors> {
     let dir = source.parent().unwrap_or(Path::new(""));
-    let mut cx = Ctx::new(source, dir, env);
+    let mut cx = Ctx::new(source, dir, env, secrets);
 
     let limits = limits(&mut cx, file.limits);
     let (listeners, exposed) = listeners(&mut cx, file.listen);

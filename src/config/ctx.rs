@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use hyper::Uri;
 
+use super::Secrets;
 use super::error::{ConfigError, ConfigErrors};
 use super::raw::{self, At};
 use crate::base::dialect::Dialect;
@@ -27,12 +28,16 @@ pub struct Ctx<'a> {
     pub warnings: Vec<String>,
     /// Every file read besides the table itself.
     files: Vec<PathBuf>,
+    /// Whether secrets are read.
+    secrets: Secrets,
+    /// The sources of the secrets not read ([`Secrets::ShapeOnly`]), in the order met.
+    unread: Vec<SecretSource>,
 }
 
 // === impl Ctx ===
 
 impl<'a> Ctx<'a> {
-    pub fn new(source: &'a Path, dir: &'a Path, env: EnvLookup<'a>) -> Self {
+    pub fn new(source: &'a Path, dir: &'a Path, env: EnvLookup<'a>, secrets: Secrets) -> Self {
         Ctx {
             source,
             dir,
@@ -40,6 +45,8 @@ impl<'a> Ctx<'a> {
             errors: Vec::new(),
             warnings: Vec::new(),
             files: Vec::new(),
+            secrets,
+            unread: Vec::new(),
         }
     }
 
@@ -120,40 +127,20 @@ impl Ctx<'_> {
         }
     }
 
-    /// Resolves a secret. Messages name the variable or file, never the value.
+    /// Resolves a secret (with [`Secrets::ShapeOnly`], checks its shape and stands a
+    /// placeholder for it). Messages name the variable or file, never the value.
     pub fn secret(&mut self, at: &At<raw::Secret>, what: &str) -> Option<(Secret, SecretSource)> {
         let (value, source) = match &at.value {
             raw::Secret {
                 env: Some(var),
                 file: None,
                 value: None,
-            } => match (self.env)(var) {
-                Some(value) => (value, SecretSource::Env(var.clone())),
-                None => {
-                    self.error(
-                        at,
-                        format!("{what}: environment variable `{var}` is not set"),
-                    );
-                    return None;
-                }
-            },
+            } => self.env_secret(at, var, what)?,
             raw::Secret {
                 env: None,
                 file: Some(path),
                 value: None,
-            } => {
-                let path = self.path(path);
-                match std::fs::read_to_string(&path) {
-                    Ok(text) => (text.trim_end().to_owned(), SecretSource::File(path)),
-                    Err(e) => {
-                        self.error(
-                            at,
-                            format!("{what}: cannot read secret file `{}`: {e}", path.display()),
-                        );
-                        return None;
-                    }
-                }
-            }
+            } => self.file_secret(at, path, what)?,
             raw::Secret {
                 env: None,
                 file: None,
@@ -177,6 +164,72 @@ impl Ctx<'_> {
             return None;
         }
         Some((Secret::new(value), source))
+    }
+
+    /// `{ env: VAR }`: the variable's value.
+    fn env_secret(
+        &mut self,
+        at: &At<raw::Secret>,
+        var: &str,
+        what: &str,
+    ) -> Option<(String, SecretSource)> {
+        // What the environment cannot hold (`std::env::var` refuses these names).
+        if var.is_empty() || var.contains(['=', '\0']) {
+            let message = format!("{what}: `{var}` is not an environment variable name");
+            self.error(at, message);
+            return None;
+        }
+        let source = SecretSource::Env(var.to_owned());
+        if self.secrets == Secrets::ShapeOnly {
+            return Some((self.placeholder(&source), source));
+        }
+        match (self.env)(var) {
+            Some(value) => Some((value, source)),
+            None => {
+                let message = format!("{what}: environment variable `{var}` is not set");
+                self.error(at, message);
+                None
+            }
+        }
+    }
+
+    /// `{ file: PATH }`: the file's text, trailing white space dropped.
+    fn file_secret(
+        &mut self,
+        at: &At<raw::Secret>,
+        path: &str,
+        what: &str,
+    ) -> Option<(String, SecretSource)> {
+        if path.is_empty() {
+            self.error(at, format!("{what}: the secret's `file:` is empty"));
+            return None;
+        }
+        if self.secrets == Secrets::ShapeOnly {
+            let source = SecretSource::File(self.dir.join(path));
+            return Some((self.placeholder(&source), source));
+        }
+        let path = self.path(path);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Some((text.trim_end().to_owned(), SecretSource::File(path))),
+            Err(e) => {
+                let message = format!("{what}: cannot read secret file `{}`: {e}", path.display());
+                self.error(at, message);
+                None
+            }
+        }
+    }
+
+    /// What stands for a secret that is not read: the same for the same source (two clients
+    /// on one variable share a key, as they would when it is read), a header's worth of text.
+    fn placeholder(&mut self, source: &SecretSource) -> String {
+        let n = match self.unread.iter().position(|s| s == source) {
+            Some(n) => n,
+            None => {
+                self.unread.push(source.clone());
+                self.unread.len() - 1
+            }
+        };
+        format!("unread-secret-{n}")
     }
 }
 

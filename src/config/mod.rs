@@ -8,7 +8,8 @@
 //!    every problem with its line and column.
 //!
 //! `lingo check`, startup and reload all go through [`load`], so a table that passes
-//! `check` is exactly a table that loads.
+//! `check` is exactly a table that loads (`lingo check --no-secrets` too, with its secrets
+//! checked for their shape only: [`Secrets::ShapeOnly`]).
 
 use std::path::Path;
 
@@ -29,8 +30,24 @@ pub use summary::summary;
 
 use crate::table::RouteTable;
 
+/// Whether loading reads the secrets a table names, or checks only how they are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Secrets {
+    /// `{ env: VAR }` and `{ file: PATH }` are read: what serving needs.
+    #[default]
+    Read,
+    /// Neither is read, each stands for a key of its own (`lingo check --no-secrets`): a
+    /// table loaded so is for reading, never for serving.
+    ShapeOnly,
+}
+
 /// Reads, parses and compiles the table at `path`, with secrets from the process environment.
 pub fn load(path: &Path) -> Result<RouteTable, ConfigErrors> {
+    load_with(path, Secrets::Read)
+}
+
+/// [`load`], reading the table's secrets or not.
+pub fn load_with(path: &Path, secrets: Secrets) -> Result<RouteTable, ConfigErrors> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         ConfigErrors(vec![ConfigError {
             file: path.to_path_buf(),
@@ -39,7 +56,8 @@ pub fn load(path: &Path) -> Result<RouteTable, ConfigErrors> {
             message: format!("cannot read the file: {e}"),
         }])
     })?;
-    load_str(&text, path)
+    let env = |name: &str| std::env::var(name).ok();
+    load_str_with(&text, path, &env, secrets)
 }
 
 /// Parses and compiles `text` as if read from `source` (named in errors; relative secret and
@@ -54,6 +72,15 @@ pub fn load_str_with_env(
     source: &Path,
     env: EnvLookup<'_>,
 ) -> Result<RouteTable, ConfigErrors> {
+    load_str_with(text, source, env, Secrets::Read)
+}
+
+fn load_str_with(
+    text: &str,
+    source: &Path,
+    env: EnvLookup<'_>,
+    secrets: Secrets,
+) -> Result<RouteTable, ConfigErrors> {
     let file = raw::parse(text).map_err(|e| {
         ConfigErrors(vec![ConfigError {
             file: source.to_path_buf(),
@@ -62,7 +89,7 @@ pub fn load_str_with_env(
             message: e.message,
         }])
     })?;
-    compile::compile(file, source, env)
+    compile::compile(file, source, env, secrets)
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub fn summary(table: &RouteTable) -> String {
     // Writing to a String cannot fail; `let _` keeps the sections readable.
     let _ = writeln!(out, "{}: OK", table.source.display());
     listeners(&mut out, table);
+    admin(&mut out, table);
     clients(&mut out, table);
     upstreams(&mut out, table);
     models(&mut out, table);
@@ -54,6 +55,30 @@ fn listeners(out: &mut String, table: &RouteTable) {
             .map(|u| format!("  public_url {u}"))
             .unwrap_or_default();
         let _ = writeln!(out, "  {:<width$}  {scheme}{public}", l.addr.to_string());
+    }
+}
+
+/// Where `/healthz`, `/readyz` and `/metrics` are served, and whether they need a key.
+fn admin(out: &mut String, table: &RouteTable) {
+    let admin = &table.admin;
+    let key = if admin.require_key {
+        "; /readyz and /metrics need a client key"
+    } else {
+        ""
+    };
+    match admin.addr {
+        Some(addr) => {
+            let _ = writeln!(
+                out,
+                "\nadmin: {addr}  http  /healthz, /readyz, /metrics{key}"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\nadmin: no listener of its own; /healthz, /readyz, /metrics on the listen addresses{key}"
+            );
+        }
     }
 }
 

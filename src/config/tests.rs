@@ -971,3 +971,32 @@ fn web_data_v2_upstreams_have_web_data_clients() {
     assert!(!v2.translates(&table.upstreams[0]));
     assert!(table.warnings.is_empty(), "{:?}", table.warnings);
 }
+
+/// With `Secrets::ShapeOnly` nothing is read (the lookup would fail the test), a source
+/// used twice is one key (as it would be when read), and a malformed secret is still an
+/// error.
+#[test]
+fn secrets_can_be_checked_for_their_shape_only() {
+    let unread = |name: &str| -> Option<String> { panic!("{name} was read") };
+    let load = |clients: &str| {
+        let text = format!("{BASE}clients:\n{clients}routes: []\n");
+        load_str_with(&text, Path::new("proxy.yaml"), &unread, Secrets::ShapeOnly)
+    };
+    let table =
+        load("  - { name: a, key: { env: A_KEY } }\n  - { name: b, key: { file: no/such/key } }\n")
+            .unwrap();
+    let sources: Vec<_> = table.clients.iter().map(|c| c.source.to_string()).collect();
+    assert_eq!(sources, ["env A_KEY", "file no/such/key"]);
+    assert!(table.files.is_empty(), "{:?}", table.files);
+    let errors = load("  - { name: a, key: { env: K } }\n  - { name: b, key: { env: K } }\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        errors.contains("client `b` has the same key as client `a`"),
+        "{errors}"
+    );
+    let errors = load("  - { name: a, key: { env: K, value: v } }\n")
+        .unwrap_err()
+        .to_string();
+    assert!(errors.contains("a secret is exactly one of"), "{errors}");
+}
