@@ -168,8 +168,10 @@ impl Reloader {
         match self.reload(force) {
             Ok(generation) => tracing::info!(generation, "route table reloaded ({why})"),
             Err(ReloadError::Unchanged) => tracing::debug!("{why}: file unchanged"),
+            // One line: every problem in one field (one a line, which the log escapes).
             Err(ReloadError::Invalid(errors)) => tracing::error!(
-                "route table refused ({why}); still serving generation {}:\n{errors}",
+                errors = %errors,
+                "route table refused ({why}); still serving generation {}",
                 self.snapshot().generation
             ),
         }

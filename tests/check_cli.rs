@@ -1,4 +1,5 @@
-//! `lingo check FILE` as a user runs it: the built binary, real files, exit codes and output.
+//! `lingo check FILE` and the rest of the command line as a user runs them: the built
+//! binary, real files, exit codes and output.
 
 use std::path::Path;
 use std::process::Command;
@@ -186,12 +187,161 @@ fn command_line_errors_exit_2_with_usage() {
         out.stderr
     );
     assert!(out.stderr.contains("usage:"), "{}", out.stderr);
+}
 
+/// The version, and the commit it was built from: git's, when the build had it.
+#[test]
+fn version_names_the_commit() {
     let out = lingo(&["--version"], |_| {});
-    assert_eq!(
-        (out.code, out.stdout.trim()),
-        (Some(0), concat!("lingo ", env!("CARGO_PKG_VERSION")))
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let line = out.stdout.trim();
+    let commit = line
+        .strip_prefix(concat!("lingo ", env!("CARGO_PKG_VERSION"), " (commit "))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line}"));
+    let hash = commit.strip_suffix("-dirty").unwrap_or(commit);
+    let git = Command::new("git")
+        .args([
+            "-C",
+            env!("CARGO_MANIFEST_DIR"),
+            "rev-parse",
+            "--short=12",
+            "HEAD",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    match (std::env::var("LINGO_COMMIT"), git) {
+        (Ok(set), _) if !set.trim().is_empty() => assert_eq!(commit, set.trim()),
+        (_, Some(git)) => assert_eq!(hash, String::from_utf8_lossy(&git.stdout).trim()),
+        (_, None) => assert_eq!(commit, "unknown"),
+    }
+}
+
+/// What each `--help` says: what lingo is, its commands, options, environment and signals;
+/// each command's own options.
+#[test]
+fn help_describes_lingo_and_each_command() {
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["--help"],
+            &[
+                "reverse proxy",
+                "serve",
+                "check",
+                "mock",
+                "--config PATH",
+                "--log-format FORMAT",
+                "--version",
+                "LINGO_LOG_FORMAT",
+                "RUST_LOG",
+                "LINGO_WORKERS",
+                "{ env: VAR }",
+                "SIGHUP",
+                "SIGTERM, SIGINT",
+            ],
+        ),
+        (&["help"], &["reverse proxy", "SIGHUP"]),
+        (
+            &["check", "--help"],
+            &["--no-secrets", "PATH", "FILE:LINE:COLUMN"],
+        ),
+        (
+            &["help", "mock"],
+            &["--listen ADDR", "--tokens N", "--cut-after N", "X-Mock"],
+        ),
+        (
+            &["serve", "-h"],
+            &["--config PATH", "SIGHUP", "LINGO_LOG_FORMAT"],
+        ),
+    ];
+    for (args, words) in cases {
+        let out = lingo(args, |_| {});
+        assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+        for word in words {
+            assert!(
+                out.stdout.contains(word),
+                "{args:?} lacks {word}:\n{}",
+                out.stdout
+            );
+        }
+    }
+    let check = lingo(&["check", "--help"], |_| {}).stdout;
+    assert!(
+        !check.contains("--tokens") && !check.contains("SIGHUP"),
+        "{check}"
     );
+}
+
+/// A command or option lingo does not know: exit 2, and every command named.
+#[test]
+fn unknown_commands_and_options_name_every_command() {
+    for args in [
+        &["start"][..],
+        &["--bogus"],
+        &["check", "--bogus"],
+        &["mock", "--colour", "red"],
+    ] {
+        let out = lingo(args, |_| {});
+        assert_eq!(out.code, Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+        for command in ["lingo [serve]", "lingo check", "lingo mock", "lingo help"] {
+            assert!(out.stderr.contains(command), "{args:?}: {}", out.stderr);
+        }
+    }
+    let out = lingo(&["start"], |_| {});
+    assert!(
+        out.stderr.starts_with(
+            "error: unknown command `start`; the commands are serve (the default), check, mock and help"
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = lingo(&["mock", "--colour", "red"], |_| {});
+    assert!(
+        out.stderr.starts_with("error: unknown mock knob `colour`"),
+        "{}",
+        out.stderr
+    );
+    let out = lingo(&["mock"], |c| {
+        c.env("LINGO_LOG_FORMAT", "xml");
+    });
+    assert_eq!(out.code, Some(2));
+    assert!(
+        out.stderr
+            .starts_with("error: LINGO_LOG_FORMAT is `xml`; it is json or text"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Output to a reader that has gone away (`lingo --help | head -1`): exit 0, nothing on
+/// stderr, no panic. The pipe's reading end is closed before lingo starts, so every write
+/// meets it closed.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.yaml");
+    std::fs::write(&path, VALID).unwrap();
+    let path = path.display().to_string();
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["check", &path],
+        &["mock", "--help"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_lingo"))
+            .args(args)
+            .env(KEY_VAR, KEY_VALUE)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
 }
 
 /// Mis-indented keys and list entries are told at their own line, as mis-indented, with the
@@ -299,6 +449,94 @@ fn mis_indented_lines_are_told_at_their_own_line() {
     );
 }
 
+/// `--no-secrets`: `{ env }` and `{ file }` secrets are checked for their shape, not read, so
+/// a table checks where its keys are not set; a malformed one is still an error.
+#[test]
+fn no_secrets_checks_the_shape_of_secrets_without_reading_them() {
+    let text = VALID
+        .replace(
+            "key: { env: LINGO_TEST_CHECK_CLI_KEY }",
+            &format!("key: {{ env: {UNSET_VAR} }}"),
+        )
+        .replace(
+            "bearer: { env: LINGO_TEST_CHECK_CLI_KEY }",
+            "bearer: { file: /nonexistent/lingo/scrape.key }",
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let path = path.display().to_string();
+
+    let read = lingo(&["check", &path], |_| {});
+    assert_eq!(read.code, Some(1), "{}", read.stdout);
+    assert!(read.stderr.contains("is not set"), "{}", read.stderr);
+    assert!(
+        read.stderr.contains("cannot read secret file"),
+        "{}",
+        read.stderr
+    );
+
+    let shape = lingo(&["check", "--no-secrets", &path], |_| {});
+    assert_eq!(shape.code, Some(0), "{}", shape.stderr);
+    for expected in [
+        format!("{path}: OK"),
+        "key from file /nonexistent/lingo/scrape.key".into(),
+        "clients: 1 (dev)".into(),
+        "secrets: not read (--no-secrets)".into(),
+    ] {
+        assert!(
+            shape.stdout.contains(&expected),
+            "missing {expected:?} in:\n{}",
+            shape.stdout
+        );
+    }
+
+    for (bad, reason) in [
+        ("{ env: A, file: b }", "a secret is exactly one of"),
+        ("{ env: \"\" }", "`` is not an environment variable name"),
+        (
+            "{ env: \"A=B\" }",
+            "`A=B` is not an environment variable name",
+        ),
+        ("{ file: \"\" }", "the secret's `file:` is empty"),
+    ] {
+        let text = text.replace(
+            &format!("key: {{ env: {UNSET_VAR} }}"),
+            &format!("key: {bad}"),
+        );
+        std::fs::write(&path, &text).unwrap();
+        let out = lingo(&["check", "--no-secrets", &path], |_| {});
+        assert_eq!(out.code, Some(1), "{bad}: {}", out.stdout);
+        let expected = format!("error: {path}:4:");
+        assert!(out.stderr.starts_with(&expected), "{bad}: {}", out.stderr);
+        assert!(out.stderr.contains(reason), "{bad}: {}", out.stderr);
+    }
+}
+
+/// The summary names the admin listener, or says the admin endpoints share the listeners.
+#[test]
+fn the_summary_names_the_admin_listener() {
+    let (out, _) = check(&format!(
+        "{VALID}admin: {{ addr: 127.0.0.1:9091, require_key: true }}\n"
+    ));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "admin: 127.0.0.1:9091  http  /healthz, /readyz, /metrics; /readyz and /metrics need a client key"
+        ),
+        "{}",
+        out.stdout
+    );
+    let (out, _) = check(VALID);
+    assert!(
+        out.stdout.contains(
+            "admin: no listener of its own; /healthz, /readyz, /metrics on the listen addresses"
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
 /// A table with no client keys on an address beyond loopback is an open proxy: an error
 /// naming the listen entry and both fixes, unless the entry says `allow_open: true`, which
 /// is warned about; loopback addresses and tables with keys are not concerned.
@@ -356,26 +594,30 @@ fn open_addresses_without_client_keys_need_allow_open() {
     );
 }
 
-/// The summary names the admin listener, or says the admin endpoints share the listeners.
+/// Start-up refuses an open proxy as it refuses any table that does not load: exit 1, one
+/// log line that says why, nothing bound.
 #[test]
-fn the_summary_names_the_admin_listener() {
-    let (out, _) = check(&format!(
-        "{VALID}admin: {{ addr: 127.0.0.1:9091, require_key: true }}\n"
-    ));
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
-    assert!(
-        out.stdout.contains(
-            "admin: 127.0.0.1:9091  http  /healthz, /readyz, /metrics; /readyz and /metrics need a client key"
-        ),
-        "{}",
-        out.stdout
-    );
-    let (out, _) = check(VALID);
-    assert!(
-        out.stdout.contains(
-            "admin: no listener of its own; /healthz, /readyz, /metrics on the listen addresses"
-        ),
-        "{}",
-        out.stdout
-    );
+fn start_up_refuses_an_open_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.yaml");
+    std::fs::write(
+        &path,
+        "listen:\n  - addr: 0.0.0.0:0\nupstreams:\n  models: { mock: {}, speaks: native }\nroutes:\n  - { prefix: /api, to: models }\n",
+    )
+    .unwrap();
+    let out = lingo(&["--config", &path.display().to_string()], |c| {
+        c.env_remove("LINGO_LOG_FORMAT");
+    });
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let lines: Vec<_> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    for words in [
+        "level=ERROR",
+        "msg=\"the route table does not load; nothing is served",
+        "listen 0.0.0.0:0 is an open proxy",
+        "`allow_open: true` on this listen entry",
+    ] {
+        assert!(lines[0].contains(words), "{words}: {}", lines[0]);
+    }
+    assert!(!out.stderr.contains("listening on"), "{}", out.stderr);
 }

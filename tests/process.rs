@@ -45,8 +45,10 @@ impl Proc {
         let lines = Arc::clone(&log);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // The line's end: `...listening on ADDR"` (logfmt quotes the message).
                 if let Some(addr) = line.split("listening on ").nth(1) {
-                    let _ = addr_tx.send(addr.trim().parse::<SocketAddr>().unwrap());
+                    let addr = addr.trim().trim_end_matches('"');
+                    let _ = addr_tx.send(addr.parse::<SocketAddr>().unwrap());
                 }
                 lines.lock().unwrap().push(line);
             }
@@ -595,4 +597,56 @@ async fn keys_never_reach_logs_or_error_bodies() {
         log.contains("client=app"),
         "the access log names the client:\n{log}"
     );
+}
+
+/// `allow_open: true` on an address beyond loopback with no client keys: lingo starts, and
+/// says loudly that it is an open proxy.
+#[tokio::test]
+async fn an_allowed_open_proxy_starts_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proxy.yaml");
+    let yaml = "listen:\n  - addr: 0.0.0.0:0\n    allow_open: true\n\
+                upstreams:\n  models:\n    mock: {}\n    speaks: native\n\
+                routes:\n  - { prefix: /api, to: models }\n";
+    std::fs::write(&config, yaml).unwrap();
+    let lingo = Proc::start(&config);
+    assert_eq!(lingo.addr.ip().to_string(), "0.0.0.0");
+    let warned = |log: &str| {
+        log.lines().any(|l| {
+            l.contains("level=WARN")
+                && l.contains("OPEN PROXY: listen 0.0.0.0:0 has `allow_open: true`")
+        })
+    };
+    assert!(warned(&lingo.log_text()), "{}", lingo.log_text());
+}
+
+/// A reload to a table that would be an open proxy is refused like any table that does not
+/// load: the old one keeps serving.
+#[tokio::test]
+async fn a_reload_to_an_open_proxy_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proxy.yaml");
+    let base = "upstreams:\n  models:\n    mock: {}\n    speaks: native\nroutes:\n  - { prefix: /api, to: models }\n";
+    std::fs::write(&config, table(base)).unwrap();
+    let lingo = Proc::start(&config);
+    std::fs::write(&config, format!("listen:\n  - addr: 0.0.0.0:0\n{base}")).unwrap();
+    lingo.signal("HUP");
+    for _ in 0..500 {
+        if lingo.log_text().contains("is an open proxy") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let log = lingo.log_text();
+    let refusal = log
+        .lines()
+        .find(|l| l.contains("route table refused"))
+        .unwrap_or_else(|| panic!("no refusal:\n{log}"));
+    assert!(
+        refusal.contains("listen 0.0.0.0:0 is an open proxy"),
+        "{refusal}"
+    );
+    let health = get(&lingo.url("/healthz")).await.json();
+    assert_eq!(health["generation"], 1, "{health}");
+    assert_eq!(get(&lingo.url("/api/tags")).await.status, 200);
 }

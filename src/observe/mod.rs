@@ -1,15 +1,18 @@
 //! Observability: one record per request, told as the access line and as metrics when its
 //! answer ends. [`access`] writes the line, [`metrics`] counts, and [`Ended`] is the one body
 //! wrapper that notices the end (complete, broken, or dropped by a client that went away).
+//! [`log`] writes every log line (the access line's included) in logfmt or as JSON.
 
 pub mod access;
 pub mod ended;
 mod handles;
+pub mod log;
 pub mod metrics;
 mod timing;
 
-pub use access::{AccessLog, init};
+pub use access::AccessLog;
 pub use ended::{Ended, Record};
+pub use log::{LogFormat, init};
 pub use metrics::{Finish, Metrics, RequestStats};
 
 use crate::http::idle::IdleTimeout;
