@@ -189,3 +189,183 @@ async fn upgrade_without_a_client_key_is_401() {
     }
     assert!(seen.lock().unwrap().is_none());
 }
+
+// === where upgrades go, judged by an upstream that records every byte ===
+
+/// A WebSocket handshake for `path` with `more` fields, and after it `after` (a body, the
+/// next requests).
+fn handshake_to(path: &str, more: &str, after: &str) -> String {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: lingo\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{more}\r\n{after}"
+    )
+}
+
+/// Closes every exchange below: answered only if lingo reads it as the next request.
+const HEALTH_CLOSE: &str = "GET /healthz HTTP/1.1\r\nHost: lingo\r\nConnection: close\r\n\r\n";
+
+/// lingo in front of one recording upstream, reached as a web-data upstream (`/v1`, `/v2`)
+/// and as a native one (`/api`, whose route says `api`), with `rest` of the table (clients).
+async fn recorded(api: &str, rest: &str) -> (Lingo, recording::Recording) {
+    let upstream = recording::Recording::start().await;
+    let url = upstream.url();
+    let yaml = table(&format!(
+        "{rest}upstreams:\n  webdata:\n    url: {url}\n    speaks: web-data\n  \
+         models:\n    url: {url}\n    speaks: native\n\
+         routes:\n  - {{ prefix: /v1, to: webdata }}\n  - {{ prefix: /v2, to: webdata }}\n  \
+           - {{ prefix: /api, to: models{api} }}\n"
+    ));
+    (Lingo::start(&yaml).await, upstream)
+}
+
+/// Writes `bytes` on a connection of its own and reads until lingo closes it (or, should
+/// it never close, a tunnel being open, for a long guard): what came.
+async fn exchange(lingo: &Lingo, bytes: &str) -> String {
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    stream.write_all(bytes.as_bytes()).await.unwrap();
+    let mut all = Vec::new();
+    let mut buf = [0u8; 4096];
+    let reading = async {
+        while let Ok(n @ 1..) = stream.read(&mut buf).await {
+            all.extend_from_slice(&buf[..n]);
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(20), reading).await;
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+/// The status of each answer in `all` (their bodies are JSON, which has no status line).
+fn statuses(all: &str) -> Vec<&str> {
+    all.match_indices("HTTP/1.1 ")
+        .map(|(at, _)| &all[at + 9..at + 12])
+        .collect()
+}
+
+/// A watcher's handshake that carries a body (here a whole request, hidden in it) is
+/// refused 400 in its route's dialect, by its length or chunked, on a watcher path and on a
+/// route that tunnels every path; the body is read past as a body (the request after it is
+/// the next one answered, never the hidden one), and the upstream, which records every byte
+/// it is ever sent, gets nothing of either: no handshake, no tunnel, no hidden request.
+#[tokio::test]
+async fn an_upgrade_with_a_body_is_refused_and_nothing_reaches_the_upstream() {
+    let (lingo, upstream) = recorded(", websocket: true", "").await;
+    let hidden = "GET /v1/hidden HTTP/1.1\r\nHost: up\r\n\r\n";
+    let by_length = format!("Content-Length: {}\r\n", hidden.len());
+    let chunked = format!("{:x}\r\n{hidden}\r\n0\r\n\r\n", hidden.len());
+    let cases = [
+        ("/v1/crawl/3f1c", by_length.as_str(), hidden, "web-data"),
+        (
+            "/v2/crawl/3f1c",
+            "Transfer-Encoding: chunked\r\n",
+            chunked.as_str(),
+            "web-data",
+        ),
+        ("/api/anything", by_length.as_str(), hidden, "native"),
+    ];
+    for (path, framing, body, dialect) in cases {
+        let ask = handshake_to(path, framing, &format!("{body}{HEALTH_CLOSE}"));
+        let all = exchange(&lingo, &ask).await;
+        assert_eq!(statuses(&all), ["400", "200"], "{path} {framing}: {all}");
+        let (head, rest) = all.split_once("\r\n\r\n").unwrap();
+        let (json, _) = rest.split_once("HTTP/1.1").unwrap();
+        let answer = Answer {
+            status: hyper::StatusCode::BAD_REQUEST,
+            headers: [("content-type", "application/json")]
+                .into_iter()
+                .map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap()))
+                .collect(),
+            body: json.to_owned(),
+        };
+        assert!(head.contains("content-type: application/json"), "{head}");
+        let code = (dialect == "web-data").then_some("invalid_request");
+        assert_shape(&answer, dialect, 400, code, "cannot carry a body");
+    }
+    // The judge works: a plain call reaches it, and it is the first thing it ever got.
+    assert_eq!(get(&lingo.url("/v1/scrape")).await.status, 200);
+    let received = upstream
+        .received_when(|r| r.contains("GET /v1/scrape"))
+        .await;
+    assert!(
+        received.starts_with("GET /v1/scrape HTTP/1.1\r\n"),
+        "{received}"
+    );
+    assert!(!received.contains("hidden"), "{received}");
+}
+
+/// Where no route tunnels WebSockets (a native path; a web-data path that is no job
+/// watcher), a request that asks to upgrade is served as a plain one: the upstream gets it
+/// without `Upgrade` or an `upgrade` token, its answer is a plain 200, and the connection
+/// stays lingo's: the next request on it (`/api/pull`, which the route blocks) is read and
+/// refused by lingo, never carried to the upstream through a tunnel.
+#[tokio::test]
+async fn an_upgrade_where_no_route_tunnels_is_served_as_a_plain_request() {
+    let (lingo, upstream) = recorded("", "").await;
+    let pull = "GET /api/pull HTTP/1.1\r\nHost: lingo\r\n\r\n";
+    let ask = handshake_to("/api/tags", "", &format!("{pull}{HEALTH_CLOSE}"));
+    let all = exchange(&lingo, &ask).await;
+    assert_eq!(statuses(&all), ["200", "403", "200"], "{all}");
+    assert!(all.contains("{\"ok\":true}"), "{all}");
+    let all = exchange(&lingo, &handshake_to("/v1/scrape", "", HEALTH_CLOSE)).await;
+    assert_eq!(statuses(&all), ["200", "200"], "{all}");
+    let received = upstream
+        .received_when(|r| r.contains("GET /v1/scrape"))
+        .await;
+    let heads: Vec<&str> = received
+        .split("\r\n\r\n")
+        .filter(|h| !h.is_empty())
+        .collect();
+    assert_eq!(heads.len(), 2, "{received}");
+    assert!(
+        heads[0].starts_with("GET /api/tags HTTP/1.1\r\n"),
+        "{received}"
+    );
+    let lower = received.to_ascii_lowercase();
+    assert!(
+        !lower.contains("upgrade"),
+        "the upgrade went up: {received}"
+    );
+    assert!(!received.contains("/api/pull"), "{received}");
+}
+
+/// A key offered as a WebSocket subprotocol is a key only where the upgrade is tunnelled
+/// (where lingo swaps the offer for the upstream's key): served as a plain request, the
+/// offer would go up as it came, key and all, so such a request has no key (401) and
+/// nothing reaches the upstream; on a watcher the same offer is the client's key.
+#[tokio::test]
+async fn a_key_offered_as_a_subprotocol_counts_only_where_the_upgrade_is_tunnelled() {
+    let clients = "clients:\n  - { name: js, key: { value: lingo-client-key } }\n";
+    let (lingo, upstream) = recorded("", clients).await;
+    let offer = "Sec-WebSocket-Protocol: lingo-client-key\r\n";
+    let all = exchange(&lingo, &handshake_to("/api/tags", offer, HEALTH_CLOSE)).await;
+    assert_eq!(statuses(&all), ["401", "200"], "{all}");
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    let head = head_of(&mut stream, &handshake_to("/v1/crawl/3f1c", offer, "")).await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let received = upstream
+        .received_when(|r| r.contains("GET /v1/crawl/3f1c"))
+        .await;
+    assert!(
+        received.starts_with("GET /v1/crawl/3f1c HTTP/1.1\r\n"),
+        "{received}"
+    );
+    assert!(!received.contains("lingo-client-key"), "{received}");
+}
+
+/// A route that says `websocket: true` tunnels an upgrade on any of its paths: the
+/// handshake goes up as one, and after the 101 the client's bytes reach the upstream as
+/// they are.
+#[tokio::test]
+async fn a_route_that_says_websocket_tunnels_upgrades_on_every_path() {
+    let (lingo, upstream) = recorded(", websocket: true", "").await;
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    let head = head_of(&mut stream, &handshake_to("/api/events", "", "")).await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    stream.write_all(b"\x81\x05frame").await.unwrap();
+    let received = upstream.received_when(|r| r.ends_with("frame")).await;
+    assert!(
+        received.starts_with("GET /api/events HTTP/1.1\r\n"),
+        "{received}"
+    );
+    let lower = received.to_ascii_lowercase();
+    assert!(lower.contains("upgrade: websocket\r\n"), "{received}");
+}

@@ -158,6 +158,10 @@ pub struct Route {
     pub options: Option<At<serde_json::Map<String, serde_json::Value>>>,
     /// Native clients over chat-completions: `pass`, `drop` or `refuse` native-only options.
     pub extra_options: Option<At<String>>,
+    /// WebSocket upgrades are tunnelled on every path of the route (else only the web-data
+    /// job watchers are).
+    #[serde(default)]
+    pub websocket: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]

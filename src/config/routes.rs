@@ -112,6 +112,7 @@ pub(super) fn compile(
             speaks,
             upstream: index,
             allow_model_management: r.allow_model_management,
+            websocket: r.websocket,
             max_body,
             options: r.options.map(|o| o.value).unwrap_or_default(),
             extras,

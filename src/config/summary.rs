@@ -158,6 +158,9 @@ fn routes(out: &mut String, table: &RouteTable) {
         if r.allow_model_management {
             extras.push_str("  model management allowed");
         }
+        if r.websocket {
+            extras.push_str("  WebSockets tunnelled");
+        }
         match r.extras {
             Extras::Pass => {}
             Extras::Drop => extras.push_str("  native-only options dropped"),

@@ -88,7 +88,7 @@ fn shape_errors_have_line_and_column() {
         (
             &unknown_route_key,
             &[
-                "proxy.yaml:7:33: unknown field `speak`, expected one of path, prefix, speaks, to, allow_model_management, max_body, options, extra_options",
+                "proxy.yaml:7:33: unknown field `speak`, expected one of path, prefix, speaks, to, allow_model_management, max_body, options, extra_options, websocket",
             ],
         ),
         (&bad_bool, &["proxy.yaml:7:57: invalid boolean"]),
@@ -495,7 +495,7 @@ routes:
   - { path: /v1/chat/completions, speaks: chat-completions, to: models }
   - { prefix: /, to: webdata }
   - { prefix: /api/, to: models, allow_model_management: true, max_body: 1KiB }
-  - { path: /exact/, speaks: native, to: models }
+  - { path: /exact/, speaks: native, to: models, websocket: true }
 limits: { max_body: 512KB, drain: 0s }
 ",
     ));
@@ -530,6 +530,8 @@ limits: { max_body: 512KB, drain: 0s }
     let bodies: Vec<_> = routes.iter().map(|r| r.max_body).collect();
     assert_eq!(bodies, [512_000, 512_000, 1024, 512_000]);
     assert!(routes[2].allow_model_management && !routes[0].allow_model_management);
+    let websocket: Vec<_> = routes.iter().map(|r| r.websocket).collect();
+    assert_eq!(websocket, [false, false, false, true]);
     assert_eq!(table.limits.drain, std::time::Duration::ZERO);
     assert!(
         table.warnings.is_empty(),

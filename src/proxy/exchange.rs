@@ -53,7 +53,7 @@ pub struct Exchange<'a> {
     /// The client's fields kept as read (`http::h1::raw`), which its request's map does not
     /// hold (see [`Exchange::client_fields`]).
     pub raw_fields: Option<&'a Raw>,
-    /// The request asks for a WebSocket upgrade.
+    /// The request is a WebSocket upgrade its route tunnels (`plan::tunnels`).
     pub upgrade: bool,
     /// What the runs learn for the metrics (upstream wait, tokens, a failed stream).
     pub stats: Arc<RequestStats>,
@@ -84,7 +84,8 @@ impl Arrival {
 
 impl<'a> Exchange<'a> {
     /// The exchange for `req` (its fields kept as read in `raw`, if they are) routed to
-    /// `route` on the path `path` (normalised); `upgrade`: it asks for a WebSocket upgrade.
+    /// `route` on the path `path` (normalised); `upgrade`: it is a WebSocket upgrade
+    /// the route tunnels.
     pub fn new(
         snapshot: &'a Snapshot,
         conn: &'a ConnInfo,

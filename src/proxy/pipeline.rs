@@ -13,7 +13,7 @@ use std::sync::Arc;
 use hyper::{Request, Response};
 
 use super::exchange::{Arrival, ConnInfo, Exchange};
-use super::plan::Plan;
+use super::plan::{self, Plan};
 use super::{respond, run};
 use crate::admin::Builtin;
 use crate::auth;
@@ -143,7 +143,7 @@ fn phases<'a>(
         });
     }
     let (route, path) = route(snapshot, req, arrival, log)?;
-    let upgrade = authenticate(snapshot, req, fields, log)?;
+    let upgrade = authenticate(snapshot, (req, fields), (route, &path), log)?;
     let exchange = Exchange::new(snapshot, conn, (route, &path), (req, raw), arrival, upgrade);
     let plan = Plan::decide(&exchange, req)?;
     Ok(Next::Run(plan, exchange))
@@ -173,17 +173,20 @@ fn route<'s, 'r>(
 }
 
 /// Checks the header limits (before anything else reads the headers, the key included) and
-/// the client key; the log names the client. Says whether the request asks for a WebSocket
-/// upgrade (read once, here, for the key check and the plan).
+/// the client key; the log names the client. Says whether the request is a WebSocket
+/// upgrade `route` tunnels at `path` (decided once, here, for the key check, which then
+/// reads the key offered as a subprotocol too, and the plan); one asked for with a body is
+/// refused (`plan::upgrade`).
 fn authenticate(
     snapshot: &Snapshot,
-    req: &Request<Body>,
-    fields: Fields<'_>,
+    (req, fields): (&Request<Body>, Fields<'_>),
+    (route, path): (&Route, &str),
     log: &mut AccessLog,
 ) -> Result<bool, ProxyError> {
     let table = &snapshot.table;
     limits::check_headers(fields, &table.limits)?;
-    let upgrade = headers::is_websocket_upgrade(req.method(), fields);
+    let upgrade = headers::is_websocket_upgrade(req.method(), fields)
+        && plan::upgrade(req, route, table.upstream(route.upstream), path)?;
     let client = auth::check(&table.clients, fields, upgrade)?;
     log.client = client.map(str::to_owned);
     Ok(upgrade)

@@ -1,7 +1,7 @@
 //! What a request will be, decided once, before anything is sent upstream: translated (and
 //! by which endpoint's translation), tunnelled, served with the table's model aliases, or
 //! passed through. What the route refuses (model management, a body declared too large, a
-//! path it has no translator for) is refused here.
+//! path it has no translator for, a WebSocket upgrade with a body) is refused here.
 
 use hyper::Request;
 
@@ -11,6 +11,7 @@ use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::fields::Fields;
 use crate::http::h1::fields::parse_length;
+use crate::table::{Route, Upstream};
 use crate::translate::{self, Endpoint};
 
 /// The native endpoints whose body names a model.
@@ -76,6 +77,45 @@ impl Plan {
     }
 }
 
+/// Whether a request that asks for a WebSocket upgrade is tunnelled, or what refuses it.
+///
+/// An upgrade request with a body is refused (400), on every route: after a 101 the
+/// connection is the tunnel's, and a body lingo did not read would reach the upstream
+/// through it as the new protocol's first bytes (a request hidden there, with none of the
+/// route's rules applied). The server's connection hands over no connection with a body
+/// unread either (`server::h1`). One is tunnelled where the route serves WebSockets
+/// ([`tunnels`]); elsewhere it is served as a plain request, without the upgrade's
+/// hop-by-hop fields (`Connection: upgrade`, `Upgrade`), which the header rules drop.
+pub fn upgrade(
+    req: &Request<Body>,
+    route: &Route,
+    upstream: &Upstream,
+    path: &str,
+) -> Result<bool, ProxyError> {
+    if !http_body::Body::is_end_stream(req.body()) {
+        return Err(ProxyError::BadRequest(
+            "a WebSocket upgrade request cannot carry a body",
+        ));
+    }
+    Ok(tunnels(route, upstream, path))
+}
+
+/// Where WebSocket upgrades are tunnelled: the web-data job watchers (`/v1/crawl/{id}`,
+/// `/v2/crawl/{id}`) on a route to a web-data upstream, and every path of a route that says
+/// `websocket: true` (but those it translates).
+pub fn tunnels(route: &Route, upstream: &Upstream, path: &str) -> bool {
+    if upstream.speaks.is_web_data() && is_watcher(path) {
+        return true;
+    }
+    route.websocket && translate::endpoint(route.speaks, upstream.speaks, path).is_none()
+}
+
+/// `/v1/crawl/{id}` or `/v2/crawl/{id}`: a crawl job's WebSocket status stream.
+fn is_watcher(path: &str) -> bool {
+    let id = (path.strip_prefix("/v1/crawl/")).or_else(|| path.strip_prefix("/v2/crawl/"));
+    id.is_some_and(|id| !id.is_empty() && !id.contains('/'))
+}
+
 /// What the route itself refuses: model management where it is not allowed, and a body
 /// declared larger than the route takes.
 fn refuse(x: &Exchange<'_>, req: &Request<Body>) -> Result<(), ProxyError> {
@@ -121,6 +161,24 @@ pub fn is_model_management(path: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn watcher_paths() {
+        for (path, watcher) in [
+            ("/v1/crawl/3f1c", true),
+            ("/v2/crawl/3f1c", true),
+            ("/v1/crawl/", false),
+            ("/v1/crawl", false),
+            ("/v1/crawl/3f1c/errors", false),
+            ("/v2/crawl/3f1c/", false),
+            ("/v1/scrape", false),
+            ("/v3/crawl/3f1c", false),
+            ("/public/v1/crawl/3f1c", false),
+            ("/api/tags", false),
+        ] {
+            assert_eq!(super::is_watcher(path), watcher, "{path}");
+        }
+    }
+
     #[test]
     fn model_management_paths() {
         for (path, blocked) in [

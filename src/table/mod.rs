@@ -175,6 +175,9 @@ pub struct Route {
     pub upstream: usize,
     /// Native pass-through only: let `/api/pull`, `/api/delete`, ... through.
     pub allow_model_management: bool,
+    /// WebSocket upgrades are tunnelled on every path (`websocket: true`); without it, only
+    /// the web-data job watchers are (see `proxy::plan::tunnels`).
+    pub websocket: bool,
     /// Request body limit for this route.
     pub max_body: u64,
     /// Native `options` this route sends unless the client sets them (translating routes).

@@ -45,6 +45,7 @@ mod tests {
             speaks: Dialect::Native,
             upstream: 0,
             allow_model_management: false,
+            websocket: false,
             max_body: 1,
             options: Default::default(),
             extras: crate::translate::native::Extras::Pass,

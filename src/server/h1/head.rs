@@ -37,7 +37,9 @@ pub struct Head {
     pub keep_alive: bool,
     /// `Expect: 100-continue`: the client waits for a go-ahead before sending the body.
     pub expects_continue: bool,
-    /// An upgrade is asked for (`Connection: upgrade` with `Upgrade`).
+    /// An upgrade is asked for (`Connection: upgrade` with `Upgrade`) by a request without a
+    /// body: only such a connection is ever handed over, so that no unread body can become
+    /// the first bytes of the new protocol.
     pub upgrade: bool,
 }
 
@@ -138,7 +140,7 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
         expects_continue: facts.expects_continue
             && version == Version::HTTP_11
             && body != Decoder::Done,
-        upgrade: facts.upgrade && facts.upgrade_to,
+        upgrade: facts.upgrade && facts.upgrade_to && body == Decoder::Done,
     }))
 }
 
@@ -344,6 +346,16 @@ mod tests {
                 .unwrap()
                 .upgrade
         );
+        // One with a body is never an upgrade: its connection is never handed over.
+        for body in ["content-length: 3", "transfer-encoding: chunked"] {
+            let with_body = format!(
+                "GET /ws HTTP/1.1\r\nconnection: upgrade\r\nupgrade: websocket\r\n{body}\r\n\r\n"
+            );
+            assert!(!head(&with_body).unwrap().upgrade, "{body}");
+        }
+        let empty = "GET /ws HTTP/1.1\r\nconnection: upgrade\r\nupgrade: websocket\r\n\
+                     content-length: 0\r\n\r\n";
+        assert!(head(empty).unwrap().upgrade);
     }
 
     #[test]

@@ -319,6 +319,42 @@ async fn an_upgrade_gets_the_socket_and_what_came_after_the_head() {
     served.await.unwrap().unwrap();
 }
 
+/// A request that asks to upgrade but carries a body is no upgrade: it has no upgraded
+/// connection to wait for, a 101 answered to it ends the connection, and its body never
+/// becomes the new protocol's first bytes.
+#[tokio::test]
+async fn an_upgrade_with_a_body_never_gets_the_socket() {
+    let (tell, mut told) = mpsc::unbounded_channel();
+    let service = move |mut req: Request<Body>| {
+        let upgraded = upgrade::on(&mut req);
+        let tell = tell.clone();
+        tokio::spawn(async move {
+            let _ = tell.send(upgraded.await.is_ok());
+        });
+        let mut switching = Response::new(Body::empty());
+        *switching.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        std::future::ready(switching)
+    };
+    for framing in [
+        "content-length: 6\r\n\r\nhidden",
+        "transfer-encoding: chunked\r\n\r\n6\r\nhidden\r\n0\r\n\r\n",
+    ] {
+        let (mut client, served) = start(service.clone());
+        let head = format!(
+            "GET /ws HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: echo\r\n{framing}"
+        );
+        client.write_all(head.as_bytes()).await.unwrap();
+        let all = read_to_end(&mut client).await;
+        assert!(all.starts_with("HTTP/1.1 101 "), "{all}");
+        assert!(
+            all.ends_with("\r\n\r\n") && !all.contains("hidden"),
+            "{all}"
+        );
+        served.await.unwrap().unwrap();
+        assert_eq!(told.recv().await, Some(false), "{framing}");
+    }
+}
+
 /// A request's body reads the connection itself; once the connection has moved on to the
 /// next request, a body left behind reads nothing of it.
 #[tokio::test]
