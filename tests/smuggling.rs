@@ -261,6 +261,28 @@ async fn conflicting_content_lengths_are_refused() {
     .await;
 }
 
+/// A length said twice, even the same length, as a list or in two fields: RFC 9110 §8.6
+/// lets a recipient take equal ones as one, nginx refuses both and hyper the list. Refused,
+/// so that no server behind lingo that reads them another way can frame the body otherwise.
+#[tokio::test]
+async fn a_length_said_twice_is_refused_even_when_equal() {
+    assert_refused(&[
+        (
+            "one list",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2, 2\r\n\r\n{}",
+        ),
+        (
+            "two fields",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+        ),
+        (
+            "two fields and chunked",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        ),
+    ])
+    .await;
+}
+
 #[tokio::test]
 async fn unusable_transfer_encodings_are_refused() {
     let te = |value: &str| {
@@ -449,6 +471,88 @@ async fn missing_host_is_refused() {
         assert!(message.contains("Host"), "{path}: {message}");
     }
     assert!(api.requests().is_empty());
+}
+
+/// RFC 9112 §3.2: ... and to one whose Host is no `uri-host [ ":" port ]` (nginx refuses
+/// them too): answered 400 `invalid_request` in the dialect its path implies (it is refused
+/// before it is routed), nothing forwarded.
+#[tokio::test]
+async fn an_invalid_host_is_refused() {
+    let host = |value: &str| format!("GET /api/tags HTTP/1.1\r\nHost: {value}\r\n\r\n");
+    let cases = ["a b@c", "u@lingo", "lingo/x", "lingo:80x", "[::1", "a%zz"].map(host);
+    let cases: Vec<(&str, &[u8])> = cases.iter().map(|c| (c.as_str(), c.as_bytes())).collect();
+    assert_refused(&cases).await;
+    let (lingo, api, _public) = setup().await;
+    let answer = exchange(&lingo, b"GET /v1/scrape HTTP/1.1\r\nHost: a b@c\r\n\r\n").await;
+    assert_eq!(answer.statuses, [400], "{}", answer.raw);
+    let json = answer.first_json();
+    assert_eq!(json["code"], "INVALID_REQUEST", "{json}");
+    assert!(json["error"].as_str().unwrap().contains("Host"), "{json}");
+    assert!(api.requests().is_empty());
+}
+
+/// RFC 9112 §3.2.2: with an absolute-form target, its authority is the host the client
+/// addressed, whatever `Host` says: the upstream's `X-Forwarded-Host` names it. One whose
+/// authority names a user is refused (RFC 9110 §4.2.4).
+#[tokio::test]
+async fn an_absolute_form_targets_authority_is_the_host() {
+    let (lingo, _api, public) = setup().await;
+    let answer = exchange(
+        &lingo,
+        b"GET http://addressed.example:8080/public/v1/scrape HTTP/1.1\r\nHost: other.example\r\n\r\n",
+    )
+    .await;
+    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    let seen = public.last();
+    assert_eq!(seen.uri, "/public/v1/scrape");
+    assert_eq!(seen.headers["x-forwarded-host"], "addressed.example:8080");
+    let answer = exchange(
+        &lingo,
+        b"GET /public/v1/scrape HTTP/1.1\r\nHost: other.example\r\n\r\n",
+    )
+    .await;
+    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    assert_eq!(public.last().headers["x-forwarded-host"], "other.example");
+    assert_refused(&[(
+        "userinfo",
+        b"GET http://user@lingo/api/tags HTTP/1.1\r\nHost: lingo\r\n\r\n",
+    )])
+    .await;
+}
+
+/// A request target longer than lingo reads (hyper's and `http::Uri`'s limit, 65534 bytes),
+/// or a request line that alone outgrows the head's limit, is answered 414 (hyper's and
+/// nginx's status), not 400 or 431; a head over the limit in its fields stays 431.
+#[tokio::test]
+async fn an_over_long_request_target_is_414() {
+    let (lingo, api, _public) = setup().await;
+    let long = format!(
+        "GET /api/{} HTTP/1.1\r\nHost: lingo\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    let answer = exchange(&lingo, long.as_bytes()).await;
+    assert_eq!(answer.statuses, [414], "{:.200}", answer.raw);
+    let small = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&table(&format!(
+        "limits: {{ max_header_bytes: 1KiB }}\n\
+         upstreams:\n  models:\n    url: {}\n    speaks: native\n\
+         routes:\n  - {{ prefix: /api, to: models }}\n",
+        small.url()
+    )))
+    .await;
+    let long = format!(
+        "GET /api/{} HTTP/1.1\r\nHost: lingo\r\n\r\n",
+        "a".repeat(10_000)
+    );
+    let answer = exchange(&lingo, long.as_bytes()).await;
+    assert_eq!(answer.statuses, [414], "{:.200}", answer.raw);
+    let large = format!(
+        "GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(10_000)
+    );
+    let answer = exchange(&lingo, large.as_bytes()).await;
+    assert_eq!(answer.statuses, [431], "{:.200}", answer.raw);
+    assert!(api.requests().is_empty() && small.requests().is_empty());
 }
 
 /// RFC 9112 §3.2: ... and to one with two Host lines. lingo uses the client's Host to

@@ -48,7 +48,8 @@ pub struct Exchange<'a> {
     /// Where the path ends in `path_and_query`.
     path_len: usize,
     pub request_id: HeaderValue,
-    /// The `Host` the client addressed (the `:authority` on HTTP/2).
+    /// The host the client addressed: an absolute-form target's authority (the `:authority`
+    /// on HTTP/2), else its `Host` (`http::framing` has checked both).
     pub client_host: Option<HeaderValue>,
     /// The client's fields kept as read (`http::h1::raw`), which its request's map does not
     /// hold (see [`Exchange::client_fields`]).
@@ -102,11 +103,15 @@ impl<'a> Exchange<'a> {
             path_and_query.push('?');
             path_and_query.push_str(query);
         }
-        let fields = Fields::new(req.headers(), raw);
-        let client_host = fields.host().or_else(|| {
-            let authority = req.uri().authority()?;
-            HeaderValue::from_str(authority.as_str()).ok()
-        });
+        // RFC 9112 §3.2.2: an absolute-form target's authority is the host addressed, the
+        // `Host` field ignored (HTTP/2's `:authority` comes the same way); an empty `Host`
+        // names none.
+        let client_host = match req.uri().authority() {
+            Some(authority) => HeaderValue::from_str(authority.as_str()).ok(),
+            None => Fields::new(req.headers(), raw)
+                .host()
+                .filter(|host| !host.is_empty()),
+        };
         let peer = snapshot.peer(route.upstream);
         Exchange {
             snapshot,

@@ -63,7 +63,7 @@ pub fn handle(
             let fields = Fields::new(req.headers(), kept.as_deref());
             let mut arrival = Arrival::new(&req, fields);
             let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
-            if let Err(why) = framing::check(req.version(), fields) {
+            if let Err(why) = framing::check(req.version(), req.uri(), fields) {
                 let response = respond::unframed(why, &arrival, &mut log);
                 let record = Record::new(log, None);
                 return response.map(|body| Body::boxed(Ended::new(body, record)));

@@ -102,6 +102,9 @@ pub struct Facts {
     /// `Content-Length`: the one length all its values agree on, or `Err` when they do not
     /// or one is not a number.
     pub length: Option<Result<u64, ()>>,
+    /// More than one `Content-Length` value, in a list or in fields of their own (a request
+    /// with them is refused, as nginx and hyper refuse it; an answer's equal ones are one).
+    pub lengths_repeated: bool,
     /// `Transfer-Encoding`: whether its last coding is `chunked`.
     pub chunked: Option<bool>,
     /// `Connection: close`, `Connection: keep-alive` and `Connection: upgrade`.
@@ -167,6 +170,7 @@ impl Facts {
         match which {
             Which::Length => {
                 for item in items() {
+                    self.lengths_repeated |= self.length.is_some();
                     self.length = Some(match (self.length, parse_length(item)) {
                         (None, Some(n)) => Ok(n),
                         (Some(Ok(length)), Some(n)) if length == n => Ok(length),

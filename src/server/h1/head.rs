@@ -2,9 +2,10 @@
 //!
 //! The request head is parsed by `httparse` (hyper's parser, with hyper's settings) and held
 //! to the framing rules hyper's server applies on top of it, so that lingo reads every
-//! request exactly as hyper did: `Transfer-Encoding` only in HTTP/1.1 and only ending in
-//! `chunked`, which then wins over `Content-Length` (dropped) and closes the connection after
-//! the answer (RFC 9112 §6.1); lengths that disagree or are no number refused.
+//! request as hyper does or more strictly: `Transfer-Encoding` only in HTTP/1.1 and only
+//! ending in `chunked`, which then wins over `Content-Length` (dropped) and closes the
+//! connection after the answer (RFC 9112 §6.1); a length that is no number, or more than one
+//! (`5, 5`, or two fields: nginx refuses both, hyper the list), refused.
 
 use std::mem::MaybeUninit;
 
@@ -22,6 +23,9 @@ use crate::http::h1::raw::{Noting, Raw, set_in};
 /// default limits costs no allocation (room made for 200 fields on the heap was 2% of a
 /// pass-through's instructions). Uninitialised: the room costs nothing until used.
 const STACK_FIELDS: usize = 256;
+
+/// The longest request target read (hyper's limit too, and `http::Uri`'s): longer is 414.
+const MAX_TARGET: usize = (u16::MAX - 1) as usize;
 
 /// A request head, read.
 #[derive(Debug)]
@@ -60,6 +64,8 @@ pub enum Refusal {
     Malformed(String),
     #[error("request head too large")]
     TooLarge,
+    #[error("request target too long")]
+    TargetTooLong,
 }
 
 /// How an answer's body goes on the wire.
@@ -80,6 +86,7 @@ impl Refusal {
         match self {
             Refusal::Malformed(_) => StatusCode::BAD_REQUEST,
             Refusal::TooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            Refusal::TargetTooLong => StatusCode::URI_TOO_LONG,
         }
     }
 }
@@ -100,13 +107,15 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     let (req, parsed) = read(buf, fields);
     let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) if buf.len() >= max_head => return Err(Refusal::TooLarge),
+        Ok(httparse::Status::Partial) if buf.len() >= max_head => {
+            return Err(too_large(buf, max_head));
+        }
         Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
         Err(httparse::Error::TooManyHeaders) => return Err(Refusal::TooLarge),
         Err(err) => return Err(malformed(err)),
     };
     if len > max_head {
-        return Err(Refusal::TooLarge);
+        return Err(too_large(buf, max_head));
     }
     let version = match req.version {
         Some(0) => Version::HTTP_10,
@@ -115,6 +124,9 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     let method =
         Method::from_bytes(req.method.unwrap_or_default().as_bytes()).map_err(malformed)?;
     let target = req.path.unwrap_or_default().as_bytes();
+    if target.len() > MAX_TARGET {
+        return Err(Refusal::TargetTooLong);
+    }
     let start = target.as_ptr() as usize - buf.as_ptr() as usize;
     let target = start..start + target.len();
     // The fields noted where they are, before the head leaves the buffer.
@@ -144,6 +156,15 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     }))
 }
 
+/// A head over `max_head` bytes: 414 when its request line alone is (nginx's answer to a
+/// request line that outgrows its buffer), else 431.
+fn too_large(buf: &[u8], max_head: usize) -> Refusal {
+    match memchr::memchr(b'\n', &buf[..buf.len().min(max_head)]) {
+        None => Refusal::TargetTooLong,
+        Some(_) => Refusal::TooLarge,
+    }
+}
+
 /// httparse's reading of the request head `buf` starts with, its fields in `fields`
 /// (uninitialised room, which httparse fills as it finds them).
 fn read<'h, 'b>(
@@ -161,8 +182,13 @@ fn malformed(err: impl std::fmt::Display) -> Refusal {
 }
 
 /// The body's framing (RFC 9112 §6.1, §6.3) and whether the connection may be reused after
-/// it. A request with neither field has no body.
+/// it. A request with neither field has no body. RFC 9110 §8.6 lets a recipient take a list
+/// of equal lengths as one; refused here, so that no server behind lingo that reads the list
+/// another way can be given a body framed otherwise than lingo framed it.
 fn framing(facts: &Facts, version: Version) -> Result<(Decoder, bool), Refusal> {
+    if facts.lengths_repeated {
+        return Err(malformed("more than one content-length"));
+    }
     match (facts.chunked, facts.length) {
         (Some(_), _) if version == Version::HTTP_10 => {
             Err(malformed("transfer-encoding in HTTP/1.0"))
@@ -301,9 +327,14 @@ mod tests {
                 "POST / HTTP/1.1\r\ncontent-length: 5\r\n\r\n",
                 Some((Decoder::Length(5), true)),
             ),
+            ("POST / HTTP/1.1\r\ncontent-length: 5, 5\r\n\r\n", None),
             (
-                "POST / HTTP/1.1\r\ncontent-length: 5, 5\r\n\r\n",
-                Some((Decoder::Length(5), true)),
+                "POST / HTTP/1.1\r\ncontent-length: 5\r\ncontent-length: 5\r\n\r\n",
+                None,
+            ),
+            (
+                "POST / HTTP/1.1\r\ncontent-length: 5\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n",
+                None,
             ),
             ("POST / HTTP/1.1\r\ncontent-length: 5, 6\r\n\r\n", None),
             ("POST / HTTP/1.1\r\ncontent-length: +5\r\n\r\n", None),
@@ -365,6 +396,20 @@ mod tests {
         let mut big = BytesMut::from("GET / HTTP/1.1\r\n");
         big.extend_from_slice(&[b'a'; 100]);
         assert_eq!(parse(&mut big, 100, 64).unwrap_err(), Refusal::TooLarge);
+        // A request line that alone outgrows the head's limit is 414, not 431 (complete or
+        // not); so is a target past `MAX_TARGET` in a head within it.
+        let long_line = format!("GET /{} HTTP/1.1\r\n", "a".repeat(100));
+        for raw in [long_line.clone(), format!("{long_line}host: a\r\n\r\n")] {
+            let refused = parse(&mut BytesMut::from(raw.as_str()), 100, 64).unwrap_err();
+            assert_eq!(refused, Refusal::TargetTooLong);
+            assert_eq!(refused.status(), StatusCode::URI_TOO_LONG);
+        }
+        let at_most = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(MAX_TARGET - 1));
+        let past = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(MAX_TARGET));
+        let big = 2 * MAX_TARGET;
+        assert!(parse(&mut BytesMut::from(at_most.as_str()), 100, big).is_ok());
+        let refused = parse(&mut BytesMut::from(past.as_str()), 100, big).unwrap_err();
+        assert_eq!(refused, Refusal::TargetTooLong);
         let many = format!("GET / HTTP/1.1\r\n{}\r\n", "a: b\r\n".repeat(4));
         let too_many = parse(&mut BytesMut::from(many.as_str()), 3, 8192);
         assert_eq!(too_many.unwrap_err(), Refusal::TooLarge);

@@ -256,6 +256,7 @@ async fn a_graceful_close_waits_for_the_answer_in_progress() {
 #[tokio::test]
 async fn unreadable_heads_are_answered_and_the_connection_closed() {
     let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(9000));
+    let large = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "a".repeat(9000));
     let cases = [
         (
             "GET / HTTP/1.1\r\nbad header\r\n\r\n",
@@ -265,9 +266,14 @@ async fn unreadable_heads_are_answered_and_the_connection_closed() {
             "GET / HTTP/1.1\r\nhost: x\r\ncontent-length: x\r\n\r\n",
             "HTTP/1.1 400 ",
         ),
+        (long.as_str(), "HTTP/1.1 414 URI Too Long\r\n"),
         (
-            long.as_str(),
+            large.as_str(),
             "HTTP/1.1 431 Request Header Fields Too Large\r\n",
+        ),
+        (
+            "GET / HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ncontent-length: 2\r\n\r\nab",
+            "HTTP/1.1 400 ",
         ),
     ];
     for (raw, want) in cases {
