@@ -205,6 +205,49 @@ async fn content_length_with_transfer_encoding_never_smuggles_past_lingo() {
     );
 }
 
+/// A chunk size is read by its value: leading zeros, however many, are not digits that could
+/// overflow (hyper reads them alike); a value past 64 bits is refused.
+#[tokio::test]
+async fn a_chunk_size_with_many_leading_zeros_is_read_by_its_value() {
+    let (lingo, api, _public) = setup().await;
+    let zeros = "0".repeat(40);
+    let request = format!(
+        "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n\
+         {zeros}2\r\n{{}}\r\n{zeros}0\r\n\r\n"
+    );
+    let answer = exchange(&lingo, request.as_bytes()).await;
+    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    assert_eq!(&api.last().body[..], b"{}");
+}
+
+/// A trailer section ends at its blank line: with CRLF line ends, the request after it is
+/// read as the next one; a trailer line ended by a bare LF is refused (400, the connection
+/// closed), never read in a way that swallows the next request (hyper reads a trailer line
+/// to its CR, taking the next request's head into the trailers) or finds one another reader
+/// would not.
+#[tokio::test]
+async fn a_bare_lf_in_the_trailers_does_not_swallow_the_next_request() {
+    let (lingo, api, _public) = setup().await;
+    let post =
+        "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n";
+    let next = "GET /api/tags HTTP/1.1\r\nHost: lingo\r\n\r\n";
+    let well_ended = format!("{post}0\r\nx-sum: 1\r\n\r\n{next}");
+    let answer = exchange(&lingo, well_ended.as_bytes()).await;
+    assert_eq!(answer.statuses, [200, 200, 200], "{}", answer.raw);
+    assert_eq!(api.last().uri, "/api/tags");
+    for trailers in ["0\r\nx-sum: 1\n\n", "0\r\n\n"] {
+        let before = api.requests().len();
+        let bare = format!("{post}{trailers}{next}");
+        let answer = exchange(&lingo, bare.as_bytes()).await;
+        assert_eq!(answer.statuses, [400], "{trailers:?}: {}", answer.raw);
+        let after: Vec<_> = api.requests()[before..]
+            .iter()
+            .map(|s| s.uri.clone())
+            .collect();
+        assert!(!after.contains(&"/api/tags".to_owned()), "{after:?}");
+    }
+}
+
 /// A chunked upload whose framing breaks part-way is the client's fault: answered 400
 /// `invalid_request_body` (here in the native shape, `{"error"}` naming it; the codes in the
 /// other dialects are in promises.rs), not an upstream failure, and the connection is closed

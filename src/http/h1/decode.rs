@@ -267,12 +267,13 @@ fn line_end(bytes: &[u8]) -> Option<usize> {
 }
 
 /// `1*HEXDIG [ BWS ";" extensions ] CR` (the LF already cut off). The digits are read in
-/// the same pass that finds their end (at most 16: no overflow; made a `str` and parsed by
-/// the library, a chunk's size cost 50 instructions more), and a line of digits alone, the
-/// usual one, is done there.
+/// the same pass that finds their end (made a `str` and parsed by the library, a chunk's
+/// size cost 50 instructions more), and a line of digits alone, the usual one, is done there.
+/// Only the value may overflow 64 bits, not the spelling: leading zeros are not counted
+/// (hyper reads any number of them), and at most 16 digits after them make no overflow.
 fn parse_size(line: &[u8]) -> Option<u64> {
     let line = line.strip_suffix(b"\r")?;
-    let (mut size, mut digits) = (0u64, 0);
+    let (mut size, mut digits, mut significant) = (0u64, 0, 0);
     for &b in line {
         let digit = match b {
             b'0'..=b'9' => b - b'0',
@@ -281,8 +282,9 @@ fn parse_size(line: &[u8]) -> Option<u64> {
         };
         size = size << 4 | u64::from(digit);
         digits += 1;
+        significant += usize::from(significant > 0 || digit > 0);
     }
-    if digits == 0 || digits > 16 {
+    if digits == 0 || significant > 16 {
         return None;
     }
     let rest = &line[digits..];
@@ -306,16 +308,26 @@ fn parse_size(line: &[u8]) -> Option<u64> {
 }
 
 /// The trailer section after the last chunk: nothing (a bare CRLF), or fields then CRLF.
+///
+/// Every line of it ends in CRLF (RFC 9112 §7.1.2), and a bare LF is refused rather than
+/// taken for a line's end: read one way, `x: 1\n\n` ends the section and what follows is
+/// the next request; read another (hyper's: a trailer line runs to its CR), what follows is
+/// more of the section, up to the next blank line. Refused, neither reading is ever made, and
+/// the connection closes with the body's failure.
 fn trailers(buf: &mut BytesMut) -> Result<Step, BodyError> {
     let more = Ok(Step::Out(Decoder::Chunked(Chunk::Trailers), Decoded::More));
-    if buf.len() < 2 {
-        return more;
-    }
     if buf.starts_with(b"\r\n") {
         buf.advance(2);
         return Ok(Step::Out(Decoder::Done, Decoded::End));
     }
-    match memchr::memmem::find(&buf[..buf.len().min(MAX_TRAILERS)], b"\r\n\r\n") {
+    let window = &buf[..buf.len().min(MAX_TRAILERS)];
+    let end = memchr::memmem::find(window, b"\r\n\r\n");
+    if bare_lf(&window[..end.map_or(window.len(), |at| at + 4)]) {
+        return Err(BodyError::Trailers(FieldError::Malformed(
+            "a trailer line not ending in CRLF".into(),
+        )));
+    }
+    match end {
         Some(at) => {
             // Taken out only once read: a failed decode leaves the buffer as it was, so that
             // the next call fails alike.
@@ -330,6 +342,11 @@ fn trailers(buf: &mut BytesMut) -> Result<Step, BodyError> {
         None if buf.len() >= MAX_TRAILERS => Err(BodyError::Trailers(FieldError::TooLarge)),
         None => more,
     }
+}
+
+/// Whether `bytes` has an LF that does not end a CRLF.
+fn bare_lf(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'\n', bytes).any(|at| at == 0 || bytes[at - 1] != b'\r')
 }
 
 #[cfg(test)]
@@ -599,7 +616,19 @@ mod tests {
             (b"a\r", Some(10)),
             (b"Ff\r", Some(255)),
             (b"7fFfFfFf;x=1\r", Some(0x7fff_ffff)),
-            (b"00000000000000010 \t;a=\"b\"\r", None),
+            (b"00000000000000010 \t;a=\"b\"\r", Some(16)),
+            (
+                b"00000000000000000000000000000000000000ffffffffffffffff\r",
+                Some(u64::MAX),
+            ),
+            (
+                b"0000000000000000000000000000000000000000000000000\r",
+                Some(0),
+            ),
+            (
+                b"0000000000000000000000000000000000000010000000000000000\r",
+                None,
+            ),
             (b"FFFFFFFFFFFFFFFF\r", Some(u64::MAX)),
             (b"0123456789abcdef\r", Some(0x0123_4567_89ab_cdef)),
             (b"10 ;ext\r", Some(16)),
@@ -642,6 +671,33 @@ mod tests {
         );
         assert_eq!(decoder.decode(&mut buf), Ok(Decoded::End));
         assert_eq!(&buf[..], b"HTTP");
+    }
+
+    /// A trailer section ends at its blank line, all its lines ended by CRLF: what follows
+    /// is left for the next request. One with a bare LF is refused whichever way it could be
+    /// read (the next request's bytes taken into it, or its end taken early).
+    #[test]
+    fn a_trailer_section_ends_only_at_crlf_crlf() {
+        let mut buf = BytesMut::from(&b"0\r\nx-a: 1\r\n\r\nGET /next"[..]);
+        let mut decoder = CHUNKED;
+        assert!(matches!(decoder.decode(&mut buf), Ok(Decoded::Trailers(_))));
+        assert_eq!(decoder.decode(&mut buf), Ok(Decoded::End));
+        assert_eq!(&buf[..], b"GET /next");
+        for body in [
+            &b"0\r\nx-a: 1\n\nGET /next HTTP/1.1\r\nhost: a\r\n\r\n"[..],
+            b"0\r\n\nGET /next HTTP/1.1\r\nhost: a\r\n\r\n",
+            b"0\r\nx-a: 1\r\nx-b: 2\n\r\n",
+            b"0\r\nx-a: 1\n",
+        ] {
+            for step in [body.len(), 1, 3] {
+                let (data, trailers, end) = run(CHUNKED, body, step);
+                assert!((data.is_empty(), trailers) == (true, false), "{body:?}");
+                assert!(
+                    matches!(end, Err(BodyError::Trailers(FieldError::Malformed(_)))),
+                    "{body:?} in {step}s: {end:?}"
+                );
+            }
+        }
     }
 
     #[test]
