@@ -704,6 +704,56 @@ async fn no_content_and_not_modified_answers_leave_their_connection_reusable() {
     assert_eq!(upstream.connections(), 1, "three answers, one connection");
 }
 
+/// An answer without a body (to a `HEAD`, a 304) says the length its body would have: a
+/// length the upstream wrote as a list of equal values reaches the client as one number,
+/// and one that is no number, or values that disagree, not at all (a client that frames
+/// by it must not be handed the upstream's words as they came).
+#[tokio::test]
+async fn a_bodyless_answers_length_reaches_the_client_as_one_number_or_not_at_all() {
+    let upstream = Upstream::start(|line| {
+        let length = match line.split(' ').nth(1) {
+            Some("/api/list") => "content-length: 7, 7\r\n",
+            Some("/api/twice") => "content-length: 7\r\ncontent-length: 7\r\n",
+            Some("/api/disagree") => "content-length: 7\r\ncontent-length: 8\r\n",
+            Some("/api/word") => "content-length: seven\r\n",
+            _ => "content-length: 7\r\n",
+        };
+        let status = match line.starts_with("HEAD ") {
+            true => "200 OK",
+            false => "304 Not Modified",
+        };
+        answer(format!(
+            "HTTP/1.1 {status}\r\nx-kind: bodyless\r\n{length}\r\n"
+        ))
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    for method in ["HEAD", "GET"] {
+        for (path, want) in [
+            ("/api/one", Some("7")),
+            ("/api/list", Some("7")),
+            ("/api/twice", Some("7")),
+            ("/api/disagree", None),
+            ("/api/word", None),
+        ] {
+            let ask =
+                format!("{method} {path} HTTP/1.1\r\nhost: lingo\r\nconnection: close\r\n\r\n");
+            let (head, body) = by_hand(&lingo, &ask).await;
+            let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+            assert!(
+                head.contains("x-kind: bodyless\r\n"),
+                "{method} {path}: {head}"
+            );
+            let lengths: Vec<&str> = head
+                .split("\r\n")
+                .filter_map(|l| l.strip_prefix("content-length: "))
+                .collect();
+            assert_eq!(lengths, Vec::from_iter(want), "{method} {path}: {head}");
+            assert!(body.is_empty(), "{method} {path}");
+        }
+    }
+}
+
 /// An upstream that says `Connection: close` will not read another request on that
 /// connection (this one even keeps it open): the next request must go on a new one.
 #[tokio::test]

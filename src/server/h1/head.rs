@@ -10,7 +10,7 @@
 use std::mem::MaybeUninit;
 
 use bytes::{BufMut, BytesMut};
-use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HeaderValue};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE};
 use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
@@ -252,15 +252,13 @@ pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
         Framing::Chunked => field(out, b"transfer-encoding", b"chunked"),
         // A `HEAD` or 304 answer says the length its `GET` would have, when it knows it.
         Framing::None => {
-            let length = answer
-                .headers
-                .get(CONTENT_LENGTH)
-                .map(HeaderValue::as_bytes);
-            if let Some(length) = length.or_else(|| answer.raw?.length())
-                && answer.status != StatusCode::NO_CONTENT
+            if answer.status != StatusCode::NO_CONTENT
                 && !answer.status.is_informational()
+                && let Some(length) = declared_length(answer.headers, answer.raw)
             {
-                field(out, b"content-length", length);
+                out.put_slice(b"content-length: ");
+                push_decimal(out, length);
+                out.put_slice(b"\r\n");
             }
         }
         Framing::ToClose => {}
@@ -274,6 +272,25 @@ pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
         field(out, b"connection", b"keep-alive");
     }
     out.put_slice(b"\r\n");
+}
+
+/// The length an answer without a body says it would have: its `Content-Length`s (the
+/// map's, which stand for those kept as read) as one number, when they are numbers that
+/// agree. A list of equal lengths is written as one; anything else an upstream sent is not
+/// handed on as it came (a client that frames by it would be framed by the upstream's
+/// words), and no length is written.
+fn declared_length(headers: &HeaderMap, raw: Option<&Raw>) -> Option<u64> {
+    let mut facts = Facts::default();
+    let mut note = |value: &[u8]| facts.note_raw(CONTENT_LENGTH.as_str().as_bytes(), value);
+    if headers.contains_key(CONTENT_LENGTH) {
+        headers
+            .get_all(CONTENT_LENGTH)
+            .iter()
+            .for_each(|v| note(v.as_bytes()));
+    } else if let Some(raw) = raw {
+        raw.each_length(note);
+    }
+    facts.length?.ok()
 }
 
 /// Writes the fields `raw` passes on but those the map has a field for and the framing
@@ -297,6 +314,7 @@ fn field(out: &mut BytesMut, name: &[u8], value: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hyper::header::HeaderValue;
 
     fn head(raw: &str) -> Result<Head, Refusal> {
         match parse(&mut BytesMut::from(raw), 100, 8192)? {
@@ -509,6 +527,55 @@ mod tests {
                 written.starts_with(&format!("{head} 200 OK\r\n{fields}content-length: 10\r\n")),
                 "{written}"
             );
+        }
+    }
+
+    /// An answer without a body (a `HEAD`'s, a 304) says its length as one number, whether
+    /// its fields are in the map or kept as read: a list of equal lengths becomes one, and
+    /// lengths that disagree or are no number are not written at all.
+    #[test]
+    fn a_bodyless_answers_length_is_one_number_or_none() {
+        let cases = [
+            ("content-length: 7\r\n", Some("7")),
+            ("content-length: 007\r\n", Some("7")),
+            ("content-length: 7, 7\r\n", Some("7")),
+            ("content-length: 7\r\ncontent-length: 7\r\n", Some("7")),
+            ("content-length: 7, 8\r\n", None),
+            ("content-length: 7\r\ncontent-length: 8\r\n", None),
+            ("content-length: seven\r\n", None),
+            ("content-length: -7\r\n", None),
+            ("content-length: \r\n", None),
+            ("x-other: 1\r\n", None),
+        ];
+        for (fields, want) in cases {
+            let section = format!("{fields}\r\n");
+            let kept = crate::http::h1::raw::read(&section);
+            let mut map = HeaderMap::new();
+            kept.fill_map(&mut map);
+            let empty = HeaderMap::new();
+            for status in [StatusCode::OK, StatusCode::NOT_MODIFIED] {
+                for (headers, raw) in [(&map, None), (&empty, Some(&kept))] {
+                    let mut out = BytesMut::new();
+                    let answer = Answer {
+                        status,
+                        version: Version::HTTP_11,
+                        headers,
+                        raw,
+                        framing: Framing::None,
+                        keep_alive: true,
+                        date: || *b"Thu, 26 Nov 2026 05:00:00 GMT",
+                    };
+                    write(&mut out, &answer);
+                    let written = String::from_utf8(out.to_vec())
+                        .unwrap()
+                        .to_ascii_lowercase();
+                    let lengths: Vec<&str> = written
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("content-length: "))
+                        .collect();
+                    assert_eq!(lengths, Vec::from_iter(want), "{fields:?} {written}");
+                }
+            }
         }
     }
 

@@ -364,6 +364,16 @@ impl Raw {
         }
     }
 
+    /// The value of each `Content-Length` passed on, lent to `each` in the order read.
+    pub fn each_length(&self, mut each: impl FnMut(&[u8])) {
+        let mut bits = self.lengths;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            each(self.value(i));
+        }
+    }
+
     /// The value of the first `Content-Length` passed on.
     pub fn length(&self) -> Option<&[u8]> {
         self.length.map(|i| self.value(usize::from(i)))
