@@ -36,6 +36,10 @@ pub enum ProxyError {
     #[error("the request body could not be read: {reason}")]
     BadBody { reason: String },
 
+    /// The client's request body stalled: nothing of it came for `limits.body_timeout`.
+    #[error("the request body stalled: nothing of it came for {} (limits.body_timeout)", format_duration(*limit))]
+    BodyTimeout { limit: Duration },
+
     #[error("missing client key: send it as `Authorization: Bearer <key>`")]
     MissingKey,
 
@@ -127,6 +131,7 @@ impl ProxyError {
             ProxyError::NoRoute { .. } => StatusCode::NOT_FOUND,
             ProxyError::BadPath(_) => StatusCode::BAD_REQUEST,
             ProxyError::BadRequest(_) | ProxyError::BadBody { .. } => StatusCode::BAD_REQUEST,
+            ProxyError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ProxyError::MissingKey | ProxyError::InvalidKey => StatusCode::UNAUTHORIZED,
             ProxyError::ModelManagement { .. } => StatusCode::FORBIDDEN,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -151,6 +156,7 @@ impl ProxyError {
             ProxyError::BadPath(_) => "invalid_path",
             ProxyError::BadRequest(_) => "invalid_request",
             ProxyError::BadBody { .. } => "invalid_request_body",
+            ProxyError::BodyTimeout { .. } => "request_timeout",
             ProxyError::MissingKey => "missing_api_key",
             ProxyError::InvalidKey => "invalid_api_key",
             ProxyError::ModelManagement { .. } => "model_management_forbidden",

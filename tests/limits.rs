@@ -357,3 +357,68 @@ async fn at_most_64_over_the_cap_are_refused_at_once_the_rest_are_closed() {
     }
     panic!("no attempt saw 64 refusals and a 65th closed: {attempts:#?}");
 }
+
+/// A request whose body stops coming is not held until the upstream's first-byte timeout
+/// (300 s here, the default): past `limits.body_timeout` of silence it is answered 408 in its
+/// route's dialect (`request_timeout`), the connection closed (the rest of the body will
+/// not be read), and the upstream request ended: lingo's own client closes its connection
+/// mid-body (the upstream, which records every byte, saw the head and the bytes that came,
+/// then the close); hyper's client (an HTTP/2 upstream) resets its stream, ending the
+/// upstream's read; a translation, which reads the body whole first, sends nothing.
+#[tokio::test]
+async fn a_stalled_request_body_is_408_and_its_upstream_request_ended() {
+    let recording = recording::Recording::start().await;
+    let h2 = Backend::json(200, "{}").await;
+    let lingo = Lingo::start(&table(&format!(
+        "limits: {{ body_timeout: 300ms }}\n\
+         upstreams:\n  up: {{ url: {}, speaks: native }}\n  \
+           h2: {{ url: {}, speaks: native, http2: true }}\n  mock: {{ mock: {{}}, speaks: native }}\n\
+         routes:\n  - {{ prefix: /api, to: up }}\n  - {{ prefix: /h2, to: h2 }}\n  \
+           - {{ path: /v1/chat/completions, speaks: chat-completions, to: mock }}\n",
+        recording.url(),
+        h2.url()
+    )))
+    .await;
+    for (path, dialect) in [
+        ("/api/chat", "native"),
+        ("/h2/api/chat", "native"),
+        ("/v1/chat/completions", "chat"),
+    ] {
+        let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+        let head = format!("POST {path} HTTP/1.1\r\nhost: lingo\r\ncontent-length: 100\r\n\r\n");
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(b"{\"model\":").await.unwrap();
+        let said = read_to_close(&mut stream).await;
+        let (head, body) = said.split_once("\r\n\r\n").expect("an answer");
+        assert!(
+            head.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
+            "{path}: {said}"
+        );
+        assert!(head.ends_with("\r\nconnection: close"), "{path}: {head}");
+        let answer = Answer {
+            status: hyper::StatusCode::REQUEST_TIMEOUT,
+            headers: [("content-type", "application/json")]
+                .into_iter()
+                .map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap()))
+                .collect(),
+            body: body.to_owned(),
+        };
+        let code = (dialect == "chat").then_some("request_timeout");
+        assert_shape(&answer, dialect, 408, code, "nothing of it came for 300ms");
+    }
+    let received = recording.received_when(|r| r.contains("{\"model\":")).await;
+    assert!(
+        received.starts_with("POST /api/chat HTTP/1.1\r\n"),
+        "{received}"
+    );
+    recording.closed_when(1).await;
+    let ended = tokio::time::timeout(PATIENCE, async {
+        while h2.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    assert!(
+        ended.await.is_ok(),
+        "the HTTP/2 upstream's read of the body never ended"
+    );
+}

@@ -15,10 +15,10 @@ use super::raw::{self, At};
 use super::{Secrets, routes, tls, upstream};
 use crate::base::ids::FnvMap;
 use crate::table::{
-    Admin, ClientKey, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_ANSWER, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES,
-    DEFAULT_MAX_HEADERS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE, Limits, Listener, ModelAlias,
-    RouteTable,
+    Admin, ClientKey, DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_ANSWER, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE, Limits,
+    Listener, ModelAlias, RouteTable,
 };
 use crate::translate::splice::LiteralScan;
 
@@ -129,6 +129,13 @@ fn limits(cx: &mut Ctx<'_>, raw: Option<raw::Limits>) -> Limits {
             "idle_timeout",
             false,
             DEFAULT_IDLE_TIMEOUT,
+        ),
+        body_timeout: duration(
+            cx,
+            raw.body_timeout,
+            "body_timeout",
+            false,
+            DEFAULT_BODY_TIMEOUT,
         ),
         max_connections: cx.count(
             raw.max_connections,

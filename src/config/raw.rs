@@ -175,6 +175,7 @@ pub struct Limits {
     pub max_headers: Option<At<u64>>,
     pub header_timeout: Option<At<String>>,
     pub idle_timeout: Option<At<String>>,
+    pub body_timeout: Option<At<String>>,
     pub max_connections: Option<At<u64>>,
     pub max_in_flight: Option<At<u64>>,
 }

@@ -876,7 +876,7 @@ fn route_options_and_line_cap() {
 #[test]
 fn hardening_keys_compile_and_are_checked() {
     let table = ok(&with_base(
-        "limits: { max_header_bytes: 16KiB, max_headers: 50, header_timeout: 5s, idle_timeout: 10s, max_connections: 100, max_in_flight: 20, max_answer: 2MiB }\n\
+        "limits: { max_header_bytes: 16KiB, max_headers: 50, header_timeout: 5s, idle_timeout: 10s, body_timeout: 7s, max_connections: 100, max_in_flight: 20, max_answer: 2MiB }\n\
          admin: { addr: 127.0.0.1:9090, require_key: true }\n\
          clients:\n  - { name: ops, key: { value: k } }\nroutes: []\n",
     ));
@@ -885,6 +885,7 @@ fn hardening_keys_compile_and_are_checked() {
     assert_eq!(limits.max_headers, 50);
     assert_eq!(limits.header_timeout, std::time::Duration::from_secs(5));
     assert_eq!(limits.idle_timeout, std::time::Duration::from_secs(10));
+    assert_eq!(limits.body_timeout, std::time::Duration::from_secs(7));
     assert_eq!((limits.max_connections, limits.max_in_flight), (100, 20));
     assert_eq!(limits.max_answer, 2 * 1024 * 1024);
     assert_eq!(table.admin.addr, Some("127.0.0.1:9090".parse().unwrap()));
@@ -897,6 +898,10 @@ fn hardening_keys_compile_and_are_checked() {
     );
     assert_eq!(defaults.admin.addr, None);
     assert_eq!(defaults.limits.max_answer, crate::table::DEFAULT_MAX_ANSWER);
+    assert_eq!(
+        defaults.limits.body_timeout,
+        crate::table::DEFAULT_BODY_TIMEOUT
+    );
 
     check_errors(&[
         (

@@ -32,6 +32,12 @@ use crate::http::body::BoxError;
 #[error("upstream sent nothing for {}", crate::base::units::format_duration(*.0))]
 pub struct IdleTimeout(pub Duration);
 
+/// The client sent nothing of its request's body for longer than `limits.body_timeout`
+/// (timed by lingo's HTTP/1.1 connection as it reads the body: `server::h1`).
+#[derive(Debug, thiserror::Error)]
+#[error("the client sent nothing of the request body for {}", crate::base::units::format_duration(*.0))]
+pub struct BodyTimeout(pub Duration);
+
 pin_project! {
     /// Fails the body with [`IdleTimeout`] when no frame arrives within `limit`.
     pub struct Idle<B> {

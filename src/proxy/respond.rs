@@ -215,6 +215,15 @@ mod tests {
                 Some("invalid_request_body"),
             ),
             (
+                ProxyError::BodyTimeout {
+                    limit: Duration::from_secs(60),
+                },
+                408,
+                "the request body stalled: nothing of it came for 60s (limits.body_timeout)",
+                "invalid_request_error",
+                Some("request_timeout"),
+            ),
+            (
                 ProxyError::HeadersTooLarge {
                     what: "101 header fields; the limit is 100".into(),
                 },

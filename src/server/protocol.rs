@@ -30,6 +30,7 @@ pub struct Settings {
     max_headers: usize,
     max_buf_size: usize,
     max_header_list_size: u32,
+    body_timeout: Duration,
 }
 
 /// A connection that can be asked to finish the answer in progress and close (HTTP/1.1:
@@ -52,6 +53,7 @@ impl Settings {
             max_headers: limits.max_headers.saturating_mul(2),
             max_buf_size: header_bytes.saturating_mul(2).max(8192),
             max_header_list_size: u32::try_from(header_bytes.saturating_mul(2)).unwrap_or(u32::MAX),
+            body_timeout: limits.body_timeout,
         }
     }
 
@@ -70,6 +72,7 @@ impl Settings {
         let limits = h1::Limits {
             max_fields: self.max_headers,
             max_head: self.max_buf_size,
+            body_timeout: self.body_timeout,
         };
         h1::connection(io, service, limits)
     }

@@ -34,6 +34,8 @@ pub const DEFAULT_MAX_HEADER_BYTES: u64 = 64 * 1024;
 pub const DEFAULT_MAX_HEADERS: usize = 100;
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(75);
+/// nginx's `client_body_timeout`.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 10_000;
 pub const DEFAULT_CONNECT: Duration = Duration::from_secs(5);
@@ -217,6 +219,8 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// How long a connection with no request in flight is kept open.
     pub idle_timeout: Duration,
+    /// The longest silence while a request's body is read (408 past it).
+    pub body_timeout: Duration,
     /// Open connections per listener; more are answered 503 and closed.
     pub max_connections: usize,
     /// Requests in flight per listener; more are answered 503 with `Retry-After`.

@@ -12,6 +12,7 @@ mod h1;
 pub mod headers;
 mod pool;
 mod unreached;
+mod upload;
 
 use std::error::Error as StdError;
 use std::pin::Pin;
@@ -28,7 +29,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use crate::base::{clock, pinned, worker};
 use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::{Body, BoxError};
-use crate::http::idle::{Idle, IdleTimeout};
+use crate::http::idle::{BodyTimeout, Idle, IdleTimeout};
 use crate::mock::{self, knobs::Knobs};
 use crate::table::{Target, Upstream};
 use headers::Forwarding;
@@ -168,13 +169,15 @@ impl UpstreamClient {
         // hyper-util's client needs the absolute form (`request_uri` gives it).
         debug_assert!(req.uri().scheme().is_some(), "{}", req.uri());
         let client = &clients[worker::slot() % clients.len()];
+        let (req, upload) = upload::noted(req, body_limit);
         let sending = client.request(req).map(move |sent| match sent {
             Ok(response) => Ok(response.map(|body| Body::boxed(Idle::new(body, idle)))),
             Err(err) => Err(BoxError::from(err)),
         });
         let timed = tokio::time::timeout_at(clock::after(limit), sending).map(move |sent| {
             let sent = sent.unwrap_or_else(|_| Err(h1::SendError::FirstByte.into()));
-            told(upstream, sent, body_limit)
+            let told = told(upstream, sent, body_limit);
+            told.map_err(|err| upload.and_then(|u| u.told()).unwrap_or(err))
         });
         Box::pin(timed)
     }
@@ -236,7 +239,7 @@ async fn send_to_mock(
         Ok(mock::Answer::Response(response)) => Ok(response),
         // The client's upload failed on its way into the mock, as it would on its way to a
         // real upstream: the same answer (413 over the route's limit, else 400).
-        Ok(mock::Answer::BadBody(err)) => Err(upload_failed(err.as_ref(), body_limit)),
+        Ok(mock::Answer::BadBody(err)) => Err(client_body(err.as_ref(), body_limit)),
         Ok(mock::Answer::Cut) => Err(ProxyError::Unreachable {
             upstream: upstream.name.to_string(),
             reason: mock::MockCut.to_string(),
@@ -250,15 +253,19 @@ async fn send_to_mock(
     }
 }
 
-/// A client body that could not be read whole (the mock reads it before answering).
-fn upload_failed(err: &(dyn StdError + 'static), body_limit: u64) -> ProxyError {
+/// A client body that could not be read (`err`, maybe under the error of whoever read it: a
+/// translation, the mock, an upstream's client): over the route's `body_limit` (413), silent
+/// past `limits.body_timeout` (408), else broken off or malformed (400).
+pub fn client_body(err: &(dyn StdError + 'static), body_limit: u64) -> ProxyError {
     let chain = || std::iter::successors(Some(err), |&e| e.source());
     if chain().any(|e| e.is::<http_body_util::LengthLimitError>()) {
-        ProxyError::BodyTooLarge { limit: body_limit }
-    } else {
-        ProxyError::BadBody {
+        return ProxyError::BodyTooLarge { limit: body_limit };
+    }
+    match chain().find_map(|e| e.downcast_ref::<BodyTimeout>()) {
+        Some(stalled) => ProxyError::BodyTimeout { limit: stalled.0 },
+        None => ProxyError::BadBody {
             reason: reason(err),
-        }
+        },
     }
 }
 
@@ -337,29 +344,26 @@ pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
 }
 
 /// Maps a client error to the error the caller sees. A body that went over its limit while
-/// being streamed up is the caller's fault (413), as is one that broke off or was malformed
-/// (400); a connect timeout is a timeout (504); any other failure before an answer means the
-/// upstream could not be used (502). The whole cause chain is read for each in that order,
-/// because the limit error sits *under* hyper's "user body" error.
+/// being streamed up is the caller's fault (413), as is one that stalled (408) or broke off
+/// or was malformed (400); a connect timeout is a timeout (504); any other failure before
+/// an answer means the upstream could not be used (502). The whole cause chain is read for
+/// each in that order, because the limit error sits *under* hyper's "user body" error.
 pub fn classify(
     upstream: &Upstream,
     err: &(dyn StdError + 'static),
     body_limit: u64,
 ) -> ProxyError {
     let chain = || std::iter::successors(Some(err), |&e| e.source());
-    if chain().any(|e| e.is::<http_body_util::LengthLimitError>()) {
-        return ProxyError::BodyTooLarge { limit: body_limit };
-    }
     // The body lingo was sending failed: it is the client's, not the upstream's fault.
     let uploading = |e: &(dyn StdError + 'static)| {
-        e.downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_user)
+        e.is::<http_body_util::LengthLimitError>()
+            || e.is::<BodyTimeout>()
+            || e.downcast_ref::<hyper::Error>()
+                .is_some_and(hyper::Error::is_user)
             || matches!(e.downcast_ref(), Some(h1::SendError::Upload(_)))
     };
     if chain().any(uploading) {
-        return ProxyError::BadBody {
-            reason: reason(err),
-        };
+        return client_body(err, body_limit);
     }
     // An answer that came but cannot be read: the upstream was reached, and is at fault.
     if let Some(head) = chain().find_map(|e| match e.downcast_ref() {

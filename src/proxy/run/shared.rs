@@ -15,18 +15,10 @@ use crate::proxy::run::pass::forwarding;
 use crate::table::Upstream;
 use crate::upstream::{self, UpstreamClient};
 
-/// Reads the whole client body, refusing it past `limit` (413).
+/// Reads the whole client body, refusing it past `limit` (413), or when it stalls (408).
 pub async fn read_body(body: Body, limit: u64) -> Result<Bytes, ProxyError> {
     let read = read_all(body, usize::try_from(limit).unwrap_or(usize::MAX)).await;
-    read.map_err(|err| {
-        if err.is::<http_body_util::LengthLimitError>() {
-            ProxyError::BodyTooLarge { limit }
-        } else {
-            ProxyError::BadBody {
-                reason: upstream::reason(err.as_ref()),
-            }
-        }
-    })
+    read.map_err(|err| upstream::client_body(err.as_ref(), limit))
 }
 
 /// Where a client-facing model name goes: an alias picks the upstream and its model name;

@@ -94,14 +94,18 @@ pub fn prepare<I>(wire: &Shared<I>, response: Response<Body>, asked: Asked) -> P
             _ => {}
         }
     }
+    // A `100 Continue` half written is finished first; one not begun is owed no more.
+    let (go_ahead, broken) = {
+        let mut wire = lock(wire);
+        (wire.go_ahead.take(), wire.broken)
+    };
     // An answer that says `Connection: close` (lingo's own, to a request it will not read
-    // the rest of) closes the connection after it.
-    let keep_alive = asked.keep_alive && framing != Framing::ToClose && !said.close;
+    // the rest of), or to a request whose body failed, closes the connection after it.
+    let keep_alive = asked.keep_alive && framing != Framing::ToClose && !said.close && !broken;
     // Room for the head, and for a whole body that comes in one write with it.
     let whole = (body.size_hint().exact()).and_then(|n| usize::try_from(n).ok());
     let mut out = BytesMut::with_capacity(512 + whole.filter(|&n| n <= FLUSH_AT).unwrap_or(0));
-    // A `100 Continue` half written is finished first; one not begun is owed no more.
-    if let Some(at) = lock(wire).go_ahead.take()
+    if let Some(at) = go_ahead
         && at > 0
     {
         out.put_slice(&CONTINUE[at..]);

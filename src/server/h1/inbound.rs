@@ -1,6 +1,7 @@
 //! A request's body, read from the connection as it is polled: no task, channel or buffer
 //! of its own between the socket and whoever reads it (hyper's server hands each piece of a
-//! body over a channel from the connection's task).
+//! body over a channel from the connection's task). A body silent for `limits.body_timeout`
+//! while it is waited for fails with [`crate::http::idle::BodyTimeout`] (see `wire`).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -9,7 +10,7 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::wire::{Shared, lock};
+use super::wire::{Shared, Wire, lock};
 use crate::http::body::BoxError;
 use crate::http::h1::decode::{BodyError, Decoded, Decoder};
 
@@ -56,6 +57,48 @@ fn fail(err: impl Into<InboundError>) -> Polled {
     Poll::Ready(Some(Err(Box::new(err.into()))))
 }
 
+/// The body's next frame, read from the connection as far as it has one; while nothing
+/// comes, the body's silence is timed (`BodyTimeout` past `limits.body_timeout`).
+fn poll_body<I: AsyncRead + AsyncWrite + Unpin>(
+    wire: &mut Wire<I>,
+    cx: &mut Context<'_>,
+) -> Polled {
+    // The client waits for the go-ahead once its body is asked for (hyper's rule too).
+    match wire.poll_go_ahead(cx) {
+        Poll::Ready(Ok(())) => {}
+        Poll::Ready(Err(err)) => return fail(err),
+        Poll::Pending => return Poll::Pending,
+    }
+    loop {
+        match wire.body.decode(&mut wire.buf) {
+            Ok(Decoded::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+            Ok(Decoded::Trailers(fields)) => {
+                return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
+            }
+            Ok(Decoded::End) => return Poll::Ready(None),
+            Ok(Decoded::More) => {}
+            Err(err) => return fail(err),
+        }
+        match wire.poll_fill(cx) {
+            Poll::Ready(Ok(0)) => {
+                let closed = wire.body.closed();
+                return fail(closed.err().unwrap_or(BodyError::Cut));
+            }
+            // The body moved: its next wait is timed afresh.
+            Poll::Ready(Ok(_)) => wire.body_due = None,
+            Poll::Ready(Err(err)) => return fail(err),
+            Poll::Pending => {
+                wire.release_room();
+                return match wire.poll_body_stalled(cx) {
+                    // Itself, not wrapped: whoever tells the client finds it in the chain.
+                    Poll::Ready(stalled) => Poll::Ready(Some(Err(Box::new(stalled)))),
+                    Poll::Pending => Poll::Pending,
+                };
+            }
+        }
+    }
+}
+
 impl<I: AsyncRead + AsyncWrite + Unpin + Send + 'static> http_body::Body for Inbound<I> {
     type Data = Bytes;
     type Error = BoxError;
@@ -65,36 +108,11 @@ impl<I: AsyncRead + AsyncWrite + Unpin + Send + 'static> http_body::Body for Inb
         if wire.request != self.request {
             return fail(InboundError::Gone);
         }
-        // The client waits for the go-ahead once its body is asked for (hyper's rule too).
-        match wire.poll_go_ahead(cx) {
-            Poll::Ready(Ok(())) => {}
-            Poll::Ready(Err(err)) => return fail(err),
-            Poll::Pending => return Poll::Pending,
+        let polled = poll_body(&mut wire, cx);
+        if let Poll::Ready(Some(Err(_))) = polled {
+            wire.broken = true;
         }
-        loop {
-            let wire = &mut *wire;
-            match wire.body.decode(&mut wire.buf) {
-                Ok(Decoded::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
-                Ok(Decoded::Trailers(fields)) => {
-                    return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
-                }
-                Ok(Decoded::End) => return Poll::Ready(None),
-                Ok(Decoded::More) => {}
-                Err(err) => return fail(err),
-            }
-            match wire.poll_fill(cx) {
-                Poll::Ready(Ok(0)) => {
-                    let closed = wire.body.closed();
-                    return fail(closed.err().unwrap_or(BodyError::Cut));
-                }
-                Poll::Ready(Ok(_)) => {}
-                Poll::Ready(Err(err)) => return fail(err),
-                Poll::Pending => {
-                    wire.release_room();
-                    return Poll::Pending;
-                }
-            }
-        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

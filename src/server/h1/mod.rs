@@ -43,11 +43,13 @@ use head::{Head, Parsed, Refusal};
 use inbound::Inbound;
 use wire::{Shared, Wire, lock};
 
-/// The head limits: at most this many fields and bytes (hyper's own limits were these).
+/// The head limits: at most this many fields and bytes (hyper's own limits were these);
+/// and the longest silence while a request's body is read (`limits.body_timeout`).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_fields: usize,
     pub max_head: usize,
+    pub body_timeout: std::time::Duration,
 }
 
 pin_project! {
@@ -89,7 +91,7 @@ where
     F: Future<Output = Response<Body>>,
 {
     let closing = Arc::new(AtomicBool::new(false));
-    let wire: Shared<I> = Arc::new(std::sync::Mutex::new(Wire::new(io)));
+    let wire: Shared<I> = Arc::new(std::sync::Mutex::new(Wire::new(io, limits.body_timeout)));
     let serving = serve(wire, service, limits, Arc::clone(&closing));
     Connection { closing, serving }
 }
@@ -223,6 +225,7 @@ where
         w.request += 1;
         w.body = head.body;
         w.go_ahead = head.expects_continue.then_some(0);
+        (w.broken, w.body_due) = (false, None);
         w.request
     };
     // Its fields kept as read travel in its body's box (`Body::take_raw`), its map empty.

@@ -18,6 +18,7 @@ use crate::http::body::read_all;
 const LIMITS: Limits = Limits {
     max_fields: 100,
     max_head: 8192,
+    body_timeout: Duration::from_secs(60),
 };
 
 /// Not a threshold: a guard so that a hung exchange fails with a message.
@@ -40,8 +41,20 @@ where
     S: FnMut(Request<Body>) -> F + Send + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
+    start_with(service, LIMITS)
+}
+
+/// [`start`], under `limits`.
+fn start_with<S, F>(
+    service: S,
+    limits: Limits,
+) -> (DuplexStream, tokio::task::JoinHandle<Result<(), BoxError>>)
+where
+    S: FnMut(Request<Body>) -> F + Send + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
     let (client, server) = tokio::io::duplex(64 * 1024);
-    let served = tokio::spawn(connection(server, service, LIMITS));
+    let served = tokio::spawn(connection(server, service, limits));
     (client, served)
 }
 
@@ -102,6 +115,52 @@ async fn a_client_that_expects_100_continue_gets_it_once_the_body_is_read() {
     let answer = read_until(&mut client, "POST /up body").await;
     assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
     drop(client);
+    served.await.unwrap().unwrap();
+}
+
+/// A body that brings nothing for `body_timeout` while it is read fails, saying which limit
+/// fired, and its answer closes the connection (the rest of the body will not be read);
+/// one that keeps bringing bytes, each within the limit, is read whole however long it
+/// takes in all. The clock is paused: the limit fires when nothing else can happen.
+#[tokio::test(start_paused = true)]
+async fn a_body_silent_for_the_body_timeout_fails_and_its_connection_closes() {
+    let limits = Limits {
+        body_timeout: Duration::from_secs(2),
+        ..LIMITS
+    };
+    let (mut client, served) = start_with(echo, limits);
+    let head = "POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\nabc";
+    client.write_all(head.as_bytes()).await.unwrap();
+    let all = read_to_end(&mut client).await;
+    assert!(all.starts_with("HTTP/1.1 200 OK\r\n"), "{all}");
+    assert!(all.contains("connection: close\r\n"), "{all}");
+    let said = "POST /up error: the client sent nothing of the request body for 2s";
+    assert!(all.ends_with(said), "{all}");
+    served.await.unwrap().unwrap();
+
+    let (mut client, served) = start_with(echo, limits);
+    let head = "POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: 4\r\n\r\n";
+    client.write_all(head.as_bytes()).await.unwrap();
+    let (mut reading, mut writing) = tokio::io::split(client);
+    let trickle = tokio::spawn(async move {
+        for byte in [b"a", b"b", b"c", b"d"] {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            writing.write_all(byte).await.unwrap();
+        }
+        writing
+    });
+    let mut all = String::new();
+    let mut buf = [0u8; 1024];
+    while !all.ends_with("POST /up abcd") {
+        let n = tokio::time::timeout(GUARD, reading.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "closed: {all}");
+        all.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+    }
+    assert!(!all.contains("connection: close"), "{all}");
+    drop((trickle.await.unwrap(), reading));
     served.await.unwrap().unwrap();
 }
 

@@ -6,18 +6,29 @@
 //! A connection waiting for its next request, or for the next token of a streamed answer,
 //! holds no read buffer: a read into nothing is made on the stack and what it brought is
 //! copied into room of its size (hyper keeps 8 KiB a connection for its whole life).
+//!
+//! A request's body may be silent for `limits.body_timeout` at most (nginx's
+//! `client_body_timeout`): the silence is timed only while the body is waited for, from the
+//! first wait after it was asked for or last brought bytes, by one sleep the connection
+//! makes the first time a body keeps it waiting and keeps for its life (moved on when it
+//! fires early, as `http::idle` moves its own; one left set when its body came to an end
+//! wakes the connection once, for nothing).
 
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep, sleep_until};
 
+use crate::base::clock;
 use crate::http::h1::decode::{Decoded, Decoder};
 use crate::http::h1::read::{Reads, release_room};
+use crate::http::idle::BodyTimeout;
 
 /// The stack read's size: a request head and a small body fit.
 const STACK_READ: usize = 4 * 1024;
@@ -39,6 +50,13 @@ pub struct Wire<I> {
     pub request: u64,
     /// How much of [`CONTINUE`] is written, while it is owed.
     pub go_ahead: Option<usize>,
+    /// The current request's body failed (it cannot be read to its end): its answer says
+    /// `Connection: close`.
+    pub broken: bool,
+    /// When the body waited for now has been silent too long (`None`: not timed yet).
+    pub body_due: Option<Instant>,
+    body_timeout: Duration,
+    body_sleep: Option<Pin<Box<Sleep>>>,
     reads: Reads,
 }
 
@@ -52,13 +70,18 @@ pub fn lock<I>(wire: &Shared<I>) -> MutexGuard<'_, Wire<I>> {
 // === impl Wire ===
 
 impl<I: AsyncRead + AsyncWrite + Unpin> Wire<I> {
-    pub fn new(io: I) -> Self {
+    /// `io`, whose request bodies may be silent for `body_timeout` at most.
+    pub fn new(io: I, body_timeout: Duration) -> Self {
         Wire {
             io: Some(io),
             buf: BytesMut::new(),
             body: Decoder::Done,
             request: 0,
             go_ahead: None,
+            broken: false,
+            body_due: None,
+            body_timeout,
+            body_sleep: None,
             reads: Reads::default(),
         }
     }
@@ -76,6 +99,29 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Wire<I> {
             return Poll::Ready(Ok(read.filled().len()));
         }
         self.reads.poll_into(io, &mut self.buf, cx)
+    }
+
+    /// Ready once the body waited for has been silent for `body_timeout` (see the module's
+    /// doc); the silence is timed from this first wait when none is being timed.
+    pub fn poll_body_stalled(&mut self, cx: &mut Context<'_>) -> Poll<BodyTimeout> {
+        let due = *self
+            .body_due
+            .get_or_insert_with(|| clock::after(self.body_timeout));
+        let sleep = self
+            .body_sleep
+            .get_or_insert_with(|| Box::pin(sleep_until(due)));
+        if sleep.deadline() > due {
+            sleep.as_mut().reset(due);
+        }
+        loop {
+            ready!(sleep.as_mut().poll(cx));
+            // Read fresh: the poll's reading may predate the timer's firing (`http::idle`).
+            if due <= clock::fresh() {
+                return Poll::Ready(BodyTimeout(self.body_timeout));
+            }
+            // Fired for an earlier wait's deadline.
+            sleep.as_mut().reset(due);
+        }
     }
 
     /// Gives back the buffer's room while nothing is in it.
