@@ -300,6 +300,10 @@ async fn conflicting_content_lengths_are_refused() {
             "overflowing",
             b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 99999999999999999999999\r\n\r\n{}",
         ),
+        (
+            "no number, beside chunked",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        ),
     ])
     .await;
 }

@@ -194,6 +194,8 @@ fn framing(facts: &Facts, version: Version) -> Result<(Decoder, bool), Refusal> 
             Err(malformed("transfer-encoding in HTTP/1.0"))
         }
         (Some(false), _) => Err(malformed("transfer-encoding not ending in chunked")),
+        // Dropped for the chunked framing, but no number even so (hyper refuses it too).
+        (Some(true), Some(Err(()))) => Err(malformed("invalid content-length")),
         (Some(true), length) => Ok((Decoder::Chunked(Chunk::Size), length.is_none())),
         (None, Some(Err(()))) => Err(malformed("invalid content-length")),
         (None, Some(Ok(0)) | None) => Ok((Decoder::Done, true)),
@@ -363,6 +365,14 @@ mod tests {
             (
                 "POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n",
                 Some((Decoder::Chunked(Chunk::Size), false)),
+            ),
+            (
+                "POST / HTTP/1.1\r\ncontent-length: x\r\ntransfer-encoding: chunked\r\n\r\n",
+                None,
+            ),
+            (
+                "POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\ncontent-length: 1, 2\r\n\r\n",
+                None,
             ),
             ("POST / HTTP/1.1\r\ntransfer-encoding: gzip\r\n\r\n", None),
             (
