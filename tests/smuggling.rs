@@ -540,7 +540,7 @@ async fn an_invalid_host_is_refused() {
 
 /// RFC 9112 §3.2.2: with an absolute-form target, its authority is the host the client
 /// addressed, whatever `Host` says: the upstream's `X-Forwarded-Host` names it. One whose
-/// authority names a user is refused (RFC 9110 §4.2.4).
+/// authority names a user is refused (RFC 9110 §4.2.4). An empty `Host` names none.
 #[tokio::test]
 async fn an_absolute_form_targets_authority_is_the_host() {
     let (lingo, _api, public) = setup().await;
@@ -560,10 +560,31 @@ async fn an_absolute_form_targets_authority_is_the_host() {
     .await;
     assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
     assert_eq!(public.last().headers["x-forwarded-host"], "other.example");
+    // An empty Host (RFC 9112 §3.2 lets a client send one) names no host to pass on.
+    let answer = exchange(&lingo, b"GET /public/v1/scrape HTTP/1.1\r\nHost:\r\n\r\n").await;
+    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    assert!(!public.last().headers.contains_key("x-forwarded-host"));
     assert_refused(&[(
         "userinfo",
         b"GET http://user@lingo/api/tags HTTP/1.1\r\nHost: lingo\r\n\r\n",
     )])
+    .await;
+}
+
+/// RFC 9112 §3.2.3, §3.2.4: the authority form (`CONNECT`'s) and the asterisk form
+/// (`OPTIONS *`) name no path a route could serve: refused, nothing forwarded.
+#[tokio::test]
+async fn authority_and_asterisk_form_targets_are_refused() {
+    assert_refused(&[
+        (
+            "authority form",
+            b"CONNECT lingo:443 HTTP/1.1\r\nHost: lingo:443\r\n\r\n",
+        ),
+        (
+            "asterisk form",
+            b"OPTIONS * HTTP/1.1\r\nHost: lingo\r\n\r\n",
+        ),
+    ])
     .await;
 }
 

@@ -843,6 +843,43 @@ async fn an_invalid_chunk_size_fails_the_clients_read() {
     assert!(outcome.body.is_err(), "{:?}", outcome.body);
 }
 
+/// A connection is never given another request after an answer that failed or was framed
+/// two ways, even one the upstream keeps open: not after a chunk size that is no number, nor
+/// two lengths that disagree (both 502 or a failed body), nor a chunked answer that also
+/// says a length (read as chunked, RFC 9112 §6.3, and whole, but its connection closed).
+#[tokio::test]
+async fn a_connection_whose_answer_failed_or_was_framed_two_ways_is_not_used_again() {
+    let upstream = Upstream::start(|line| match line.split(' ').nth(1) {
+        Some("/api/bad-chunk") => {
+            answer("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\nzz\r\n")
+        }
+        Some("/api/two-lengths") => {
+            answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nhi!")
+        }
+        Some("/api/both") => answer(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n\
+             5\r\nhello\r\n0\r\n\r\n",
+        ),
+        _ => answer(OK),
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    refused(fetch_get(&lingo, "/api/bad-chunk").await);
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(upstream.connections(), 2, "a new one after the bad chunk");
+    refused(fetch_get(&lingo, "/api/two-lengths").await);
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(upstream.connections(), 3, "a new one after the two lengths");
+    assert_eq!(fetch_get(&lingo, "/api/both").await.ok(), "hello");
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(
+        upstream.connections(),
+        4,
+        "a new one after the doubly framed answer"
+    );
+}
+
 // === an early answer ===
 
 const TOO_LARGE: &[u8] =
