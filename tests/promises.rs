@@ -649,7 +649,7 @@ fn the_documented_defaults_are_the_defaults() {
     let up = &t.upstreams[0];
     let route = &t.routes[0];
     let mock = lingo::mock::knobs::Knobs::from_spec(&lingo::table::MockSpec::default());
-    let rows: [(&str, &str, bool); 23] = [
+    let rows: [(&str, &str, bool); 25] = [
         (
             "upstreams.<name>.timeouts.connect",
             "`5s`",
@@ -714,6 +714,12 @@ fn the_documented_defaults_are_the_defaults() {
             "`30s`",
             t.limits.header_timeout == secs(30),
         ),
+        (
+            "limits.body_timeout",
+            "`60s`",
+            t.limits.body_timeout == secs(60),
+        ),
+        ("routes[].websocket", "`false`", !route.websocket),
         (
             "limits.idle_timeout",
             "`75s`",
