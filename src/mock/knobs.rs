@@ -96,7 +96,7 @@ fn parse_duration(s: &str) -> Option<Duration> {
     match unit {
         "" | "ms" => Some(Duration::from_millis(n)),
         "s" => Some(Duration::from_secs(n)),
-        "m" => Some(Duration::from_secs(n * 60)),
+        "m" => Some(Duration::from_secs(n.checked_mul(60)?)),
         _ => None,
     }
 }
@@ -135,6 +135,7 @@ mod tests {
             "tokens=x",
             "colour=red",
             "token_delay=5h",
+            "token_delay=18446744073709551615m",
             "speaks=klingon",
         ] {
             assert!(k.apply(bad).is_err(), "{bad}");
