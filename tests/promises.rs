@@ -649,7 +649,7 @@ fn the_documented_defaults_are_the_defaults() {
     let up = &t.upstreams[0];
     let route = &t.routes[0];
     let mock = lingo::mock::knobs::Knobs::from_spec(&lingo::table::MockSpec::default());
-    let rows: [(&str, &str, bool); 25] = [
+    let rows: [(&str, &str, bool); 29] = [
         (
             "upstreams.<name>.timeouts.connect",
             "`5s`",
@@ -682,6 +682,26 @@ fn the_documented_defaults_are_the_defaults() {
             "upstreams.<name>.mock.embedding_size",
             "`16`",
             mock.embedding_size == 16,
+        ),
+        (
+            "upstreams.<name>.mock.page_delay",
+            "`0ms`",
+            mock.page_delay.is_zero(),
+        ),
+        (
+            "upstreams.<name>.mock.webhook_retry",
+            "`[1m, 5m, 15m]`",
+            mock.webhook.retry.delays() == [secs(60), secs(300), secs(900)],
+        ),
+        (
+            "upstreams.<name>.mock.webhook_timeout",
+            "`10s`",
+            mock.webhook.timeout == secs(10),
+        ),
+        (
+            "upstreams.<name>.mock.webhook_secret",
+            "none",
+            mock.webhook.secret.is_none(),
         ),
         (
             "routes[].max_body",

@@ -114,6 +114,12 @@ such as `m@tokens=3`, sets them for that request):
   --status CODE            answer this error status instead
   --error-after N          end a stream with an error line after N tokens
   --cut-after N            cut the connection after N tokens
+  --page-delay D           pause before each page of a web-data job (default 0: a job has
+                           ended when its start is answered)
+  --job-fail-after N       a web-data job fails after N pages
+  --webhook-retry D,D,D    delays between a webhook's attempts (default 1m,5m,15m)
+  --webhook-timeout D      time a webhook receiver has to answer 2xx (default 10s)
+  --webhook-secret S       sign webhooks: X-Firecrawl-Signature, HMAC-SHA256 of the body
   --speaks DIALECT         chat-completions (that API instead), or web-data-v2 (version 2
                            of the web-data API only); default: native and web-data
 

@@ -66,6 +66,14 @@ fn commands() {
             "mock --listen 127.0.0.1:9 --tokens 3 --token-delay 100ms --log-format json",
             mock("127.0.0.1:9", "tokens=3,token_delay=100ms", json),
         ),
+        (
+            "mock --webhook-retry 1s,2s --webhook-timeout 500ms --page-delay 10ms",
+            mock(
+                DEFAULT_MOCK_LISTEN,
+                "webhook_retry=1s,2s,webhook_timeout=500ms,page_delay=10ms",
+                None,
+            ),
+        ),
     ];
     for (args, expected) in cases {
         assert_eq!(parse(args), expected, "lingo {args}");

@@ -135,6 +135,10 @@ pub struct Mock {
     pub token_delay: Option<At<String>>,
     pub first_token_delay: Option<At<String>>,
     pub embedding_size: Option<u32>,
+    pub page_delay: Option<At<String>>,
+    pub webhook_retry: Option<At<Vec<At<String>>>>,
+    pub webhook_timeout: Option<At<String>>,
+    pub webhook_secret: Option<At<Secret>>,
 }
 
 #[derive(Debug, Deserialize)]

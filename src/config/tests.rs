@@ -95,7 +95,7 @@ fn shape_errors_have_line_and_column() {
         (
             &mock_key,
             &[
-                "proxy.yaml:4:27: unknown field `speed`, expected one of tokens, token_delay, first_token_delay, embedding_size",
+                "proxy.yaml:4:27: unknown field `speed`, expected one of tokens, token_delay, first_token_delay, embedding_size, page_delay, webhook_retry, webhook_timeout, webhook_secret",
             ],
         ),
         (&bad_u32, &["proxy.yaml:4:24: invalid u32"]),
@@ -350,6 +350,55 @@ fn upstream_rules() {
             "proxy.yaml:15:55: upstream `l` auth: `bad header` is not a valid header name",
             "proxy.yaml:16:54: upstream `m` auth: the key from inline value has characters a header cannot carry",
             &format!("proxy.yaml:17:29: upstream `n` mock.token_delay: `fast` {duration}"),
+        ],
+    )]);
+}
+
+#[test]
+fn mock_job_and_webhook_keys() {
+    let table = ok(&format!(
+        r#"{LISTEN}upstreams:
+  hooks: {{ mock: {{ page_delay: 0ms, webhook_retry: [1s, 0s, 2m], webhook_timeout: 500ms, webhook_secret: {{ env: SET }} }}, speaks: web-data }}
+  none: {{ mock: {{ webhook_retry: [] }}, speaks: web-data }}
+"#
+    ));
+    let Target::Mock(mock) = &table.upstreams[0].target else {
+        panic!("not a mock")
+    };
+    let secs = std::time::Duration::from_secs;
+    assert_eq!(mock.page_delay, Some(std::time::Duration::ZERO));
+    assert_eq!(mock.webhook_retry, Some(vec![secs(1), secs(0), secs(120)]));
+    assert_eq!(
+        mock.webhook_timeout,
+        Some(std::time::Duration::from_millis(500))
+    );
+    assert_eq!(
+        mock.webhook_secret.as_ref().map(|s| s.expose()),
+        Some(ENV_SECRET)
+    );
+    let Target::Mock(none) = &table.upstreams[1].target else {
+        panic!("not a mock")
+    };
+    assert_eq!(none.webhook_retry, Some(vec![]));
+
+    let text = format!(
+        r#"{LISTEN}upstreams:
+  a: {{ mock: {{ webhook_timeout: 0s, page_delay: soon }}, speaks: web-data }}
+  b: {{ mock: {{ webhook_retry: [1s, 1s, 1s, 1s, 1s, 1s, 1s, 1s, 1s] }}, speaks: web-data }}
+  c: {{ mock: {{ webhook_retry: [1s, later, 1] }}, speaks: web-data }}
+  d: {{ mock: {{ webhook_secret: {{ env: UNSET }} }}, speaks: web-data }}
+"#
+    );
+    let duration = "is not a duration; write a whole number and a unit: 250ms, 5s, 2m or 1h";
+    check_errors(&[(
+        &text,
+        &[
+            "proxy.yaml:4:33: upstream `a` mock.webhook_timeout must be more than 0",
+            &format!("proxy.yaml:4:49: upstream `a` mock.page_delay: `soon` {duration}"),
+            "proxy.yaml:5:31: upstream `b` mock.webhook_retry has 9 delays; at most 8",
+            &format!("proxy.yaml:6:36: upstream `c` mock.webhook_retry: `later` {duration}"),
+            &format!("proxy.yaml:6:43: upstream `c` mock.webhook_retry: `1` {duration}"),
+            "proxy.yaml:7:32: upstream `d` mock.webhook_secret: environment variable `UNSET` is not set",
         ],
     )]);
 }

@@ -1,6 +1,7 @@
 //! One `upstreams:` entry -> [`Upstream`]: target (url or mock), dialect, timeouts, auth.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
@@ -10,7 +11,8 @@ use super::tls::{self, Verify};
 use crate::base::dialect::Dialect;
 use crate::base::secret::Secret;
 use crate::table::{
-    Auth, DEFAULT_CONNECT, DEFAULT_FIRST_BYTE, DEFAULT_IDLE, MockSpec, Target, Timeouts, Upstream,
+    Auth, DEFAULT_CONNECT, DEFAULT_FIRST_BYTE, DEFAULT_IDLE, MAX_WEBHOOK_RETRIES, MockSpec, Target,
+    Timeouts, Upstream,
 };
 
 /// An upstream as routes see it: its name and dialect are known even when the rest of its
@@ -170,19 +172,56 @@ fn client_tls(
 }
 
 fn mock_spec(cx: &mut Ctx<'_>, raw: raw::Mock, label: &str) -> Option<MockSpec> {
-    // A zero delay is meaningful for the mock: answer as fast as possible.
-    let token_delay = optional(raw.token_delay, |d| {
-        cx.duration(&d, &format!("{label} mock.token_delay"), true)
-    });
-    let first_token_delay = optional(raw.first_token_delay, |d| {
-        cx.duration(&d, &format!("{label} mock.first_token_delay"), true)
+    // A zero delay is meaningful for the mock: answer as fast as possible. A zero reply time
+    // is not: every delivery would fail.
+    let mut delay = |d: Option<At<String>>, key: &str, zero_ok: bool| {
+        optional(d, |d| {
+            cx.duration(&d, &format!("{label} mock.{key}"), zero_ok)
+        })
+    };
+    let token_delay = delay(raw.token_delay, "token_delay", true);
+    let first_token_delay = delay(raw.first_token_delay, "first_token_delay", true);
+    let page_delay = delay(raw.page_delay, "page_delay", true);
+    let webhook_timeout = delay(raw.webhook_timeout, "webhook_timeout", false);
+    let webhook_retry = optional(raw.webhook_retry, |r| retry_schedule(cx, r, label));
+    let webhook_secret = optional(raw.webhook_secret, |s| {
+        let what = format!("{label} mock.webhook_secret");
+        cx.secret(&s, &what).map(|(secret, _)| secret)
     });
     Some(MockSpec {
         tokens: raw.tokens,
         token_delay: token_delay?,
         first_token_delay: first_token_delay?,
         embedding_size: raw.embedding_size,
+        page_delay: page_delay?,
+        webhook_retry: webhook_retry?,
+        webhook_timeout: webhook_timeout?,
+        webhook_secret: webhook_secret?,
     })
+}
+
+/// `webhook_retry: [1m, 5m, 15m]`: the successive delays (zero allowed), at most
+/// [`MAX_WEBHOOK_RETRIES`].
+fn retry_schedule(
+    cx: &mut Ctx<'_>,
+    raw: At<Vec<At<String>>>,
+    label: &str,
+) -> Option<Vec<Duration>> {
+    let what = format!("{label} mock.webhook_retry");
+    if raw.value.len() > MAX_WEBHOOK_RETRIES {
+        let message = format!(
+            "{what} has {} delays; at most {MAX_WEBHOOK_RETRIES}",
+            raw.value.len()
+        );
+        cx.error(&raw, message);
+        return None;
+    }
+    let delays: Vec<_> = raw
+        .value
+        .iter()
+        .map(|d| cx.duration(d, &what, true))
+        .collect();
+    delays.into_iter().collect()
 }
 
 fn auth(cx: &mut Ctx<'_>, at: At<raw::Auth>, label: &str) -> Option<Auth> {

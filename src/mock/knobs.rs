@@ -2,12 +2,18 @@
 //! request by an `X-Mock` header or a `@knob=value,...` suffix on the model name.
 //!
 //! `tokens=3,token_delay=20ms,first_token_delay=1s,embedding_size=8,status=503,
-//! error_after=2,cut_after=2,speaks=chat-completions` (or `speaks=web-data-v2`)
+//! error_after=2,cut_after=2,speaks=chat-completions` (or `speaks=web-data-v2`), and for
+//! web-data jobs `page_delay=100ms,job_fail_after=1,webhook_retry=1s,2s,3s,
+//! webhook_timeout=500ms,webhook_secret=...`. A list knob (`webhook_retry`) takes every
+//! following piece that is not `key=value`; an empty one (`webhook_retry=`) means no retries.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::dialect::Dialect;
-use crate::table::MockSpec;
+use crate::base::secret::Secret;
+use crate::mock::webhook::{CONTRACT_TIMEOUT, Delivery, Schedule};
+use crate::table::{MAX_WEBHOOK_RETRIES, MockSpec};
 
 /// Everything that shapes one mock answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +34,13 @@ pub struct Knobs {
     /// The dialect to answer in: a `mock:` upstream's `speaks`. `None` (the standalone
     /// `lingo mock`) answers `/api/*` natively and the rest as the web-data API.
     pub speaks: Option<Dialect>,
+    /// Delay before each page of a web-data job (crawl, batch scrape, extract): its status
+    /// says `scraping` (`processing`) until the last, and its webhook events follow it.
+    pub page_delay: Duration,
+    /// Each web-data job started fails after this many pages (below the job's page count).
+    pub job_fail_after: Option<u32>,
+    /// How web-data jobs' webhooks are delivered.
+    pub webhook: Delivery,
 }
 
 pub const DEFAULT_TOKENS: u32 = 16;
@@ -46,6 +59,18 @@ impl Knobs {
             error_after: None,
             cut_after: None,
             speaks: None,
+            page_delay: spec.page_delay.unwrap_or_default(),
+            job_fail_after: None,
+            webhook: Delivery {
+                // The table refuses more delays than a schedule holds.
+                retry: spec
+                    .webhook_retry
+                    .as_deref()
+                    .and_then(Schedule::new)
+                    .unwrap_or(Schedule::CONTRACT),
+                timeout: spec.webhook_timeout.unwrap_or(CONTRACT_TIMEOUT),
+                secret: spec.webhook_secret.clone().map(Arc::new),
+            },
         }
     }
 
@@ -60,31 +85,72 @@ impl Knobs {
     /// Applies `key=value` pairs separated by `,` or `;`. Unknown keys and bad values are
     /// errors, so a typo in a load test does not silently measure the wrong thing.
     pub fn apply(&mut self, spec: &str) -> Result<(), String> {
+        // Whether the last key was a list, which a piece without `=` continues.
+        let mut in_list = false;
         for pair in spec
             .split([',', ';'])
             .map(str::trim)
             .filter(|p| !p.is_empty())
         {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| format!("mock knob `{pair}` is not key=value"))?;
-            let (key, value) = (key.trim(), value.trim());
-            let bad = || format!("mock knob `{key}` has a bad value `{value}`");
-            match key {
-                "tokens" => self.tokens = value.parse().map_err(|_| bad())?,
-                "token_delay" => self.token_delay = parse_duration(value).ok_or_else(bad)?,
-                "first_token_delay" => {
-                    self.first_token_delay = parse_duration(value).ok_or_else(bad)?
+            let Some((key, value)) = pair.split_once('=') else {
+                if in_list {
+                    self.retry_after(pair)?;
+                    continue;
                 }
-                "embedding_size" => self.embedding_size = value.parse().map_err(|_| bad())?,
-                "status" => self.status = Some(value.parse().map_err(|_| bad())?),
-                "error_after" => self.error_after = Some(value.parse().map_err(|_| bad())?),
-                "cut_after" => self.cut_after = Some(value.parse().map_err(|_| bad())?),
-                "speaks" => self.speaks = Some(Dialect::parse(value).ok_or_else(bad)?),
-                _ => return Err(format!("unknown mock knob `{key}`")),
-            }
+                return Err(format!("mock knob `{pair}` is not key=value"));
+            };
+            let (key, value) = (key.trim(), value.trim());
+            in_list = key == "webhook_retry";
+            self.set(key, value)?;
         }
         Ok(())
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let bad = || format!("mock knob `{key}` has a bad value `{value}`");
+        match key {
+            "tokens" => self.tokens = value.parse().map_err(|_| bad())?,
+            "token_delay" => self.token_delay = parse_duration(value).ok_or_else(bad)?,
+            "first_token_delay" => {
+                self.first_token_delay = parse_duration(value).ok_or_else(bad)?
+            }
+            "embedding_size" => self.embedding_size = value.parse().map_err(|_| bad())?,
+            "status" => self.status = Some(value.parse().map_err(|_| bad())?),
+            "error_after" => self.error_after = Some(value.parse().map_err(|_| bad())?),
+            "cut_after" => self.cut_after = Some(value.parse().map_err(|_| bad())?),
+            "speaks" => self.speaks = Some(Dialect::parse(value).ok_or_else(bad)?),
+            "page_delay" => self.page_delay = parse_duration(value).ok_or_else(bad)?,
+            "job_fail_after" => self.job_fail_after = Some(value.parse().map_err(|_| bad())?),
+            "webhook_retry" => {
+                self.webhook.retry = Schedule::NONE;
+                if !value.is_empty() {
+                    self.retry_after(value)?;
+                }
+            }
+            "webhook_timeout" => match parse_duration(value) {
+                Some(d) if !d.is_zero() => self.webhook.timeout = d,
+                _ => return Err(bad()),
+            },
+            "webhook_secret" if !value.is_empty() => {
+                self.webhook.secret = Some(Arc::new(Secret::new(value)));
+            }
+            "webhook_secret" => return Err("mock knob `webhook_secret` is empty".to_owned()),
+            _ => return Err(format!("unknown mock knob `{key}`")),
+        }
+        Ok(())
+    }
+
+    /// Adds one delay to the webhook retry schedule.
+    fn retry_after(&mut self, value: &str) -> Result<(), String> {
+        let delay = parse_duration(value)
+            .ok_or_else(|| format!("mock knob `webhook_retry` has a bad delay `{value}`"))?;
+        if self.webhook.retry.push(delay) {
+            Ok(())
+        } else {
+            Err(format!(
+                "mock knob `webhook_retry` has more than {MAX_WEBHOOK_RETRIES} delays"
+            ))
+        }
     }
 }
 
@@ -141,6 +207,46 @@ mod tests {
             assert!(k.apply(bad).is_err(), "{bad}");
         }
         assert_eq!(split_model("m@tokens=2"), ("m", Some("tokens=2")));
+    }
+
+    #[test]
+    fn job_and_webhook_knobs() {
+        let secs = Duration::from_secs;
+        let mut k = Knobs::from_spec(&MockSpec::default());
+        assert_eq!(k.webhook, Delivery::default());
+        assert_eq!(k.webhook.retry, Schedule::CONTRACT);
+        k.apply("page_delay=100ms,job_fail_after=1,webhook_retry=1s,2s, 3s;webhook_timeout=500ms,webhook_secret=s3,tokens=2")
+            .unwrap();
+        assert_eq!(k.page_delay, Duration::from_millis(100));
+        assert_eq!(k.job_fail_after, Some(1));
+        assert_eq!(k.webhook.retry.delays(), [secs(1), secs(2), secs(3)]);
+        assert_eq!(k.webhook.timeout, Duration::from_millis(500));
+        assert_eq!(k.webhook.secret.as_deref().map(Secret::expose), Some("s3"));
+        assert_eq!(k.tokens, 2, "a key=value ends the list");
+        k.apply("webhook_retry=").unwrap();
+        assert!(k.webhook.retry.delays().is_empty());
+        for bad in [
+            "webhook_timeout=0",
+            "webhook_retry=1s,soon",
+            "webhook_retry=1,2,3,4,5,6,7,8,9",
+            "webhook_secret=",
+            "tokens=2,3",
+            "job_fail_after=-1",
+        ] {
+            assert!(k.apply(bad).is_err(), "{bad}");
+        }
+        let spec = MockSpec {
+            page_delay: Some(secs(1)),
+            webhook_retry: Some(vec![secs(4)]),
+            webhook_timeout: Some(secs(2)),
+            webhook_secret: Some(Secret::new("t")),
+            ..MockSpec::default()
+        };
+        let k = Knobs::from_spec(&spec);
+        assert_eq!(k.page_delay, secs(1));
+        assert_eq!(k.webhook.retry.delays(), [secs(4)]);
+        assert_eq!(k.webhook.timeout, secs(2));
+        assert_eq!(k.webhook.secret.as_deref().map(Secret::expose), Some("t"));
         assert_eq!(split_model("llama3.2:3b"), ("llama3.2:3b", None));
     }
 }

@@ -16,6 +16,7 @@ pub mod knobs;
 mod native;
 mod stream;
 mod webdata;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -144,7 +145,7 @@ pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
         .unwrap_or("localhost");
     if knobs.speaks == Some(Dialect::WebDataV2) {
         let query = parts.uri.query().unwrap_or("");
-        return webdata::v2::handle(&parts.method, path, query, &request, host);
+        return webdata::v2::handle(&parts.method, path, query, &request, host, &knobs);
     }
     route(
         &parts.method,
@@ -176,7 +177,7 @@ fn route(
         (&Method::GET, "/api/version") => json_answer(200, &json!({"version": "0.0.0-lingo-mock"})),
         (&Method::GET, "/api/ps") => json_answer(200, &json!({"models": []})),
         (_, p) if p.starts_with("/api/") => error_answer(404, "404 page not found", false),
-        _ => webdata::handle(method, path, query, request, host),
+        _ => webdata::handle(method, path, query, request, host, knobs),
     }
 }
 

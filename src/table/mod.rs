@@ -123,7 +123,20 @@ pub struct MockSpec {
     pub token_delay: Option<Duration>,
     pub first_token_delay: Option<Duration>,
     pub embedding_size: Option<u32>,
+    /// Delay before each page of a web-data job (crawl, batch scrape, extract).
+    pub page_delay: Option<Duration>,
+    /// The successive delays between a webhook event's attempts (at most
+    /// [`MAX_WEBHOOK_RETRIES`]).
+    pub webhook_retry: Option<Vec<Duration>>,
+    /// The time a webhook receiver has to answer.
+    pub webhook_timeout: Option<Duration>,
+    /// The secret webhook deliveries are signed with.
+    pub webhook_secret: Option<Secret>,
 }
+
+/// The most retries a mock's webhook schedule may have: a mock is for tests, and eight
+/// retries already cover any schedule worth rehearsing.
+pub const MAX_WEBHOOK_RETRIES: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {

@@ -8,6 +8,7 @@
 
 pub mod assert;
 pub mod pki;
+pub mod receiver;
 pub mod recording;
 
 // Not every test file uses every helper.

@@ -1,34 +1,56 @@
-//! The mock's web-data dialect: scrape, crawl and batch start/status, token and credit
-//! usage, in the `{success, data}` shapes of the real API.
+//! The mock's web-data dialect: scrape; crawl, batch scrape and extract jobs (start, status,
+//! and their webhooks); token and credit usage; in the `{success, data}` shapes of the real
+//! API.
 //!
 //! Like the real server, start answers build their `url` (and status pages their `next`)
 //! from the `Host` the request carried, so lingo's link re-basing is exercised for real.
+//! A job's life (its pace, its end, its webhook events) is [`job`]'s.
 
+mod job;
 pub mod v2;
-
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use hyper::Method;
 use serde_json::{Value, json};
 
+use crate::mock::knobs::Knobs;
+use crate::mock::webhook::{self, JOB_FAILED, Kind};
 use crate::mock::{Answer, error_answer, json_answer};
+use job::{JobPages, State};
 
 /// Pages every mock crawl or batch has.
 pub(super) const PAGES: u64 = 3;
 
+/// When every mock job's data expires.
+const EXPIRES: &str = "2026-01-02T00:00:00.000Z";
+
 /// Answers a web-data call; `host` is the request's `Host`.
-pub fn handle(method: &Method, path: &str, query: &str, body: &Value, host: &str) -> Answer {
+pub fn handle(
+    method: &Method,
+    path: &str,
+    query: &str,
+    body: &Value,
+    host: &str,
+    knobs: &Knobs,
+) -> Answer {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (method, segments.as_slice()) {
         (&Method::POST, [v @ ("v1" | "v2"), "scrape"]) => scrape(v, body),
-        (&Method::POST, [v @ ("v1" | "v2"), "crawl"]) => start(v, "crawl", body, host),
+        (&Method::POST, [v @ ("v1" | "v2"), "crawl"]) => start(v, Kind::Crawl, body, host, knobs),
         (&Method::POST, [v @ ("v1" | "v2"), "batch", "scrape"]) => {
-            start(v, "batch/scrape", body, host)
+            start(v, Kind::BatchScrape, body, host, knobs)
         }
-        (&Method::GET, [v @ ("v1" | "v2"), "crawl", id]) => status(v, "crawl", id, query, host),
+        (&Method::GET, [v @ ("v1" | "v2"), "crawl", id]) => {
+            let version = version(v);
+            let page = |i| document(&page_url(i), version);
+            status(version, Kind::Crawl, id, query, host, page)
+        }
         (&Method::GET, [v @ ("v1" | "v2"), "batch", "scrape", id]) => {
-            status(v, "batch/scrape", id, query, host)
+            let version = version(v);
+            let page = |i| document(&page_url(i), version);
+            status(version, Kind::BatchScrape, id, query, host, page)
         }
+        (&Method::POST, ["v1" | "v2", "extract"]) => extract(body, knobs),
+        (&Method::GET, ["v1" | "v2", "extract", id]) => extract_status(id),
         (&Method::DELETE, [_, "crawl", _] | [_, "batch", "scrape", _]) => {
             json_answer(200, &json!({"status": "cancelled"}))
         }
@@ -51,11 +73,30 @@ pub fn handle(method: &Method, path: &str, query: &str, body: &Value, host: &str
     }
 }
 
+/// The path's version, for what outlives the request (a job's page events).
+fn version(v: &str) -> &'static str {
+    if v == "v1" { "v1" } else { "v2" }
+}
+
 fn document(url: &str, version: &str) -> Value {
     json!({
         "markdown": format!("# Mock page\n\nThe {version} mock scraped {url}."),
         "metadata": {"title": "Mock page", "sourceURL": url, "url": url, "statusCode": 200}
     })
+}
+
+/// The URL of a job's page `i`.
+pub(super) fn page_url(i: u64) -> String {
+    format!("https://example.com/page/{i}")
+}
+
+/// A job's path under the version: `crawl`, `batch/scrape`, `extract`.
+fn family(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Crawl => "crawl",
+        Kind::BatchScrape => "batch/scrape",
+        Kind::Extract => "extract",
+    }
 }
 
 fn scrape(version: &str, body: &Value) -> Answer {
@@ -68,42 +109,112 @@ fn scrape(version: &str, body: &Value) -> Answer {
     }
 }
 
-fn start(version: &str, family: &str, body: &Value, host: &str) -> Answer {
-    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+fn start(version: &str, kind: Kind, body: &Value, host: &str, knobs: &Knobs) -> Answer {
     let seeds = body["url"].is_string() || body["urls"].is_array();
     if !seeds {
         return error_answer(400, "Bad Request: url or urls is required", true);
     }
-    let id = format!(
-        "00000000-0000-4000-8000-{:012x}",
-        NEXT_ID.fetch_add(1, Ordering::Relaxed)
-    );
-    let url = format!("https://{host}/{version}/{family}/{id}");
-    json_answer(200, &json!({"success": true, "id": id, "url": url}))
+    let version = self::version(version);
+    let pages = || -> JobPages { Box::new(move |i| document(&page_url(i), version)) };
+    match begin(kind, body, knobs, 0, pages) {
+        Ok(id) => {
+            let url = format!("https://{host}/{version}/{}/{id}", family(kind));
+            json_answer(200, &json!({"success": true, "id": id, "url": url}))
+        }
+        Err(issue) => bad_request(issue),
+    }
 }
 
-fn status(version: &str, family: &str, id: &str, query: &str, host: &str) -> Answer {
-    let (skip, limit, end) = page_range(query);
-    let data: Vec<Value> = (skip..end)
-        .map(|i| document(&format!("https://example.com/page/{i}"), version))
-        .collect();
+/// Checks the request's `webhook` and starts the job: its id, with `flags` in its fourth
+/// group, or the schema's issue with a bad webhook (for [`bad_request`]). What the job's
+/// page events carry is made only for a job with a webhook.
+pub(super) fn begin(
+    kind: Kind,
+    body: &Value,
+    knobs: &Knobs,
+    flags: u64,
+    pages: impl FnOnce() -> JobPages,
+) -> Result<String, Value> {
+    let hook = webhook::parse(body, kind)?;
+    let events = hook.map(|hook| (hook, kind, pages()));
+    Ok(job::start(knobs, flags, events))
+}
+
+/// A crawl's or batch's status page: the pages so far (from `skip`, up to `limit`), each
+/// made by `page`, and `next` while more pages exist or may come.
+pub(super) fn status(
+    version: &str,
+    kind: Kind,
+    id: &str,
+    query: &str,
+    host: &str,
+    page: impl Fn(u64) -> Value,
+) -> Answer {
+    let progress = job::progress(id);
+    let (skip, limit, end) = page_range(query, progress.pages);
+    let data: Vec<Value> = (skip..end).map(page).collect();
+    let state = match progress.state {
+        State::Running => "scraping",
+        State::Completed => "completed",
+        State::Failed => "failed",
+    };
     let mut answer = json!({
-        "success": true, "status": "completed", "completed": PAGES, "total": PAGES,
-        "creditsUsed": PAGES, "expiresAt": "2026-01-02T00:00:00.000Z", "data": data
+        "success": true, "status": state, "completed": progress.pages, "total": PAGES,
+        "creditsUsed": progress.pages, "expiresAt": EXPIRES, "data": data
     });
-    if end < PAGES {
+    if end < progress.pages || progress.state == State::Running {
+        let family = family(kind);
         let next = format!("https://{host}/{version}/{family}/{id}?skip={end}&limit={limit}");
         answer["next"] = next.into();
     }
     json_answer(200, &answer)
 }
 
+/// Extract's start: one of `urls` or `prompt` is needed, as on the real API.
+fn extract(body: &Value, knobs: &Knobs) -> Answer {
+    if !(body["urls"].is_array() || body["prompt"].is_string()) {
+        let issue = json!({"code": "custom", "path": ["urls"],
+            "message": "Either `urls` or `prompt` must be provided"});
+        return bad_request(issue);
+    }
+    let no_pages = || -> JobPages { Box::new(|_| Value::Null) };
+    match begin(Kind::Extract, body, knobs, 0, no_pages) {
+        Ok(id) => json_answer(200, &json!({"success": true, "id": id, "urlTrace": []})),
+        Err(issue) => bad_request(issue),
+    }
+}
+
+/// Extract's status: `processing` while it runs, then its data, or `success: false` and
+/// the error when it failed.
+fn extract_status(id: &str) -> Answer {
+    let answer = match job::progress(id).state {
+        State::Running => json!({"success": true, "status": "processing", "expiresAt": EXPIRES}),
+        State::Completed => json!({"success": true, "status": "completed",
+            "data": extract_data(), "expiresAt": EXPIRES}),
+        State::Failed => json!({"success": false, "status": "failed", "error": JOB_FAILED,
+            "expiresAt": EXPIRES}),
+    };
+    json_answer(200, &answer)
+}
+
+/// What every mock extract finds.
+fn extract_data() -> Value {
+    json!({"title": "Mock page"})
+}
+
+/// A 400 as the real API's schema check gives it, with one issue.
+pub(super) fn bad_request(issue: Value) -> Answer {
+    let body = json!({"success": false, "code": "BAD_REQUEST", "error": "Bad Request", "details": [issue]});
+    json_answer(400, &body)
+}
+
 fn usage(data: Value) -> Answer {
     json_answer(200, &json!({"success": true, "data": data}))
 }
 
-/// `skip`, `limit` and the end of a status page, from its query.
-pub(super) fn page_range(query: &str) -> (u64, u64, u64) {
+/// `skip`, `limit` and the end of a status page of a job with `pages` so far, from its
+/// query.
+pub(super) fn page_range(query: &str, pages: u64) -> (u64, u64, u64) {
     let param = |name: &str| {
         query
             .split('&')
@@ -111,7 +222,7 @@ pub(super) fn page_range(query: &str) -> (u64, u64, u64) {
             .find(|(k, _)| *k == name)
             .and_then(|(_, v)| v.parse::<u64>().ok())
     };
-    let skip = param("skip").unwrap_or(0).min(PAGES);
+    let skip = param("skip").unwrap_or(0).min(pages);
     let limit = param("limit").unwrap_or(100).max(1);
-    (skip, limit, (skip + limit).min(PAGES))
+    (skip, limit, skip.saturating_add(limit).min(pages))
 }

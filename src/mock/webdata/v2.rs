@@ -8,12 +8,13 @@
 //! carry the formats they were started with (the fourth group of the UUID), so status pages
 //! stay deterministic without state.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use hyper::Method;
 use serde_json::{Map, Value, json};
 
-use super::{PAGES, page_range};
+use super::job::JobPages;
+use super::{PAGES, bad_request, begin, page_url};
+use crate::mock::knobs::Knobs;
+use crate::mock::webhook::Kind;
 use crate::mock::{Answer, error_answer, json_answer};
 
 /// Keys v1 had and v2 refuses, wherever scrape or crawl options stand.
@@ -49,7 +50,14 @@ const FORMATS: [&str; 9] = [
 const JSON_FLAG: u64 = 1;
 
 /// Answers a call to a v2-only upstream; what v1 and v2 share goes to the common mock.
-pub fn handle(method: &Method, path: &str, query: &str, body: &Value, host: &str) -> Answer {
+pub fn handle(
+    method: &Method,
+    path: &str,
+    query: &str,
+    body: &Value,
+    host: &str,
+    knobs: &Knobs,
+) -> Answer {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     if segments.first() != Some(&"v2") {
         let message = format!("Cannot {method} {path}: this upstream serves version 2 only");
@@ -60,23 +68,23 @@ pub fn handle(method: &Method, path: &str, query: &str, body: &Value, host: &str
     }
     match (method, &segments[1..]) {
         (&Method::POST, ["scrape"]) => scrape(body),
-        (&Method::POST, ["crawl"]) => start("crawl", &body["scrapeOptions"], host),
-        (&Method::POST, ["batch", "scrape"]) => start("batch/scrape", body, host),
+        (&Method::POST, ["crawl"]) => {
+            let options = &body["scrapeOptions"];
+            start(Kind::Crawl, options, body, host, knobs)
+        }
+        (&Method::POST, ["batch", "scrape"]) => start(Kind::BatchScrape, body, body, host, knobs),
         (&Method::GET, ["crawl", "active" | "ongoing"]) => active(),
-        (&Method::GET, ["crawl", id]) => status("crawl", id, query, host),
-        (&Method::GET, ["batch", "scrape", id]) => status("batch/scrape", id, query, host),
+        (&Method::GET, ["crawl", id]) => status(Kind::Crawl, id, query, host),
+        (&Method::GET, ["batch", "scrape", id]) => status(Kind::BatchScrape, id, query, host),
         (&Method::POST, ["map"]) => map(body),
         (&Method::POST, ["search"]) => search(body),
-        (&Method::POST, ["extract"]) => ok(json!({"id": job_id(0), "urlTrace": []})),
-        (&Method::GET, ["extract", _]) => ok(json!({"status": "completed",
-            "data": {"title": "Mock page"}, "expiresAt": "2026-01-02T00:00:00.000Z"})),
         (&Method::GET, ["team", "token-usage"]) => ok(json!({"data": usage("Tokens")})),
         (&Method::GET, ["team", "credit-usage"]) => ok(json!({"data": usage("Credits")})),
         (&Method::GET, ["concurrency-check"]) => ok(json!({"concurrency": 0, "maxConcurrency": 2})),
         (&Method::GET, ["team", "queue-status"]) => ok(json!({"jobsInQueue": 0,
             "activeJobsInQueue": 0, "waitingJobsInQueue": 0, "maxConcurrency": 2,
             "mostRecentSuccess": null})),
-        _ => super::handle(method, path, query, body, host),
+        _ => super::handle(method, path, query, body, host, knobs),
     }
 }
 
@@ -112,11 +120,6 @@ fn strict(body: &Value) -> Option<Value> {
         }
     }
     None
-}
-
-fn bad_request(issue: Value) -> Answer {
-    let body = json!({"success": false, "code": "BAD_REQUEST", "error": "Bad Request", "details": [issue]});
-    json_answer(400, &body)
 }
 
 /// The options' formats (v2's default: markdown).
@@ -228,46 +231,41 @@ fn change_tracking(format: &Value) -> Value {
     out
 }
 
-/// A job id; its fourth group carries `flags`.
-fn job_id(flags: u64) -> String {
-    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-    let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    format!("00000000-0000-4000-{:04x}-{n:012x}", 0x8000 | flags)
-}
-
 /// The flags a job id carries.
 fn flags(id: &str) -> u64 {
     let group = id.split('-').nth(3).unwrap_or_default();
     u64::from_str_radix(group, 16).map_or(0, |g| g & !0x8000)
 }
 
-fn start(family: &str, options: &Value, host: &str) -> Answer {
+/// Starts a crawl or batch whose pages have the formats of `options`.
+fn start(job: Kind, options: &Value, body: &Value, host: &str, knobs: &Knobs) -> Answer {
     let wants_json = options
         .as_object()
         .is_some_and(|o| formats(o).iter().any(|f| kind(f) == Some("json")));
-    let id = job_id(if wants_json { JSON_FLAG } else { 0 });
-    ok(json!({"id": id, "url": format!("https://{host}/v2/{family}/{id}")}))
+    let flags = if wants_json { JSON_FLAG } else { 0 };
+    let pages = || -> JobPages { Box::new(page_maker(flags)) };
+    match begin(job, body, knobs, flags, pages) {
+        Ok(id) => {
+            let family = super::family(job);
+            ok(json!({"id": id, "url": format!("https://{host}/v2/{family}/{id}")}))
+        }
+        Err(issue) => bad_request(issue),
+    }
 }
 
-fn status(family: &str, id: &str, query: &str, host: &str) -> Answer {
-    let (skip, limit, end) = page_range(query);
-    let mut options = Map::new();
+/// The documents of a job whose id carries `flags`: markdown, and json when asked for.
+fn page_maker(flags: u64) -> impl Fn(u64) -> Value + Send + 'static {
     let mut formats = vec![json!("markdown")];
-    if flags(id) & JSON_FLAG != 0 {
+    if flags & JSON_FLAG != 0 {
         formats.push(json!({"type": "json"}));
     }
+    let mut options = Map::new();
     options.insert("formats".into(), Value::Array(formats));
-    let data: Vec<Value> = (skip..end)
-        .map(|i| document(&format!("https://example.com/page/{i}"), &options))
-        .collect();
-    let mut answer = json!({
-        "status": "completed", "completed": PAGES, "total": PAGES,
-        "creditsUsed": PAGES, "expiresAt": "2026-01-02T00:00:00.000Z", "data": data
-    });
-    if end < PAGES {
-        answer["next"] = format!("https://{host}/v2/{family}/{id}?skip={end}&limit={limit}").into();
-    }
-    ok(answer)
+    move |i| document(&page_url(i), &options)
+}
+
+fn status(job: Kind, id: &str, query: &str, host: &str) -> Answer {
+    super::status("v2", job, id, query, host, page_maker(flags(id)))
 }
 
 fn active() -> Answer {
