@@ -17,6 +17,8 @@
 
 mod support;
 
+use support::listening_on;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -423,21 +425,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The address a log line says lingo (not its admin listener) listens on, however the line
-/// is formatted: the address is the text after `listening on `, up to the first character
-/// an address does not have.
-fn listening_on(line: &str) -> Option<SocketAddr> {
-    let rest = line.split("listening on ").nth(1)?;
-    let end = rest
-        .find(|c: char| !(c.is_ascii_hexdigit() || matches!(c, '.' | ':' | '[' | ']')))
-        .unwrap_or(rest.len());
-    let admin = rest[end..]
-        .trim_start_matches('"')
-        .trim_start()
-        .starts_with("(admin)");
-    (!admin).then(|| rest[..end].parse().ok()).flatten()
 }
 
 /// Runs `command` to its end (within [`DEADLINE`]): its exit code and what it wrote.

@@ -512,8 +512,8 @@ impl MockProcess {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in stderr.lines().map_while(Result::ok) {
-                if let Some(addr) = line.split("listening on ").nth(1) {
-                    let _ = tx.send(addr.trim().parse::<SocketAddr>().unwrap());
+                if let Some(addr) = listening_on(&line) {
+                    let _ = tx.send(addr);
                 }
             }
         });

@@ -397,3 +397,18 @@ pub async fn head_of(stream: &mut tokio::net::TcpStream, request: &str) -> Strin
     }
     String::from_utf8_lossy(&head).into_owned()
 }
+
+/// The address a log line says lingo (not its admin listener) listens on, however the line
+/// is formatted: the address is the text after `listening on `, up to the first character
+/// an address does not have.
+pub fn listening_on(line: &str) -> Option<SocketAddr> {
+    let rest = line.split("listening on ").nth(1)?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_hexdigit() || matches!(c, '.' | ':' | '[' | ']')))
+        .unwrap_or(rest.len());
+    let admin = rest[end..]
+        .trim_start_matches('"')
+        .trim_start()
+        .starts_with("(admin)");
+    (!admin).then(|| rest[..end].parse().ok()).flatten()
+}
