@@ -21,9 +21,8 @@
 # instruction and data cache misses per request. lingo touches more code a request than
 # nginx (a whole pass-through missed the simulated instruction cache ~750 times a
 # request where nginx missed 280); smaller code did not pay (built at opt-level 2 or "s" it
-# ran 2% and 22% more instructions), its hot functions laid out first did (link/).
-# LINGO_AB_MANGLED=1 keeps the functions' names as the binary's symbols (what
-# benches/hot.sh reads to write that layout).
+# ran 2% and 22% more instructions). LINGO_AB_MANGLED=1 keeps the functions' names as the
+# binary's symbols.
 #
 # LINGO_AB_ROUNDS sets the number of rounds (default 2), LINGO_AB_CASES a regular
 # expression the cases' names must match (whole_native, stream_native, whole_openai,

@@ -1,4 +1,4 @@
-# What the bench scripts share (sourced by ab.sh, onpath.sh, hot.sh and pgo.sh): a scratch
+# What the bench scripts share (sourced by ab.sh, onpath.sh and pgo.sh): a scratch
 # directory removed at exit with the processes they started, a free port, a wait for a
 # server, and wrk's request script.
 

@@ -56,9 +56,8 @@ done
 counts=$out/counts
 rm -rf "$counts"
 mkdir -p "$counts"
-# Not with --target (which would keep the flags from build scripts and proc macros): it
-# changes every symbol's name, and link/hot-functions.txt (build.rs) names the plain
-# build's; the layout it asks for still counts on top of the profile.
+# Not with --target (which would keep the flags from build scripts and proc macros): the
+# profile's counts name the plain build's functions.
 build() {
     RUSTFLAGS="${RUSTFLAGS:-} $2" cargo build --release --locked --bin lingo --target-dir "$out/$1"
 }
