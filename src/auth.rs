@@ -92,6 +92,7 @@ mod tests {
                     name: name.into(),
                     key: Secret::new(key),
                     source: crate::base::secret::SecretSource::Inline,
+                    webhook_secret: None,
                 }
             })
             .collect()

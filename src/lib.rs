@@ -24,6 +24,8 @@
 //!   connecting, the header rules towards upstreams.
 //! - [`observe`]: one record per request, told as the access line and as metrics when its
 //!   answer ends.
+//! - [`webhooks`]: the webhook relay: job webhooks pointed at lingo's receiver, events kept
+//!   in a store (an embedded file, or Redis) and delivered, signed, to the clients' URLs.
 //! - [`runtime`], [`reload`]: what one table is at run time (a [`runtime::Snapshot`] of
 //!   peers: settings, client, what was learnt), and the one `ArcSwap` that swaps it (file
 //!   watch, SIGHUP).
@@ -65,3 +67,4 @@ pub mod server;
 pub mod table;
 pub mod translate;
 pub mod upstream;
+pub mod webhooks;

@@ -22,10 +22,11 @@ use arc_swap::ArcSwap;
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-use crate::config::{self, ConfigErrors};
+use crate::config::{self, ConfigError, ConfigErrors};
 use crate::observe::Metrics;
 use crate::runtime::Snapshot;
 use crate::table::RouteTable;
+use crate::webhooks::Relay;
 
 /// Quiet time after the last file event before reloading: editors write in several steps.
 const DEBOUNCE: Duration = Duration::from_millis(200);
@@ -52,6 +53,8 @@ pub struct Reloader {
     watcher: Mutex<Option<(notify::RecommendedWatcher, HashSet<PathBuf>)>>,
     /// The listen and admin addresses of the first table: what is bound until a restart.
     bound: (Vec<SocketAddr>, Option<SocketAddr>),
+    /// The webhook relay: its stores stay open across tables.
+    relay: Arc<Relay>,
 }
 
 /// The installed reload triggers: file events and SIGHUP, as one channel.
@@ -86,15 +89,26 @@ impl Reloader {
             table.listeners.iter().map(|l| l.addr).collect(),
             table.admin.addr,
         );
+        let metrics = Arc::new(Metrics::new());
+        let relay = Arc::new(Relay::new(Arc::clone(&metrics)));
+        let webhooks = relay.apply(&table).map_err(|e| store_errors(path, e))?;
+        let mut snapshot = Snapshot::new(table, 1, None);
+        snapshot.webhooks = webhooks;
         Ok(Reloader {
             bound,
             path: path.to_owned(),
-            current: ArcSwap::from_pointee(Snapshot::new(table, 1, None)),
+            current: ArcSwap::from_pointee(snapshot),
             generation: AtomicU64::new(1),
             last: Mutex::new(Some(last)),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             watcher: Mutex::new(None),
+            relay,
         })
+    }
+
+    /// The webhook relay.
+    pub fn relay(&self) -> &Arc<Relay> {
+        &self.relay
     }
 
     /// Whether the first table had an admin listener (bound until a restart).
@@ -132,6 +146,9 @@ impl Reloader {
             *last = Some(now);
         }
         let table = config::load(&self.path).inspect_err(|_| self.metrics.reload_refused())?;
+        let webhooks = (self.relay.apply(&table))
+            .map_err(|e| store_errors(&self.path, e))
+            .inspect_err(|_| self.metrics.reload_refused())?;
         // Every reload that differs from what is bound says so, until the restart.
         if self
             .bound
@@ -157,7 +174,8 @@ impl Reloader {
         }
         self.watch_files(&table);
         let before = (!force).then(|| self.current.load_full());
-        let snapshot = Snapshot::new(table, generation, before.as_deref());
+        let mut snapshot = Snapshot::new(table, generation, before.as_deref());
+        snapshot.webhooks = webhooks;
         self.current.store(Arc::new(snapshot));
         self.metrics.reloaded(generation);
         Ok(generation)
@@ -241,7 +259,7 @@ impl Reloader {
         let dir = dir_of(&self.path);
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if event.is_ok_and(|e| !e.kind.is_access()) {
+                if event.is_ok_and(|e| !e.kind.is_access() && !only_stores(&e)) {
                     let _ = tx.send(FILE_CHANGED);
                 }
             })?;
@@ -275,6 +293,24 @@ impl Fingerprint {
             files: files.iter().map(|f| std::fs::read(f).ok()).collect(),
         }
     }
+}
+
+/// Whether an event is about webhook store files alone (`*.redb`, beside the table by
+/// default), which change with every event kept and are no part of the table.
+fn only_stores(event: &notify::Event) -> bool {
+    let is_store = |p: &PathBuf| p.extension().is_some_and(|e| e == "redb");
+    !event.paths.is_empty() && event.paths.iter().all(is_store)
+}
+
+/// Stores that could not be opened, as load errors of the table at `path`.
+fn store_errors(path: &Path, messages: Vec<String>) -> ConfigErrors {
+    let errors = messages.into_iter().map(|message| ConfigError {
+        file: path.to_owned(),
+        line: 0,
+        column: 0,
+        message,
+    });
+    ConfigErrors(errors.collect())
 }
 
 /// The directory a file lives in (`.` for a bare file name).

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use crate::table::{RouteTable, Upstream};
 use crate::translate::webdata::{self, Jobs};
 use crate::upstream::UpstreamClient;
+use crate::webhooks::Settings;
 
 /// Everything derived from one version of the file, swapped as one.
 pub struct Snapshot {
@@ -18,6 +19,8 @@ pub struct Snapshot {
     peers: Vec<Peer>,
     /// 1 for the table lingo started with, +1 per successful reload.
     pub generation: u64,
+    /// The webhook relays of this table (set by the reload that makes it current).
+    pub webhooks: Arc<Settings>,
 }
 
 /// One upstream as requests use it.
@@ -64,6 +67,7 @@ impl Snapshot {
             table,
             peers,
             generation,
+            webhooks: Arc::default(),
         }
     }
 

@@ -311,7 +311,11 @@ fn clients(cx: &mut Ctx<'_>, raw: Vec<At<raw::Client>>) -> Vec<ClientKey> {
     let mut names: HashMap<String, usize> = HashMap::new();
     let mut out: Vec<(ClientKey, usize)> = Vec::new();
     for client in raw {
-        let raw::Client { name, key } = client.value;
+        let raw::Client {
+            name,
+            key,
+            webhook_secret,
+        } = client.value;
         if name.value.is_empty() {
             cx.error(&name, "a client needs a non-empty `name:`");
         } else if let Some(first) = names.insert(name.value.clone(), name.line) {
@@ -323,6 +327,10 @@ fn clients(cx: &mut Ctx<'_>, raw: Vec<At<raw::Client>>) -> Vec<ClientKey> {
                 ),
             );
         }
+        let webhook_secret = optional(webhook_secret, |s| {
+            let what = format!("client `{}` webhook_secret", name.value);
+            cx.secret(&s, &what).map(|(secret, _)| secret)
+        });
         let Some((key_value, source)) = cx.secret(&key, &format!("client `{}` key", name.value))
         else {
             continue;
@@ -339,6 +347,7 @@ fn clients(cx: &mut Ctx<'_>, raw: Vec<At<raw::Client>>) -> Vec<ClientKey> {
                 name: name.value,
                 key: key_value,
                 source,
+                webhook_secret: webhook_secret.flatten(),
             },
             name.line,
         ));

@@ -77,6 +77,12 @@ impl Ctx<'_> {
         path
     }
 
+    /// A path beside the table (relative paths start at its directory) that the table does
+    /// not read: not watched for changes (see [`Ctx::path`]).
+    pub fn beside(&self, path: &str) -> PathBuf {
+        self.dir.join(path)
+    }
+
     /// Parses a dialect name; `what` says whose (`upstream \`models\``).
     pub fn dialect(&mut self, at: &At<String>, what: &str) -> Option<Dialect> {
         let dialect = Dialect::parse(&at.value);

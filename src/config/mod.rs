@@ -22,6 +22,7 @@ mod routes;
 pub mod summary;
 mod tls;
 mod upstream;
+mod webhooks;
 
 pub use ctx::EnvLookup;
 pub use error::{ConfigError, ConfigErrors};

@@ -78,6 +78,8 @@ pub struct Tls {
 pub struct Client {
     pub name: At<String>,
     pub key: At<Secret>,
+    /// What webhooks relayed to this client are signed with.
+    pub webhook_secret: Option<At<Secret>>,
 }
 
 /// `{ env: VAR }`, `{ file: PATH }` or `{ value: "..." }`; "exactly one" is checked later so
@@ -102,6 +104,24 @@ pub struct Upstream {
     pub tls: Option<At<UpstreamTls>>,
     /// Speak HTTP/2 only (h2c with prior knowledge on http:// URLs).
     pub http2: Option<At<bool>>,
+    /// Its job webhooks relayed by lingo.
+    pub webhooks: Option<At<Webhooks>>,
+}
+
+/// `upstreams.<name>.webhooks`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Webhooks {
+    pub relay: Option<At<bool>>,
+    pub receiver: Option<At<String>>,
+    pub verify: Option<At<Secret>>,
+    pub sign: Option<At<Secret>>,
+    pub seal: Option<At<Secret>>,
+    pub retry: Option<At<Vec<At<String>>>>,
+    pub timeout: Option<At<String>>,
+    pub allow: Option<At<Vec<At<String>>>>,
+    pub store: Option<At<String>>,
+    pub firecrawl_signature: Option<At<bool>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

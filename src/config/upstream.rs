@@ -53,13 +53,16 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
     let auth = optional(raw.auth, |a| auth(cx, a, &label));
     let tls = client_tls(cx, raw.tls, target.as_ref(), &label);
     let http2 = raw.http2.is_some_and(|h| h.value);
+    let webhooks = optional(raw.webhooks, |w| {
+        super::webhooks::compile(cx, w, speaks, &label).map(Arc::new)
+    });
     if http2 && matches!(target, Some(Target::Mock(_))) {
         cx.warnings.push(format!(
             "{label}: `http2` has no effect on a `mock:` upstream"
         ));
     }
-    let built = match (speaks, target, timeouts, auth, tls) {
-        (Some(speaks), Some(target), Some(timeouts), Some(auth), Some(tls)) => {
+    let built = match (speaks, target, timeouts, auth, tls, webhooks) {
+        (Some(speaks), Some(target), Some(timeouts), Some(auth), Some(tls), Some(webhooks)) => {
             Some(Arc::new(Upstream {
                 name: name.value.as_str().into(),
                 host: target.host(),
@@ -69,6 +72,7 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
                 auth,
                 tls,
                 http2,
+                webhooks,
             }))
         }
         _ => None,

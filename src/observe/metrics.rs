@@ -20,6 +20,7 @@ use super::Outcome;
 use super::access::AccessLog;
 use super::handles::{Handles, Pair, SeriesKey};
 use super::timing::Timing;
+use super::webhooks::WebhookMetrics;
 use crate::base::clock;
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
@@ -96,6 +97,8 @@ pub struct Metrics {
     tokens: Family<TokenLabels, Counter>,
     /// The series of the route and upstream pairs seen lately, found without hashing.
     handles: Handles,
+    /// The webhook relay's.
+    pub webhooks: WebhookMetrics,
 }
 
 /// What one request's handlers learnt on the way, read when its answer has ended.
@@ -168,6 +171,8 @@ impl Metrics {
         let tokens = Family::default();
         registry.register("tokens", help::TOKENS, tokens.clone());
         generation.set(1);
+        let webhooks = WebhookMetrics::default();
+        webhooks.register(&mut registry);
         Metrics {
             registry,
             requests,
@@ -180,6 +185,7 @@ impl Metrics {
             generation,
             tokens,
             handles: Handles::default(),
+            webhooks,
         }
     }
 

@@ -1,7 +1,8 @@
 //! Observability: one record per request, told as the access line and as metrics when its
 //! answer ends. [`access`] writes the line, [`metrics`] counts, and [`Ended`] is the one body
 //! wrapper that notices the end (complete, broken, or dropped by a client that went away).
-//! [`log`] writes every log line (the access line's included) in logfmt or as JSON.
+//! [`log`] writes every log line (the access line's included) in logfmt or as JSON;
+//! [`webhooks`] counts the webhook relay's events and writes a line per delivery attempt.
 
 pub mod access;
 pub mod ended;
@@ -9,6 +10,7 @@ mod handles;
 pub mod log;
 pub mod metrics;
 mod timing;
+pub mod webhooks;
 
 pub use access::AccessLog;
 pub use ended::{Ended, Record};

@@ -31,6 +31,7 @@ use crate::reload::Reloader;
 use crate::runtime::Snapshot;
 use crate::table::Route;
 use crate::upstream::headers;
+use crate::webhooks;
 
 /// [`handle`], boxed: what a connection is given. A connection holds the service's future
 /// while the request is served (968 bytes unboxed, in every connection's task for its whole
@@ -83,6 +84,9 @@ pub fn handle(
                     Box::pin(answer).await
                 }
                 Ok(Next::Run(plan, exchange)) => run::run(plan, &exchange, req).await,
+                Ok(Next::Webhooks(endpoint)) => {
+                    Box::pin(endpoint.answer(reloader.relay(), req)).await
+                }
                 Err(err) => Err(err),
             };
             let metrics = reloader.metrics();
@@ -107,10 +111,11 @@ type Served<'a, 'r> = (
     (&'r Request<Body>, Option<&'a Raw>),
 );
 
-/// What the phases decided a request is: one of lingo's own endpoints, or a routed request
-/// and how to run it (which takes the request).
+/// What the phases decided a request is: one of lingo's own endpoints (the webhook relay's
+/// among them), or a routed request and how to run it (which takes the request).
 enum Next<'a> {
     Builtin(Builtin),
+    Webhooks(webhooks::Endpoint),
     Run(Plan, Exchange<'a>),
 }
 
@@ -134,6 +139,14 @@ fn phases<'a>(
     }
     if let Some(refused) = refused {
         return Err(refused);
+    }
+    if let Some(endpoint) = webhooks::Endpoint::find(req.method(), path, on_admin, fields) {
+        arrival.dialect = Dialect::WebData;
+        let table = &snapshot.table;
+        if endpoint.is_admin() && table.admin.require_key {
+            log.client = auth::check(&table.clients, fields, false)?.map(str::to_owned);
+        }
+        return Ok(Next::Webhooks(endpoint));
     }
     if on_admin {
         arrival.dialect = Dialect::Chat;

@@ -1,11 +1,13 @@
 //! What a request will be, decided once, before anything is sent upstream: translated (and
 //! by which endpoint's translation), tunnelled, served with the table's model aliases, or
-//! passed through. What the route refuses (model management, a body declared too large, a
+//! passed through (a job whose webhook lingo relays has it rewritten on the way). What the
+//! route refuses (model management, a body declared too large, a
 //! path it has no translator for, a WebSocket upgrade with a body) is refused here.
 
 use hyper::Request;
 
 use super::exchange::Exchange;
+use super::run::relay;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
@@ -34,6 +36,8 @@ pub enum Plan {
     ListTags,
     /// A native call that may name a model alias.
     Rename,
+    /// A job started on an upstream whose webhooks lingo relays: its `webhook` rewritten.
+    Relay,
     /// Forwarded unchanged.
     Pass,
 }
@@ -66,6 +70,7 @@ impl Plan {
         Ok(match endpoint {
             Some(endpoint) => Plan::Translate(endpoint),
             None if x.upgrade => Plan::Tunnel,
+            None if relay::relays(x, req.method()) => Plan::Relay,
             None if native && path == "/api/tags" && table.native_aliases().next().is_some() => {
                 Plan::ListTags
             }

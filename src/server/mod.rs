@@ -146,6 +146,7 @@ impl Server {
         if let Some(workers) = workers {
             workers.finish().await;
         }
+        self.reloader.relay().stop();
         Ok(())
     }
 }

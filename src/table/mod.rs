@@ -18,6 +18,9 @@ use crate::translate::native::Extras;
 use crate::translate::splice::LiteralScan;
 
 pub mod router;
+pub mod webhooks;
+
+pub use webhooks::{StoreAt, WebhookSpec};
 
 /// Default request body limit: the web-data API itself refuses JSON bodies over 10 MB.
 pub const DEFAULT_MAX_BODY: u64 = 10 * 1024 * 1024;
@@ -88,6 +91,8 @@ pub struct ClientKey {
     pub key: Secret,
     /// Where the key came from, for `lingo check` (never the key itself).
     pub source: SecretSource,
+    /// What webhooks relayed to this client are signed with (`webhook_secret`).
+    pub webhook_secret: Option<Secret>,
 }
 
 /// Something lingo forwards to.
@@ -105,6 +110,8 @@ pub struct Upstream {
     pub tls: Arc<rustls::ClientConfig>,
     /// HTTP/2 only: prior knowledge on http:// URLs, `h2` by ALPN on https://.
     pub http2: bool,
+    /// Its job webhooks relayed by lingo (`webhooks:`; web-data upstreams only).
+    pub webhooks: Option<Arc<WebhookSpec>>,
 }
 
 /// Where an upstream is.

@@ -1,6 +1,6 @@
 //! Running a plan: each way a request can go, one module each.
 //!
-//! [`pass`] forwards unchanged; [`tunnel`] tunnels a WebSocket; [`rename`] and [`tags`] serve
+//! [`pass`] forwards unchanged; [`relay`] points a job's webhook at lingo first; [`tunnel`] tunnels a WebSocket; [`rename`] and [`tags`] serve
 //! model aliases on native routes; [`translate`] drives every translation (chat,
 //! completions, [`embeddings`], and [`native`] clients over a chat-completions upstream;
 //! their model listings in [`native_models`]; web-data v1 clients over a v2-only upstream
@@ -14,6 +14,7 @@ pub mod native;
 pub mod native_models;
 pub mod pass;
 pub mod reframe;
+pub mod relay;
 pub mod rename;
 pub mod shared;
 pub mod tags;
@@ -65,6 +66,7 @@ pub fn run<'a>(plan: Plan, x: &'a Exchange<'_>, req: Request<Body>) -> Running<'
         Plan::Tunnel => pinned::boxed(|| tunnel::proxy(x, req)),
         Plan::ListTags => pinned::boxed(|| tags::handle(x, req)),
         Plan::Rename => pinned::boxed(|| rename::handle(x, req)),
+        Plan::Relay => pinned::boxed(|| relay::job(x, req)),
         Plan::Pass => pinned::boxed(|| pass::relay(x, req)),
     }
 }

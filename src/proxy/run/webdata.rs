@@ -12,15 +12,17 @@ use hyper::header::{CONTENT_LENGTH, HeaderValue, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode};
 
 use super::shared::{read_body, send, whole};
-use super::tunnel;
+use super::{relay, tunnel};
 use crate::error::ProxyError;
 use crate::http::body::{Body, materialize};
 use crate::http::redact::redact_headers;
+use crate::mock::webhook::Kind;
 use crate::proxy::exchange::Exchange;
 use crate::runtime::Peer;
 use crate::table::Upstream;
 use crate::translate::webdata::{self, Answering, Call, Frames, JsonAs, Refusal};
 use crate::upstream::{self, headers};
+use crate::webhooks::seal::Shape;
 
 type Answer = Result<Response<Body>, ProxyError>;
 
@@ -41,6 +43,10 @@ pub async fn v1(x: &Exchange<'_>, req: Request<Body>) -> Answer {
         _ => translated.json_as,
     };
     let up = translated.body.unwrap_or(body);
+    let up = match job_kind(route.call) {
+        Some(kind) => relay::relayed(x, &parts.headers, kind, Shape::v1(json_as), up)?,
+        None => up,
+    };
     let answer = send(
         x,
         x.upstream,
@@ -51,6 +57,16 @@ pub async fn v1(x: &Exchange<'_>, req: Request<Body>) -> Answer {
         up,
     );
     told(x, peer, route.call, json_as, answer.await?).await
+}
+
+/// The job a call starts, if its webhook may be relayed.
+fn job_kind(call: Call) -> Option<Kind> {
+    match call {
+        Call::Crawl => Some(Kind::Crawl),
+        Call::Batch => Some(Kind::BatchScrape),
+        Call::Extract => Some(Kind::Extract),
+        _ => None,
+    }
 }
 
 /// The v2 answer read whole and told back in v1's shapes, its status kept; a started job's

@@ -72,6 +72,16 @@ pub fn ws_frame(json_as: JsonAs, text: &str) -> Option<String> {
     changed.then(|| Value::Object(frame).to_string())
 }
 
+/// A webhook page event's `data` (its documents) with json results where a v1 client reads
+/// them, as its status pages give them; whether anything changed.
+pub fn documents_v1(data: &mut Value, json_as: JsonAs) -> bool {
+    let Value::Array(docs) = data else {
+        return false;
+    };
+    docs.iter_mut()
+        .fold(false, |changed, doc| document(doc, json_as) | changed)
+}
+
 /// A 2xx answer, per endpoint; whether anything changed.
 fn success(at: &Answering<'_>, obj: &mut Map<String, Value>) -> bool {
     match at.call {

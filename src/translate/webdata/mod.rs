@@ -27,7 +27,7 @@ pub mod request;
 pub mod route;
 mod scrape;
 
-pub use answer::{Answering, JsonAs, answer, retry_after, ws_frame};
+pub use answer::{Answering, JsonAs, answer, documents_v1, retry_after, ws_frame};
 pub use frames::{Frames, encode};
 pub use jobs::{Jobs, TTL, job_id, status_id};
 pub use refusal::Refusal;

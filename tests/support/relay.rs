@@ -1,0 +1,186 @@
+//! What the webhook relay's tests share: a route table with a relayed web-data upstream, a
+//! check of the Standard Webhooks signature written from its specification (not with
+//! lingo's code), lingo as a child process (for `kill -9`), and a `redis-server` of the
+//! test's own.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ring::hmac;
+
+use super::receiver::Hit;
+use super::{Answer, get, metric, request, send};
+
+/// The bytes of the client's Standard Webhooks secret, and the secret as the table writes
+/// it (`whsec_` and their base64).
+pub const CLIENT_SECRET_BYTES: &[u8] = b"the client's own 32 byte secret!";
+
+pub fn client_secret() -> String {
+    format!("whsec_{}", b64(CLIENT_SECRET_BYTES))
+}
+
+/// Standard base64 with padding, written here from RFC 4648.
+pub fn b64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Checks `hit`'s Standard Webhooks headers with the secret `key`: `webhook-signature` is
+/// `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`. The timestamp is now-ish.
+pub fn assert_standard_signature(hit: &Hit, key: &[u8]) {
+    let header = |name: &str| {
+        hit.headers
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name}: {hit:?}"))
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (id, timestamp) = (header("webhook-id"), header("webhook-timestamp"));
+    let signed = [id.as_bytes(), b".", timestamp.as_bytes(), b".", &hit.body].concat();
+    let tag = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, key), &signed);
+    assert_eq!(
+        header("webhook-signature"),
+        format!("v1,{}", b64(tag.as_ref()))
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let at: u64 = timestamp.parse().unwrap();
+    assert!(now.abs_diff(at) < 300, "timestamp {at}, now {now}");
+}
+
+/// `X-Firecrawl-Signature`: `sha256=` and the hex HMAC-SHA256 of the body with `key`.
+pub fn firecrawl_signature(key: &[u8], body: &[u8]) -> String {
+    let tag = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, key), body);
+    let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256={hex}")
+}
+
+/// A metric's value on `/metrics` at `base`, 0 when it has no sample yet.
+pub async fn metric_at(base: &str, name_and_labels: &str) -> f64 {
+    let text = get(&format!("{base}/metrics")).await.body;
+    metric(&text, name_and_labels).unwrap_or(0.0)
+}
+
+/// Waits (30 s at most) until a metric at `base` reaches `value`.
+pub async fn wait_metric(base: &str, name_and_labels: &str, value: f64) {
+    for _ in 0..300 {
+        if metric_at(base, name_and_labels).await >= value {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let text = get(&format!("{base}/metrics")).await.body;
+    panic!("{name_and_labels} never reached {value}:\n{text}");
+}
+
+/// POSTs JSON `body` with `headers`.
+pub async fn post_json(url: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let mut all = vec![("content-type", "application/json")];
+    all.extend_from_slice(headers);
+    send(request(hyper::Method::POST, url, &all, body)).await
+}
+
+/// lingo as a child process, its stderr kept.
+pub struct LingoProcess {
+    child: Child,
+    pub addr: SocketAddr,
+    /// The admin listener, when the table has one.
+    pub admin: Option<SocketAddr>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl LingoProcess {
+    /// `lingo --config CONFIG`, once it says where it listens (and where its admin listener
+    /// is, when `admin` says it has one).
+    pub fn start(config: &Path, admin: bool) -> LingoProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lingo"))
+            .arg("--config")
+            .arg(config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let lines = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(at) = line.split("listening on ").nth(1) {
+                    let is_admin = at.contains("(admin)");
+                    let end = at.find([' ', '"']).unwrap_or(at.len());
+                    if let Ok(addr) = at[..end].parse::<SocketAddr>() {
+                        let _ = tx.send((addr, is_admin));
+                    }
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let (mut addr, mut admin_addr) = (None, None);
+        while addr.is_none() || (admin && admin_addr.is_none()) {
+            let (at, is_admin) = rx
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("lingo did not start: {:?}", log.lock().unwrap()));
+            if is_admin {
+                admin_addr = Some(at);
+            } else {
+                addr = Some(at);
+            }
+        }
+        LingoProcess {
+            child,
+            addr: addr.unwrap(),
+            admin: admin_addr,
+            log,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.admin.expect("an admin listener"))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `kill -9`: no drain, no flush, nothing.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for LingoProcess {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
