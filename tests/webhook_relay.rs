@@ -24,28 +24,6 @@ use support::*;
 
 const MS: Duration = Duration::from_millis(1);
 
-/// The relay's table: clients `app` (a Standard Webhooks secret of its own) and `other`
-/// (none: lingo's `sign` is used), upstream `fire` as `upstream` says (a mock's knobs, or a
-/// URL) speaking `speaks`, `/v1` and `/v2` routed to it, an admin listener; `webhooks`
-/// gets `extra` lines.
-fn relay_table(upstream: &str, speaks: &str, extra: &str) -> String {
-    format!(
-        "listen:\n  - addr: 127.0.0.1:0\nadmin: {{ addr: 127.0.0.1:0 }}\n\
-         clients:\n  - {{ name: app, key: {{ value: app-key }}, webhook_secret: {{ value: \"{}\" }} }}\n  \
-         - {{ name: other, key: {{ value: other-key }} }}\n\
-         upstreams:\n  fire:\n    {upstream}\n    speaks: {speaks}\n    webhooks:\n      relay: true\n      \
-         verify: {{ value: upstream-secret }}\n      sign: {{ value: lingo-sign }}\n      \
-         retry: [100ms, 200ms, 300ms]\n      timeout: 2s\n      store: hooks.redb\n{extra}\
-         routes:\n  - {{ prefix: /v1, to: fire }}\n  - {{ prefix: /v2, to: fire }}\n",
-        client_secret()
-    )
-}
-
-/// A mock upstream whose events are signed with the secret the relay verifies.
-const MOCK: &str = "mock: { page_delay: 20ms, webhook_secret: { value: upstream-secret }, webhook_retry: [200ms, 200ms] }";
-
-const ALLOW_LOOPBACK: &str = "      allow: [127.0.0.0/8]\n";
-
 fn admin_url(lingo: &Lingo, path: &str) -> String {
     format!("http://{}{path}", lingo.addrs[1])
 }
@@ -53,12 +31,6 @@ fn admin_url(lingo: &Lingo, path: &str) -> String {
 /// Where `/metrics` is: the admin listener.
 fn admin_base(lingo: &Lingo) -> String {
     admin_url(lingo, "")
-}
-
-/// Starts a job at `url` as client `key`.
-async fn start_job(url: &str, key: &str, body: Value) -> Answer {
-    let auth = format!("Bearer {key}");
-    post_json(url, &[("authorization", &auth)], &body.to_string()).await
 }
 
 fn types(hits: &[Hit]) -> BTreeSet<String> {
@@ -194,39 +166,6 @@ async fn a_receiver_that_is_down_gets_the_event_later_on_schedule() {
     assert_eq!(metric_at(&admin_base(&lingo), failed).await, 2.0);
     tokio::time::sleep(600 * MS).await;
     assert_eq!(receiver.hits("/down").len(), 3, "nothing after the 2xx");
-}
-
-/// An upstream that records the job request it got and answers it as a crawl's start.
-async fn scripted_upstream() -> Backend {
-    Backend::start(|seen| async move {
-        let _ = seen;
-        json_response(
-            200,
-            r#"{"success":true,"id":"job-1","url":"https://up.example/v2/crawl/job-1"}"#,
-        )
-    })
-    .await
-}
-
-/// The receiver URL lingo gave the upstream in the job request it recorded last.
-fn receiver_url_given(upstream: &Backend) -> String {
-    let sent: Value = serde_json::from_slice(&upstream.last().body).unwrap();
-    let hook = &sent["webhook"];
-    hook.as_str()
-        .or_else(|| hook["url"].as_str())
-        .unwrap()
-        .to_owned()
-}
-
-/// An event as the upstream sends it, signed with `secret`.
-async fn send_event(url: &str, event: &Value, secret: Option<&[u8]>) -> Answer {
-    let body = event.to_string();
-    let signature = secret.map(|s| firecrawl_signature(s, body.as_bytes()));
-    let headers: Vec<(&str, &str)> = signature
-        .iter()
-        .map(|s| ("x-firecrawl-signature", s.as_str()))
-        .collect();
-    post_json(url, &headers, &body).await
 }
 
 /// The upstream gets lingo's receiver in place of the client's URL and never the client's

@@ -10,6 +10,7 @@ pub mod assert;
 pub mod pki;
 pub mod receiver;
 pub mod recording;
+pub mod redis_server;
 pub mod relay;
 
 // Not every test file uses every helper.

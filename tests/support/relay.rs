@@ -12,8 +12,10 @@ use std::time::Duration;
 
 use ring::hmac;
 
+use serde_json::Value;
+
 use super::receiver::Hit;
-use super::{Answer, get, metric, request, send};
+use super::{Answer, Backend, get, json_response, metric, request, send};
 
 /// The bytes of the client's Standard Webhooks secret, and the secret as the table writes
 /// it (`whsec_` and their base64).
@@ -183,4 +185,65 @@ impl Drop for LingoProcess {
     fn drop(&mut self) {
         self.kill9();
     }
+}
+
+/// The relay's table: clients `app` (a Standard Webhooks secret of its own) and `other`
+/// (none: lingo's `sign` is used), upstream `fire` as `upstream` says (a mock's knobs, or a
+/// URL) speaking `speaks`, `/v1` and `/v2` routed to it, an admin listener; `webhooks`
+/// gets `extra` lines.
+pub fn relay_table(upstream: &str, speaks: &str, extra: &str) -> String {
+    format!(
+        "listen:\n  - addr: 127.0.0.1:0\nadmin: {{ addr: 127.0.0.1:0 }}\n\
+         clients:\n  - {{ name: app, key: {{ value: app-key }}, webhook_secret: {{ value: \"{}\" }} }}\n  \
+         - {{ name: other, key: {{ value: other-key }} }}\n\
+         upstreams:\n  fire:\n    {upstream}\n    speaks: {speaks}\n    webhooks:\n      relay: true\n      \
+         verify: {{ value: upstream-secret }}\n      sign: {{ value: lingo-sign }}\n      \
+         retry: [100ms, 200ms, 300ms]\n      timeout: 2s\n      store: hooks.redb\n{extra}\
+         routes:\n  - {{ prefix: /v1, to: fire }}\n  - {{ prefix: /v2, to: fire }}\n",
+        client_secret()
+    )
+}
+
+/// A mock upstream whose events are signed with the secret the relay verifies.
+pub const MOCK: &str = "mock: { page_delay: 20ms, webhook_secret: { value: upstream-secret }, webhook_retry: [200ms, 200ms] }";
+
+pub const ALLOW_LOOPBACK: &str = "      allow: [127.0.0.0/8]\n";
+
+/// Starts a job at `url` as client `key`.
+pub async fn start_job(url: &str, key: &str, body: Value) -> Answer {
+    let auth = format!("Bearer {key}");
+    post_json(url, &[("authorization", &auth)], &body.to_string()).await
+}
+
+/// An upstream that records the job request it got and answers it as a crawl's start.
+pub async fn scripted_upstream() -> Backend {
+    Backend::start(|seen| async move {
+        let _ = seen;
+        json_response(
+            200,
+            r#"{"success":true,"id":"job-1","url":"https://up.example/v2/crawl/job-1"}"#,
+        )
+    })
+    .await
+}
+
+/// The receiver URL lingo gave the upstream in the job request it recorded last.
+pub fn receiver_url_given(upstream: &Backend) -> String {
+    let sent: Value = serde_json::from_slice(&upstream.last().body).unwrap();
+    let hook = &sent["webhook"];
+    hook.as_str()
+        .or_else(|| hook["url"].as_str())
+        .unwrap()
+        .to_owned()
+}
+
+/// An event as the upstream sends it, signed with `secret`.
+pub async fn send_event(url: &str, event: &Value, secret: Option<&[u8]>) -> Answer {
+    let body = event.to_string();
+    let signature = secret.map(|s| firecrawl_signature(s, body.as_bytes()));
+    let headers: Vec<(&str, &str)> = signature
+        .iter()
+        .map(|s| ("x-firecrawl-signature", s.as_str()))
+        .collect();
+    post_json(url, &headers, &body).await
 }

@@ -9,6 +9,7 @@
 //! particular order); given-up events are kept until replayed.
 
 pub mod embedded;
+pub mod redis;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,6 +18,10 @@ use std::time::Duration;
 
 use super::event::Event;
 use crate::table::StoreAt;
+
+/// How long a received id is remembered, so that a repeat is stored once: well past the
+/// upstream's own retries (the contract's last is 21 minutes after the first attempt).
+pub const SEEN_FOR: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// A store operation in progress.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -74,6 +79,9 @@ pub fn open(at: &StoreAt) -> Result<Arc<dyn Store>, String> {
                 .map_err(|e| format!("cannot open the webhook store {}: {e}", path.display()))?;
             Ok(Arc::new(store))
         }
-        StoreAt::Redis(_) => Err(format!("the webhook store {at} is not supported yet")),
+        StoreAt::Redis(url) => {
+            let store = redis::Redis::new(url).map_err(|e| format!("cannot use {at}: {e}"))?;
+            Ok(Arc::new(store))
+        }
     }
 }

@@ -22,7 +22,7 @@ use std::time::Duration;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Depth, Pending, Store, StoreError};
+use super::{Depth, Pending, SEEN_FOR, Store, StoreError};
 use crate::webhooks::event::{Event, now_ms};
 use writer::{Change, Done};
 
@@ -32,10 +32,6 @@ pub(super) const RECEIVED: TableDefinition<(u64, &str), ()> = TableDefinition::n
 pub(super) const SEEN: TableDefinition<&str, u64> = TableDefinition::new("seen");
 pub(super) const SEEN_ORDER: TableDefinition<(u64, &str), ()> = TableDefinition::new("seen_order");
 pub(super) const GIVEN_UP: TableDefinition<&str, &[u8]> = TableDefinition::new("given_up");
-
-/// How long a received id is remembered: well past the upstream's own retries (the
-/// contract's last is 21 minutes after the first attempt).
-pub const SEEN_FOR: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The embedded store.
 pub struct Embedded {

@@ -1,0 +1,100 @@
+//! A `redis-server` of the test's own: a free port, a temporary directory, stopped when
+//! dropped. Where there is no `redis-server`, [`RedisServer::start`] says so (and fails
+//! under `CI`, where `.ci/run` installs it).
+
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `redis-server`.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+    dir: tempfile::TempDir,
+    appendonly: bool,
+}
+
+impl RedisServer {
+    /// A server on a free port, writing an append-only file or not; `None` (having said
+    /// why) when `redis-server` is not installed.
+    pub fn start(appendonly: bool) -> Option<RedisServer> {
+        let there = Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !there && !super::can_run("redis-server", "apt-get install -y redis-server") {
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = RedisServer {
+            child: None,
+            port,
+            dir: tempfile::tempdir().unwrap(),
+            appendonly,
+        };
+        server.run();
+        Some(server)
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server (as `kill -9` would), forgets everything it held, and starts it
+    /// again, empty, on the same port.
+    pub fn restart_empty(&mut self) {
+        self.stop();
+        for entry in std::fs::read_dir(self.dir.path()).unwrap() {
+            let path: PathBuf = entry.unwrap().path();
+            let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+        }
+        self.run();
+    }
+
+    /// A plain connection, to look at what the server holds.
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    fn run(&mut self) {
+        let appendonly = if self.appendonly { "yes" } else { "no" };
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--appendonly", appendonly, "--save", ""])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        for _ in 0..100 {
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("redis-server did not start on port {}", self.port);
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
