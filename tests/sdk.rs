@@ -3,7 +3,8 @@
 //! JavaScript clients (`tests/sdk/ollama_native.py`, `tests/sdk/ollama_native.mjs`) on a
 //! native route over a chat-completions upstream; and the Firecrawl Python and JavaScript
 //! SDKs' v1 clients (`tests/sdk/firecrawl_v1.py`, `tests/sdk/firecrawl_v1.mjs`) over a
-//! web-data v2-only upstream.
+//! web-data v2-only upstream; and the Firecrawl SDKs' webhook options, v2 and v1 clients, through
+//! lingo's webhook relay (`tests/sdk/firecrawl_webhooks.py`, `tests/sdk/firecrawl_webhooks.mjs`).
 //!
 //! CI installs them (`.ci/run`); where one is missing outside CI, its test prints a
 //! `SKIPPED:` line in `cargo test`'s normal output (`pip install openai`, `pip install ollama`,
@@ -18,6 +19,8 @@ use hyper::Method;
 use lingo::base::dialect::Dialect;
 use lingo::mock::knobs::Knobs;
 use lingo::table::MockSpec;
+use support::receiver::Receiver;
+use support::relay::*;
 use support::*;
 
 #[tokio::test]
@@ -52,12 +55,22 @@ const NATIVE_OVER_CHAT_COMPLETIONS: &str = "upstreams:\n  chat:\n    mock: { tok
 
 /// Runs `program script base_url` off the runtime and asserts it succeeded and printed `ok`.
 async fn run_client(program: &'static str, script: &'static str, base_url: String, ok: &str) {
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(program).arg(script).arg(base_url).output()
-    })
-    .await
-    .unwrap()
-    .unwrap();
+    run_client_with(program, script, vec![base_url], ok).await;
+}
+
+/// Runs `program script args...` off the runtime, asserts it succeeded and printed `ok`, and
+/// gives what it printed.
+async fn run_client_with(
+    program: &'static str,
+    script: &'static str,
+    args: Vec<String>,
+    ok: &str,
+) -> String {
+    let output =
+        tokio::task::spawn_blocking(move || Command::new(program).arg(script).args(args).output())
+            .await
+            .unwrap()
+            .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -65,6 +78,7 @@ async fn run_client(program: &'static str, script: &'static str, base_url: Strin
         "the client script failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains(ok), "{stdout}");
+    stdout.into_owned()
 }
 
 /// Whether node and the npm `package` are there, in tests/sdk/node_modules where `.ci/run`
@@ -162,4 +176,66 @@ async fn firecrawl_js_sdk_v1_client_works_unchanged_over_a_v2_only_upstream() {
     let lingo = Lingo::start(&table(WEB_DATA_V2_ONLY)).await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/firecrawl_v1.mjs");
     run_client("node", script, lingo.url(""), "firecrawl js sdk: ok").await;
+}
+
+#[tokio::test]
+async fn firecrawl_python_sdk_webhooks_reach_the_client_through_the_relay() {
+    if !python_has("firecrawl")
+        && !can_run(
+            "the firecrawl-py Python package",
+            "pip install firecrawl-py",
+        )
+    {
+        return;
+    }
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/firecrawl_webhooks.py"
+    );
+    sdk_webhooks("python3", script, "py", "python").await;
+}
+
+#[tokio::test]
+async fn firecrawl_js_sdk_webhooks_reach_the_client_through_the_relay() {
+    if !node_has("@mendable/firecrawl-js") {
+        return;
+    }
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/sdk/firecrawl_webhooks.mjs"
+    );
+    sdk_webhooks("node", script, "js", "javascript").await;
+}
+
+/// Runs an SDK's webhook script against lingo (the relay on, the mock behind it) and checks
+/// that each job's events reached the receiver, signed with the client's secret: the crawl's
+/// five (with the SDK's headers and metadata), the batch's five, the v1 crawl's three pages.
+async fn sdk_webhooks(program: &'static str, script: &'static str, prefix: &str, sdk: &str) {
+    let receiver = Receiver::ok().await;
+    let lingo = Lingo::start(&relay_table(MOCK, "web-data", ALLOW_LOOPBACK)).await;
+    let args = vec![lingo.url(""), receiver.url("")];
+    let ok = format!(
+        "firecrawl {} webhooks: ok",
+        if prefix == "py" { "python" } else { "js" }
+    );
+    let printed = run_client_with(program, script, args, &ok).await;
+    let ids: serde_json::Value = printed
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .expect("the jobs' ids");
+    for (job, events) in [("crawl", 5), ("batch", 5), ("v1", 3)] {
+        let hits = receiver.wait(&format!("/{prefix}-{job}"), events).await;
+        for hit in &hits {
+            let payload = hit.json();
+            assert_eq!(payload["id"], ids[job], "{job}: {payload}");
+            assert_standard_signature(hit, CLIENT_SECRET_BYTES);
+            if job == "crawl" {
+                assert_eq!(payload["metadata"], serde_json::json!({"sdk": sdk}));
+                assert_eq!(hit.headers["x-from"], sdk);
+            }
+            if job == "v1" {
+                assert_eq!(payload["type"], "crawl.page");
+            }
+        }
+    }
 }
