@@ -537,6 +537,42 @@ fn the_summary_names_the_admin_listener() {
     );
 }
 
+/// A web-data upstream's webhook relay is shown: relayed or not, the receiver, which
+/// signatures are checked and made, the schedule, the allowed ranges and the store; its
+/// secrets never.
+#[test]
+fn the_summary_shows_a_webhook_relay() {
+    let relay = VALID.replace(
+        "    auth: { bearer: { env: LINGO_TEST_CHECK_CLI_KEY } }\n",
+        "    auth: { bearer: { env: LINGO_TEST_CHECK_CLI_KEY } }\n    webhooks:\n      \
+         relay: true\n      receiver: https://proxy.example.com\n      \
+         verify: { value: up-secret-never-printed }\n      sign: { value: sign-never-printed }\n      \
+         retry: [30s, 2m]\n      allow: [10.0.0.0/8]\n      store: hooks.redb\n",
+    );
+    assert_ne!(relay, VALID);
+    let (out, path) = check(&relay);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let store = Path::new(&path).with_file_name("hooks.redb");
+    for expected in [
+        "webhooks: relayed through lingo's receiver; receiver https://proxy.example.com/"
+            .to_owned(),
+        "upstream's signature checked; deliveries signed".to_owned(),
+        format!(
+            "retry [30s, 120s], timeout 10s, private destinations allowed: 10.0.0.0/8; store {}",
+            store.display()
+        ),
+    ] {
+        assert!(
+            out.stdout.contains(&expected),
+            "missing {expected:?} in:\n{}",
+            out.stdout
+        );
+    }
+    assert!(!out.stdout.contains("never-printed"), "{}", out.stdout);
+    let (out, _) = check(VALID);
+    assert!(!out.stdout.contains("webhooks"), "{}", out.stdout);
+}
+
 /// A table with no client keys on an address beyond loopback is an open proxy: an error
 /// naming the listen entry and both fixes, unless the entry says `allow_open: true`, which
 /// is warned about; loopback addresses and tables with keys are not concerned.

@@ -117,6 +117,7 @@ async fn a_replica_killed_mid_backlog_leaves_its_events_to_the_other() {
     );
     fast.store(true, Ordering::SeqCst);
     let from = receiver.hits("/backlog").len();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let ids: BTreeSet<String> = loop {
         let hits = receiver.hits("/backlog").split_off(from);
         let ids: BTreeSet<String> = hits
@@ -126,7 +127,12 @@ async fn a_replica_killed_mid_backlog_leaves_its_events_to_the_other() {
         if ids.len() >= 20 {
             break ids;
         }
-        assert!(hits.len() < 200, "{}", b.log_text());
+        assert!(
+            hits.len() < 200 && std::time::Instant::now() < deadline,
+            "{} events delivered: {}",
+            ids.len(),
+            b.log_text()
+        );
         tokio::time::sleep(100 * MS).await;
     };
     assert_eq!(ids.len(), 20);

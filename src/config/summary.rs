@@ -9,7 +9,7 @@ use std::fmt::Write;
 use super::routes::translator_status;
 use crate::base::dialect::Dialect;
 use crate::base::units::{format_duration, format_size};
-use crate::table::{PathMatch, RouteTable, Target};
+use crate::table::{PathMatch, RouteTable, Target, WebhookSpec};
 use crate::translate::native::Extras;
 
 /// Renders the report; one section per part of the table, routes in file order.
@@ -112,7 +112,53 @@ fn upstreams(out: &mut String, table: &RouteTable) {
         if let Some(auth) = &u.auth {
             let _ = writeln!(out, "    auth: {} (key from {})", auth.header, auth.source);
         }
+        if let Some(hooks) = &u.webhooks {
+            webhooks(out, hooks);
+        }
     }
+}
+
+/// An upstream's webhook relay: whether jobs are pointed at lingo's receiver, which
+/// signatures are checked and made, the schedule, where deliveries may go and the store.
+fn webhooks(out: &mut String, hooks: &WebhookSpec) {
+    let relay = if hooks.relay {
+        "relayed through lingo's receiver"
+    } else {
+        "passed through (stored events still delivered)"
+    };
+    let receiver = hooks.receiver.as_ref().map_or_else(
+        || "the listener's public_url, else the address the client used".to_owned(),
+        |r| r.to_string(),
+    );
+    let _ = writeln!(out, "    webhooks: {relay}; receiver {receiver}");
+    let verify = if hooks.verify.is_some() {
+        "checked"
+    } else {
+        "not checked"
+    };
+    let sign = if hooks.sign.is_some() {
+        "signed (a client's webhook_secret, else sign)"
+    } else {
+        "signed with a client's webhook_secret only"
+    };
+    let _ = writeln!(
+        out,
+        "      upstream's signature {verify}; deliveries {sign}"
+    );
+    let retry: Vec<String> = hooks.retry.iter().map(|d| format_duration(*d)).collect();
+    let allow: Vec<String> = hooks.allow.iter().map(ToString::to_string).collect();
+    let allow = if allow.is_empty() {
+        "none".to_owned()
+    } else {
+        allow.join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "      retry [{}], timeout {}, private destinations allowed: {allow}; store {}",
+        retry.join(", "),
+        format_duration(hooks.timeout),
+        hooks.store
+    );
 }
 
 fn models(out: &mut String, table: &RouteTable) {

@@ -43,6 +43,17 @@ impl Receiver {
     pub async fn start(
         script: impl Fn(&[Hit]) -> (u16, Duration) + Send + Sync + 'static,
     ) -> Receiver {
+        Receiver::with_headers(move |hits| {
+            let (status, delay) = script(hits);
+            (status, delay, Vec::new())
+        })
+        .await
+    }
+
+    /// The same, the answer also carrying the header fields the script gives.
+    pub async fn with_headers(
+        script: impl Fn(&[Hit]) -> (u16, Duration, Vec<(&'static str, String)>) + Send + Sync + 'static,
+    ) -> Receiver {
         let hits = Arc::new(Mutex::new(Vec::new()));
         let record = Arc::clone(&hits);
         let backend = Backend::start(move |seen| {
@@ -52,7 +63,7 @@ impl Receiver {
                 headers: seen.headers,
                 body: seen.body,
             };
-            let (status, delay) = {
+            let (status, delay, fields) = {
                 let mut hits = record.lock().unwrap();
                 hits.push(hit);
                 script(&hits)
@@ -62,6 +73,9 @@ impl Receiver {
                 let mut answer = Response::builder().status(status);
                 if (300..400).contains(&status) {
                     answer = answer.header("location", "/redirected");
+                }
+                for (name, value) in fields {
+                    answer = answer.header(name, value);
                 }
                 answer.body(Body::empty()).unwrap()
             }
