@@ -31,6 +31,11 @@ use balance::Balance;
 use connection::{Accepted, Drain};
 use workers::Accepting;
 
+/// lingo's HTTP/1.1 server connection, reachable only for the differential fuzz target
+/// (`fuzz/`), which serves the same bytes through it and through hyper's.
+#[doc(hidden)]
+pub use h1::{Limits as H1Limits, connection as h1_connection};
+
 /// Why lingo could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

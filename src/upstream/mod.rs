@@ -8,6 +8,9 @@
 //! serves WebSocket upgrades, which cannot ride on HTTP/2.
 
 mod connect;
+// Its client is re-exported hidden (below) for the fuzz target only: its documentation is
+// private documentation, where links to the module's private parts are what they should be.
+#[allow(rustdoc::private_intra_doc_links)]
 mod h1;
 pub mod headers;
 mod pool;
@@ -33,6 +36,11 @@ use crate::http::idle::{BodyTimeout, Idle, IdleTimeout};
 use crate::mock::{self, knobs::Knobs};
 use crate::table::{Target, Upstream};
 use headers::Forwarding;
+
+/// lingo's HTTP/1.1 client, reachable only for the differential fuzz target (`fuzz/`), which
+/// reads the same answers through it and through hyper's.
+#[doc(hidden)]
+pub use h1::{Conn as H1Conn, Home as H1Home, Outgoing as H1Outgoing};
 
 /// Timed as a whole: the connect timeout covers name lookup, TCP and the TLS handshake.
 pub type Connector = connect::Timed<HttpsConnector<HttpConnector>>;
