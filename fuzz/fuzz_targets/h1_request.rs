@@ -1,6 +1,6 @@
 //! lingo's HTTP/1.1 server against hyper's, on the same bytes from a client: the same
 //! requests (method, target, version, fields, body), the same refusal, the same connection
-//! left open or closed; every difference is one listed in `h1/known.rs`, or a crash. Input:
+//! left open or closed; every difference is one listed in `h1/known/`, or a crash. Input:
 //! one byte (how many pieces the bytes are written in), then the bytes.
 
 #![no_main]

@@ -1,7 +1,7 @@
 //! lingo's HTTP/1.1 client against hyper's, on the same bytes from an upstream answering a
 //! fixed request: the same answer (status, version, fields, body, trailers) or both refused,
 //! and the same decision to carry another request on the connection; every difference is
-//! one listed in `h1/known.rs`, or a crash. Input: one byte (bit 0: `HEAD`, else `GET`;
+//! one listed in `h1/known/`, or a crash. Input: one byte (bit 0: `HEAD`, else `GET`;
 //! bit 1: lingo keeps the fields as read; bits 2-4: how many pieces the bytes are written
 //! in), then the bytes.
 

@@ -111,6 +111,8 @@ REQUESTS += [
     b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz" + b"z" * 100,
     b"GET / HTTP/1.0\r\nConnection: \xff, keep-alive\r\n\r\nGET /2 HTTP/1.0\r\n\r\n",
     b"GET / HTTP/1.1\r\nConnection: \xff, close\r\n\r\nGET /2 HTTP/1.1\r\n\r\n",
+    b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0;\r\nx: 1\nGET /hidden HTTP/1.1\r\n\r\n",
+    b"GET / HTTP/1.1\r\n" + b"".join(b"x-%d: v\r\n" % i for i in range(101)),
 ]
 # every spelling of a way out of a prefix (tests/smuggling.rs ESCAPES), as targets
 for path in [b"/public/../api/pull", b"/public/%2e%2e/api/pull", b"/public/..%2fapi%2fpull",

@@ -1,0 +1,156 @@
+//! The known differences between lingo's HTTP/1.1 client and hyper's (`h1_response`).
+
+use super::super::response::Read;
+use super::look::*;
+use super::{AnswerRule, Rule};
+
+/// Taken out of hyper's reading before the other rules are tried, since it combines with
+/// each of them (see `without_length_beside_coding`).
+pub const LENGTH_BESIDE_CODING: AnswerRule = Rule {
+    what: "an answer with both Transfer-Encoding and Content-Length: hyper keeps both fields \
+           and reuses the connection",
+    lingo: "leaves the Content-Length out of the fields, reads by Transfer-Encoding, and does \
+            not reuse the connection",
+    why: "the length is not the body's (an intermediary removes it before passing the answer \
+          on), and such an answer is handled as an error",
+    rfc: "RFC 9112 §6.3 (3), §6.1",
+    matches: |c| match (&c.lingo.answer, &c.hyper.answer) {
+        (Some(l), Some(h)) => {
+            has(&h.fields, b"transfer-encoding")
+                && has(&h.fields, b"content-length")
+                && *l
+                    == Read {
+                        fields: without(&h.fields, b"content-length"),
+                        ..h.clone()
+                    }
+                && (!c.lingo.reused || c.hyper.reused)
+        }
+        _ => false,
+    },
+};
+
+/// lingo stricter on purpose.
+pub const INTENDED: &[AnswerRule] = &[
+    Rule {
+        what: "a 101 to a request that asked for no upgrade: hyper reads it",
+        lingo: "refuses the answer",
+        why: "lingo's client asks for no upgrade here (WebSockets go through hyper's); a \
+              switch not asked for is no answer",
+        rfc: "RFC 9110 §15.2.2 (MUST NOT switch to a protocol not asked for), §7.8",
+        matches: |c| {
+            c.lingo.answer.is_none() && c.hyper.answer.as_ref().is_some_and(|h| h.status == 101)
+        },
+    },
+    LENGTH_BESIDE_CODING,
+    Rule {
+        what: "a Connection value with a byte outside visible ASCII (obs-text) and a `close` \
+               token: hyper reads no token in a value it cannot read as text, and reuses the \
+               connection",
+        lingo: "reads the `close` and does not reuse the connection",
+        why: "not reusing is always safe, and the upstream said close",
+        rfc: "RFC 9112 §9.6, RFC 9110 §7.6.1",
+        matches: |c| {
+            c.lingo.answer == c.hyper.answer
+                && !c.lingo.reused
+                && c.hyper.reused
+                && (c.lingo.answer.as_ref()).is_some_and(|a| opaque_token(&a.fields, b"close"))
+        },
+    },
+    Rule {
+        what: "an HTTP/1.0 answer with Transfer-Encoding and no body (to a HEAD, a 204, a \
+               304): hyper reads it (it looks at no framing there)",
+        lingo: "refuses the answer",
+        why: "an HTTP/1.0 message with Transfer-Encoding has faulty framing, whatever the \
+              answer's kind",
+        rfc: "RFC 9112 §6.1 (MUST treat the framing as faulty)",
+        matches: |c| {
+            c.lingo.answer.is_none()
+                && c.hyper.answer.as_ref().is_some_and(|h| {
+                    h.version == "HTTP/1.0"
+                        && has(&h.fields, b"transfer-encoding")
+                        && (c.asked.head || h.status == 204 || h.status == 304)
+                })
+        },
+    },
+    Rule {
+        what: "a chunk extension with a control byte (or DEL), or a chunk-size line over 4 KiB: \
+               hyper reads the body",
+        lingo: "fails the body (the connection is not reused)",
+        why: "an extension is tokens and quoted strings, which hold no control byte; a line \
+              another reader could end elsewhere is not read; a recipient limits extensions",
+        rfc: "RFC 9112 §7.1.1",
+        matches: |c| {
+            failed_here_read_there(c.lingo.answer.as_ref(), c.hyper.answer.as_ref())
+                && odd_extension(c.bytes)
+        },
+    },
+];
+
+/// **Expected for now**: what the fix under way changes; emptied once it lands.
+pub const BEING_FIXED: &[AnswerRule] = &[
+    Rule {
+        what: "a trailer section with a bare LF line end: hyper fails the body",
+        lingo: "LAXITY: takes everything up to the next CRLF CRLF as the trailers (the section \
+                will end where the parser says, or the connection will close)",
+        why: "being fixed",
+        rfc: "RFC 9112 §7.1.2, §2.2",
+        matches: |c| match (&c.lingo.answer, &c.hyper.answer) {
+            (Some(l), Some(h)) => {
+                Read {
+                    body: h.body.clone(),
+                    ..l.clone()
+                } == *h
+                    && l.body != h.body
+                    && bare_lf_trailer(c.bytes)
+            }
+            _ => false,
+        },
+    },
+    Rule {
+        what: "a chunk size written with more than 16 digits (leading zeros): hyper reads it",
+        lingo: "STRICTNESS: fails the body (will read it when its value fits in 64 bits)",
+        why: "being fixed: only the value may overflow, not the spelling",
+        rfc: "RFC 9112 §7.1 (chunk-size = 1*HEXDIG)",
+        matches: |c| {
+            failed_here_read_there(c.lingo.answer.as_ref(), c.hyper.answer.as_ref())
+                && long_chunk_size(c.bytes)
+        },
+    },
+];
+
+/// **Expected for now**: laxities found by this target that no fix is under way for yet.
+pub const FOUND: &[AnswerRule] = &[
+    Rule {
+        what: "a Transfer-Encoding value with a byte outside visible ASCII (obs-text) whose \
+               last coding is `chunked`: hyper reads the body up to the close (to it, a value \
+               it cannot read as text does not end in chunked)",
+        lingo: "LAXITY: reads the body as chunked: the two read different bodies",
+        why: "a coding is a token, which has no such byte; to fix: such framing is faulty \
+              (no answer, the connection closed)",
+        rfc: "RFC 9112 §6.1, §6.3",
+        matches: |c| match (&c.lingo.answer, &c.hyper.answer) {
+            (Some(l), Some(h)) => {
+                opaque_chunked(&h.fields)
+                    && l.status == h.status
+                    && l.version == h.version
+                    && l.fields == h.fields
+            }
+            _ => false,
+        },
+    },
+    Rule {
+        what: "an HTTP/1.0 answer whose Connection value has a byte outside visible ASCII \
+               (obs-text) and a `keep-alive` token: hyper does not reuse the connection",
+        lingo: "LAXITY: reuses it",
+        why: "lingo keeps what hyper closes; to fix: read no token in such a value",
+        rfc: "RFC 9112 §9.3, RFC 9110 §5.5, §7.6.1",
+        matches: |c| {
+            c.lingo.answer == c.hyper.answer
+                && c.lingo.reused
+                && !c.hyper.reused
+                && c.lingo.answer.as_ref().is_some_and(|a| {
+                    a.version == "HTTP/1.0" && opaque_token(&a.fields, b"keep-alive")
+                })
+        },
+    },
+];

@@ -1,0 +1,159 @@
+//! The differences from hyper that are known: each a rule that recognises one by its shape
+//! (what each side made of the bytes) and, where the shape alone could hide another, by what
+//! in the bytes causes it. A difference no rule recognises is a crash: a new finding.
+//!
+//! Three lists for each target ([`requests`], [`answers`]):
+//!
+//! - `INTENDED`: lingo is stricter than hyper on purpose, each with its reason and the RFC
+//!   section it keeps (lingo may be stricter, never laxer).
+//! - `BEING_FIXED`: **expected for now**, the laxities of lingo's HTTP/1.1 code (and one
+//!   strictness) that a fix under way removes. The list is emptied once the fix lands: from
+//!   then on each is a crash again, or (where lingo then refuses what hyper reads) an
+//!   intended rule recognises it.
+//! - `FOUND`: **expected for now**, laxities these targets found that no fix is under way
+//!   for yet: each needs a fix (then it leaves the list) or a decision (then it becomes
+//!   intended, with its reason).
+//!
+//! Once a rule recognises the first difference, what follows it is not compared: the two
+//! connections have parted ways (one closed, or read the rest as other requests).
+
+pub mod answers;
+pub mod look;
+pub mod requests;
+
+use super::escaped;
+use super::request::{Seen, Served};
+use super::response::{Answered, Asked};
+use look::{has, without};
+
+/// A known difference, recognised by `matches` (a function of a [`RequestCase`] or an
+/// [`AnswerCase`]).
+pub struct Rule<M> {
+    /// What differs.
+    pub what: &'static str,
+    /// What lingo does.
+    pub lingo: &'static str,
+    /// Why.
+    pub why: &'static str,
+    /// The RFC sections.
+    pub rfc: &'static str,
+    pub matches: M,
+}
+
+pub type RequestRule = Rule<fn(&RequestCase<'_>) -> bool>;
+pub type AnswerRule = Rule<fn(&AnswerCase<'_>) -> bool>;
+
+/// The first request the two servers differ on.
+pub struct RequestCase<'a> {
+    pub bytes: &'a [u8],
+    pub lingo: &'a Served,
+    pub hyper: &'a Served,
+    /// The request each made of the bytes at that point, if any.
+    pub l: Option<&'a Seen>,
+    pub h: Option<&'a Seen>,
+    /// The last request both read alike, if any.
+    pub before: Option<&'a Seen>,
+}
+
+/// The answer the two clients differ on.
+pub struct AnswerCase<'a> {
+    pub bytes: &'a [u8],
+    pub asked: Asked,
+    pub lingo: &'a Answered,
+    pub hyper: &'a Answered,
+}
+
+/// Compares what the two servers made of `bytes`: every difference is a known one, or this
+/// panics with both readings.
+pub fn requests(bytes: &[u8], lingo: &Served, hyper: &Served) {
+    if show() {
+        eprintln!("lingo: {lingo:?}\nhyper: {hyper:?}");
+    }
+    if lingo == hyper {
+        return;
+    }
+    let at = (lingo.requests.iter())
+        .zip(&hyper.requests)
+        .take_while(|(l, h)| l == h)
+        .count();
+    let case = RequestCase {
+        bytes,
+        lingo,
+        hyper,
+        l: lingo.requests.get(at),
+        h: hyper.requests.get(at),
+        before: at.checked_sub(1).map(|i| &lingo.requests[i]),
+    };
+    let mut rules = (requests::INTENDED.iter())
+        .chain(requests::BEING_FIXED)
+        .chain(requests::FOUND);
+    if let Some(rule) = rules.find(|rule| (rule.matches)(&case)) {
+        return known(rule.what);
+    }
+    panic!(
+        "an unknown difference from hyper's server at request {at} of b\"{}\"\n\
+         lingo: {lingo:?}\nhyper: {hyper:?}",
+        escaped(bytes)
+    );
+}
+
+/// Compares what the two clients made of `bytes`: every difference is a known one, or this
+/// panics with both readings.
+pub fn answers(bytes: &[u8], asked: Asked, lingo: &Answered, hyper: &Answered) {
+    if show() {
+        eprintln!("lingo: {lingo:?}\nhyper: {hyper:?}");
+    }
+    if lingo == hyper {
+        return;
+    }
+    // The one difference that combines with the others (a Content-Length beside a
+    // Transfer-Encoding) is taken out of hyper's reading first.
+    let hyper = &without_length_beside_coding(lingo, hyper);
+    if lingo == hyper {
+        return known(answers::LENGTH_BESIDE_CODING.what);
+    }
+    let case = AnswerCase {
+        bytes,
+        asked,
+        lingo,
+        hyper,
+    };
+    let mut rules = (answers::INTENDED.iter())
+        .chain(answers::BEING_FIXED)
+        .chain(answers::FOUND);
+    if let Some(rule) = rules.find(|rule| (rule.matches)(&case)) {
+        return known(rule.what);
+    }
+    panic!(
+        "an unknown difference from hyper's client ({asked:?}) on b\"{}\"\n\
+         lingo: {lingo:?}\nhyper: {hyper:?}",
+        escaped(bytes)
+    );
+}
+
+/// hyper's reading of an answer with both a Transfer-Encoding and a Content-Length, as lingo
+/// reads it by the intended rule ([`answers::LENGTH_BESIDE_CODING`]): the length left out of
+/// the fields, and the connection not reused where lingo does not reuse it.
+fn without_length_beside_coding(lingo: &Answered, hyper: &Answered) -> Answered {
+    let mut read = hyper.clone();
+    if let (Some(l), Some(h)) = (&lingo.answer, &mut read.answer)
+        && has(&h.fields, b"transfer-encoding")
+        && has(&h.fields, b"content-length")
+        && l.fields == without(&h.fields, b"content-length")
+    {
+        h.fields = l.fields.clone();
+        read.reused &= lingo.reused;
+    }
+    read
+}
+
+/// `H1_SHOW=1`: each run tells both readings, and the rule that knew their difference.
+fn show() -> bool {
+    std::env::var_os("H1_SHOW").is_some()
+}
+
+fn known(what: &str) {
+    if show() {
+        eprintln!("known: {what}");
+    }
+}
