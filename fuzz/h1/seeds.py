@@ -100,10 +100,11 @@ REQUESTS += [
     b"GET / HTTP/1.1\r\n" + b"".join(b"x-%d: v\r\n" % i for i in range(101)) + b"\r\n",
     b"GET / HTTP/1.1\r\n" + b"".join(b"x-%d: v\r\n" % i for i in range(33)) + b"\r\n",
 ]
-# the differences the targets found (h1/known.rs), smallest form
+# the differences the targets found (h1/known/), smallest form
 REQUESTS += [
     b"POST / HTTP/1.1\r\nTransfer-Encoding: \xff, chunked\r\n\r\n0\r\n\r\n",
     b"POST / HTTP/1.1\r\nContent-Length: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: x\r\n\r\n0\r\n\r\n",
     b"POST / HTTP/1.1\r\nContent-Length: 18446744073709551615\r\n\r\nabc",
     b"POST / HTTP/1.1\r\nContent-Length: 0000\r\nContent-Length: 0\r\n\r\n",
     b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\nGET /hidden HTTP/1.1\r\n\r\n",
@@ -163,7 +164,7 @@ ANSWERS = [
     b"HTTP/1.1 999 Whatever\r\ncontent-length: 2\r\n\r\nok",
     b"HTTP/1.1 200 OK\r\n" + b"".join(b"x-h-%d: v%d\r\n" % (i, i) for i in range(99)) +
     b"content-length: 2\r\n\r\n{}",
-    # the differences the target found (h1/known.rs), smallest form
+    # the differences the target found (h1/known/), smallest form
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: \xff, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nx: 1\nHTTP/1.1 200 OK\r\n\r\n",
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;\x01\r\n{}\r\n0\r\n\r\n",

@@ -24,26 +24,9 @@ pub fn without(fields: &Fields, name: &[u8]) -> Fields {
         .collect()
 }
 
-/// The fields with only the first of their `Content-Length` fields.
-pub fn one_length(fields: &Fields) -> Fields {
-    let mut seen = false;
-    (fields.iter())
-        .filter(|(n, _)| n.0 != b"content-length" || !std::mem::replace(&mut seen, true))
-        .cloned()
-        .collect()
-}
-
 /// The comma-separated items of a field value, trimmed.
 pub fn items(value: &Octets) -> impl Iterator<Item = &[u8]> {
     value.0.split(|&b| b == b',').map(<[u8]>::trim_ascii)
-}
-
-/// Whether every item of `values` is a number, all the same number.
-pub fn one_value(values: &[&Octets]) -> bool {
-    let numbers: Vec<Option<u64>> = values.iter().flat_map(|v| items(v)).map(number).collect();
-    numbers
-        .first()
-        .is_some_and(|first| first.is_some() && numbers.iter().all(|n| n == first))
 }
 
 /// `1*DIGIT` within 64 bits.
@@ -131,16 +114,31 @@ pub fn odd_extension(bytes: &[u8]) -> bool {
     })
 }
 
+/// The items of each `Content-Length` line `bytes` hold, read as numbers.
+fn lengths(bytes: &[u8]) -> Vec<Option<u64>> {
+    let name = b"content-length:";
+    (bytes.split(|&b| b == b'\n'))
+        .filter(|line| line.len() > name.len() && line[..name.len()].eq_ignore_ascii_case(name))
+        .flat_map(|line| {
+            let value = line[name.len()..]
+                .strip_suffix(b"\r")
+                .unwrap_or(&line[name.len()..]);
+            let value = Octets(value.to_vec());
+            items(&value).map(number).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// Whether `bytes` hold a `Content-Length` line whose value is 2^64-2 or more.
 pub fn huge_length(bytes: &[u8]) -> bool {
-    let name = b"content-length:";
-    bytes.split(|&b| b == b'\n').any(|line| {
-        line.len() > name.len()
-            && line[..name.len()].eq_ignore_ascii_case(name)
-            && items(&Octets(line[name.len()..].to_vec())).any(|v| {
-                number(v.strip_suffix(b"\r").unwrap_or(v)).is_some_and(|n| n >= u64::MAX - 1)
-            })
-    })
+    lengths(bytes)
+        .iter()
+        .any(|n| n.is_some_and(|n| n >= u64::MAX - 1))
+}
+
+/// Whether `bytes` hold a `Content-Length` line with an item that is no number.
+pub fn no_number_length(bytes: &[u8]) -> bool {
+    lengths(bytes).contains(&None)
 }
 
 /// Whether a value has a byte outside visible ASCII (and tab): hyper cannot read it as
@@ -191,14 +189,5 @@ pub fn bare_lf_trailer(bytes: &[u8]) -> bool {
         let bare =
             (0..section.len()).any(|i| section[i] == b'\n' && (i == 0 || section[i - 1] != b'\r'));
         line_start && zeros > 0 && bare
-    })
-}
-
-/// Whether `bytes` hold a line that begins with more than 16 hex digits, the first a zero:
-/// a chunk size spelt with leading zeros.
-pub fn long_chunk_size(bytes: &[u8]) -> bool {
-    bytes.split(|&b| b == b'\n').any(|line| {
-        let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-        digits > 16 && line[0] == b'0'
     })
 }

@@ -2,17 +2,13 @@
 //! (what each side made of the bytes) and, where the shape alone could hide another, by what
 //! in the bytes causes it. A difference no rule recognises is a crash: a new finding.
 //!
-//! Three lists for each target ([`requests`], [`answers`]):
+//! Two lists for each target ([`requests`], [`answers`]):
 //!
 //! - `INTENDED`: lingo is stricter than hyper on purpose, each with its reason and the RFC
 //!   section it keeps (lingo may be stricter, never laxer).
-//! - `BEING_FIXED`: **expected for now**, the laxities of lingo's HTTP/1.1 code (and one
-//!   strictness) that a fix under way removes. The list is emptied once the fix lands: from
-//!   then on each is a crash again, or (where lingo then refuses what hyper reads) an
-//!   intended rule recognises it.
-//! - `FOUND`: **expected for now**, laxities these targets found that no fix is under way
-//!   for yet: each needs a fix (then it leaves the list) or a decision (then it becomes
-//!   intended, with its reason).
+//! - `FOUND`: **expected for now**, differences these targets found that are neither fixed
+//!   nor decided yet: each needs a fix (then it leaves the list) or a decision (then it
+//!   becomes intended, with its reason).
 //!
 //! Once a rule recognises the first difference, what follows it is not compared: the two
 //! connections have parted ways (one closed, or read the rest as other requests).
@@ -84,9 +80,7 @@ pub fn requests(bytes: &[u8], lingo: &Served, hyper: &Served) {
         h: hyper.requests.get(at),
         before: at.checked_sub(1).map(|i| &lingo.requests[i]),
     };
-    let mut rules = (requests::INTENDED.iter())
-        .chain(requests::BEING_FIXED)
-        .chain(requests::FOUND);
+    let mut rules = (requests::INTENDED.iter()).chain(requests::FOUND);
     if let Some(rule) = rules.find(|rule| (rule.matches)(&case)) {
         return known(rule.what);
     }
@@ -118,9 +112,7 @@ pub fn answers(bytes: &[u8], asked: Asked, lingo: &Answered, hyper: &Answered) {
         lingo,
         hyper,
     };
-    let mut rules = (answers::INTENDED.iter())
-        .chain(answers::BEING_FIXED)
-        .chain(answers::FOUND);
+    let mut rules = (answers::INTENDED.iter()).chain(answers::FOUND);
     if let Some(rule) = rules.find(|rule| (rule.matches)(&case)) {
         return known(rule.what);
     }
