@@ -362,6 +362,20 @@ async fn unusable_transfer_encodings_are_refused() {
         ),
         ("TE on HTTP/1.0", http10.as_bytes()),
         ("space before the colon", space_before_colon.as_bytes()),
+        // A coding is a token: a value with obs-text is no list of codings, whatever it
+        // seems to end in (hyper reads no `chunked` in it; another reader might).
+        (
+            "obs-text before chunked",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: \xff, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        ),
+        (
+            "obs-text in a coding",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: gzip\xe9, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        ),
+        (
+            "obs-text in a field before a chunked one",
+            b"POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: \xff\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        ),
     ])
     .await;
 }

@@ -829,6 +829,33 @@ async fn two_different_lengths_are_502() {
     );
 }
 
+/// A `Transfer-Encoding` with a byte outside visible ASCII is no list of codings (a coding is
+/// a token): read as chunked, or as not (hyper's reading: up to the close), its body would
+/// end where another reader's does not. Faulty framing: 502, and the connection, which the
+/// upstream keeps open, is not given another request.
+#[tokio::test]
+async fn a_transfer_encoding_that_is_no_list_of_codings_is_502_and_its_connection_dropped() {
+    let upstream = Upstream::start(|line| match line.split(' ').nth(1) {
+        Some("/api/opaque") => answer(
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: \xff, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        ),
+        _ => answer(OK),
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(
+        fetch_get(&lingo, "/api/opaque").await.status,
+        StatusCode::BAD_GATEWAY
+    );
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(
+        upstream.connections(),
+        2,
+        "a new one after the opaque coding"
+    );
+}
+
 /// A chunk size that is not hex breaks the stream mid-body: the client's read must fail
 /// rather than the answer end as if whole (the connection is left open: no hang either).
 #[tokio::test]

@@ -10,6 +10,7 @@
 use hyper::HeaderMap;
 use hyper::header::{CONTENT_LENGTH, HOST, HeaderName, HeaderValue};
 
+use crate::http::h1::fields::is_text;
 use crate::http::h1::raw::Raw;
 
 /// A request's fields: in its map, or kept as read (its map then empty).
@@ -108,10 +109,9 @@ impl<'a> From<&'a HeaderMap> for Fields<'a> {
 /// `value` as text when it is visible ASCII (tabs and spaces too), as `HeaderValue::to_str`
 /// reads it.
 pub fn text(value: &[u8]) -> Option<&str> {
-    let visible = value
-        .iter()
-        .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b));
-    visible.then(|| std::str::from_utf8(value).ok()).flatten()
+    is_text(value)
+        .then(|| std::str::from_utf8(value).ok())
+        .flatten()
 }
 
 #[cfg(test)]

@@ -96,41 +96,36 @@ pub const INTENDED: &[AnswerRule] = &[
                 && bare_lf_trailer(c.bytes)
         },
     },
+    Rule {
+        what: "a Transfer-Encoding value with a byte outside visible ASCII (obs-text) on an \
+               answer with a body: hyper reads the body by the last field (up to the close \
+               when that value has such a byte)",
+        lingo: "refuses the answer (faulty framing: no answer, the connection not reused)",
+        why: "a coding is a token, which has no such byte: the value is no list of codings, \
+              and a reader that finds `chunked` in it ends the body elsewhere",
+        rfc: "RFC 9112 §6.1, §6.3, §7, RFC 9110 §5.6.1",
+        matches: |c| {
+            c.lingo.answer.is_none()
+                && (c.hyper.answer.as_ref())
+                    .is_some_and(|h| values(&h.fields, b"transfer-encoding").any(opaque))
+        },
+    },
 ];
 
 /// **Expected for now**: differences this target found, neither fixed nor decided yet.
-pub const FOUND: &[AnswerRule] = &[
-    Rule {
-        what: "a Transfer-Encoding value with a byte outside visible ASCII (obs-text) whose \
-               last coding is `chunked`: hyper reads the body up to the close (to it, a value \
-               it cannot read as text does not end in chunked)",
-        lingo: "LAXITY: reads the body as chunked: the two read different bodies",
-        why: "a coding is a token, which has no such byte; to fix: such framing is faulty \
-              (no answer, the connection closed)",
-        rfc: "RFC 9112 §6.1, §6.3",
-        matches: |c| match (&c.lingo.answer, &c.hyper.answer) {
-            (Some(l), Some(h)) => {
-                opaque_chunked(&h.fields)
-                    && l.status == h.status
-                    && l.version == h.version
-                    && l.fields == h.fields
-            }
-            _ => false,
-        },
-    },
-    Rule {
-        what: "an HTTP/1.0 answer whose Connection value has a byte outside visible ASCII \
+pub const FOUND: &[AnswerRule] = &[Rule {
+    what: "an HTTP/1.0 answer whose Connection value has a byte outside visible ASCII \
                (obs-text) and a `keep-alive` token: hyper does not reuse the connection",
-        lingo: "LAXITY: reuses it",
-        why: "lingo keeps what hyper closes; to fix: read no token in such a value",
-        rfc: "RFC 9112 §9.3, RFC 9110 §5.5, §7.6.1",
-        matches: |c| {
-            c.lingo.answer == c.hyper.answer
-                && c.lingo.reused
-                && !c.hyper.reused
-                && c.lingo.answer.as_ref().is_some_and(|a| {
-                    a.version == "HTTP/1.0" && opaque_token(&a.fields, b"keep-alive")
-                })
-        },
+    lingo: "LAXITY: reuses it",
+    why: "lingo keeps what hyper closes; to fix: read no token in such a value",
+    rfc: "RFC 9112 §9.3, RFC 9110 §5.5, §7.6.1",
+    matches: |c| {
+        c.lingo.answer == c.hyper.answer
+            && c.lingo.reused
+            && !c.hyper.reused
+            && c.lingo
+                .answer
+                .as_ref()
+                .is_some_and(|a| a.version == "HTTP/1.0" && opaque_token(&a.fields, b"keep-alive"))
     },
-];
+}];

@@ -147,19 +147,6 @@ pub fn opaque(value: &Octets) -> bool {
     value.0.iter().any(|&b| b < b' ' && b != b'\t' || b >= 0x7f)
 }
 
-/// A `Transfer-Encoding` whose last coding is `chunked` in an [`opaque`] value (hyper
-/// takes it as not chunked).
-pub fn opaque_chunked(fields: &Fields) -> bool {
-    values(fields, b"transfer-encoding")
-        .last()
-        .is_some_and(|v| {
-            opaque(v)
-                && items(v)
-                    .last()
-                    .is_some_and(|i| i.eq_ignore_ascii_case(b"chunked"))
-        })
-}
-
 /// A `Connection` value that is [`opaque`] and holds `token`.
 pub fn opaque_token(fields: &Fields, token: &[u8]) -> bool {
     values(fields, b"connection")

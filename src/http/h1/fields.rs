@@ -107,6 +107,10 @@ pub struct Facts {
     pub lengths_repeated: bool,
     /// `Transfer-Encoding`: whether its last coding is `chunked`.
     pub chunked: Option<bool>,
+    /// A `Transfer-Encoding` value with a byte outside visible ASCII (obs-text): no list of
+    /// codings, since a coding is a token (RFC 9112 §7), so the framing it says is unknown
+    /// (hyper reads no coding in it, and no `chunked`).
+    pub codings_unreadable: bool,
     /// `Connection: close`, `Connection: keep-alive` and `Connection: upgrade`.
     pub close: bool,
     pub keep_alive: bool,
@@ -179,6 +183,7 @@ impl Facts {
                 }
             }
             Which::Coding => {
+                self.codings_unreadable |= !is_text(value);
                 let last = items().next_back();
                 self.chunked = Some(last.is_some_and(|t| t.eq_ignore_ascii_case(b"chunked")));
             }
@@ -215,6 +220,14 @@ enum Which {
     Connection,
     Upgrade,
     Expect,
+}
+
+/// Whether `value` is visible ASCII, tabs and spaces only: text, as `HeaderValue::to_str`
+/// reads it, and the only bytes a token list (RFC 9110 §5.6.1) can hold.
+pub fn is_text(value: &[u8]) -> bool {
+    value
+        .iter()
+        .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b))
 }
 
 /// `1*DIGIT`, within 64 bits.
@@ -298,5 +311,29 @@ mod tests {
         assert_eq!(chunked("gzip, Chunked "), Some(true));
         assert_eq!(chunked("chunked, gzip"), Some(false));
         assert_eq!(chunked(""), Some(false));
+    }
+
+    /// A `Transfer-Encoding` value with a byte outside visible ASCII is no list of codings,
+    /// in any of its fields; a plain one, or a tab or space in one, is.
+    #[test]
+    fn obs_text_in_a_transfer_encoding_is_no_list_of_codings() {
+        let unreadable = |values: &[&[u8]]| {
+            let mut facts = Facts::default();
+            for value in values {
+                facts.note_raw(b"Transfer-Encoding", value);
+            }
+            facts.codings_unreadable
+        };
+        assert!(!unreadable(&[b"chunked"]));
+        assert!(!unreadable(&[b"gzip,\tchunked "]));
+        assert!(unreadable(&[b"\xff, chunked"]));
+        assert!(unreadable(&[b"gzip\xe9, chunked"]));
+        assert!(unreadable(&[b"\xff", b"chunked"]));
+        let mut mapped = Facts::default();
+        mapped.note(
+            &TRANSFER_ENCODING,
+            &HeaderValue::from_bytes(b"\x80chunked").unwrap(),
+        );
+        assert!(mapped.codings_unreadable);
     }
 }

@@ -2,10 +2,11 @@
 //!
 //! The request head is parsed by `httparse` (hyper's parser, with hyper's settings) and held
 //! to the framing rules hyper's server applies on top of it, so that lingo reads every
-//! request as hyper does or more strictly: `Transfer-Encoding` only in HTTP/1.1 and only
-//! ending in `chunked`, which then wins over `Content-Length` (dropped) and closes the
-//! connection after the answer (RFC 9112 §6.1); a length that is no number, or more than one
-//! (`5, 5`, or two fields: nginx refuses both, hyper the list), refused.
+//! request as hyper does or more strictly: `Transfer-Encoding` only in HTTP/1.1, only
+//! ending in `chunked` and only as a list of codings (no obs-text), which then wins over
+//! `Content-Length` (dropped) and closes the connection after the answer (RFC 9112 §6.1); a
+//! length that is no number, or more than one (`5, 5`, or two fields: nginx refuses both,
+//! hyper the list), refused.
 
 use std::mem::MaybeUninit;
 
@@ -188,6 +189,9 @@ fn malformed(err: impl std::fmt::Display) -> Refusal {
 fn framing(facts: &Facts, version: Version) -> Result<(Decoder, bool), Refusal> {
     if facts.lengths_repeated {
         return Err(malformed("more than one content-length"));
+    }
+    if facts.codings_unreadable {
+        return Err(malformed("transfer-encoding that is no list of codings"));
     }
     match (facts.chunked, facts.length) {
         (Some(_), _) if version == Version::HTTP_10 => {

@@ -303,11 +303,19 @@ fn version_of(answer: &httparse::Response<'_, '_>) -> Version {
 
 /// The body's framing, and whether it ends on its own (else the connection's close ends
 /// it). RFC 9112 §6.3: no body for some answers; then `Transfer-Encoding` over
-/// `Content-Length` (and then the connection cannot be reused, §6.1); a list of equal
-/// lengths is one length, differing ones are an error; neither: up to the close.
+/// `Content-Length` (and then the connection cannot be reused, §6.1), a `Transfer-Encoding`
+/// that is no list of codings an error; a list of equal lengths is one length, differing
+/// ones are an error; neither: up to the close.
 fn framing(facts: &Facts, no_body: bool) -> Result<(Decoder, bool), HeadError> {
     if no_body {
         return Ok((Decoder::Done, true));
+    }
+    if facts.codings_unreadable {
+        // Read as not chunked (up to the close), the body would end elsewhere than where a
+        // reader that finds `chunked` in the value ends it: faulty framing, no answer.
+        return Err(HeadError::Malformed(
+            "transfer-encoding that is no list of codings".into(),
+        ));
     }
     match (facts.chunked, facts.length) {
         (Some(true), length) => Ok((Decoder::Chunked(Chunk::Size), length.is_none())),
