@@ -768,6 +768,32 @@ async fn an_answer_saying_close_is_the_last_on_its_connection() {
     assert_eq!(upstream.connections(), 2);
 }
 
+/// An HTTP/1.0 answer keeps its connection only by a `keep-alive` lingo reads: one in a
+/// `Connection` value with a byte outside visible ASCII (no list of tokens; hyper's client
+/// reads none there either) is not read, and the next request goes on a new connection.
+/// From a plain value, the connection is reused.
+#[tokio::test]
+async fn an_http_1_0_keep_alive_in_an_unreadable_connection_value_is_not_honoured() {
+    let upstream = Upstream::start(|line| match line.split(' ').nth(1) {
+        Some("/api/opaque") => answer(
+            b"HTTP/1.0 200 OK\r\nconnection: \xff, keep-alive\r\ncontent-length: 2\r\n\r\n{}",
+        ),
+        _ => answer(b"HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 2\r\n\r\n{}"),
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(upstream.connections(), 1, "a plain keep-alive keeps it");
+    assert_eq!(fetch_get(&lingo, "/api/opaque").await.ok(), "{}");
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(
+        upstream.connections(),
+        2,
+        "a new one after the unreadable value"
+    );
+}
+
 /// An upstream's keep-alive timer closes idle connections without warning: a request after
 /// that must not fail on the dead connection (nothing was sent on it, so it may go again).
 #[tokio::test]

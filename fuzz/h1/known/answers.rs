@@ -43,20 +43,6 @@ pub const INTENDED: &[AnswerRule] = &[
     },
     LENGTH_BESIDE_CODING,
     Rule {
-        what: "a Connection value with a byte outside visible ASCII (obs-text) and a `close` \
-               token: hyper reads no token in a value it cannot read as text, and reuses the \
-               connection",
-        lingo: "reads the `close` and does not reuse the connection",
-        why: "not reusing is always safe, and the upstream said close",
-        rfc: "RFC 9112 §9.6, RFC 9110 §7.6.1",
-        matches: |c| {
-            c.lingo.answer == c.hyper.answer
-                && !c.lingo.reused
-                && c.hyper.reused
-                && (c.lingo.answer.as_ref()).is_some_and(|a| opaque_token(&a.fields, b"close"))
-        },
-    },
-    Rule {
         what: "an HTTP/1.0 answer with Transfer-Encoding and no body (to a HEAD, a 204, a \
                304): hyper reads it (it looks at no framing there)",
         lingo: "refuses the answer",
@@ -113,19 +99,4 @@ pub const INTENDED: &[AnswerRule] = &[
 ];
 
 /// **Expected for now**: differences this target found, neither fixed nor decided yet.
-pub const FOUND: &[AnswerRule] = &[Rule {
-    what: "an HTTP/1.0 answer whose Connection value has a byte outside visible ASCII \
-               (obs-text) and a `keep-alive` token: hyper does not reuse the connection",
-    lingo: "LAXITY: reuses it",
-    why: "lingo keeps what hyper closes; to fix: read no token in such a value",
-    rfc: "RFC 9112 §9.3, RFC 9110 §5.5, §7.6.1",
-    matches: |c| {
-        c.lingo.answer == c.hyper.answer
-            && c.lingo.reused
-            && !c.hyper.reused
-            && c.lingo
-                .answer
-                .as_ref()
-                .is_some_and(|a| a.version == "HTTP/1.0" && opaque_token(&a.fields, b"keep-alive"))
-    },
-}];
+pub const FOUND: &[AnswerRule] = &[];

@@ -37,33 +37,6 @@ pub fn number(digits: &[u8]) -> Option<u64> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-fn token_in(fields: &Fields, name: &[u8], token: &[u8]) -> bool {
-    values(fields, name).any(|v| items(v).any(|i| i.eq_ignore_ascii_case(token)))
-}
-
-pub fn asks_upgrade(fields: &Fields) -> bool {
-    token_in(fields, b"connection", b"upgrade") && has(fields, b"upgrade")
-}
-
-/// A body framed by its fields: chunked, or a length above zero.
-pub fn has_body_framing(fields: &Fields) -> bool {
-    has(fields, b"transfer-encoding")
-        || values(fields, b"content-length").any(|v| items(v).any(|i| i.iter().any(|&d| d != b'0')))
-}
-
-/// No `Host` in an HTTP/1.1 request, more than one, or one that is no `uri-host [":" port]`.
-pub fn bad_host(h: &Seen) -> bool {
-    let hosts: Vec<&Octets> = values(&h.fields, b"host").collect();
-    match hosts[..] {
-        [] => h.version == "HTTP/1.1",
-        [one] => {
-            let authority = hyper::http::uri::Authority::try_from(&one.0[..]);
-            !one.0.is_empty() && (authority.is_err() || one.0.contains(&b'@'))
-        }
-        _ => true,
-    }
-}
-
 /// How many field lines named `name` (any case) `bytes` holds.
 pub fn field_lines(bytes: &[u8], name: &[u8]) -> usize {
     (bytes.split(|&b| b == b'\n'))
@@ -145,12 +118,6 @@ pub fn no_number_length(bytes: &[u8]) -> bool {
 /// text, and reads no token in it.
 pub fn opaque(value: &Octets) -> bool {
     value.0.iter().any(|&b| b < b' ' && b != b'\t' || b >= 0x7f)
-}
-
-/// A `Connection` value that is [`opaque`] and holds `token`.
-pub fn opaque_token(fields: &Fields, token: &[u8]) -> bool {
-    values(fields, b"connection")
-        .any(|v| opaque(v) && items(v).any(|i| i.eq_ignore_ascii_case(token)))
 }
 
 /// Whether `bytes` hold a last chunk (`0`, extensions, CRLF) whose trailer section, up to the next

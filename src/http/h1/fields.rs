@@ -193,8 +193,14 @@ impl Facts {
         }
     }
 
-    /// A `Connection` field's tokens.
+    /// A `Connection` field's tokens. A value with a byte outside visible ASCII (obs-text)
+    /// is no list of tokens (RFC 9110 §7.6.1, §5.6.2) and says nothing: no `keep-alive` is
+    /// read where hyper reads none, and so no more requests or answers on a connection than
+    /// it would carry.
     pub fn connection(&mut self, value: &[u8]) {
+        if !is_text(value) {
+            return;
+        }
         for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
             self.close |= token.eq_ignore_ascii_case(b"close");
             self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
@@ -335,5 +341,31 @@ mod tests {
             &HeaderValue::from_bytes(b"\x80chunked").unwrap(),
         );
         assert!(mapped.codings_unreadable);
+    }
+
+    /// A `Connection` value with a byte outside visible ASCII says nothing: none of its
+    /// tokens is read (`keep-alive`, `close`, `upgrade`), while another field's are.
+    #[test]
+    fn obs_text_in_a_connection_value_says_nothing() {
+        let said = |values: &[&[u8]]| {
+            let mut facts = Facts::default();
+            for value in values {
+                facts.note_raw(b"Connection", value);
+            }
+            (facts.keep_alive, facts.close, facts.upgrade)
+        };
+        assert_eq!(said(&[b"keep-alive"]), (true, false, false));
+        assert_eq!(said(&[b"\tClose, upgrade "]), (false, true, true));
+        assert_eq!(said(&[b"\xff, keep-alive"]), (false, false, false));
+        assert_eq!(said(&[b"close, caf\xe9, upgrade"]), (false, false, false));
+        assert_eq!(said(&[b"\xff, close", b"keep-alive"]), (true, false, false));
+        // An HTTP/1.0 message persists only with a `keep-alive` read (RFC 9112 §9.3).
+        let persists = |value: &[u8]| {
+            let mut facts = Facts::default();
+            facts.note_raw(b"connection", value);
+            facts.keeps_alive(Version::HTTP_10)
+        };
+        assert!(persists(b"keep-alive"));
+        assert!(!persists(b"\xff, keep-alive"));
     }
 }
