@@ -315,6 +315,26 @@ async fn conflicting_content_lengths_are_refused() {
     .await;
 }
 
+/// A length no body can have (2^64-2 and above: hyper's lengths end below them) is refused
+/// as one past 64 bits is, before any body is awaited; the largest length read is a length,
+/// which the route's body limit then refuses (413). Nothing reaches the upstream.
+#[tokio::test]
+async fn a_length_no_body_can_have_is_refused() {
+    let post = |length: &str| {
+        format!("POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: {length}\r\n\r\n{{}}")
+    };
+    let refused = [post("18446744073709551614"), post("18446744073709551615")];
+    assert_refused(&[
+        ("2^64-2", refused[0].as_bytes()),
+        ("2^64-1", refused[1].as_bytes()),
+    ])
+    .await;
+    let (lingo, api, _public) = setup().await;
+    let largest = exchange(&lingo, post("18446744073709551613").as_bytes()).await;
+    assert_eq!(largest.statuses.first(), Some(&413), "{}", largest.raw);
+    assert!(api.requests().is_empty(), "{:?}", api.requests());
+}
+
 /// A length said twice, even the same length, as a list or in two fields: RFC 9110 §8.6
 /// lets a recipient take equal ones as one, nginx refuses both and hyper the list. Refused,
 /// so that no server behind lingo that reads them another way can frame the body otherwise.

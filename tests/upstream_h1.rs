@@ -882,6 +882,21 @@ async fn a_transfer_encoding_that_is_no_list_of_codings_is_502_and_its_connectio
     );
 }
 
+/// A length no body can have (2^64-2 and above, which hyper's client refuses too) is no
+/// length: 502, as for one that is no number.
+#[tokio::test]
+async fn a_length_no_body_can_have_is_502() {
+    let upstream = Upstream::start(|_| {
+        answer("HTTP/1.1 200 OK\r\ncontent-length: 18446744073709551614\r\n\r\n{}")
+    })
+    .await;
+    let lingo = through(&upstream.url).await;
+    assert_eq!(
+        fetch_get(&lingo, "/api/x").await.status,
+        StatusCode::BAD_GATEWAY
+    );
+}
+
 /// A chunk size that is not hex breaks the stream mid-body: the client's read must fail
 /// rather than the answer end as if whole (the connection is left open: no hang either).
 #[tokio::test]

@@ -107,6 +107,9 @@ REQUESTS += [
     b"POST / HTTP/1.1\r\nContent-Length: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: x\r\n\r\n0\r\n\r\n",
     b"POST / HTTP/1.1\r\nContent-Length: 18446744073709551615\r\n\r\nabc",
+    b"POST / HTTP/1.1\r\nContent-Length: 18446744073709551614\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 18446744073709551614\r\n\r\n0\r\n\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: 18446744073709551613\r\n\r\nabc",
     b"POST / HTTP/1.1\r\nContent-Length: 0000\r\nContent-Length: 0\r\n\r\n",
     b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\nGET /hidden HTTP/1.1\r\n\r\n",
     b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2;\x01\r\n{}\r\n0\r\n\r\n",
@@ -167,6 +170,7 @@ ANSWERS = [
     b"content-length: 2\r\n\r\n{}",
     # the differences the target found (h1/known/), smallest form
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: \xff, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551614\r\n\r\nabc",
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: \xff\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nx: 1\nHTTP/1.1 200 OK\r\n\r\n",
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;\x01\r\n{}\r\n0\r\n\r\n",

@@ -61,11 +61,11 @@ pub const INTENDED: &[RequestRule] = &[
         matches: |c| failed_here_read_there(c.l, c.h) && bare_lf_trailer(c.bytes),
     },
     Rule {
-        what: "a Content-Length that is no number after `Transfer-Encoding: chunked`: hyper \
-               skips it and reads the body as chunked (one before the Transfer-Encoding it \
-               refuses, as lingo does)",
+        what: "a Content-Length that is no number, or over 2^64-3, after `Transfer-Encoding: \
+               chunked`: hyper skips it and reads the body as chunked (one before the \
+               Transfer-Encoding it refuses, as lingo does)",
         lingo: "refuses the request (400), whichever order the two fields come in",
-        why: "a length that is no number is unrecoverable framing; a server behind lingo \
+        why: "a length lingo cannot read is unrecoverable framing; a server behind lingo \
               that frames by it instead of the chunked coding must never be given such a \
               request",
         rfc: "RFC 9112 §6.3 (5), §6.1 (a server MAY reject a request with both)",
@@ -73,7 +73,7 @@ pub const INTENDED: &[RequestRule] = &[
             refused_by_lingo_served_by_hyper(c).is_some_and(|h| {
                 has(&h.fields, b"transfer-encoding")
                     && !has(&h.fields, b"content-length")
-                    && no_number_length(c.bytes)
+                    && (no_number_length(c.bytes) || huge_length(c.bytes))
             })
         },
     },
@@ -90,6 +90,21 @@ pub const INTENDED: &[RequestRule] = &[
         },
     },
     Rule {
+        what: "a Content-Length of 2^64-2 or more: hyper refuses it with 431 (its lengths \
+               end at 2^64-3; past 64 bits it answers 400)",
+        lingo: "refuses it with 400, as every length it does not read",
+        why: "both refuse; a number no body length can be is an invalid length, not a field \
+              section too large",
+        rfc: "RFC 9110 §8.6, RFC 9112 §6.3 (5) (a server answers an invalid length with 400)",
+        matches: |c| {
+            c.l.is_none()
+                && c.h.is_none()
+                && c.lingo.refusal == Some(400)
+                && c.hyper.refusal == Some(431)
+                && huge_length(c.bytes)
+        },
+    },
+    Rule {
         what: "a repeated Content-Length of one value: hyper serves it (keeping one field)",
         lingo: "refuses it (400)",
         why: "a proxy stricter than the servers behind it cannot be desynchronised by one \
@@ -103,22 +118,7 @@ pub const INTENDED: &[RequestRule] = &[
 ];
 
 /// **Expected for now**: differences this target found, neither fixed nor decided yet.
-pub const FOUND: &[RequestRule] = &[
-    Rule {
-        what: "a Content-Length of 2^64-2 or more: hyper refuses it (431: its lengths end at \
-               2^64-3)",
-        lingo: "LAXITY: reads it (or refuses the head with 400 for another field)",
-        why: "no body reaches such a length, and a route's body limit refuses it (413) before \
-              any is read; to decide: refuse it as hyper does",
-        rfc: "RFC 9110 §8.6",
-        matches: |c| {
-            c.h.is_none()
-                && c.hyper.refusal == Some(431)
-                && (c.l.is_some() || c.lingo.refusal == Some(400))
-                && huge_length(c.bytes)
-        },
-    },
-];
+pub const FOUND: &[RequestRule] = &[];
 
 fn refused_by_lingo_served_by_hyper<'a>(c: &RequestCase<'a>) -> Option<&'a Seen> {
     (c.l.is_none() && c.lingo.refusal == Some(400))
