@@ -11,3 +11,6 @@ pub mod decode;
 pub mod fields;
 pub mod raw;
 pub mod read;
+
+#[cfg(test)]
+mod edges;
