@@ -24,15 +24,25 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::Request;
 use hyper::body::Incoming;
-use hyper::http::request::Parts;
-use hyper::{Request, Response};
+use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use lingo::http::message;
 use tokio::net::TcpListener;
 
 type Http = Client<HttpConnector, Full<Bytes>>;
+
+/// A request's head, as the bench's servers read it.
+type Head = message::Request<()>;
+
+/// A response the bench's servers write, its body whole.
+type FullResponse = message::Response<Full<Bytes>>;
+
+/// The field each delivery names its event by.
+const WEBHOOK_ID: HeaderName = HeaderName::from_static("webhook-id");
 
 /// The upstream's webhook secret, which lingo checks.
 const SECRET: &[u8] = b"bench-upstream-secret";
@@ -94,7 +104,7 @@ async fn bench() -> bool {
 /// A server on a free port answering each request with `answer(state, head, body)`.
 async fn serve<S: Send + 'static>(
     state: Arc<Mutex<S>>,
-    answer: fn(&Mutex<S>, &Parts, Bytes) -> Response<Full<Bytes>>,
+    answer: fn(&Mutex<S>, &Head, Bytes) -> FullResponse,
 ) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -104,13 +114,13 @@ async fn serve<S: Send + 'static>(
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let state = Arc::clone(&state);
                 async move {
-                    let (head, body) = req.into_parts();
+                    let (head, body) = message::Request::from(req).into_parts();
                     let body = body
                         .collect()
                         .await
                         .map(|b| b.to_bytes())
                         .unwrap_or_default();
-                    Ok::<_, Infallible>(answer(&state, &head, body))
+                    Ok::<_, Infallible>(answer(&state, &head, body).into_hyper())
                 }
             });
             tokio::spawn(async move {
@@ -125,8 +135,8 @@ async fn serve<S: Send + 'static>(
 }
 
 /// The client's receiver: 204, the event's id counted.
-fn receive(received: &Mutex<Received>, head: &Parts, _: Bytes) -> Response<Full<Bytes>> {
-    let id = head.headers.get("webhook-id").and_then(|v| v.to_str().ok());
+fn receive(received: &Mutex<Received>, head: &Head, _: Bytes) -> FullResponse {
+    let id = head.headers().get(&WEBHOOK_ID).and_then(message::text);
     let mut received = received.lock().unwrap();
     received.attempts += 1;
     if let Some(id) = id
@@ -134,20 +144,19 @@ fn receive(received: &Mutex<Received>, head: &Parts, _: Bytes) -> Response<Full<
     {
         received.last = Some(Instant::now());
     }
-    let mut answer = Response::new(Full::new(Bytes::new()));
+    let mut answer = message::Response::new(Full::new(Bytes::new()));
     *answer.status_mut() = hyper::StatusCode::NO_CONTENT;
     answer
 }
 
 /// The upstream: a crawl's start, the request kept.
-fn job_start(asked: &Mutex<Asked>, _: &Parts, body: Bytes) -> Response<Full<Bytes>> {
+fn job_start(asked: &Mutex<Asked>, _: &Head, body: Bytes) -> FullResponse {
     *asked.lock().unwrap() = Some(body);
     let started =
         r#"{"success":true,"id":"bench-job","url":"https://up.example/v2/crawl/bench-job"}"#;
-    let mut answer = Response::new(Full::new(Bytes::from_static(started.as_bytes())));
-    answer
-        .headers_mut()
-        .insert("content-type", "application/json".parse().unwrap());
+    let mut answer = message::Response::new(Full::new(Bytes::from_static(started.as_bytes())));
+    let json = HeaderValue::from_static("application/json");
+    answer.headers_mut().insert(CONTENT_TYPE, json);
     answer
 }
 

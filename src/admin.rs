@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
-use hyper::{Method, Response, StatusCode};
+use hyper::{Method, StatusCode};
 use serde_json::{Map, Value, json};
 
 use crate::auth;
 use crate::error::ProxyError;
 use crate::http::body::Body;
-use crate::http::fields::Fields;
+use crate::http::message::{HeaderView, Response};
 use crate::observe::metrics::{self, Metrics};
 use crate::runtime::Snapshot;
 use crate::table::Target;
@@ -55,8 +55,8 @@ impl Builtin {
         self,
         snapshot: &Snapshot,
         metrics: &Metrics,
-        headers: Fields<'_>,
-    ) -> Result<Response<Body>, ProxyError> {
+        headers: HeaderView<'_>,
+    ) -> Result<Response, ProxyError> {
         let table = &snapshot.table;
         if self != Builtin::Healthz && table.admin.require_key {
             auth::check(&table.clients, headers, false)?;
@@ -81,7 +81,7 @@ impl Builtin {
 
 /// Ready when every upstream accepts a TCP connection (`mock:` ones always do): 200, or 503
 /// naming the ones that do not.
-async fn readyz(snapshot: &Snapshot) -> Response<Body> {
+async fn readyz(snapshot: &Snapshot) -> Response {
     let probes = snapshot.table.upstreams.iter().map(|upstream| async move {
         let state = match &upstream.target {
             Target::Mock(_) => Ok(()),
@@ -132,6 +132,6 @@ async fn probe(url: &hyper::Uri) -> Result<(), String> {
     }
 }
 
-fn json(status: StatusCode, value: &Value) -> Response<Body> {
-    crate::http::body::json(status, value.to_string())
+fn json(status: StatusCode, value: &Value) -> Response {
+    Response::json(status, value.to_string())
 }

@@ -9,13 +9,13 @@ use hyper::header::{AUTHORIZATION, SEC_WEBSOCKET_PROTOCOL};
 
 use crate::base::secret::constant_time_eq;
 use crate::error::ProxyError;
-use crate::http::fields::{Fields, text};
+use crate::http::message::{HeaderView, text};
 use crate::table::ClientKey;
 
 /// The name of the client that sent `headers`, `None` on an open proxy.
 pub fn check<'a>(
     clients: &'a [ClientKey],
-    headers: Fields<'_>,
+    headers: HeaderView<'_>,
     upgrade: bool,
 ) -> Result<Option<&'a str>, ProxyError> {
     if clients.is_empty() {
@@ -39,7 +39,7 @@ pub fn check<'a>(
 
 /// Keys the request presents: the `Authorization` credential, and on upgrades each offered
 /// WebSocket subprotocol.
-fn presented_keys(headers: Fields<'_>, upgrade: bool) -> Vec<&str> {
+fn presented_keys(headers: HeaderView<'_>, upgrade: bool) -> Vec<&str> {
     let mut keys: Vec<&str> = headers
         .get(&AUTHORIZATION)
         .and_then(text)
@@ -66,7 +66,7 @@ pub fn credential(value: &str) -> &str {
 }
 
 /// The subprotocols offered in `Sec-WebSocket-Protocol` (comma-separated, maybe repeated).
-pub fn subprotocols(headers: Fields<'_>) -> impl Iterator<Item = &str> {
+pub fn subprotocols(headers: HeaderView<'_>) -> impl Iterator<Item = &str> {
     headers
         .get_all(&SEC_WEBSOCKET_PROTOCOL)
         .filter_map(text)
@@ -79,7 +79,7 @@ pub fn subprotocols(headers: Fields<'_>) -> impl Iterator<Item = &str> {
 mod tests {
     use super::*;
     use crate::base::secret::Secret;
-    use crate::http::h1::raw::{self, Raw};
+    use crate::http::h1::raw::{self, Kind, RawHeaders};
     use hyper::HeaderMap;
     use hyper::header::HeaderValue;
 
@@ -99,13 +99,13 @@ mod tests {
     }
 
     /// The fields in a map, and kept as read.
-    fn headers(pairs: &[(&'static str, &'static str)]) -> (HeaderMap, Raw) {
+    fn headers(pairs: &[(&'static str, &'static str)]) -> (HeaderMap, RawHeaders) {
         let map = pairs
             .iter()
             .map(|(k, v)| (k.parse().unwrap(), HeaderValue::from_static(v)))
             .collect();
         let section: String = pairs.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
-        (map, raw::read(&(section + "\r\n")))
+        (map, raw::read(&(section + "\r\n"), Kind::Request))
     }
 
     type Case<'a> = (
@@ -132,10 +132,9 @@ mod tests {
                 Ok(Some("alice")),
             ),
         ];
-        let empty = HeaderMap::new();
         for (pairs, upgrade, want) in cases {
             let (map, raw) = headers(pairs);
-            for fields in [Fields::from(&map), Fields::new(&empty, Some(&raw))] {
+            for fields in [HeaderView::Map(&map), HeaderView::Raw(&raw)] {
                 match (check(&c, fields, *upgrade), want) {
                     (Ok(name), Ok(want)) => assert_eq!(name, *want, "{pairs:?}"),
                     (Err(ProxyError::MissingKey), Err("missing")) => {}
@@ -149,7 +148,7 @@ mod tests {
     #[test]
     fn open_proxy_needs_no_key() {
         assert_eq!(
-            check(&[], Fields::from(&HeaderMap::new()), false).unwrap(),
+            check(&[], HeaderView::Map(&HeaderMap::new()), false).unwrap(),
             None
         );
     }

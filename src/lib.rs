@@ -7,10 +7,12 @@
 //!
 //! - [`base`]: leaf facts, no lingo imports: dialect names, secrets that cannot print,
 //!   duration and size units, token usage and its merge rule, unguessable ids.
-//! - [`http`]: plumbing: the one boxed [`http::body::Body`], the idle timeout, streaming key
-//!   redaction, HTTP/1.1 framing rules, path normalisation, futures joined on one task,
-//!   listening sockets, a client connection handed to a WebSocket after its 101, the
-//!   HTTP/1.1 pieces lingo's server and client share (fields, body framing).
+//! - [`http`]: plumbing: the one boxed [`http::body::Body`], requests and responses with the
+//!   one way to read their header fields ([`http::message`]: a map, or kept as read), the
+//!   idle timeout, streaming key redaction, HTTP/1.1 framing rules, path normalisation,
+//!   futures joined on one task, listening sockets, a client connection handed to a
+//!   WebSocket after its 101, the HTTP/1.1 pieces lingo's server and client share (fields,
+//!   body framing).
 //! - [`translate`]: the pure translators (sans-IO: bytes in, bytes out; ids and clocks passed
 //!   in): the [`translate::Translation`] trait every endpoint implements (chat, completions,
 //!   embeddings), the NDJSON framer, SSE frames, link re-basing, in-place JSON splicing.

@@ -114,7 +114,7 @@ async fn upstream_error_statuses_are_mapped_with_the_cause_and_retry_after() {
             let mut response = json_response(status, body);
             if let Some(secs) = retry_after {
                 response
-                    .headers_mut()
+                    .fields_mut()
                     .insert("retry-after", secs.parse().unwrap());
             }
             response
@@ -144,7 +144,7 @@ async fn retry_after_as_a_date_is_kept() {
     let backend = Backend::start(|_| async {
         let mut response = json_response(503, r#"{"error":"maintenance"}"#);
         response
-            .headers_mut()
+            .fields_mut()
             .insert("retry-after", DATE.parse().unwrap());
         response
     })

@@ -231,7 +231,7 @@ async fn tags_pass_through_when_there_is_nothing_to_add() {
     let backend = Backend::start(|_| async {
         let mut answer = json_response(200, RAW);
         answer
-            .headers_mut()
+            .fields_mut()
             .insert("x-upstream", "yes".parse().unwrap());
         answer
     })

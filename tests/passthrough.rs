@@ -137,15 +137,15 @@ async fn forwards_request_line_and_sets_forwarding_headers() {
     assert_eq!(answer.headers["x-request-id"], "abc-123");
 }
 
-/// A head of a few fields (kept as read) and one of many (past what is kept as read: made
-/// into a map) go up by the same rules: the client's end-to-end fields in their order, its
+/// A head of a few fields (kept as read, up to 32 with lingo's `Host` and `Content-Length`)
+/// and one of many (past what is kept as read: made into a map) go up by the same rules: the client's end-to-end fields in their order, its
 /// hop-by-hop ones and those its `Connection` names left behind, its key and forwarding
 /// fields replaced by lingo's, its `Content-Length` written by lingo.
 #[tokio::test]
 async fn few_fields_or_many_go_up_by_the_same_rules() {
     let backend = Backend::json(200, "{}").await;
     let lingo = Lingo::start(&native_table(&backend, "")).await;
-    for count in [1, 8, 40] {
+    for count in [1, 8, 20, 40] {
         let names: Vec<String> = (0..count).map(|i| format!("x-field-{i}")).collect();
         let mut fields: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
         fields.extend([
@@ -178,6 +178,53 @@ async fn few_fields_or_many_go_up_by_the_same_rules() {
     }
 }
 
+/// A response of a few fields (kept as read by lingo's client, up to 32 with the upstream's
+/// own) and one of many (made into a map) come back by the same rules: every end-to-end field of the upstream's, in order and
+/// with every value, its hop-by-hop ones and those its `Connection` names left behind.
+#[tokio::test]
+async fn few_fields_or_many_come_back_by_the_same_rules() {
+    for count in [1, 8, 26, 40] {
+        let backend = Backend::start(move |_| async move {
+            let mut answer = json_response(200, "{}");
+            let fields = answer.fields_mut();
+            for i in 0..count {
+                fields.append(
+                    format!("x-field-{}", i % 7)
+                        .parse::<hyper::header::HeaderName>()
+                        .unwrap(),
+                    i.into(),
+                );
+            }
+            fields.insert("connection", "X-Hop, keep-alive".parse().unwrap());
+            fields.insert("x-hop", "secret-hop".parse().unwrap());
+            fields.insert("keep-alive", "timeout=5".parse().unwrap());
+            answer
+        })
+        .await;
+        let lingo = Lingo::start(&native_table(&backend, "")).await;
+        let answer = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
+        assert_eq!(answer.status, 200, "{count}: {}", answer.body);
+        for name in (0..count.min(7)).map(|i| format!("x-field-{i}")) {
+            let sent: Vec<String> = (0..count)
+                .filter(|i| format!("x-field-{}", i % 7) == name)
+                .map(|i| i.to_string())
+                .collect();
+            let got: Vec<&str> = (answer.headers.get_all(&name).iter())
+                .map(|v| v.to_str().unwrap())
+                .collect();
+            assert_eq!(got, sent, "{count}: {name}");
+        }
+        for gone in ["connection", "x-hop", "keep-alive"] {
+            assert!(!answer.headers.contains_key(gone), "{count}: {gone}");
+        }
+        assert_eq!(
+            answer.headers["content-type"], "application/json",
+            "{count}"
+        );
+        assert_eq!(answer.body, "{}", "{count}");
+    }
+}
+
 /// The answer carries lingo's request id, not one the upstream set, and none of the fields
 /// of the upstream's hop (hop-by-hop, and those its `Connection` names); its own fields stay.
 #[tokio::test]
@@ -191,7 +238,7 @@ async fn the_answer_carries_lingos_request_id_and_not_the_upstreams_hop() {
             ("x-upstream-hop", "1"),
             ("x-upstream-own", "kept"),
         ] {
-            answer.headers_mut().insert(name, value.parse().unwrap());
+            answer.fields_mut().insert(name, value.parse().unwrap());
         }
         answer
     })

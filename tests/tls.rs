@@ -88,7 +88,7 @@ async fn tags_over_http1(
     tokio::spawn(conn);
     let mut req = get_tags(addr);
     let host = format!("localhost:{}", addr.port());
-    req.headers_mut().insert("host", host.parse().unwrap());
+    req.fields_mut().insert("host", host.parse().unwrap());
     let response = sender.send_request(req).await.unwrap();
     (sender, response)
 }
@@ -271,7 +271,7 @@ async fn a_tls_connection_over_the_cap_is_told_503_over_tls() {
     assert_eq!(second.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
     let (_sender, refused) = tags_over_http1(second, lingo.addr).await;
     assert_eq!(refused.status(), 503);
-    assert_eq!(refused.headers()["retry-after"], "1");
+    assert_eq!(refused.fields()["retry-after"], "1");
     let body = refused.into_body().collect().await.unwrap().to_bytes();
     assert!(
         body.starts_with(br#"{"error":"lingo is at its limit of 1 connections"#),

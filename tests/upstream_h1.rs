@@ -275,11 +275,12 @@ impl Outcome {
 /// Sends `req` to lingo and reads the whole answer, within [`PATIENCE`].
 async fn fetch(req: Request<http_body_util::Full<Bytes>>) -> Outcome {
     let exchange = async {
-        let response = client().request(req).await.expect("lingo answered");
+        let mut response = client().request(req).await.expect("lingo answered");
+        let headers = std::mem::take(response.fields_mut());
         let (parts, body) = response.into_parts();
         Outcome {
             status: parts.status,
-            headers: parts.headers,
+            headers,
             body: body.collect().await.map(|c| c.to_bytes()),
         }
     };
@@ -552,11 +553,14 @@ async fn http2_get(lingo: &Lingo, path: &str) -> HeaderMap {
         let req = Request::get(lingo.url(path))
             .body(http_body_util::Empty::<Bytes>::new())
             .unwrap();
-        let response = sender.send_request(req).await.unwrap();
+        let mut response = sender.send_request(req).await.unwrap();
         assert_eq!(response.version(), hyper::Version::HTTP_2);
-        let (parts, body) = response.into_parts();
-        assert_eq!(body.collect().await.unwrap().to_bytes(), "{}");
-        parts.headers
+        let headers = std::mem::take(response.fields_mut());
+        assert_eq!(
+            response.into_body().collect().await.unwrap().to_bytes(),
+            "{}"
+        );
+        headers
     };
     tokio::time::timeout(PATIENCE, exchange)
         .await

@@ -313,7 +313,7 @@ async fn the_upstreams_own_fields_go_on_with_a_told_answer() {
     ] {
         let backend = Backend::start(move |_| async move {
             let mut answer = json_response(status, body);
-            let fields = answer.headers_mut();
+            let fields = answer.fields_mut();
             fields.insert("x-ratelimit-remaining", "0".parse().unwrap());
             fields.insert("retry-after", "9".parse().unwrap());
             answer

@@ -34,7 +34,7 @@ async fn v2_upstream() -> (String, Seen) {
             let (stream, _) = listener.accept().await.unwrap();
             let record = Arc::clone(&record);
             let service = service_fn(move |req: Request<Incoming>| {
-                let extensions = req.headers().get("sec-websocket-extensions");
+                let extensions = req.fields().get("sec-websocket-extensions");
                 let extensions = extensions.map(|v| v.to_str().unwrap().to_owned());
                 let entry = (
                     req.method().clone(),

@@ -31,8 +31,8 @@ async fn slow_echo_upstream(delay: Duration) -> (String, Arc<Mutex<Option<Header
     tokio::spawn(async move {
         let (stream, _) = listener.accept().await.unwrap();
         let service = service_fn(move |mut req: Request<Incoming>| {
-            *record.lock().unwrap() = Some(req.headers().clone());
-            let protocol = req.headers().get("sec-websocket-protocol").cloned();
+            *record.lock().unwrap() = Some(req.fields().clone());
+            let protocol = req.fields().get("sec-websocket-protocol").cloned();
             let upgrade = hyper::upgrade::on(&mut req);
             tokio::spawn(async move {
                 let mut io = TokioIo::new(upgrade.await.unwrap());

@@ -79,20 +79,17 @@ pub async fn lingo(bytes: &[u8], pieces: usize) -> Served {
     let (client, server) = tokio::io::duplex(1 << 20);
     let service = {
         let (log, progress) = (log.clone(), progress.clone());
-        move |mut req: Request<lingo::http::body::Body>| {
+        move |req: lingo::http::message::Request| {
             let (log, progress) = (log.clone(), progress.clone());
             async move {
-                let raw = req.body_mut().take_raw();
-                let (parts, body) = req.into_parts();
-                let fields = match &raw {
-                    Some(raw) => comparable(raw.all()),
-                    None => of_map(&parts.headers),
-                };
+                let fields = comparable(req.headers().iter());
+                let (parts, body) = req.into_hyper().into_parts();
                 let at = note(&log, &parts, fields);
                 progress.bump();
                 let end = read_body(body, &progress).await;
                 log.borrow_mut()[at].body = end;
-                let mut answer = Response::new(lingo::http::body::Body::empty());
+                let mut answer =
+                    lingo::http::message::Response::new(lingo::http::body::Body::empty());
                 *answer.status_mut() = status_for(&parts.method);
                 answer
             }

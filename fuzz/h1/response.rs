@@ -31,7 +31,7 @@ use super::{BodyEnd, Counted, Fields, PATIENCE, Progress, comparable, of_map, re
 pub struct Asked {
     /// `HEAD` (else `GET`): the answer has no body, whatever its fields say.
     pub head: bool,
-    /// lingo's client keeps the answer's fields as read (`Raw`, a pass-through's way), else
+    /// lingo's client keeps the answer's fields as read (`RawHeaders`, a pass-through's way), else
     /// in a map.
     pub raw: bool,
 }
@@ -139,8 +139,8 @@ pub async fn lingo(bytes: &[u8], pieces: usize, asked: Asked) -> Answered {
         upgrade: false,
         identity: false,
         json: false,
-        raw_answer: true,
-        raw_fields: None,
+        raw_response: true,
+        client: None,
     };
     let client = async {
         let conn = Conn::open(&address, PATIENCE)
@@ -156,20 +156,16 @@ pub async fn lingo(bytes: &[u8], pieces: usize, asked: Asked) -> Answered {
             .uri("/fuzz")
             .body(Body::empty());
         let req = req.expect("a request");
-        let outgoing = Outgoing::new(req, "upstream", asked.raw.then_some(&rules));
+        let outgoing = Outgoing::new(req.into(), "upstream", asked.raw.then_some(&rules));
         let deadline = tokio::time::Instant::now() + 2 * PATIENCE;
         let sent = conn
             .send(outgoing, shelf.clone(), deadline, 2 * PATIENCE)
             .await;
         progress.bump();
-        let Ok(mut response) = sent else {
+        let Ok(response) = sent else {
             return;
         };
-        let raw = response.body_mut().take_raw();
-        let fields = match &raw {
-            Some(raw) => comparable(raw.all()),
-            None => of_map(response.headers()),
-        };
+        let fields = comparable(response.headers().iter());
         let version = format!("{:?}", response.version());
         read_into(&seen, response.status().as_u16(), version, fields);
         let end = read_body(response.into_body(), &progress).await;

@@ -1,11 +1,7 @@
 //! `Body`: the one body type lingo's handlers return and send upstream.
 //!
 //! A boxed body keeps the service's types simple while each transformation (idle timeout,
-//! access-log accounting, ...) stays its own small `pin_project!` wrapper. The box also
-//! carries a head's fields kept as read (`h1::raw`): a passed-through answer's, from lingo's
-//! client to the client's connection, where whoever wraps such a body hands them on
-//! ([`Body::take_raw`], [`Body::carrying`] or [`Body::built`]); and a request's, from lingo's
-//! HTTP/1.1 server to the pipeline, which takes them out first.
+//! access-log accounting, ...) stays its own small `pin_project!` wrapper.
 
 use std::collections::VecDeque;
 use std::pin::{Pin, pin};
@@ -17,37 +13,15 @@ use http_body_util::{BodyExt, Full, Limited};
 use pin_project_lite::pin_project;
 
 use crate::base::pinned;
-use crate::http::h1::raw::Raw;
 
 /// Errors carried through bodies.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A boxed body of `Bytes` frames.
-pub struct Body(Pin<Box<dyn Boxed>>);
-
-/// What a body is boxed as: a body, and what it carries besides its frames.
-trait Boxed: http_body::Body<Data = Bytes, Error = BoxError> + Send {
-    fn take_raw(self: Pin<&mut Self>) -> Option<Box<Raw>>;
-    fn raw_mut(self: Pin<&mut Self>) -> Option<&mut Raw>;
-}
-
-pin_project! {
-    /// A body in its box, with the fields of its head kept as read (`h1::raw`), if they are:
-    /// a passed-through answer's travel with its body, from lingo's client to the client's
-    /// connection, which writes them or makes them into the map ([`materialize`]); a
-    /// request's, from lingo's HTTP/1.1 server to the pipeline.
-    /// Kept in the box, they make no `Body` larger (every move of a future holding one would
-    /// cost more); a response's extensions would carry them at the cost of three
-    /// allocations (the map, its table, the box), more than keeping them saved.
-    struct Carrying<B> {
-        #[pin]
-        body: B,
-        raw: Option<Box<Raw>>,
-    }
-}
+pub struct Body(Pin<Box<dyn http_body::Body<Data = Bytes, Error = BoxError> + Send>>);
 
 /// A body in the box it was built in (see [`Body::built`]).
-pub struct InBox<B>(Pin<Box<Carrying<B>>>);
+pub struct InBox<B>(Pin<Box<B>>);
 
 impl<B> InBox<B>
 where
@@ -55,7 +29,7 @@ where
 {
     /// The body, where it stays.
     pub fn body(&mut self) -> Pin<&mut B> {
-        self.0.as_mut().project().body
+        self.0.as_mut()
     }
 
     /// The body handed on, in the same box.
@@ -72,49 +46,26 @@ impl Body {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        Body::carrying(body.map_err(Into::into), None)
+        Body::boxed(body.map_err(Into::into))
     }
 
     /// A body whose errors are already [`BoxError`]s, boxed without the error-mapping layer
-    /// that [`Body::new`] adds: that layer is one more call, and a move of every frame, per
-    /// frame (2% of a streamed pass-through's instructions with three of them in a chain).
+    /// that [`Body::new`] adds (one more call, and a move of every frame, per frame).
     pub fn boxed<B>(body: B) -> Self
     where
         B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
     {
-        Body::carrying(body, None)
+        Body(Box::pin(body))
     }
 
-    /// [`Body::boxed`], carrying the fields of its head (an answer's or a request's) kept as
-    /// read.
-    pub fn carrying<B>(body: B, raw: Option<Box<Raw>>) -> Self
-    where
-        B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
-    {
-        Body(Box::pin(Carrying { body, raw }))
-    }
-
-    /// [`Body::carrying`] for a body that is worked on before it is handed on: built in its
+    /// [`Body::boxed`] for a body that is worked on before it is handed on: built in its
     /// box (`base::pinned`), where [`InBox::body`] reaches it, it is never moved (what
-    /// `make` takes in is moved in once). Built on the stack, the pipeline's answer body
-    /// (its record and its batch, 500 bytes) was copied into its caller's state and again
-    /// into its box.
-    pub fn built<B>(make: impl FnOnce() -> B, raw: Option<Box<Raw>>) -> InBox<B>
+    /// `make` takes in is moved in once).
+    pub fn built<B>(make: impl FnOnce() -> B) -> InBox<B>
     where
         B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
     {
-        InBox(pinned::boxed(|| Carrying { body: make(), raw }))
-    }
-
-    /// The fields of its head kept as read, taken: whoever wraps an answer's body in another
-    /// hands them on to the wrapper ([`Body::carrying`], [`Body::built`]).
-    pub fn take_raw(&mut self) -> Option<Box<Raw>> {
-        self.0.as_mut().take_raw()
-    }
-
-    /// The fields of its head kept as read, where they are.
-    pub fn raw_mut(&mut self) -> Option<&mut Raw> {
-        self.0.as_mut().raw_mut()
+        InBox(pinned::boxed(make))
     }
 
     /// Allocates nothing (its box holds a value of no size): a request's body is taken out
@@ -128,7 +79,7 @@ impl Body {
     }
 
     /// A body made of several pieces sent one after another, with an exact size hint (so
-    /// hyper sends a `Content-Length`). Used to splice rewritten values into an answer
+    /// hyper sends a `Content-Length`). Used to splice rewritten values into a response
     /// without copying the rest of it.
     pub fn pieces(pieces: Vec<Bytes>) -> Self {
         Body::new(Pieces(pieces.into()))
@@ -136,9 +87,8 @@ impl Body {
 }
 
 /// Reads a body's data to its end, at most `limit` bytes (past it, `Limited`'s
-/// `LengthLimitError`). A body of one data frame, as most are, comes back as that frame:
-/// `collect` first lists every frame in a queue it allocates, which cost a whole request
-/// about 500 instructions per body read.
+/// `LengthLimitError`). A body of one data frame, as most are, comes back as that frame,
+/// where `collect` would first list every frame in a queue it allocates.
 pub async fn read_all<B>(body: B, limit: usize) -> Result<Bytes, BoxError>
 where
     B: http_body::Body<Data = Bytes>,
@@ -170,26 +120,6 @@ where
     Ok(joined.map_or(first, BytesMut::freeze))
 }
 
-/// Makes the fields an answer kept as read (if it did) into its map: needed before anything
-/// but the client's HTTP/1.1 connection reads or edits the fields of an answer that may have
-/// kept them (see `pass::relay`).
-pub fn materialize(response: &mut hyper::Response<Body>) {
-    if let Some(raw) = response.body_mut().take_raw() {
-        raw.into_map(response.headers_mut());
-    }
-}
-
-/// A JSON answer with `status`: lingo's own answers (errors, translated answers, health).
-pub fn json(status: hyper::StatusCode, body: impl Into<Bytes>) -> hyper::Response<Body> {
-    let mut response = hyper::Response::new(Body::full(body));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
 impl Default for Body {
     fn default() -> Self {
         Body::empty()
@@ -216,42 +146,7 @@ impl http_body::Body for Body {
     }
 }
 
-impl<B> Boxed for Carrying<B>
-where
-    B: http_body::Body<Data = Bytes, Error = BoxError> + Send,
-{
-    fn take_raw(self: Pin<&mut Self>) -> Option<Box<Raw>> {
-        self.project().raw.take()
-    }
-
-    fn raw_mut(self: Pin<&mut Self>) -> Option<&mut Raw> {
-        self.project().raw.as_deref_mut()
-    }
-}
-
-impl<B: http_body::Body<Data = Bytes, Error = BoxError>> http_body::Body for Carrying<B> {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    #[inline]
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        self.project().body.poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// See [`Body::empty`]: a body of no size, where [`Carrying`] an empty one is 8 bytes, and
-/// allocated.
+/// See [`Body::empty`]: a body of no size, whose box allocates nothing.
 struct Nothing;
 
 impl http_body::Body for Nothing {
@@ -271,16 +166,6 @@ impl http_body::Body for Nothing {
 
     fn size_hint(&self) -> SizeHint {
         SizeHint::with_exact(0)
-    }
-}
-
-impl Boxed for Nothing {
-    fn take_raw(self: Pin<&mut Self>) -> Option<Box<Raw>> {
-        None
-    }
-
-    fn raw_mut(self: Pin<&mut Self>) -> Option<&mut Raw> {
-        None
     }
 }
 
@@ -347,13 +232,13 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Prepend<B> {
 
 /// A body of one data frame that says it has ended once the frame is taken, fails the test if
 /// it is polled after that, and tells when it is dropped: for the readers that must not poll
-/// a body for an end it has told them (`read_all`, the batch, the HTTP/1.1 answer writer,
+/// a body for an end it has told them (`read_all`, the batch, the HTTP/1.1 response writer,
 /// the upload).
 #[cfg(test)]
 pub(crate) struct Told {
     data: Option<Bytes>,
     dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// Whether its size hint is exact (else unknown: an HTTP/1.1 answer goes chunked).
+    /// Whether its size hint is exact (else unknown: an HTTP/1.1 response goes chunked).
     sized: bool,
 }
 
@@ -441,14 +326,13 @@ mod tests {
         rx
     }
 
-    /// An empty body ends at once, says so before it is polled (a head then says
-    /// `Content-Length: 0`), and carries no fields.
+    /// An empty body ends at once, and says so before it is polled (a head then says
+    /// `Content-Length: 0`).
     #[tokio::test]
-    async fn an_empty_body_ends_at_once_and_carries_nothing() {
+    async fn an_empty_body_ends_at_once() {
         let mut empty = Body::empty();
         assert!(empty.is_end_stream());
         assert_eq!(empty.size_hint().exact(), Some(0));
-        assert!(empty.take_raw().is_none() && empty.raw_mut().is_none());
         assert!(empty.frame().await.is_none());
         assert!(Body::default().is_end_stream());
     }

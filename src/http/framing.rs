@@ -5,7 +5,7 @@
 use hyper::header::HOST;
 use hyper::{Uri, Version};
 
-use crate::http::fields::Fields;
+use crate::http::message::HeaderView;
 
 /// Why a request's framing is refused, or `Ok` when it is sound. The HTTP/1.1 connection
 /// (`server::h1`, with hyper's parser and rules; hyper itself for HTTP/2) has already refused
@@ -18,7 +18,7 @@ use crate::http::fields::Fields;
 /// `uri-host [ ":" port ]`), and a target whose authority names a user (RFC 9110 §4.2.4: a
 /// recipient treats `userinfo` as an error). lingo passes the host the client addressed on
 /// as `X-Forwarded-Host` and re-bases links onto it, so which host that is must be clear.
-pub fn check(version: Version, target: &Uri, fields: Fields<'_>) -> Result<(), &'static str> {
+pub fn check(version: Version, target: &Uri, fields: HeaderView<'_>) -> Result<(), &'static str> {
     let mut hosts = fields.get_all(&HOST);
     let (host, more) = (hosts.next(), hosts.next().is_some());
     if version == Version::HTTP_11 && (host.is_none() || more) {
@@ -89,16 +89,17 @@ fn name_byte(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{check, is_host};
-    use hyper::{Request, Version};
+    use crate::http::message::Request;
+    use hyper::Version;
 
     #[test]
     fn framing_cases() {
         let build = |version: Version, target: &str, headers: &[(&str, &str)]| {
-            let mut req = Request::builder().version(version).uri(target);
+            let mut req = hyper::Request::builder().version(version).uri(target);
             for (k, v) in headers {
                 req = req.header(*k, *v);
             }
-            req.body(()).unwrap()
+            Request::from(req.body(()).unwrap())
         };
         type Case<'a> = (Version, &'a str, &'a [(&'a str, &'a str)], bool);
         let cases: &[Case<'_>] = &[
@@ -143,7 +144,7 @@ mod tests {
         for (version, target, headers, ok) in cases {
             let req = build(*version, target, headers);
             assert_eq!(
-                check(*version, req.uri(), req.headers().into()).is_ok(),
+                check(*version, req.uri(), req.headers()).is_ok(),
                 *ok,
                 "{version:?} {target} {headers:?}"
             );

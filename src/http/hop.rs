@@ -1,6 +1,6 @@
 //! Hop-by-hop fields (RFC 9110 §7.6.1): meaningful to one connection only, so a proxy never
 //! passes them on. Read two ways: from a map, and from a head's bytes as read (a
-//! passed-through answer's or a served request's, kept without a map: see `h1::raw`); and
+//! passed-through response's or a served request's, kept without a map: see `h1::raw`); and
 //! the comparison of a name as read with a map's name that both use. Pure.
 
 use std::collections::HashSet;
@@ -62,8 +62,7 @@ pub fn is_lowered(read: &[u8], lower: &[u8]) -> bool {
 }
 
 /// Whether `read`, ASCII letters lowered, is `lower` (ASCII, lowercase, as long): eight bytes
-/// at a time (a byte at a time, lowering each, cost a pass-through ~300 instructions in the
-/// few names every request is searched for).
+/// at a time, for the few names every request is searched for.
 fn eq_lowered(read: &[u8], lower: &[u8]) -> bool {
     debug_assert_eq!(read.len(), lower.len());
     let (len, mut at) = (read.len(), 0);
@@ -138,7 +137,7 @@ pub fn connection_named(headers: &HeaderMap) -> HashSet<HeaderName> {
 /// Removes the hop-by-hop fields, including any the `Connection` field names.
 pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
     // Many messages carry none: one pass over their few names costs less than a lookup of
-    // each of the nine (callgrind: 2,700 instructions a request).
+    // each of the nine.
     if !headers.keys().any(|name| HOP_BY_HOP.contains(name)) {
         return;
     }

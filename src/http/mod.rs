@@ -1,17 +1,19 @@
-//! HTTP plumbing below every handler: the one boxed body type, batching frames already
-//! available into one write, the idle timeout between frames, streaming key redaction,
-//! HTTP/1.1 framing rules, a request's fields wherever they are kept, hop-by-hop fields, path normalisation, futures joined on one task, a future polled
-//! only when its own waker fired, and listening sockets. Nothing here knows a route or a dialect.
+//! HTTP plumbing below every handler: the one boxed body type, requests and responses with
+//! the one way to read their header fields (`message`), batching frames already available
+//! into one write, the idle timeout between frames, streaming key redaction, HTTP/1.1
+//! framing rules, hop-by-hop fields, path normalisation, futures joined on one task, a future
+//! polled only when its own waker fired, and listening sockets. Nothing here knows a route or
+//! a dialect.
 
 pub mod batch;
 pub mod body;
-pub mod fields;
 pub mod framing;
 pub mod gated;
 pub mod h1;
 pub mod hop;
 pub mod idle;
 pub mod join;
+pub mod message;
 pub mod path;
 pub mod redact;
 pub mod socket;

@@ -1,4 +1,4 @@
-//! A client connection handed over after a `101 Switching Protocols` answer (a WebSocket).
+//! A client connection handed over after a `101 Switching Protocols` response (a WebSocket).
 //!
 //! lingo's HTTP/1.1 server puts an [`OnUpgrade`] in the extensions of each request that asks
 //! for an upgrade; once the 101 is written it sends the socket, and the bytes it had read past
@@ -43,9 +43,9 @@ pub fn pair() -> (Handover, OnUpgrade) {
     (tx, OnUpgrade(Arc::new(Mutex::new(Some(rx)))))
 }
 
-/// The upgraded connection of `req`, once its 101 answer is written.
+/// The upgraded connection of `req`, once its 101 response is written.
 pub fn on<B>(
-    req: &mut hyper::Request<B>,
+    req: &mut crate::http::message::Request<B>,
 ) -> impl Future<Output = Result<Upgraded, NotUpgraded>> + Send + 'static {
     let rx = req
         .extensions_mut()

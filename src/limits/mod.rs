@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use pin_project_lite::pin_project;
 
 use crate::error::ProxyError;
-use crate::http::fields::Fields;
+use crate::http::message::HeaderView;
 use crate::table::Limits;
 
 pub use activity::{Activity, Busy, Quiet, Timeouts};
@@ -176,7 +176,7 @@ impl<B: http_body::Body> http_body::Body for Held<B> {
 /// Refuses a request whose headers exceed the table's limits (431). The connection enforces
 /// a looser backstop itself (see `server::protocol`), so that what reaches here is refused in the caller's
 /// dialect rather than with a bare status.
-pub fn check_headers(headers: Fields<'_>, limits: &Limits) -> Result<(), ProxyError> {
+pub fn check_headers(headers: HeaderView<'_>, limits: &Limits) -> Result<(), ProxyError> {
     let count = headers.len();
     if count > limits.max_headers {
         return Err(ProxyError::HeadersTooLarge {

@@ -22,14 +22,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use http_body_util::{BodyExt, Limited};
-use hyper::header::{CONTENT_TYPE, HOST, HeaderValue};
-use hyper::{Method, Request, Response};
+use hyper::Method;
+use hyper::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue};
+use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use crate::base::dialect::Dialect;
 use crate::http::body::{Body, BoxError};
+use crate::http::message::{Request, Response, text};
 use knobs::Knobs;
 
 /// Largest request body the mock reads.
@@ -102,8 +104,8 @@ fn refuse(knobs: &Knobs, path: &str, status: u16, message: &str) -> Answer {
 
 /// Serves one request with `defaults` overridden by the request's own knobs.
 pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
-    let (parts, body) = req.into_parts();
-    let path = parts.uri.path();
+    let (head, body) = req.into_parts();
+    let path = head.uri().path();
     let bytes = match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(err) => return Answer::BadBody(err),
@@ -117,7 +119,8 @@ pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
         }
     };
     let mut knobs = defaults.clone();
-    let header = parts.headers.get("x-mock").and_then(|v| v.to_str().ok());
+    let x_mock = HeaderName::from_static("x-mock");
+    let header = head.headers().get(&x_mock).and_then(text);
     let (model, model_knobs) = knobs::split_model(request["model"].as_str().unwrap_or(""));
     for spec in [header, model_knobs].into_iter().flatten() {
         if let Err(e) = knobs.apply(spec) {
@@ -136,21 +139,21 @@ pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
         );
     }
     if knobs.speaks == Some(Dialect::Chat) {
-        return chat::route(&parts.method, path, &request, &knobs, model);
+        return chat::route(head.method(), path, &request, &knobs, model);
     }
-    let host = parts
-        .headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
+    let host = head
+        .headers()
+        .get(&HOST)
+        .and_then(text)
         .unwrap_or("localhost");
     if knobs.speaks == Some(Dialect::WebDataV2) {
-        let query = parts.uri.query().unwrap_or("");
-        return webdata::v2::handle(&parts.method, path, query, &request, host, &knobs);
+        let query = head.uri().query().unwrap_or("");
+        return webdata::v2::handle(head.method(), path, query, &request, host, &knobs);
     }
     route(
-        &parts.method,
+        head.method(),
         path,
-        parts.uri.query().unwrap_or(""),
+        head.uri().query().unwrap_or(""),
         &request,
         &knobs,
         model,
@@ -202,13 +205,14 @@ pub async fn serve_on(listener: TcpListener, defaults: Knobs) -> std::io::Result
         let _ = stream.set_nodelay(true);
         let defaults = Arc::clone(&defaults);
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+            let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let defaults = Arc::clone(&defaults);
                 async move {
-                    match handle(&defaults, req.map(Body::new)).await {
-                        Answer::Response(r) => Ok::<_, MockCut>(r),
+                    let req = Request::from(req.map(Body::new));
+                    match handle(&defaults, req).await {
+                        Answer::Response(r) => Ok::<_, MockCut>(r.into_hyper()),
                         Answer::Cut => Err(MockCut),
-                        Answer::BadBody(err) => Ok(bad_body(err.as_ref())),
+                        Answer::BadBody(err) => Ok(bad_body(err.as_ref()).into_hyper()),
                     }
                 }
             });

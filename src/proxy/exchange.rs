@@ -7,13 +7,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use hyper::header::HeaderValue;
-use hyper::{HeaderMap, Request};
 
 use crate::base::dialect::{self, Dialect};
 use crate::base::ids;
-use crate::http::body::Body;
-use crate::http::fields::{Fields, text};
-use crate::http::h1::raw::Raw;
+use crate::http::message::{HeaderView, Request, text};
 use crate::limits::{Activity, Gate};
 use crate::observe::RequestStats;
 use crate::runtime::Snapshot;
@@ -51,9 +48,6 @@ pub struct Exchange<'a> {
     /// The host the client addressed: an absolute-form target's authority (the `:authority`
     /// on HTTP/2), else its `Host` (`http::framing` has checked both).
     pub client_host: Option<HeaderValue>,
-    /// The client's fields kept as read (`http::h1::raw`), which its request's map does not
-    /// hold (see [`Exchange::client_fields`]).
-    pub raw_fields: Option<&'a Raw>,
     /// The request is a WebSocket upgrade its route tunnels (`plan::tunnels`).
     pub upgrade: bool,
     /// What the runs learn for the metrics (upstream wait, tokens, a failed stream).
@@ -72,9 +66,9 @@ pub struct Arrival {
 // === impl Arrival ===
 
 impl Arrival {
-    pub fn new(req: &Request<Body>, fields: Fields<'_>) -> Self {
+    pub fn new(req: &Request) -> Self {
         Arrival {
-            request_id: request_id(fields),
+            request_id: request_id(req.headers()),
             stats: RequestStats::new(),
             dialect: dialect::guess(req.uri().path()),
         }
@@ -84,14 +78,13 @@ impl Arrival {
 // === impl Exchange ===
 
 impl<'a> Exchange<'a> {
-    /// The exchange for `req` (its fields kept as read in `raw`, if they are) routed to
-    /// `route` on the path `path` (normalised); `upgrade`: it is a WebSocket upgrade
-    /// the route tunnels.
+    /// The exchange for `req` routed to `route` on the path `path` (normalised); `upgrade`:
+    /// it is a WebSocket upgrade the route tunnels.
     pub fn new(
         snapshot: &'a Snapshot,
         conn: &'a ConnInfo,
         (route, path): (&'a Route, &str),
-        (req, raw): (&Request<Body>, Option<&'a Raw>),
+        req: &Request,
         arrival: &Arrival,
         upgrade: bool,
     ) -> Self {
@@ -108,9 +101,7 @@ impl<'a> Exchange<'a> {
         // names none.
         let client_host = match req.uri().authority() {
             Some(authority) => HeaderValue::from_str(authority.as_str()).ok(),
-            None => Fields::new(req.headers(), raw)
-                .host()
-                .filter(|host| !host.is_empty()),
+            None => req.headers().host().filter(|host| !host.is_empty()),
         };
         let peer = snapshot.peer(route.upstream);
         Exchange {
@@ -123,7 +114,6 @@ impl<'a> Exchange<'a> {
             path_len: path.len(),
             request_id: arrival.request_id.clone(),
             client_host,
-            raw_fields: raw,
             upgrade,
             stats: Arc::clone(&arrival.stats),
         }
@@ -133,14 +123,6 @@ impl<'a> Exchange<'a> {
     /// only by the runs that rewrite them.
     pub fn public_base(&self) -> String {
         public_base(&self.snapshot.table, self.conn, self.client_host.as_ref())
-    }
-
-    /// The client's fields: those kept as read, or else `map` (its request's).
-    pub fn client_fields<'m>(&self, map: &'m HeaderMap) -> Fields<'m>
-    where
-        'a: 'm,
-    {
-        Fields::new(map, self.raw_fields)
     }
 
     /// The normalised path, without the query.
@@ -170,7 +152,6 @@ impl<'a> Exchange<'a> {
             path_len: self.path_len,
             request_id: self.request_id.clone(),
             client_host: self.client_host.clone(),
-            raw_fields: self.raw_fields,
             upgrade: self.upgrade,
             stats: Arc::clone(&self.stats),
         }
@@ -178,7 +159,7 @@ impl<'a> Exchange<'a> {
 }
 
 /// The request id: the client's `X-Request-Id` when it sent a sane one, else a new one.
-fn request_id(fields: Fields<'_>) -> HeaderValue {
+fn request_id(fields: HeaderView<'_>) -> HeaderValue {
     fields
         .get(&X_REQUEST_ID)
         .filter(|v| !v.is_empty() && v.len() <= 128 && text(v).is_some())

@@ -1,16 +1,15 @@
 //! One request's life, top-down: admit -> route -> authenticate -> plan -> run -> respond.
 //!
-//! [`handle`] is the service every connection calls. The table is snapshotted once; the request becomes an
-//! [`Exchange`] once routed; a [`Plan`] says once what it will be; one of [`run`]'s modules
-//! runs it; and [`respond`] alone turns an error into an answer, in the dialect the route (or,
-//! before routing, the path) implies. Every request gets one record (the access line and its
-//! metrics) when its answer ends.
+//! [`handle`] is the service every connection calls. The table is snapshotted once; the
+//! request's header fields are read through `Request::headers` (`http::message`), wherever
+//! its connection kept them; the request becomes an [`Exchange`] once routed; a [`Plan`] says
+//! once what it will be; one of [`run`]'s modules runs it; and [`respond`] alone turns an
+//! error into a response, in the dialect the route (or, before routing, the path) implies.
+//! Every request gets one record (the access line and its metrics) when its response ends.
 
 use std::borrow::Cow;
 use std::pin::Pin;
 use std::sync::Arc;
-
-use hyper::{Request, Response};
 
 use super::exchange::{Arrival, ConnInfo, Exchange};
 use super::plan::{self, Plan};
@@ -22,8 +21,7 @@ use crate::base::pinned;
 use crate::error::ProxyError;
 use crate::http::batch::Batch;
 use crate::http::body::Body;
-use crate::http::fields::Fields;
-use crate::http::h1::raw::Raw;
+use crate::http::message::{Request, Response};
 use crate::http::{framing, path};
 use crate::limits::{self, Held};
 use crate::observe::{AccessLog, Ended, Finish, Record};
@@ -33,38 +31,34 @@ use crate::table::Route;
 use crate::upstream::headers;
 use crate::webhooks;
 
-/// [`handle`], boxed: what a connection is given. A connection holds the service's future
-/// while the request is served (968 bytes unboxed, in every connection's task for its whole
-/// life); boxed, the request's state is freed at its answer's head and the slot is a pointer.
+/// [`handle`], boxed: what a connection is given. Boxed, the request's state is freed at its
+/// response's head, and a connection's task holds a pointer for it, not the whole state for
+/// the connection's life.
 pub fn boxed(
     reloader: Arc<Reloader>,
     conn: Arc<ConnInfo>,
-    req: Request<Body>,
-) -> Pin<Box<impl Future<Output = Response<Body>> + Send>> {
+    req: Request,
+) -> Pin<Box<impl Future<Output = Response> + Send>> {
     pinned::boxed(|| handle(reloader, conn, req))
 }
 
-/// Serves one request; never fails (errors are answers).
+/// Serves one request; never fails (errors are responses).
 ///
-/// Not an `async fn`: its state would hold each argument twice (as passed, and the local an
-/// `async fn` moves it to), the request's 240 bytes copied from one to the other. Everything
-/// but the answer's head and body ends before `prime`'s wait, in a block of its own: held
-/// across it, it put this state past 1 KiB, off mimalloc's fast path.
+/// Not an `async fn`, whose state would hold each argument twice (as passed, and the local it
+/// is moved to). Everything but the response's head and body ends before `prime`'s wait, in
+/// a block of its own, so that the state held across that wait stays small (mimalloc serves
+/// blocks under 1 KiB from its fast path).
 #[allow(clippy::manual_async_fn)] // on purpose: see the doc
 pub fn handle(
     reloader: Arc<Reloader>,
     conn: Arc<ConnInfo>,
-    mut req: Request<Body>,
-) -> impl Future<Output = Response<Body>> + Send {
+    req: Request,
+) -> impl Future<Output = Response> + Send {
     async move {
         let (head, mut body) = {
-            // The fields of a request kept as read (`http::h1::raw`) come in its body's box;
-            // they are kept here until its run is over (its exchange lends them to the run).
-            let kept = req.body_mut().take_raw();
-            let fields = Fields::new(req.headers(), kept.as_deref());
-            let mut arrival = Arrival::new(&req, fields);
+            let mut arrival = Arrival::new(&req);
             let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
-            if let Err(why) = framing::check(req.version(), req.uri(), fields) {
+            if let Err(why) = framing::check(req.version(), req.uri(), req.headers()) {
                 let response = respond::unframed(why, &arrival, &mut log);
                 let record = Record::new(log, None);
                 return response.map(|body| Body::boxed(Ended::new(body, record)));
@@ -76,11 +70,12 @@ pub fn handle(
                 Err(err) => (None, Some(err)),
             };
             let snapshot = reloader.snapshot();
-            let served = (&*reloader, &*snapshot, &*conn, (&req, kept.as_deref()));
+            let served = (&*reloader, &*snapshot, &*conn, &req);
             // Decided by the phases, done here (see `phases`).
             let result = match phases(served, refused, &mut arrival, &mut log) {
                 Ok(Next::Builtin(builtin)) => {
-                    let answer = builtin.answer(&snapshot, reloader.metrics(), fields);
+                    let metrics = reloader.metrics();
+                    let answer = builtin.answer(&snapshot, metrics, req.headers());
                     Box::pin(answer).await
                 }
                 Ok(Next::Run(plan, exchange)) => run::run(plan, &exchange, req).await,
@@ -93,23 +88,17 @@ pub fn handle(
             let response = respond::answer(result, metrics, &arrival, &mut log);
             let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
             let record = Record::new(log, Some(finish));
-            let (head, mut body) = response.into_parts();
-            let raw = body.take_raw();
+            let (head, body) = response.into_parts();
             let make = || Batch::new(Held::new(Ended::new(body, record), held));
-            (head, Body::built(make, raw))
+            (head, Body::built(make))
         };
         body.body().prime().await;
         Response::from_parts(head, body.into_body())
     }
 }
 
-/// A request (and its fields kept as read, living `'a`) and what it is served with.
-type Served<'a, 'r> = (
-    &'a Reloader,
-    &'a Snapshot,
-    &'a ConnInfo,
-    (&'r Request<Body>, Option<&'a Raw>),
-);
+/// A request (borrowed for the phases alone: its run takes it) and what it is served with.
+type Served<'a, 'r> = (&'a Reloader, &'a Snapshot, &'a ConnInfo, &'r Request);
 
 /// What the phases decided a request is: one of lingo's own endpoints (the webhook relay's
 /// among them), or a routed request and how to run it (which takes the request).
@@ -123,28 +112,26 @@ enum Next<'a> {
 /// An error is the answer; `arrival.dialect` says how to tell it.
 ///
 /// They only decide, and [`handle`] does what they decided: it holds the request, and an
-/// `async` phase given it would hold it too (as passed, and again as moved), putting the
-/// pipeline's state past 1 KiB, off mimalloc's fast path.
+/// `async` phase given it would hold it too (as passed, and again as moved).
 fn phases<'a>(
-    (reloader, snapshot, conn, (req, raw)): Served<'a, '_>,
+    (reloader, snapshot, conn, req): Served<'a, '_>,
     refused: Option<ProxyError>,
     arrival: &mut Arrival,
     log: &mut AccessLog,
 ) -> Result<Next<'a>, ProxyError> {
     let on_admin = conn.listener.is_none();
     let path = req.uri().path();
-    let fields = Fields::new(req.headers(), raw);
     if let Some(builtin) = Builtin::find(req.method(), path, on_admin, reloader.admin_bound()) {
         return Ok(Next::Builtin(builtin));
     }
     if let Some(refused) = refused {
         return Err(refused);
     }
-    if let Some(endpoint) = webhooks::Endpoint::find(req.method(), path, on_admin, fields) {
+    if let Some(endpoint) = webhooks::Endpoint::find(req.method(), path, on_admin, req.headers()) {
         arrival.dialect = Dialect::WebData;
         let table = &snapshot.table;
         if endpoint.is_admin() && table.admin.require_key {
-            log.client = auth::check(&table.clients, fields, false)?.map(str::to_owned);
+            log.client = auth::check(&table.clients, req.headers(), false)?.map(str::to_owned);
         }
         return Ok(Next::Webhooks(endpoint));
     }
@@ -156,8 +143,8 @@ fn phases<'a>(
         });
     }
     let (route, path) = route(snapshot, req, arrival, log)?;
-    let upgrade = authenticate(snapshot, (req, fields), (route, &path), log)?;
-    let exchange = Exchange::new(snapshot, conn, (route, &path), (req, raw), arrival, upgrade);
+    let upgrade = authenticate(snapshot, req, (route, &path), log)?;
+    let exchange = Exchange::new(snapshot, conn, (route, &path), req, arrival, upgrade);
     let plan = Plan::decide(&exchange, req)?;
     Ok(Next::Run(plan, exchange))
 }
@@ -166,7 +153,7 @@ fn phases<'a>(
 /// The path is the request's own when normalising left it as it was.
 fn route<'s, 'r>(
     snapshot: &'s Snapshot,
-    req: &'r Request<Body>,
+    req: &'r Request,
     arrival: &mut Arrival,
     log: &mut AccessLog,
 ) -> Result<(&'s Route, Cow<'r, str>), ProxyError> {
@@ -192,11 +179,12 @@ fn route<'s, 'r>(
 /// refused (`plan::upgrade`).
 fn authenticate(
     snapshot: &Snapshot,
-    (req, fields): (&Request<Body>, Fields<'_>),
+    req: &Request,
     (route, path): (&Route, &str),
     log: &mut AccessLog,
 ) -> Result<bool, ProxyError> {
     let table = &snapshot.table;
+    let fields = req.headers();
     limits::check_headers(fields, &table.limits)?;
     let upgrade = headers::is_websocket_upgrade(req.method(), fields)
         && plan::upgrade(req, route, table.upstream(route.upstream), path)?;

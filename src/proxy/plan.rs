@@ -4,15 +4,12 @@
 //! route refuses (model management, a body declared too large, a
 //! path it has no translator for, a WebSocket upgrade with a body) is refused here.
 
-use hyper::Request;
-
 use super::exchange::Exchange;
 use super::run::relay;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
-use crate::http::body::Body;
-use crate::http::fields::Fields;
 use crate::http::h1::fields::parse_length;
+use crate::http::message::Request;
 use crate::table::{Route, Upstream};
 use crate::translate::{self, Endpoint};
 
@@ -46,7 +43,7 @@ pub enum Plan {
 
 impl Plan {
     /// Decides the plan for `req`, or what the route refuses.
-    pub fn decide(x: &Exchange<'_>, req: &Request<Body>) -> Result<Plan, ProxyError> {
+    pub fn decide(x: &Exchange<'_>, req: &Request) -> Result<Plan, ProxyError> {
         let (route, upstream, path) = (x.route, x.upstream, x.path());
         let endpoint = translate::endpoint(route.speaks, upstream.speaks, path);
         if (route.speaks, upstream.speaks) == (Dialect::Native, Dialect::Chat)
@@ -92,7 +89,7 @@ impl Plan {
 /// ([`tunnels`]); elsewhere it is served as a plain request, without the upgrade's
 /// hop-by-hop fields (`Connection: upgrade`, `Upgrade`), which the header rules drop.
 pub fn upgrade(
-    req: &Request<Body>,
+    req: &Request,
     route: &Route,
     upstream: &Upstream,
     path: &str,
@@ -123,7 +120,7 @@ fn is_watcher(path: &str) -> bool {
 
 /// What the route itself refuses: model management where it is not allowed, and a body
 /// declared larger than the route takes.
-fn refuse(x: &Exchange<'_>, req: &Request<Body>) -> Result<(), ProxyError> {
+fn refuse(x: &Exchange<'_>, req: &Request) -> Result<(), ProxyError> {
     if x.upstream.speaks == Dialect::Native
         && !x.route.allow_model_management
         && is_model_management(x.path())
@@ -132,9 +129,7 @@ fn refuse(x: &Exchange<'_>, req: &Request<Body>) -> Result<(), ProxyError> {
             path: x.path().to_owned(),
         });
     }
-    let declared = Fields::new(req.headers(), x.raw_fields)
-        .content_length()
-        .and_then(parse_length);
+    let declared = req.headers().content_length().and_then(parse_length);
     if declared.is_some_and(|len| len > x.route.max_body) {
         return Err(ProxyError::BodyTooLarge {
             limit: x.route.max_body,

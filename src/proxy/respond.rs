@@ -5,25 +5,25 @@
 //! shape its SDK parses.
 
 use bytes::Bytes;
+use hyper::StatusCode;
 use hyper::header::{CONNECTION, HeaderValue, RETRY_AFTER};
-use hyper::{Response, StatusCode};
 use serde_json::json;
 
 use super::exchange::Arrival;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
-use crate::http::body::Body;
+use crate::http::message::Response;
 use crate::observe::{AccessLog, Metrics};
 use crate::upstream::headers::X_REQUEST_ID;
 
 /// The answer to a request: the run's, or its error told in the request's dialect (an
 /// upstream's failure counted); either way with the request id, and its status logged.
 pub fn answer(
-    result: Result<Response<Body>, ProxyError>,
+    result: Result<Response, ProxyError>,
     metrics: &Metrics,
     arrival: &Arrival,
     log: &mut AccessLog,
-) -> Response<Body> {
+) -> Response {
     let mut response = match result {
         Ok(response) => response,
         Err(err) => {
@@ -36,12 +36,7 @@ pub fn answer(
             render(&err, arrival.dialect)
         }
     };
-    let id = arrival.request_id.clone();
-    match response.body_mut().raw_mut() {
-        // An answer kept as read takes it there, and needs no map (`h1::raw`).
-        Some(raw) => raw.add(X_REQUEST_ID, id),
-        None => drop(response.headers_mut().insert(X_REQUEST_ID, id)),
-    }
+    response.insert_header(X_REQUEST_ID, arrival.request_id.clone());
     log.status = response.status().as_u16();
     response
 }
@@ -49,7 +44,7 @@ pub fn answer(
 /// A request whose framing or headers are unsound: refused before it is admitted, and the
 /// connection closed after (the rest of it cannot be trusted to be framed the way lingo
 /// reads it).
-pub fn unframed(why: &'static str, arrival: &Arrival, log: &mut AccessLog) -> Response<Body> {
+pub fn unframed(why: &'static str, arrival: &Arrival, log: &mut AccessLog) -> Response {
     let mut response = render(&ProxyError::BadRequest(why), arrival.dialect);
     response
         .headers_mut()
@@ -65,7 +60,7 @@ pub fn unframed(why: &'static str, arrival: &Arrival, log: &mut AccessLog) -> Re
 /// - chat-completions: `{"error":{"message","type","param","code"}}`
 /// - native: `{"error":"..."}`
 /// - web-data: `{"success":false,"error":"...","code":"..."}`
-pub fn render(err: &ProxyError, dialect: Dialect) -> Response<Body> {
+pub fn render(err: &ProxyError, dialect: Dialect) -> Response {
     let status = err.status();
     let message = err.to_string();
     let value = match dialect {
@@ -78,7 +73,7 @@ pub fn render(err: &ProxyError, dialect: Dialect) -> Response<Body> {
         Dialect::Native => json!({ "error": message }),
         Dialect::WebData | Dialect::WebDataV2 => web_data(err, message),
     };
-    let mut response = crate::http::body::json(status, value.to_string());
+    let mut response = Response::json(status, value.to_string());
     if let Some(value) = err.retry_after() {
         response.headers_mut().insert(RETRY_AFTER, value);
     }
@@ -132,7 +127,7 @@ mod tests {
     use super::*;
     use crate::base::dialect::Dialect;
 
-    fn body_of(response: Response<Body>) -> (u16, serde_json::Value) {
+    fn body_of(response: Response) -> (u16, serde_json::Value) {
         use http_body_util::BodyExt;
         let status = response.status().as_u16();
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -372,6 +367,7 @@ mod tests {
             code: None,
             retry_after: Some(HeaderValue::from_static("7")),
         };
-        assert_eq!(render(&err, Dialect::Chat).headers()["retry-after"], "7");
+        let response = render(&err, Dialect::Chat);
+        assert_eq!(response.headers().get(&RETRY_AFTER), Some(&b"7"[..]));
     }
 }

@@ -16,7 +16,6 @@ use std::time::Duration;
 use hyper::body::Incoming;
 use hyper::header::{CONNECTION, HeaderValue};
 use hyper::service::service_fn;
-use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use prometheus_client::metrics::gauge::Gauge;
@@ -29,8 +28,9 @@ use super::sniff::{self, Speaks};
 use super::watched::Watched;
 use crate::base::clock::Ticking;
 use crate::base::dialect;
-use crate::http::body::{Body, BoxError, materialize};
+use crate::http::body::{Body, BoxError};
 use crate::http::gated::Gated;
+use crate::http::message::Request;
 use crate::limits::{Activity, ConnectionSlot, Gate, Quiet, Slot, Timeouts};
 use crate::observe::metrics::Metrics;
 use crate::proxy::exchange::ConnInfo;
@@ -154,7 +154,7 @@ impl<S> Accepted<S> {
 ///
 /// A plain and a TLS connection get tasks of different types: a task is as large as the
 /// largest state its future can be in, for the connection's whole life, and a TLS
-/// connection's state is half again a plain one's (3.8 KiB against 6.2 KiB).
+/// connection's state is the larger.
 pub fn serve(accepted: Accepted, slot: ConnectionSlot) {
     let Accepted {
         stream,
@@ -280,13 +280,14 @@ pub async fn refuse(accepted: Accepted, _slot: Slot) {
         ..
     } = accepted;
     tracing::warn!(%peer, "connection refused: {}", gate.connections_full());
-    let service = service_fn(move |req: Request<Incoming>| {
+    let service = service_fn(move |req: hyper::Request<Incoming>| {
         let err = gate.connections_full();
         let mut response = respond::render(&err, dialect::guess(req.uri().path()));
         response
             .headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
-        async move { Ok::<Response<Body>, Infallible>(response) }
+        let response = response.into_hyper();
+        async move { Ok::<hyper::Response<Body>, Infallible>(response) }
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -357,18 +358,11 @@ impl Session {
             // every connection's task would be the size of the larger.
             Speaks::Http2 => {
                 activity.speaks_http2();
-                let service = service_fn(move |req: Request<Incoming>| {
-                    let answer = pipeline::boxed(
-                        Arc::clone(&reloader),
-                        Arc::clone(&conn),
-                        req.map(Body::new),
-                    );
-                    async move {
-                        // hyper writes the map: fields kept as read go into it.
-                        let mut answer = answer.await;
-                        materialize(&mut answer);
-                        Ok::<_, Infallible>(answer)
-                    }
+                let service = service_fn(move |req: hyper::Request<Incoming>| {
+                    let req = Request::from(req.map(Body::new));
+                    let answer = pipeline::boxed(Arc::clone(&reloader), Arc::clone(&conn), req);
+                    // hyper writes the map: fields kept as read go into it.
+                    async move { Ok::<_, Infallible>(answer.await.into_hyper()) }
                 });
                 let serving = async move {
                     let conn = pin!(settings.http2(TokioIo::new(io), service));
@@ -391,8 +385,8 @@ enum Ending {
 /// a request head is too slow to arrive, drops it (nothing is in flight on it). The timer
 /// and the shutdown signal are [`Gated`]: most wakes of the task are for the connection.
 ///
-/// The connection comes pinned by the caller: taken by value and pinned here, it was held
-/// twice in the task's state (as the argument and as the pinned local), 1.6 KiB a connection.
+/// The connection comes pinned by the caller: taken by value and pinned here, it would be
+/// held twice in the task's state (as the argument and as the pinned local).
 async fn drive<C, E>(
     mut conn: Pin<&mut C>,
     quiet: impl Future<Output = Quiet>,

@@ -22,9 +22,9 @@ use super::h1;
 use crate::base::clock::Ticking;
 use crate::table::Limits;
 
-/// The part of the table's limits that the connection enforces itself. Small and `Copy`: a connection's
-/// task holds it until the version is known, and hyper's builders (an HTTP/2 one is about
-/// 300 bytes) are made then and dropped once the connection is made.
+/// The part of the table's limits that the connection enforces itself. Small and `Copy`: a
+/// connection's task holds it until the version is known, and hyper's (larger) builders are
+/// made then and dropped once the connection is made.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
     max_headers: usize,
@@ -66,8 +66,8 @@ impl Settings {
     ) -> h1::Connection<impl Future<Output = Result<(), BoxError>>>
     where
         I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-        S: FnMut(hyper::Request<crate::http::body::Body>) -> F,
-        F: Future<Output = hyper::Response<crate::http::body::Body>>,
+        S: FnMut(crate::http::message::Request) -> F,
+        F: Future<Output = crate::http::message::Response>,
     {
         let limits = h1::Limits {
             max_fields: self.max_headers,

@@ -1,4 +1,5 @@
-//! Header rules on the way to an upstream and back.
+//! Header rules on the way to an upstream and back, applied as a request is sent and its
+//! response comes back (`UpstreamClient::send`; the WebSocket tunnel's own handshake).
 //!
 //! Hop-by-hop headers stay on their hop; `Host` is the upstream's; `X-Forwarded-*` and
 //! `X-Request-Id` say who asked; the client's credentials never travel on: `Authorization`
@@ -9,9 +10,8 @@ use hyper::header::{
 };
 use hyper::{HeaderMap, Method};
 
-use crate::http::fields::Fields;
-use crate::http::h1::raw::Raw;
 use crate::http::hop::{self, HOP_BY_HOP, connection_named, is_lowered, remove_hop_by_hop};
+use crate::http::message::HeaderView;
 use crate::table::Auth;
 
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -39,14 +39,15 @@ pub struct Forwarding<'a> {
     /// The body is lingo's own JSON (a translated request): the client's `Content-Type` and
     /// `Content-Encoding` described the client's body and stay behind.
     pub json: bool,
-    /// The answer goes to the client unchanged: lingo's own client may keep its fields as
-    /// read (`http::h1::raw`), and whoever reads them materializes them first.
-    pub raw_answer: bool,
-    /// The client's fields kept as read (its request's map then empty), when they go up with
-    /// this request (a pass-through's, a translation's; not lingo's own, such as a model
-    /// listing): forwarded by the same rules as a map's (written as they are by lingo's own
-    /// client, put in the map by [`to_upstream`] otherwise).
-    pub raw_fields: Option<&'a Raw>,
+    /// lingo's own client may keep the response's fields as read (`http::h1::raw`): they are
+    /// most likely written on as they are, or not read at all (whoever edits them makes the
+    /// map then: `http::message::Response::headers_mut`).
+    pub raw_response: bool,
+    /// The client's fields, when they go up with this request (a pass-through's, a
+    /// translation's; not with lingo's own requests, such as a model listing): forwarded by
+    /// the same rules as the request's own (written as they are by lingo's own client, put in
+    /// the map by [`to_upstream`] otherwise).
+    pub client: Option<HeaderView<'a>>,
 }
 
 /// The most fields [`Forwarding::each_added`] adds.
@@ -63,10 +64,8 @@ impl Forwarding<'_> {
     }
 
     /// [`Forwarding::drops`] for a field that is not hop-by-hop, its name as read (any case).
-    ///
-    /// Told apart by length first, each length's few names compared as bytes: going down
-    /// the list of `HeaderName`s (each one's text looked up, most of them at every field)
-    /// cost ~65 instructions a field kept as read, three fields a pass-through.
+    /// Told apart by length first, each length's few names compared as bytes (no
+    /// `HeaderName` made of the name read).
     pub fn leaves(&self, name: &[u8]) -> bool {
         let is = |lower: &[u8]| is_lowered(name, lower);
         let fixed = match name.len() {
@@ -81,6 +80,27 @@ impl Forwarding<'_> {
             _ => false,
         };
         fixed || self.auth.is_some_and(|auth| hop::is(name, &auth.header))
+    }
+
+    /// Each of `headers` that these rules let through to the upstream, lent to `each`: not
+    /// one [`Forwarding::drops`], nor one a `Connection` field names (fields kept as read
+    /// have left those out as they were read).
+    pub fn each_forwarded(&self, headers: HeaderView<'_>, mut each: impl FnMut(&[u8], &[u8])) {
+        match headers {
+            HeaderView::Map(map) => {
+                let named = connection_named(map);
+                for (name, value) in map {
+                    if !self.drops(name) && !named.contains(name) {
+                        each(name.as_str().as_bytes(), value.as_bytes());
+                    }
+                }
+            }
+            HeaderView::Raw(raw) => raw.each_passed(|name, value| {
+                if !self.leaves(name) {
+                    each(name, value);
+                }
+            }),
+        }
     }
 
     /// Each field lingo sets on the upstream request, whatever the client sent, lent to
@@ -109,13 +129,13 @@ impl Forwarding<'_> {
     }
 }
 
-/// Rewrites a client request's headers for the upstream, in its map (with the fields kept as
-/// read put there first): [`Forwarding::drops`] and the fields `Connection` names go,
-/// [`Forwarding::each_added`] come. lingo's own HTTP/1.1
-/// client applies the same rules as it writes the head instead (no map rewritten).
+/// Rewrites an upstream request's headers, in its map (with the client's,
+/// [`Forwarding::client`], put there first): [`Forwarding::drops`] and the fields
+/// `Connection` names go, [`Forwarding::each_added`] come. lingo's own HTTP/1.1 client
+/// applies the same rules as it writes the head instead (no map made).
 pub fn to_upstream(headers: &mut HeaderMap, fwd: &Forwarding<'_>) {
-    if let Some(raw) = fwd.raw_fields {
-        raw.fill_map(headers);
+    if let Some(client) = fwd.client {
+        client.append_to(headers);
     }
     let named = connection_named(headers);
     let dropped: Vec<HeaderName> = headers
@@ -133,8 +153,9 @@ pub fn to_upstream(headers: &mut HeaderMap, fwd: &Forwarding<'_>) {
     });
 }
 
-/// Rewrites an upstream answer's headers for the client. (Its `X-Request-Id` is lingo's,
-/// set on every answer, lingo's own included, by `proxy::respond::answer`.)
+/// Rewrites an upstream response's headers for the client: its hop-by-hop fields stay on the
+/// upstream's hop (fields kept as read leave them out as they are read). Its `X-Request-Id`
+/// is lingo's, set on every response, lingo's own included, by `proxy::respond::answer`.
 pub fn to_client(headers: &mut HeaderMap, upgrade: bool) {
     remove_hop_by_hop(headers);
     if upgrade {
@@ -145,7 +166,7 @@ pub fn to_client(headers: &mut HeaderMap, upgrade: bool) {
 
 /// Whether the request asks for a WebSocket upgrade (a `GET` with `Connection: upgrade` and
 /// `Upgrade: websocket`; RFC 6455 §4.1: only a `GET` can ask).
-pub fn is_websocket_upgrade(method: &Method, headers: Fields<'_>) -> bool {
+pub fn is_websocket_upgrade(method: &Method, headers: HeaderView<'_>) -> bool {
     let has_token = |name: &HeaderName, token: &[u8]| {
         headers
             .get_all(name)
@@ -209,8 +230,8 @@ mod tests {
             upgrade: false,
             identity: false,
             json: false,
-            raw_answer: false,
-            raw_fields: None,
+            raw_response: false,
+            client: None,
         }
     }
 

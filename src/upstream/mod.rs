@@ -22,8 +22,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use hyper::Uri;
 use hyper::http::uri::{PathAndQuery, Scheme};
-use hyper::{Request, Response, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -33,6 +33,7 @@ use crate::base::{clock, pinned, worker};
 use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::{Body, BoxError};
 use crate::http::idle::{BodyTimeout, Idle, IdleTimeout};
+use crate::http::message::{Request, Response};
 use crate::mock::{self, knobs::Knobs};
 use crate::table::{Target, Upstream};
 use headers::Forwarding;
@@ -126,16 +127,16 @@ impl UpstreamClient {
         }
     }
 
-    /// Sends a request, its fields forwarded by `rules`, and waits for the answer's head,
-    /// within the first-byte limit. The answer's body fails with `http::idle::IdleTimeout`
-    /// when the upstream sends nothing for its idle limit (lingo's own client times that on
-    /// the connection's timer; the others' bodies are wrapped in `http::idle::Idle`).
+    /// Sends a request, its fields and the client's forwarded by `rules`
+    /// (`headers::to_upstream`), and waits for the response's head, within the first-byte
+    /// limit. The response comes with its hop-by-hop fields left out (`headers::to_client`).
+    /// Its body fails with `http::idle::IdleTimeout` when the upstream sends nothing for its
+    /// idle limit (lingo's own client times that on the connection's timer; the others'
+    /// bodies are wrapped in `http::idle::Idle`).
     ///
-    /// Every sending is boxed; lingo's own pool's is built in its box (`base::pinned`),
-    /// only timed and its error told. Returned by value, it was copied whole (1.1 KiB) twice
-    /// on its way into the caller's state, ~230 instructions a request where the box costs
-    /// ~80 (callgrind), and it made the state of the way that awaits it (`pass::exchange`'s,
-    /// or `shared::send`'s for a translation, each boxed a request) as much larger.
+    /// Every sending is boxed, so that the state of the way that awaits it stays small;
+    /// lingo's own pool's is built in its box (`base::pinned`), only timed and its error
+    /// told.
     ///
     /// `req`'s URI is [`request_uri`]'s (or [`forward_uri`]'s) for this upstream: the origin
     /// form for lingo's own client, the absolute form for hyper-util's. The head is written
@@ -144,7 +145,7 @@ impl UpstreamClient {
     pub fn send<'a>(
         &'a self,
         upstream: &'a Upstream,
-        mut req: Request<Body>,
+        mut req: Request,
         rules: &Forwarding<'_>,
         body_limit: u64,
     ) -> Sending<'a> {
@@ -169,17 +170,17 @@ impl UpstreamClient {
             UpstreamClient::Mock(knobs) => {
                 headers::to_upstream(req.headers_mut(), rules);
                 let sending = send_to_mock(upstream, knobs, req, body_limit);
-                let idle_timed = move |body| idle_timed(body, idle);
-                return Box::pin(sending.map(move |sent| sent.map(|r| r.map(idle_timed))));
+                return Box::pin(sending.map(move |sent| sent.map(|r| from_upstream(r, idle))));
             }
         };
         headers::to_upstream(req.headers_mut(), rules);
+        let req = req.into_hyper();
         // hyper-util's client needs the absolute form (`request_uri` gives it).
         debug_assert!(req.uri().scheme().is_some(), "{}", req.uri());
         let client = &clients[worker::slot() % clients.len()];
         let (req, upload) = upload::noted(req, body_limit);
         let sending = client.request(req).map(move |sent| match sent {
-            Ok(response) => Ok(response.map(|body| Body::boxed(Idle::new(body, idle)))),
+            Ok(response) => Ok(from_upstream(Response::from(response), idle)),
             Err(err) => Err(BoxError::from(err)),
         });
         let timed = tokio::time::timeout_at(clock::after(limit), sending).map(move |sent| {
@@ -191,23 +192,25 @@ impl UpstreamClient {
     }
 }
 
-/// `body` failing when nothing comes for `idle`; the fields kept as read it carries, if
-/// any, go on with it.
-fn idle_timed(mut body: Body, idle: Duration) -> Body {
-    let raw = body.take_raw();
-    Body::carrying(Idle::new(body, idle), raw)
+/// A response from hyper's client or the mock, as lingo's own client hands one on: its
+/// hop-by-hop fields left out, its body failing when nothing comes for `idle`.
+fn from_upstream<B>(mut response: Response<B>, idle: Duration) -> Response
+where
+    B: http_body::Body<Data = bytes::Bytes, Error: Into<BoxError>> + Send + 'static,
+{
+    headers::to_client(response.headers_mut(), false);
+    response.map(|body| Body::boxed(Idle::new(body, idle)))
 }
 
 /// A sending, boxed (see [`UpstreamClient::send`]).
-pub type Sending<'a> =
-    Pin<Box<dyn Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a>>;
+pub type Sending<'a> = Pin<Box<dyn Future<Output = Result<Response, ProxyError>> + Send + 'a>>;
 
 /// What a timed sending came to: its answer, or why there is none.
 fn told(
     upstream: &Upstream,
-    sent: Result<Response<Body>, BoxError>,
+    sent: Result<Response, BoxError>,
     body_limit: u64,
-) -> Result<Response<Body>, ProxyError> {
+) -> Result<Response, ProxyError> {
     match sent {
         Ok(response) => Ok(response),
         Err(err) if matches!(err.downcast_ref(), Some(h1::SendError::FirstByte)) => {
@@ -239,9 +242,9 @@ fn legacy_clients(upstream: &Upstream, connector: &Connector) -> Box<[Client<Con
 async fn send_to_mock(
     upstream: &Upstream,
     knobs: &Knobs,
-    req: Request<Body>,
+    req: Request,
     body_limit: u64,
-) -> Result<Response<Body>, ProxyError> {
+) -> Result<Response, ProxyError> {
     let limit = upstream.timeouts.first_byte;
     match tokio::time::timeout(limit, mock::handle(knobs, req)).await {
         Ok(mock::Answer::Response(response)) => Ok(response),

@@ -19,13 +19,14 @@ use std::time::Duration;
 
 use futures_util::TryFutureExt;
 use futures_util::future::Either;
-use hyper::{Request, Response, Uri};
+use hyper::Uri;
 use tokio::time::Instant;
 
 use super::h1::{self, Conn, Outgoing};
 use super::headers::Forwarding;
 use crate::base::{clock, worker};
-use crate::http::body::{Body, BoxError};
+use crate::http::body::BoxError;
+use crate::http::message::{Request, Response};
 
 /// How long an idle connection is kept.
 pub const IDLE: Duration = Duration::from_secs(90);
@@ -84,17 +85,16 @@ impl Http1Pool {
     /// being polled, it closes that connection instead of giving it back.
     pub fn send(
         &self,
-        req: Request<Body>,
+        req: Request,
         rules: &Forwarding<'_>,
         deadline: Instant,
         idle: Duration,
-    ) -> impl Future<Output = Result<Response<Body>, BoxError>> + Send + '_ {
+    ) -> impl Future<Output = Result<Response, BoxError>> + Send + '_ {
         let req = Outgoing::new(req, &self.address, Some(rules));
         let home = Home(Arc::clone(&self.lists));
-        // An idle connection's sending is returned as it is. One future for both ways held the
-        // request, the idle connection and the rest beside the sending's state for as long
-        // as it ran (1,112 bytes, past the 1 KiB that mimalloc serves on its fast path); the
-        // way that opens a connection, the rarer, is boxed.
+        // An idle connection's sending is returned as it is. One future for both ways would
+        // hold the request, the idle connection and the rest beside the sending's state for as
+        // long as it ran; the way that opens a connection, the rarer, is boxed.
         match self.take() {
             Some(conn) => Either::Left(conn.send(req, home, deadline, idle).err_into()),
             None => Either::Right(Box::pin(async move {

@@ -3,7 +3,7 @@
 //! them (every store's), `POST /webhooks/replay` makes them all due again and
 //! `POST /webhooks/replay/<id>` one of them.
 
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::Relay;
@@ -12,8 +12,7 @@ use super::receive;
 use super::rewrite::RECEIVER_PATH;
 use super::sign::FIRECRAWL_SIGNATURE;
 use crate::error::ProxyError;
-use crate::http::body::{self, Body};
-use crate::http::fields::Fields;
+use crate::http::message::{HeaderView, Request, Response};
 
 /// One of the relay's endpoints, as a request asks for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +37,7 @@ impl Endpoint {
         method: &Method,
         path: &str,
         on_admin: bool,
-        fields: Fields<'_>,
+        fields: HeaderView<'_>,
     ) -> Option<Endpoint> {
         if let Some(token) = path.strip_prefix(RECEIVER_PATH) {
             let token_like = !token.is_empty() && !token.contains('/');
@@ -67,11 +66,7 @@ impl Endpoint {
     }
 
     /// Answers it.
-    pub async fn answer(
-        self,
-        relay: &Relay,
-        req: Request<Body>,
-    ) -> Result<Response<Body>, ProxyError> {
+    pub async fn answer(self, relay: &Relay, req: Request) -> Result<Response, ProxyError> {
         match self {
             Endpoint::Receive { token, signature } => {
                 receive::receive(relay, &token, signature.as_deref(), req).await
@@ -83,7 +78,7 @@ impl Endpoint {
 }
 
 /// Every store's given-up events, oldest first.
-async fn given_up(relay: &Relay) -> Result<Response<Body>, ProxyError> {
+async fn given_up(relay: &Relay) -> Result<Response, ProxyError> {
     let mut events = Vec::new();
     for handle in relay.stores() {
         let listed = handle.store.given_up().await.map_err(store_failed)?;
@@ -92,7 +87,7 @@ async fn given_up(relay: &Relay) -> Result<Response<Body>, ProxyError> {
     events.sort_by_key(|(_, e)| e.received_ms);
     let listed: Vec<Value> = events.iter().map(|(store, e)| listing(store, e)).collect();
     let body = json!({"events": listed}).to_string();
-    Ok(body::json(StatusCode::OK, body))
+    Ok(Response::json(StatusCode::OK, body))
 }
 
 /// What the list says of an event: where it was going and why it was given up, not its
@@ -117,7 +112,7 @@ fn listing(store: &str, event: &Event) -> Value {
 }
 
 /// Replays one given-up event (404 when no store has it) or all.
-async fn replay(relay: &Relay, id: Option<String>) -> Result<Response<Body>, ProxyError> {
+async fn replay(relay: &Relay, id: Option<String>) -> Result<Response, ProxyError> {
     let mut replayed = 0;
     for handle in relay.stores() {
         let n = handle
@@ -138,7 +133,7 @@ async fn replay(relay: &Relay, id: Option<String>) -> Result<Response<Body>, Pro
             details: Vec::new(),
         });
     }
-    Ok(body::json(
+    Ok(Response::json(
         StatusCode::OK,
         json!({"replayed": replayed}).to_string(),
     ))

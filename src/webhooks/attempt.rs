@@ -17,6 +17,7 @@ use super::event::{Event, now_ms};
 use super::sign::{FIRECRAWL_SIGNATURE, WEBHOOK_ID, WEBHOOK_SIGNATURE, WEBHOOK_TIMESTAMP};
 use super::{Relaying, Shared, StoreHandle};
 use crate::http::hop;
+use crate::http::message::{self, HeaderView};
 use crate::observe::webhooks::Attempt;
 
 /// The longest wait a receiver's `Retry-After` can ask for.
@@ -150,17 +151,17 @@ async fn attempt(relay: &Relaying, event: &Event) -> Tried {
         ),
         Ok(Err(Failure::Refused(refused))) => Tried::failed("refused", client::refusal(&refused)),
         Ok(Err(Failure::Unreachable(why))) => Tried::failed("unreachable", why),
-        Ok(Ok(head)) if head.status.is_success() => Tried {
+        Ok(Ok(head)) if head.status().is_success() => Tried {
             outcome: "delivered",
-            status: head.status.as_u16(),
+            status: head.status().as_u16(),
             retry_after: None,
             error: String::new(),
         },
         Ok(Ok(head)) => Tried {
             outcome: "status",
-            status: head.status.as_u16(),
-            retry_after: retry_after(&head.headers),
-            error: format!("answered {}", head.status),
+            status: head.status().as_u16(),
+            retry_after: retry_after(head.headers()),
+            error: format!("answered {}", head.status()),
         },
     }
 }
@@ -206,8 +207,8 @@ fn headers(relay: &Relaying, event: &Event) -> HeaderMap {
 }
 
 /// An answer's `Retry-After`: seconds, or an HTTP date.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let text = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+fn retry_after(headers: HeaderView<'_>) -> Option<Duration> {
+    let text = message::text(headers.get(&RETRY_AFTER)?)?.trim();
     if let Ok(seconds) = text.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
@@ -253,17 +254,20 @@ mod tests {
     #[test]
     fn retry_after_reads_seconds_and_dates() {
         let mut headers = HeaderMap::new();
-        assert_eq!(retry_after(&headers), None);
+        assert_eq!(retry_after(HeaderView::from(&headers)), None);
         headers.insert(RETRY_AFTER, HeaderValue::from_static("120"));
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(120)));
+        assert_eq!(
+            retry_after(HeaderView::from(&headers)),
+            Some(Duration::from_secs(120))
+        );
         let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(600));
         headers.insert(RETRY_AFTER, HeaderValue::from_str(&later).unwrap());
-        let wait = retry_after(&headers).unwrap();
+        let wait = retry_after(HeaderView::from(&headers)).unwrap();
         assert!(
             wait > Duration::from_secs(590) && wait <= Duration::from_secs(600),
             "{wait:?}"
         );
         headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&headers), None);
+        assert_eq!(retry_after(HeaderView::from(&headers)), None);
     }
 }

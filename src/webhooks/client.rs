@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::{HeaderMap, Method, Request, Response, Uri};
+use hyper::{HeaderMap, Method, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -23,6 +23,7 @@ use hyper_util::rt::TokioExecutor;
 
 use super::dest::{self, Refused};
 use crate::base::cidr::Cidr;
+use crate::http::message::{Request, Response};
 
 /// How long an idle connection to a client's receiver is kept.
 const IDLE: Duration = Duration::from_secs(30);
@@ -100,7 +101,8 @@ impl Deliverer {
         *request.method_mut() = Method::POST;
         *request.uri_mut() = url.clone();
         *request.headers_mut() = headers;
-        self.client.request(request).await.map_err(|err| {
+        let sent = self.client.request(request.into_hyper()).await;
+        sent.map(Response::from).map_err(|err| {
             let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);
             while let Some(err) = source {
                 if let Some(RefusedError(refused)) = err.downcast_ref() {

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use hyper::{Request, Response, StatusCode};
+use hyper::StatusCode;
 use serde_json::{Map, Value};
 
 use super::event::{Event, now_ms};
@@ -18,7 +18,8 @@ use super::sign;
 use super::{Relay, Relaying};
 use crate::base::base64;
 use crate::error::ProxyError;
-use crate::http::body::{self, Body};
+use crate::http::body;
+use crate::http::message::{Request, Response};
 use crate::translate::webdata;
 
 /// The longest a store may take to keep an event before the upstream is answered 503.
@@ -32,8 +33,8 @@ pub async fn receive(
     relay: &Relay,
     token: &str,
     signature: Option<&[u8]>,
-    req: Request<Body>,
-) -> Result<Response<Body>, ProxyError> {
+    req: Request,
+) -> Result<Response, ProxyError> {
     let metrics = &relay.metrics().webhooks;
     let settings = relay.settings();
     let Some((relaying, to)) = settings.open(token) else {
@@ -72,7 +73,7 @@ pub async fn receive(
     metrics.received(upstream, verified);
     let fresh = store(&relaying, event).await?;
     metrics.stored(upstream, fresh);
-    Ok(body::json(StatusCode::OK, r#"{"success":true}"#))
+    Ok(Response::json(StatusCode::OK, r#"{"success":true}"#))
 }
 
 /// Keeps `event`, within [`STORE_TIME`]: whether it is new (not a repeat).

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod assert;
+pub mod fields;
 pub mod pki;
 pub mod receiver;
 pub mod recording;
@@ -16,6 +17,8 @@ pub mod relay;
 // Not every test file uses every helper.
 #[allow(unused_imports)]
 pub use assert::*;
+#[allow(unused_imports)]
+pub use fields::Fields;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -163,10 +166,11 @@ impl Backend {
                 let record = Arc::clone(&record);
                 let tls = tls.clone();
                 tokio::spawn(async move {
-                    let service = service_fn(move |req: Request<Incoming>| {
+                    let service = service_fn(move |mut req: Request<Incoming>| {
                         let handler = Arc::clone(&handler);
                         let record = Arc::clone(&record);
                         async move {
+                            let headers = std::mem::take(req.fields_mut());
                             let (parts, body) = req.into_parts();
                             let body = body
                                 .collect()
@@ -177,7 +181,7 @@ impl Backend {
                                 version: parts.version,
                                 method: parts.method,
                                 uri: parts.uri.to_string(),
-                                headers: parts.headers,
+                                headers,
                                 body,
                             };
                             record.lock().unwrap().push(seen.clone());
@@ -265,12 +269,13 @@ impl Answer {
 
 /// Sends a request and reads the whole answer.
 pub async fn send(req: Request<Full<Bytes>>) -> Answer {
-    let response = client().request(req).await.expect("request failed");
+    let mut response = client().request(req).await.expect("request failed");
+    let headers = std::mem::take(response.fields_mut());
     let (parts, body) = response.into_parts();
     let body = body.collect().await.expect("body failed").to_bytes();
     Answer {
         status: parts.status,
-        headers: parts.headers,
+        headers,
         body: String::from_utf8_lossy(&body).into_owned(),
     }
 }

@@ -1,7 +1,7 @@
 //! A head's fields (RFC 9112 §5), read the same way for the requests lingo serves and the
-//! answers it reads: where each sits in one frozen copy of the head, built into a map from it
-//! (when they are not kept as read: `h1::raw`), and what they say about framing and
-//! persistence. Pure.
+//! responses it reads: where each sits in one frozen copy of the head, built into a map from
+//! it (when they are not kept as read: `h1::raw`), and what they say about framing and
+//! persistence ([`FramingHeaders`]). Pure.
 
 use std::ops::Range;
 
@@ -56,17 +56,17 @@ pub fn spans<'r>(
     &room[..fields.len()]
 }
 
-/// Room for the fields lingo adds to an answer before it goes on (`x-request-id`), so that
+/// Room for the fields lingo adds to a response before it goes on (`x-request-id`), so that
 /// adding them does not grow the map (a rehash of every field).
-pub const ANSWER_ADDS: usize = 2;
+pub const RESPONSE_ADDS: usize = 2;
 
 /// The map of a head's fields, with room for `adds` more; what they say about framing and
-/// persistence noted in `facts` on the way.
+/// persistence noted in `framing` on the way.
 pub fn to_map(
     bytes: &Bytes,
     spans: &[Span],
     adds: usize,
-    facts: &mut Facts,
+    framing: &mut FramingHeaders,
 ) -> Result<HeaderMap, FieldError> {
     let mut headers = HeaderMap::with_capacity(spans.len() + adds);
     for (name, value) in spans {
@@ -74,7 +74,7 @@ pub fn to_map(
             .map_err(|e| FieldError::Malformed(e.to_string()))?;
         let value = HeaderValue::from_maybe_shared(bytes.slice(value.clone()))
             .map_err(|e| FieldError::Malformed(e.to_string()))?;
-        facts.note(&name, &value);
+        framing.note(&name, &value);
         headers.append(name, value);
     }
     Ok(headers)
@@ -87,7 +87,7 @@ pub fn fields(section: &Bytes) -> Result<HeaderMap, FieldError> {
         Ok(httparse::Status::Complete((_, parsed))) => {
             let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
             let spans = spans(section, parsed, &mut room, &mut heap);
-            to_map(section, spans, 0, &mut Facts::default())
+            to_map(section, spans, 0, &mut FramingHeaders::default())
         }
         Ok(httparse::Status::Partial) => Err(FieldError::Malformed("partial".into())),
         Err(httparse::Error::TooManyHeaders) => Err(FieldError::TooLarge),
@@ -95,10 +95,11 @@ pub fn fields(section: &Bytes) -> Result<HeaderMap, FieldError> {
     }
 }
 
-/// What a head's fields say about its framing and its connection, noted as its map is built
-/// (three lookups in the map after it cost more than a name comparison per field).
-#[derive(Default)]
-pub struct Facts {
+/// What a head's fields say about its body's framing and its connection, noted as its fields
+/// are read (one comparison of each name, where lookups afterwards would search the map
+/// once for each field).
+#[derive(Default, Clone, Copy, Debug)]
+pub struct FramingHeaders {
     /// `Content-Length`: the one length all its values agree on, or `Err` when they do not
     /// or one is not a number.
     pub length: Option<Result<u64, ()>>,
@@ -121,7 +122,7 @@ pub struct Facts {
     pub expects_continue: bool,
 }
 
-impl Facts {
+impl FramingHeaders {
     #[inline]
     pub fn note(&mut self, name: &HeaderName, value: &HeaderValue) {
         let which = if *name == CONTENT_LENGTH {
@@ -140,9 +141,10 @@ impl Facts {
         self.noted(which, value.as_bytes());
     }
 
-    /// [`Facts::note`] for a field as read (its name in any case), not made into a map.
+    /// [`FramingHeaders::note`] for a field as read (its name in any case), not made into a
+    /// map.
     #[inline]
-    pub fn note_raw(&mut self, name: &[u8], value: &[u8]) {
+    pub fn note_read(&mut self, name: &[u8], value: &[u8]) {
         let is = |known: &HeaderName| is(name, known);
         // Told apart by length first: most names are none of these.
         let which = match name.len() {
@@ -158,16 +160,16 @@ impl Facts {
 
     /// What the fields httparse read say, read as they are (for fields kept as read, which
     /// no map notes).
-    pub fn of_fields(fields: &[httparse::Header<'_>]) -> Facts {
-        let mut facts = Facts::default();
+    pub fn of_fields(fields: &[httparse::Header<'_>]) -> FramingHeaders {
+        let mut framing = FramingHeaders::default();
         for field in fields {
-            facts.note_raw(field.name.as_bytes(), field.value);
+            framing.note_read(field.name.as_bytes(), field.value);
         }
-        facts
+        framing
     }
 
-    /// Reads the value of a field [`Facts`] reads, as bytes (a value made `str` and split
-    /// by `str`'s searchers cost a request 600 instructions).
+    /// Reads the value of a field [`FramingHeaders`] reads, as bytes (`str`'s searchers cost
+    /// more than a byte split).
     #[inline]
     fn noted(&mut self, which: Which, value: &[u8]) {
         let items = || value.split(|&b| b == b',').map(<[u8]>::trim_ascii);
@@ -218,7 +220,7 @@ impl Facts {
     }
 }
 
-/// The fields [`Facts`] reads.
+/// The fields [`FramingHeaders`] reads.
 #[derive(Clone, Copy)]
 enum Which {
     Length,
@@ -254,7 +256,8 @@ pub fn parse_length(digits: &[u8]) -> Option<u64> {
     (n <= MAX_LENGTH).then_some(n)
 }
 
-/// `n` in decimal, without the formatting machinery (a third of a request head's writing).
+/// `n` in decimal, without the formatting machinery (which costs more than the rest of a
+/// field's writing).
 pub fn push_decimal(out: &mut BytesMut, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
@@ -294,9 +297,9 @@ mod tests {
     #[test]
     fn lengths_and_codings() {
         let length = |value: &str| {
-            let mut facts = Facts::default();
-            facts.note_raw(b"Content-Length", value.as_bytes());
-            facts.length
+            let mut framing = FramingHeaders::default();
+            framing.note_read(b"Content-Length", value.as_bytes());
+            framing.length
         };
         assert_eq!(length("0"), Some(Ok(0)));
         assert_eq!(length(" 0042 "), Some(Ok(42)));
@@ -318,9 +321,9 @@ mod tests {
             assert_eq!(length(bad), Some(Err(())), "{bad:?}");
         }
         let chunked = |value: &str| {
-            let mut facts = Facts::default();
-            facts.note_raw(b"transfer-encoding", value.as_bytes());
-            facts.chunked
+            let mut framing = FramingHeaders::default();
+            framing.note_read(b"transfer-encoding", value.as_bytes());
+            framing.chunked
         };
         assert_eq!(chunked("chunked"), Some(true));
         assert_eq!(chunked("gzip, Chunked "), Some(true));
@@ -333,18 +336,18 @@ mod tests {
     #[test]
     fn obs_text_in_a_transfer_encoding_is_no_list_of_codings() {
         let unreadable = |values: &[&[u8]]| {
-            let mut facts = Facts::default();
+            let mut said = FramingHeaders::default();
             for value in values {
-                facts.note_raw(b"Transfer-Encoding", value);
+                said.note_read(b"Transfer-Encoding", value);
             }
-            facts.codings_unreadable
+            said.codings_unreadable
         };
         assert!(!unreadable(&[b"chunked"]));
         assert!(!unreadable(&[b"gzip,\tchunked "]));
         assert!(unreadable(&[b"\xff, chunked"]));
         assert!(unreadable(&[b"gzip\xe9, chunked"]));
         assert!(unreadable(&[b"\xff", b"chunked"]));
-        let mut mapped = Facts::default();
+        let mut mapped = FramingHeaders::default();
         mapped.note(
             &TRANSFER_ENCODING,
             &HeaderValue::from_bytes(b"\x80chunked").unwrap(),
@@ -356,23 +359,23 @@ mod tests {
     /// tokens is read (`keep-alive`, `close`, `upgrade`), while another field's are.
     #[test]
     fn obs_text_in_a_connection_value_says_nothing() {
-        let said = |values: &[&[u8]]| {
-            let mut facts = Facts::default();
+        let read = |values: &[&[u8]]| {
+            let mut said = FramingHeaders::default();
             for value in values {
-                facts.note_raw(b"Connection", value);
+                said.note_read(b"Connection", value);
             }
-            (facts.keep_alive, facts.close, facts.upgrade)
+            (said.keep_alive, said.close, said.upgrade)
         };
-        assert_eq!(said(&[b"keep-alive"]), (true, false, false));
-        assert_eq!(said(&[b"\tClose, upgrade "]), (false, true, true));
-        assert_eq!(said(&[b"\xff, keep-alive"]), (false, false, false));
-        assert_eq!(said(&[b"close, caf\xe9, upgrade"]), (false, false, false));
-        assert_eq!(said(&[b"\xff, close", b"keep-alive"]), (true, false, false));
+        assert_eq!(read(&[b"keep-alive"]), (true, false, false));
+        assert_eq!(read(&[b"\tClose, upgrade "]), (false, true, true));
+        assert_eq!(read(&[b"\xff, keep-alive"]), (false, false, false));
+        assert_eq!(read(&[b"close, caf\xe9, upgrade"]), (false, false, false));
+        assert_eq!(read(&[b"\xff, close", b"keep-alive"]), (true, false, false));
         // An HTTP/1.0 message persists only with a `keep-alive` read (RFC 9112 §9.3).
         let persists = |value: &[u8]| {
-            let mut facts = Facts::default();
-            facts.note_raw(b"connection", value);
-            facts.keeps_alive(Version::HTTP_10)
+            let mut said = FramingHeaders::default();
+            said.note_read(b"connection", value);
+            said.keeps_alive(Version::HTTP_10)
         };
         assert!(persists(b"keep-alive"));
         assert!(!persists(b"\xff, keep-alive"));

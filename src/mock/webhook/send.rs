@@ -8,11 +8,13 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::client::conn::http1;
 use hyper::header::HOST;
-use hyper::{HeaderMap, Method, Request, StatusCode, Uri};
+use hyper::{HeaderMap, Method, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+
+use crate::http::message::Request;
 
 /// Why an attempt failed before a status came back.
 pub type AttemptError = Box<dyn std::error::Error + Send + Sync>;
@@ -30,11 +32,11 @@ pub async fn post(url: &Uri, headers: &HeaderMap, body: Bytes) -> Result<StatusC
     let mut request = Request::new(Full::new(body));
     *request.method_mut() = Method::POST;
     *request.uri_mut() = url.path_and_query().map_or("/", |p| p.as_str()).parse()?;
-    *request.headers_mut() = headers.clone();
     let authority = url.authority().ok_or("the URL has no authority")?;
-    request
-        .headers_mut()
-        .insert(HOST, authority.as_str().parse()?);
+    let fields = request.headers_mut();
+    *fields = headers.clone();
+    fields.insert(HOST, authority.as_str().parse()?);
+    let request = request.into_hyper();
     if https {
         let name = ServerName::try_from(bare.to_owned())?;
         let tls = tokio_rustls::TlsConnector::from(tls_config())
@@ -48,7 +50,10 @@ pub async fn post(url: &Uri, headers: &HeaderMap, body: Bytes) -> Result<StatusC
 
 /// Sends `request` on `io` and waits for the answer's head, driving the connection
 /// meanwhile; the connection closes when this returns.
-async fn exchange<I>(io: I, request: Request<Full<Bytes>>) -> Result<StatusCode, AttemptError>
+async fn exchange<I>(
+    io: I,
+    request: hyper::Request<Full<Bytes>>,
+) -> Result<StatusCode, AttemptError>
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {

@@ -5,28 +5,29 @@
 //! call per input, concurrently, and lingo remembers that for the upstream until the next
 //! reload.
 
-use hyper::{Request, Response, StatusCode};
+use hyper::StatusCode;
 
 use super::shared::{error_body, read_body, retold};
 use super::translate::{answered, checked, invalid, send_all, target};
 use crate::error::ProxyError;
 use crate::http::body::Body;
+use crate::http::message::{Request, Response};
 use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
 use crate::translate::Translation;
 use crate::translate::embeddings::{self, Embeddings};
 
-type Answer = Result<Response<Body>, ProxyError>;
+type Answer = Result<Response, ProxyError>;
 
 /// Serves one embeddings request.
-pub async fn handle(x: &Exchange<'_>, req: Request<Body>) -> Answer {
-    let (parts, body) = req.into_parts();
+pub async fn handle(x: &Exchange<'_>, req: Request) -> Answer {
+    let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let mut t = Embeddings::new(embeddings::request(&body).map_err(invalid)?);
     let (index, upstream, model) = target(x, t.model(), Embeddings::UPSTREAM)?;
     let peer = x.snapshot.peer(index);
     if !peer.legacy_embeddings() {
-        let answers = send_all(x, index, x.client_fields(&parts.headers), t.calls(&model)).await;
+        let answers = send_all(x, index, head.headers(), t.calls(&model)).await;
         if let Some(answers) = unless_missing(x, upstream, answers, &t).await? {
             return answered(x, upstream, &t, answers).await;
         }
@@ -34,19 +35,19 @@ pub async fn handle(x: &Exchange<'_>, req: Request<Body>) -> Answer {
         peer.learn_legacy_embeddings();
     }
     t = t.legacy();
-    let answers = send_all(x, index, x.client_fields(&parts.headers), t.calls(&model)).await;
+    let answers = send_all(x, index, head.headers(), t.calls(&model)).await;
     let answers = checked(x, upstream, answers, &t).await?;
     answered(x, upstream, &t, answers).await
 }
 
-/// The `/api/embed` answers, unless the upstream says it has no such endpoint (`None`): a
+/// The `/api/embed` responses' bodies, unless the upstream says it has no such endpoint (`None`): a
 /// plain 404, as opposed to `{"error": "model ... not found"}`.
 async fn unless_missing(
     x: &Exchange<'_>,
     upstream: &Upstream,
     mut answers: Vec<Answer>,
     t: &Embeddings,
-) -> Result<Option<Vec<Response<Body>>>, ProxyError> {
+) -> Result<Option<Vec<Body>>, ProxyError> {
     let Some(Ok(answer)) = answers.pop_if(|a| a.as_ref().is_ok_and(is_not_found)) else {
         return checked(x, upstream, answers, t).await.map(Some);
     };
@@ -61,6 +62,6 @@ async fn unless_missing(
     }))
 }
 
-fn is_not_found(answer: &Response<Body>) -> bool {
+fn is_not_found(answer: &Response) -> bool {
     answer.status() == StatusCode::NOT_FOUND
 }

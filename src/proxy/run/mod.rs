@@ -22,12 +22,10 @@ pub mod translate;
 pub mod tunnel;
 pub mod webdata;
 
-use hyper::Request;
-
 use super::exchange::Exchange;
 use super::plan::Plan;
 use crate::base::pinned;
-use crate::http::body::Body;
+use crate::http::message::Request;
 use crate::translate::Endpoint;
 use crate::upstream::Sending;
 
@@ -37,11 +35,9 @@ pub type Running<'a> = Sending<'a>;
 /// Runs the plan for one exchange: the way's own future, boxed.
 ///
 /// Each way is boxed on its own: unboxed, every request's state would be the size of the
-/// largest way (the web-data translation, 5.5 KiB) until its answer's head, where a chat
-/// translation needs 1.9 KiB and a pass-through 0.6 KiB (0.9 KiB when it reads the model's
-/// name for an alias). Not an `async fn`: its state would hold the plan and the request
-/// beside the box, in every request's pipeline state.
-pub fn run<'a>(plan: Plan, x: &'a Exchange<'_>, req: Request<Body>) -> Running<'a> {
+/// largest way (a translation's) until its response's head. Not an `async fn`: its state
+/// would hold the plan and the request beside the box, in every request's pipeline state.
+pub fn run<'a>(plan: Plan, x: &'a Exchange<'_>, req: Request) -> Running<'a> {
     match plan {
         Plan::Translate(Endpoint::ChatCompletions) => pinned::boxed(|| translate::chat(x, req)),
         Plan::Translate(Endpoint::Completions) => pinned::boxed(|| translate::completions(x, req)),

@@ -1,16 +1,16 @@
 //! `/v1/models` and `/v1/models/{id}` over a native upstream.
 
 use bytes::Bytes;
-use hyper::{HeaderMap, Method, Response};
+use hyper::Method;
 use serde_json::json;
 
 use super::shared::{bad_gateway, json, resolve, send, upstream_failure, whole};
 use crate::error::ProxyError;
-use crate::http::body::Body;
+use crate::http::message::Response;
 use crate::proxy::exchange::Exchange;
 use crate::translate::{chat, models};
 
-type Answer = Result<Response<Body>, ProxyError>;
+type Answer = Result<Response, ProxyError>;
 
 /// The route upstream's models, then the table's aliases.
 pub async fn list(call: &Exchange<'_>) -> Answer {
@@ -23,15 +23,15 @@ pub async fn list(call: &Exchange<'_>) -> Answer {
         upstream,
         client,
         Method::GET,
-        (&HeaderMap::new()).into(),
+        None,
         "/api/tags",
         Bytes::new(),
-    )
-    .await?;
+    );
+    let answer = answer.await?;
     if !answer.status().is_success() {
         return Err(upstream_failure(&call.stats, upstream, answer, chat::upstream_error).await);
     }
-    let tags = whole(call, upstream, answer).await?;
+    let tags = whole(call, upstream, answer.into_body()).await?;
     let table = &call.snapshot.table;
     let mut aliases: Vec<(&str, &str)> = table
         .models
@@ -55,7 +55,7 @@ pub async fn one(call: &Exchange<'_>, path: &str) -> Answer {
         upstream,
         client,
         Method::POST,
-        (&HeaderMap::new()).into(),
+        None,
         "/api/show",
         body,
     )
@@ -63,7 +63,7 @@ pub async fn one(call: &Exchange<'_>, path: &str) -> Answer {
     if !answer.status().is_success() {
         return Err(upstream_failure(&call.stats, upstream, answer, chat::upstream_error).await);
     }
-    let show = whole(call, upstream, answer).await?;
+    let show = whole(call, upstream, answer.into_body()).await?;
     let body = models::one(&id, &show, &call.snapshot.table.owned_by)
         .map_err(|m| bad_gateway(upstream, m))?;
     Ok(json(body))

@@ -9,54 +9,42 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use hyper::{Request, Response};
-
 use super::shared::{json, read_body};
 use super::translate::{run, streaming, target};
 use crate::base::ids;
 use crate::error::ProxyError;
 use crate::http::body::Body;
-use crate::http::fields::Fields;
+use crate::http::message::{HeaderView, Request, Response};
 use crate::proxy::exchange::Exchange;
 use crate::translate::Translation;
 use crate::translate::models::rfc3339_nanos;
 use crate::translate::native::{self, Embed, Generation, Now, Refusal, Stamp, Translated};
 
-type Answer = Result<Response<Body>, ProxyError>;
+type Answer = Result<Response, ProxyError>;
 
 /// Serves `/api/chat`.
-pub async fn chat(x: &Exchange<'_>, req: Request<Body>) -> Answer {
+pub async fn chat(x: &Exchange<'_>, req: Request) -> Answer {
     let now = clock(Instant::now());
-    let (parts, body) = req.into_parts();
+    let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let mut call_ids = || format!("call_{}", &ids::random_hex()[..24]);
     let request = native::chat::request(&body, x.route.extras, &mut call_ids).map_err(refused)?;
-    generation(
-        x,
-        x.client_fields(&parts.headers),
-        Generation::chat(request, now),
-    )
-    .await
+    generation(x, head.headers(), Generation::chat(request, now)).await
 }
 
 /// Serves `/api/generate`.
-pub async fn generate(x: &Exchange<'_>, req: Request<Body>) -> Answer {
+pub async fn generate(x: &Exchange<'_>, req: Request) -> Answer {
     let now = clock(Instant::now());
-    let (parts, body) = req.into_parts();
+    let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let request = native::generate::request(&body, x.route.extras).map_err(refused)?;
-    generation(
-        x,
-        x.client_fields(&parts.headers),
-        Generation::generate(request, now),
-    )
-    .await
+    generation(x, head.headers(), Generation::generate(request, now)).await
 }
 
 /// Serves `/api/embed` (`legacy: false`) and `/api/embeddings` (`legacy: true`).
-pub async fn embed(x: &Exchange<'_>, req: Request<Body>, legacy: bool) -> Answer {
+pub async fn embed(x: &Exchange<'_>, req: Request, legacy: bool) -> Answer {
     let now = clock(Instant::now());
-    let (parts, body) = req.into_parts();
+    let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let t = if legacy {
         Embed::legacy(native::embed::legacy_request(&body).map_err(refused)?, now)
@@ -68,11 +56,11 @@ pub async fn embed(x: &Exchange<'_>, req: Request<Body>, legacy: bool) -> Answer
         target(x, t.model(), Embed::UPSTREAM)?;
         return Ok(json(empty));
     }
-    run(x, x.client_fields(&parts.headers), t).await
+    run(x, head.headers(), t).await
 }
 
 /// Runs a chat or generate translation, or answers a load-only request itself.
-async fn generation(x: &Exchange<'_>, headers: Fields<'_>, t: Generation) -> Answer {
+async fn generation(x: &Exchange<'_>, headers: HeaderView<'_>, t: Generation) -> Answer {
     log_dropped(t.request());
     if t.request().load_only() {
         target(x, t.model(), Generation::UPSTREAM)?;

@@ -3,18 +3,18 @@
 //! [`crate::translate::native::models`].
 
 use bytes::Bytes;
-use hyper::{HeaderMap, Method, Request, Response};
+use hyper::Method;
 use serde_json::Value;
 
 use super::shared::{bad_gateway, json, read_body, resolve, send, upstream_failure, whole};
 use crate::base::dialect::{Dialect, paths};
 use crate::error::ProxyError;
-use crate::http::body::Body;
+use crate::http::message::{Request, Response};
 use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
 use crate::translate::native::{self, models};
 
-type Answer = Result<Response<Body>, ProxyError>;
+type Answer = Result<Response, ProxyError>;
 
 /// The route upstream's `/v1/models` as `/api/tags`, then the table's aliases on
 /// chat-completions upstreams (in name order; each described by its target's entry when the
@@ -35,7 +35,7 @@ pub async fn tags(x: &Exchange<'_>) -> Answer {
 
 /// `POST /api/show` (`model`, or the older `name`): the model's `/v1/models/{id}` on the
 /// upstream its name (an alias, maybe) resolves to, described under the client's name.
-pub async fn show(x: &Exchange<'_>, req: Request<Body>) -> Answer {
+pub async fn show(x: &Exchange<'_>, req: Request) -> Answer {
     let body = read_body(req.into_body(), x.route.max_body).await?;
     let name = model_name(&body)?;
     let (index, upstream, model) = resolve(x, &name);
@@ -70,17 +70,7 @@ async fn get(
     path: &str,
 ) -> Result<Bytes, ProxyError> {
     let client = &x.snapshot.peer(index).client;
-    let headers = HeaderMap::new();
-    let answer = send(
-        x,
-        upstream,
-        client,
-        Method::GET,
-        (&headers).into(),
-        path,
-        Bytes::new(),
-    )
-    .await?;
+    let answer = send(x, upstream, client, Method::GET, None, path, Bytes::new()).await?;
     if !answer.status().is_success() {
         let retell = |status, body: &[u8]| {
             let (status, message) = native::upstream_message(status, body);
@@ -88,7 +78,7 @@ async fn get(
         };
         return Err(upstream_failure(&x.stats, upstream, answer, retell).await);
     }
-    whole(x, upstream, answer).await
+    whole(x, upstream, answer.into_body()).await
 }
 
 /// The model an `/api/show` body names (`model`, else `name`), or a native 400.

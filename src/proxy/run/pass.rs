@@ -1,32 +1,35 @@
-//! Pass-through: the request goes up and the answer comes back unchanged, streamed both ways.
+//! Pass-through: the request goes up and the response comes back unchanged, streamed both
+//! ways.
 //!
 //! Only headers change (see `upstream::headers`). The request body is streamed up under the
-//! route's size limit; the answer is streamed down under the upstream's idle limit, frame by
-//! frame as hyper reads it. A web-data JSON answer is read whole, once, to re-base its API links
-//! onto lingo's address (`rewrite`); an error answer of an upstream that has a key is streamed
-//! with the key redacted (`redact`), should the upstream echo it.
+//! route's size limit; the response is streamed down under the upstream's idle limit, frame
+//! by frame as it is read. A web-data JSON response is read whole, once, to re-base its API
+//! links onto lingo's address (`rebase`); an error response of an upstream that has a key is
+//! streamed with the key redacted (`Redacting`), should the upstream echo it.
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Limited};
+use hyper::Version;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
-use hyper::{Request, Response, Version};
 
 use crate::error::ProxyError;
-use crate::http::body::{Body, BoxError, Prepend, materialize};
+use crate::http::body::{Body, BoxError, Prepend};
+use crate::http::message::{HeaderView, Request, Response};
 use crate::http::redact::{Redacting, redact_headers};
 use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
 use crate::translate::links;
 use crate::upstream::{self, headers};
 
-/// Forwards `req` to the call's upstream and streams the answer back, its fields in its map.
+/// Forwards `req` to the call's upstream and streams the response back, its fields in its
+/// map.
 ///
 /// This and [`relay`] return `exchange`'s future itself: an `async` wrapper would be one
 /// more state as large, copied once more when the request starts.
 pub fn forward<'a, B>(
     call: &'a Exchange<'_>,
     req: Request<B>,
-) -> impl Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a
+) -> impl Future<Output = Result<Response, ProxyError>> + Send + 'a
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
@@ -34,13 +37,12 @@ where
     exchange(call, req, false)
 }
 
-/// [`forward`], for a caller that hands the answer on as it is: its fields may stay as read
-/// (`http::h1::raw`) until the client's connection writes them, whoever reads or edits them
-/// first making them into the map.
+/// [`forward`], for a caller that hands the response on as it is: its fields may stay as
+/// read (`http::h1::raw`) until the client's connection writes them.
 pub fn relay<'a, B>(
     call: &'a Exchange<'_>,
     req: Request<B>,
-) -> impl Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a
+) -> impl Future<Output = Result<Response, ProxyError>> + Send + 'a
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
@@ -53,8 +55,8 @@ where
 fn exchange<'a, B>(
     call: &'a Exchange<'_>,
     req: Request<B>,
-    raw: bool,
-) -> impl Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a
+    as_read: bool,
+) -> impl Future<Output = Result<Response, ProxyError>> + Send + 'a
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
@@ -62,67 +64,70 @@ where
     async move {
         // Fields kept as read are written by lingo's HTTP/1.1 connection; hyper's HTTP/2 one
         // would need them made into a map after all.
-        let raw = raw && req.version() != Version::HTTP_2;
-        let request = upward(call, req);
-        let mut rules = forwarding(call, false);
+        let as_read = as_read && req.version() != Version::HTTP_2;
         let web_data = call.upstream.speaks.is_web_data();
-        // Links can only be re-based, and an echoed key redacted, in an answer lingo can read.
-        rules.identity = web_data || call.upstream.auth.is_some();
-        rules.raw_answer = raw && !web_data;
-        // The client's own fields, kept as read, go up with its request.
-        rules.raw_fields = call.raw_fields;
         let waiting = call.stats.waiting();
-        let response = call
-            .client
-            .send(call.upstream, request, &rules, call.route.max_body)
-            .await;
+        let sending = {
+            // The client's fields go up by the header rules; they are needed only while the
+            // request's head is written.
+            let (mut head, body) = req.into_parts();
+            let client = head.take_headers();
+            let request = upward(call, head, body);
+            let mut rules = forwarding(call, false);
+            // Links can only be re-based, and an echoed key redacted, in a response lingo
+            // can read.
+            rules.identity = web_data || call.upstream.auth.is_some();
+            rules.raw_response = as_read && !web_data;
+            rules.client = Some(HeaderView::from(&client));
+            let (upstream, limit) = (call.upstream, call.route.max_body);
+            call.client.send(upstream, request, &rules, limit)
+        };
+        let response = sending.await;
         drop(waiting);
-        let mut response = response?;
-        let failed = response.status().is_client_error() || response.status().is_server_error();
-        if failed && call.upstream.auth.is_some() {
-            materialize(&mut response); // redacted below
-        }
-        // Its body is idle-timed by the sending (`UpstreamClient::send`).
-        let (mut parts, body) = response.into_parts();
-        headers::to_client(&mut parts.headers, false);
+        // Its body is idle-timed, and its hop-by-hop fields left out, by the sending.
+        let response = response?;
+        let status = response.status();
         if let Some(auth) = &call.upstream.auth
-            && failed
+            && (status.is_client_error() || status.is_server_error())
         {
+            let (mut head, body) = response.into_parts();
+            let fields = head.headers_mut();
             // Redacting can change the length.
-            parts.headers.remove(CONTENT_LENGTH);
-            redact_headers(&mut parts.headers, &auth.key);
+            fields.remove(CONTENT_LENGTH);
+            redact_headers(fields, &auth.key);
             let body = Body::boxed(Redacting::new(body, &auth.key));
-            return Ok(Response::from_parts(parts, body));
+            return Ok(Response::from_parts(head, body));
         }
-        if call.upstream.speaks.is_web_data() && is_json(&parts.headers) {
-            // Boxed (web-data JSON answers only): its state would otherwise be in every
+        if web_data && is_json(response.headers()) {
+            // Boxed (web-data JSON responses only): its state would otherwise be in every
             // pass-through's, and `rename::handle`'s, which awaits one for every native call
-            // on a table with aliases, past mimalloc's 1 KiB fast path.
-            let rebase = Box::pin(rebase_answer(call, &mut parts.headers, body));
+            // on a table with aliases.
+            let (mut head, body) = response.into_parts();
+            let rebase = Box::pin(rebase(call, head.headers_mut(), body));
             let body = rebase.await?;
-            return Ok(Response::from_parts(parts, body));
+            return Ok(Response::from_parts(head, body));
         }
-        Ok(Response::from_parts(parts, body))
+        Ok(response)
     }
 }
 
-/// The request as it goes up: its URI for the upstream's client (`upstream::forward_uri`),
-/// the body under the route's size limit.
-/// Its fields are rewritten by the header rules (`headers::Forwarding`) on the way.
-fn upward<B>(call: &Exchange<'_>, req: Request<B>) -> Request<Body>
+/// The request as it goes up: the client's `head` (its fields taken out: the header rules
+/// forward them, `headers::Forwarding::client`) with its URI for the upstream's client
+/// (`upstream::forward_uri`), the body under the route's size limit.
+fn upward<B>(call: &Exchange<'_>, mut head: Request<()>, body: B) -> Request
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    let (mut parts, body) = req.into_parts();
-    parts.uri = upstream::forward_uri(call.upstream, &call.path_and_query, &parts.uri);
+    let uri = upstream::forward_uri(call.upstream, &call.path_and_query, head.uri());
+    *head.uri_mut() = uri;
     // The client's HTTP version is its hop's business; the pool picks the upstream's.
-    parts.version = Version::HTTP_11;
+    *head.version_mut() = Version::HTTP_11;
     // The body is framed by what is sent, not by what the client declared (the rules drop
     // its `Content-Length`): the length of a body that knows it (the client's own, unchanged,
     // or one rewritten on the way, such as an alias) is written, one that does not is chunked.
     let limit = usize::try_from(call.route.max_body).unwrap_or(usize::MAX);
-    Request::from_parts(parts, Body::new(Limited::new(body, limit)))
+    Request::from_parts(head, Body::new(Limited::new(body, limit)))
 }
 
 /// The header facts for this call.
@@ -137,15 +142,15 @@ pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forward
         upgrade,
         identity: false,
         json: false,
-        raw_answer: false,
-        raw_fields: None,
+        raw_response: false,
+        client: None,
     }
 }
 
-fn is_json(headers: &hyper::HeaderMap) -> bool {
+fn is_json(headers: HeaderView<'_>) -> bool {
     headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+        .get(&CONTENT_TYPE)
+        .and_then(crate::http::message::text)
         .is_some_and(|v| {
             v.trim_start()
                 .to_ascii_lowercase()
@@ -153,10 +158,10 @@ fn is_json(headers: &hyper::HeaderMap) -> bool {
         })
 }
 
-/// Reads a JSON answer (up to `limits.max_answer`; the API's own status pages stop at
-/// 10 MiB) and re-bases its links onto the address the client used. An answer over the cap
+/// Reads a JSON response (up to `limits.max_answer`; the API's own status pages stop at
+/// 10 MiB) and re-bases its links onto the address the client used. A response over the cap
 /// is passed on as read so far plus the rest, unchanged (and logged).
-async fn rebase_answer<B>(
+async fn rebase<B>(
     call: &Exchange<'_>,
     headers: &mut hyper::HeaderMap,
     body: B,
@@ -188,7 +193,7 @@ where
     }
 }
 
-/// An answer read up to a cap.
+/// A response's body read up to a cap.
 enum Read {
     /// All of it.
     Whole(Bytes),

@@ -5,20 +5,20 @@
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::{HeaderMap, Request, Response, StatusCode};
+use hyper::StatusCode;
 
 use super::pass;
 use super::shared::read_body;
 use crate::auth;
 use crate::error::ProxyError;
-use crate::http::body::Body;
+use crate::http::message::{HeaderView, Request, Response};
 use crate::mock::webhook::Kind;
 use crate::proxy::exchange::Exchange;
 use crate::webhooks::rewrite::{self, Origin};
 use crate::webhooks::seal::Shape;
 
 /// Starts a job with its webhook relayed.
-pub async fn job(x: &Exchange<'_>, mut req: Request<Body>) -> Result<Response<Body>, ProxyError> {
+pub async fn job(x: &Exchange<'_>, mut req: Request) -> Result<Response, ProxyError> {
     let body = read_body(std::mem::take(req.body_mut()), x.route.max_body).await?;
     let Some(kind) = rewrite::job_kind(x.path()) else {
         return pass::forward(x, req.map(|_| Full::new(body))).await;
@@ -39,7 +39,7 @@ pub fn relays(x: &Exchange<'_>, method: &hyper::Method) -> bool {
 /// no webhook. A webhook lingo will not relay is refused (400, the API's schema issue).
 pub fn relayed(
     x: &Exchange<'_>,
-    headers: &HeaderMap,
+    headers: HeaderView<'_>,
     kind: Kind,
     shape: Shape,
     body: Bytes,
@@ -50,9 +50,7 @@ pub fn relayed(
     };
     let clients = &x.snapshot.table.clients;
     // The key was checked when the request was authenticated: this finds its name again.
-    let client = auth::check(clients, x.client_fields(headers), false)
-        .ok()
-        .flatten();
+    let client = auth::check(clients, headers, false).ok().flatten();
     let receiver = match &relay.spec.receiver {
         Some(base) => base.to_string().trim_end_matches('/').to_owned(),
         None => x.public_base(),

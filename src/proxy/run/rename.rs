@@ -11,13 +11,13 @@ use std::sync::LazyLock;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::CONTENT_LENGTH;
-use hyper::{Request, Response};
 
 use super::reframe::Reframe;
 use super::shared::read_body;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::body::Body;
+use crate::http::message::{Request, Response};
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass;
 use crate::table::Upstream;
@@ -27,13 +27,13 @@ use crate::translate::splice::{self, KeyScan};
 /// Forwards a native call, resolving a model alias if it names one.
 ///
 /// Not an `async fn`, for the reason `pipeline::handle` is not one; the request stays whole
-/// (its body taken, then replaced) for the same reason: held as passed and again as split,
-/// this state was 1.3 KiB, past mimalloc's 1 KiB fast path.
+/// (its body taken, then replaced) for the same reason: it would be held as passed and again
+/// as split.
 #[allow(clippy::manual_async_fn)] // on purpose: see the doc
 pub fn handle<'a>(
     call: &'a Exchange<'_>,
-    mut req: Request<Body>,
-) -> impl Future<Output = Result<Response<Body>, ProxyError>> + Send + 'a {
+    mut req: Request,
+) -> impl Future<Output = Result<Response, ProxyError>> + Send + 'a {
     async move {
         let body = read_body(std::mem::take(req.body_mut()), call.route.max_body).await?;
         let Some((index, alias, model, renamed)) = resolve(call, &body) else {
@@ -51,8 +51,8 @@ pub fn handle<'a>(
         }
         let aliased = call.to_upstream(index);
         let req = req.map(|_| Full::new(renamed));
-        // Boxed: its state beside the alias's would put this future past 1 KiB for every
-        // native call on a table with aliases, to serve the ones that name one.
+        // Boxed: its state would otherwise be in every native call's on a table with
+        // aliases, to serve the ones that name one.
         let response = Box::pin(pass::forward(&aliased, req)).await?;
         Ok(renaming(call, upstream, response, (&alias, &model)))
     }
@@ -63,17 +63,17 @@ pub fn handle<'a>(
 fn renaming(
     call: &Exchange<'_>,
     upstream: &Upstream,
-    response: Response<Body>,
+    response: Response,
     (alias, model): (&str, &str),
-) -> Response<Body> {
+) -> Response {
     let max_line = usize::try_from(call.snapshot.table.limits.max_line).unwrap_or(usize::MAX);
-    let (mut parts, body) = response.into_parts();
-    parts.headers.remove(CONTENT_LENGTH);
+    let (mut head, body) = response.into_parts();
+    head.headers_mut().remove(CONTENT_LENGTH);
     let rename = Rename::new(model, alias);
     let body = Reframe::new(body, max_line, rename)
         .redacting(upstream)
         .reporting(&call.stats);
-    Response::from_parts(parts, Body::boxed(body))
+    Response::from_parts(head, Body::boxed(body))
 }
 
 /// `(upstream index, alias, upstream model, rewritten body)` when the body names an alias.

@@ -1,14 +1,14 @@
 //! What the runs share: reading the client's body, resolving a model alias, sending one
-//! request upstream with the pass-through header rules, reading an answer whole, and
+//! request upstream with the pass-through header rules, reading a response whole, and
 //! re-telling an upstream's error.
 
 use bytes::Bytes;
 use hyper::header::{HeaderValue, RETRY_AFTER};
-use hyper::{Method, Request, Response, StatusCode, Version};
+use hyper::{Method, StatusCode, Version};
 
 use crate::error::ProxyError;
-use crate::http::body::{Body, materialize, read_all};
-use crate::http::fields::Fields;
+use crate::http::body::{Body, read_all};
+use crate::http::message::{HeaderView, Request, Response};
 use crate::observe::RequestStats;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
@@ -38,17 +38,17 @@ pub fn resolve<'a>(call: &'a Exchange<'_>, model: &str) -> (usize, &'a Upstream,
 /// Sends one native JSON request (`POST path`) to an upstream, with the same header rules as
 /// pass-through (the client's end-to-end headers, forwarding headers, request id, the
 /// upstream's key instead of the client's). `client_fields` are the client's fields that go
-/// along (`Exchange::client_fields`), or an empty map for a request the client's fields have
-/// no part in. The answer's body is under the upstream's idle limit, and its fields may be
-/// kept as read: see [`send`].
+/// along, none for a request the client's fields have no part in. The response's body is
+/// under the upstream's idle limit.
 pub async fn send_native(
     call: &Exchange<'_>,
     upstream: &Upstream,
     client: &UpstreamClient,
-    client_fields: Fields<'_>,
+    client_fields: HeaderView<'_>,
     path: &str,
     body: Bytes,
-) -> Result<Response<Body>, ProxyError> {
+) -> Result<Response, ProxyError> {
+    let client_fields = Some(client_fields);
     send(
         call,
         upstream,
@@ -61,21 +61,18 @@ pub async fn send_native(
     .await
 }
 
-/// Sends one native request with the pass-through header rules; see [`send_native`].
-///
-/// The answer's fields may stay as read (`http::h1::raw`): whoever reads them calls
-/// [`materialize`] first ([`upstream_failure`] does). Most callers read only its status and
-/// body; making the map no one read took ~1,800 instructions (callgrind), and leaving it
-/// out saved a whole chat completion 1,190 (2.9%).
+/// Sends one native request with the pass-through header rules; see [`send_native`]. Most
+/// callers read only the response's status and body, so its fields may stay as read
+/// (`Forwarding::raw_response`).
 pub async fn send(
     call: &Exchange<'_>,
     upstream: &Upstream,
     client: &UpstreamClient,
     method: Method,
-    client_fields: Fields<'_>,
+    client_fields: Option<HeaderView<'_>>,
     path: &str,
     body: Bytes,
-) -> Result<Response<Body>, ProxyError> {
+) -> Result<Response, ProxyError> {
     let mut rules = forwarding(call, false);
     rules.auth = upstream.auth.as_ref();
     rules.host = &upstream.host;
@@ -84,16 +81,12 @@ pub async fn send(
     // not compress it.
     rules.json = true;
     rules.identity = true;
-    rules.raw_answer = true;
+    rules.raw_response = true;
+    rules.client = client_fields;
     let mut request = Request::new(Body::full(body));
     *request.method_mut() = method;
     *request.uri_mut() = upstream::request_uri(upstream, path);
     *request.version_mut() = Version::HTTP_11;
-    match client_fields {
-        Fields::Map(map) => *request.headers_mut() = map.clone(),
-        // Forwarded by the header rules, as a pass-through's are.
-        Fields::Raw(raw) => rules.raw_fields = Some(raw),
-    }
     let waiting = call.stats.waiting();
     // Its body is idle-timed by the sending (`UpstreamClient::send`).
     let response = client.send(upstream, request, &rules, u64::MAX).await;
@@ -101,30 +94,30 @@ pub async fn send(
     response
 }
 
-/// Turns a native error answer (any non-2xx) into the error the client sees.
+/// Turns a native error response (any non-2xx) into the error the client sees.
 pub async fn upstream_failure(
     stats: &RequestStats,
     upstream: &Upstream,
-    mut response: Response<Body>,
+    response: Response,
     retell: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
 ) -> ProxyError {
-    materialize(&mut response);
     let status = response.status().as_u16();
-    let retry_after = response.headers().get(RETRY_AFTER).cloned();
+    let retry_after = response.headers().value(&RETRY_AFTER);
     let body = error_body(stats, response).await;
     retold(upstream, status, &body, retry_after, retell)
 }
 
-/// An error answer's body: small, so read whole, but bounded (64 KiB) so that a broken
+/// An error response's body: small, so read whole, but bounded (64 KiB) so that a broken
 /// upstream cannot make lingo read forever. The time it takes is the upstream's.
-pub async fn error_body(stats: &RequestStats, response: Response<Body>) -> Bytes {
+pub async fn error_body(stats: &RequestStats, response: Response) -> Bytes {
     let waiting = stats.waiting();
     let body = read_all(response.into_body(), 64 * 1024).await;
     drop(waiting);
     body.unwrap_or_default()
 }
 
-/// An upstream's error answer re-told in the client's dialect, the upstream's key kept out.
+/// An upstream's error response re-told in the client's dialect, the upstream's key kept
+/// out.
 pub fn retold(
     upstream: &Upstream,
     status: u16,
@@ -141,21 +134,17 @@ pub fn retold(
     }
 }
 
-/// Reads a whole upstream answer: one answer in memory, at most `limits.max_answer` of it (an
-/// upstream that never stops must not grow lingo without bound); the idle limit applies. The
-/// time it takes is the upstream's, not lingo's.
+/// Reads a whole upstream response's `body`: one in memory, at most `limits.max_answer` of
+/// it (an upstream that never stops must not grow lingo without bound); the idle limit
+/// applies. The time it takes is the upstream's, not lingo's.
 pub async fn whole(
     call: &Exchange<'_>,
     upstream: &Upstream,
-    answer: Response<Body>,
+    body: Body,
 ) -> Result<Bytes, ProxyError> {
     let limit = call.snapshot.table.limits.max_answer;
     let waiting = call.stats.waiting();
-    let read = read_all(
-        answer.into_body(),
-        usize::try_from(limit).unwrap_or(usize::MAX),
-    )
-    .await;
+    let read = read_all(body, usize::try_from(limit).unwrap_or(usize::MAX)).await;
     drop(waiting);
     read.map_err(|e| {
         if e.is::<http_body_util::LengthLimitError>() {
@@ -166,7 +155,7 @@ pub async fn whole(
     })
 }
 
-/// An upstream answer lingo could not read as what it should be.
+/// An upstream response lingo could not read as what it should be.
 pub fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
     ProxyError::BadAnswer {
         upstream: upstream.name.to_string(),
@@ -174,7 +163,7 @@ pub fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
     }
 }
 
-/// A JSON answer (200).
-pub fn json(body: Bytes) -> Response<Body> {
-    crate::http::body::json(StatusCode::OK, body)
+/// A JSON response (200).
+pub fn json(body: Bytes) -> Response {
+    Response::json(StatusCode::OK, body)
 }

@@ -16,13 +16,12 @@ use std::future::Future;
 use std::pin::Pin;
 
 use bytes::Bytes;
-use hyper::{Method, Request, Response};
+use hyper::Method;
 
 use super::shared::{bad_gateway, json, send, upstream_failure, whole};
 use crate::error::ProxyError;
-use crate::http::body::Body;
-use crate::http::fields::Fields;
 use crate::http::join::join_all;
+use crate::http::message::{HeaderView, Request, Response};
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass;
 use crate::table::{ModelAlias, RouteTable};
@@ -34,13 +33,13 @@ type Fetched = Result<Bytes, ProxyError>;
 
 /// Answers `GET /api/tags` with the route upstream's list and one entry per usable alias;
 /// other methods (`HEAD` included: there is no list to merge) pass through.
-pub async fn handle(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<Body>, ProxyError> {
+pub async fn handle(call: &Exchange<'_>, req: Request) -> Result<Response, ProxyError> {
     if req.method() != Method::GET {
         return pass::relay(call, req).await;
     }
     let own_index = call.route.upstream;
     let (aliases, others) = plan(&call.snapshot.table, own_index);
-    let headers = call.client_fields(req.headers());
+    let headers = req.headers();
     let own = fetch(call, own_index, headers, &call.path_and_query);
     let other_fetches: Vec<Pin<Box<dyn Future<Output = Fetched> + Send + '_>>> = others
         .iter()
@@ -96,9 +95,10 @@ fn plan(table: &RouteTable, own_index: usize) -> (Vec<(&str, &ModelAlias)>, Vec<
 /// One upstream's `/api/tags`, read whole (under `limits.max_answer`), with the client's
 /// end-to-end headers and the upstream's own key. An error answer becomes the error
 /// pass-through would show: its status and message, the upstream's key redacted.
-async fn fetch(call: &Exchange<'_>, index: usize, headers: Fields<'_>, path: &str) -> Fetched {
+async fn fetch(call: &Exchange<'_>, index: usize, headers: HeaderView<'_>, path: &str) -> Fetched {
     let upstream = call.snapshot.table.upstream(index);
     let client = &call.snapshot.peer(index).client;
+    let headers = Some(headers);
     let answer = send(
         call,
         upstream,
@@ -107,12 +107,12 @@ async fn fetch(call: &Exchange<'_>, index: usize, headers: Fields<'_>, path: &st
         headers,
         path,
         Bytes::new(),
-    )
-    .await?;
+    );
+    let answer = answer.await?;
     if !answer.status().is_success() {
         return Err(upstream_failure(&call.stats, upstream, answer, chat::upstream_error).await);
     }
-    whole(call, upstream, answer).await
+    whole(call, upstream, answer.into_body()).await
 }
 
 /// Another upstream's list, when it could be had and read; a warning when not (its aliases

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
-use hyper::{Request, Response};
 
 use super::reframe::{Closing, Merged, Reframe};
 use super::shared::{bad_gateway, json, read_body, resolve, send_native, upstream_failure, whole};
@@ -18,8 +17,8 @@ use crate::base::dialect::Dialect;
 use crate::base::{clock, ids};
 use crate::error::ProxyError;
 use crate::http::body::Body;
-use crate::http::fields::Fields;
 use crate::http::join::join_all;
+use crate::http::message::{HeaderView, Request, Response};
 use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
 use crate::translate::Refusal;
@@ -27,36 +26,31 @@ use crate::translate::chat::{self, Chat, RouteDefaults};
 use crate::translate::completions::{self, Completions};
 use crate::translate::{Meta, Translation, UpstreamCall};
 
-type Answer = Result<Response<Body>, ProxyError>;
+type Answer = Result<Response, ProxyError>;
 
 /// Serves `/v1/chat/completions`.
-pub async fn chat(x: &Exchange<'_>, req: Request<Body>) -> Answer {
-    let (parts, body) = req.into_parts();
+pub async fn chat(x: &Exchange<'_>, req: Request) -> Answer {
+    let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let defaults = RouteDefaults {
         options: x.route.options.clone(),
     };
     let request = chat::request(&body, &defaults).map_err(invalid)?;
     let meta = meta("chatcmpl", request.model());
-    run(x, x.client_fields(&parts.headers), Chat::new(request, meta)).await
+    run(x, head.headers(), Chat::new(request, meta)).await
 }
 
 /// Serves `/v1/completions`.
-pub async fn completions(x: &Exchange<'_>, req: Request<Body>) -> Answer {
-    let (parts, body) = req.into_parts();
+pub async fn completions(x: &Exchange<'_>, req: Request) -> Answer {
+    let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let request = completions::request(&body, &x.route.options).map_err(invalid)?;
     let meta = meta("cmpl", &request.model);
-    run(
-        x,
-        x.client_fields(&parts.headers),
-        Completions::new(request, meta),
-    )
-    .await
+    run(x, head.headers(), Completions::new(request, meta)).await
 }
 
 /// Runs a translation: its upstream requests, then its streamed or whole answer.
-pub async fn run<T: Translation>(x: &Exchange<'_>, headers: Fields<'_>, mut t: T) -> Answer {
+pub async fn run<T: Translation>(x: &Exchange<'_>, headers: HeaderView<'_>, mut t: T) -> Answer {
     let (index, upstream, model) = target(x, t.model(), T::UPSTREAM)?;
     let calls = t.calls(&model);
     let answers = send_all(x, index, headers, calls).await;
@@ -91,7 +85,7 @@ pub fn target<'a>(
 pub async fn send_all(
     x: &Exchange<'_>,
     index: usize,
-    headers: Fields<'_>,
+    headers: HeaderView<'_>,
     calls: Vec<UpstreamCall>,
 ) -> Vec<Answer> {
     let peer = x.snapshot.peer(index);
@@ -99,7 +93,7 @@ pub async fn send_all(
         send_native(x, &peer.spec, &peer.client, headers, call.path, call.body)
     };
     // One call (all but `n` > 1, a prompt batch, the legacy embeddings' one per input) is
-    // awaited as it is: boxing it and keeping join_all's lists cost 410 instructions.
+    // awaited as it is, without a box and `join_all`'s lists.
     let calls = match <[UpstreamCall; 1]>::try_from(calls) {
         Ok([call]) => return vec![send(call).await],
         Err(calls) => calls,
@@ -113,24 +107,23 @@ pub async fn send_all(
     join_all(sends).await
 }
 
-/// The answers, if every one of them is a success; else the first failure, re-told.
+/// The responses' bodies, if every one of them is a success; else the first failure,
+/// re-told. A success's fields are not read: its head is let go here, not when a stream
+/// ends.
 pub async fn checked<T: Translation>(
     x: &Exchange<'_>,
     upstream: &Upstream,
     answers: Vec<Answer>,
     t: &T,
-) -> Result<Vec<Response<Body>>, ProxyError> {
+) -> Result<Vec<Body>, ProxyError> {
     let mut ok = Vec::with_capacity(answers.len());
     for answer in answers {
-        let mut answer = answer?;
+        let answer = answer?;
         if !answer.status().is_success() {
             let retell = |status, body: &[u8]| t.upstream_error(status, body);
             return Err(upstream_failure(&x.stats, upstream, answer, retell).await);
         }
-        // A success's fields are not read: the head they were read in is let go now, not
-        // when a stream ends.
-        drop(answer.body_mut().take_raw());
-        ok.push(answer);
+        ok.push(answer.into_body());
     }
     Ok(ok)
 }
@@ -140,27 +133,25 @@ fn streamed<T: Translation>(
     x: &Exchange<'_>,
     upstream: &Upstream,
     t: T,
-    answers: Vec<Response<Body>>,
+    answers: Vec<Body>,
 ) -> Body {
     let max_line = usize::try_from(x.snapshot.table.limits.max_line).unwrap_or(usize::MAX);
     let count = answers.len();
     let streams = answers
         .into_iter()
         .enumerate()
-        .map(|(i, answer)| {
-            Reframe::new(answer.into_body(), max_line, t.stream(i, count)).redacting(upstream)
-        })
+        .map(|(i, answer)| Reframe::new(answer, max_line, t.stream(i, count)).redacting(upstream))
         .collect();
     let closing: Closing = Box::new(move |usage| t.closing(usage, count));
     Body::boxed(Merged::new(streams, closing, Arc::clone(&x.stats)))
 }
 
-/// The whole answers read, the whole answer assembled, its usage counted.
+/// The whole responses read, the whole response assembled, its usage counted.
 pub async fn answered<T: Translation>(
     x: &Exchange<'_>,
     upstream: &Upstream,
     t: &T,
-    answers: Vec<Response<Body>>,
+    answers: Vec<Body>,
 ) -> Answer {
     let mut wholes = Vec::with_capacity(answers.len());
     for answer in answers {
@@ -190,8 +181,8 @@ pub fn invalid(err: Refusal) -> ProxyError {
     }
 }
 
-/// A streamed answer: server-sent events, or NDJSON lines for native clients.
-pub fn streaming(body: Body, content_type: &'static str) -> Response<Body> {
+/// A streamed response: server-sent events, or NDJSON lines for native clients.
+pub fn streaming(body: Body, content_type: &'static str) -> Response {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));

@@ -10,7 +10,7 @@ use std::future::poll_fn;
 
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, SEC_WEBSOCKET_EXTENSIONS, SEC_WEBSOCKET_PROTOCOL};
-use hyper::{HeaderMap, Request, Response, StatusCode};
+use hyper::{HeaderMap, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tower_service::Service;
@@ -19,6 +19,7 @@ use crate::auth;
 use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::{Body, BoxError};
 use crate::http::idle::Idle;
+use crate::http::message::{Request, Response};
 use crate::http::upgrade::{self, NotUpgraded, Upgraded};
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
@@ -28,7 +29,7 @@ use crate::upstream::{self, UpstreamClient, headers};
 
 /// Tunnels a WebSocket upgrade to the call's upstream: connect, send the handshake with the
 /// key swapped in, and once both sides have switched protocols, copy bytes both ways.
-pub async fn proxy(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<Body>, ProxyError> {
+pub async fn proxy(call: &Exchange<'_>, req: Request) -> Result<Response, ProxyError> {
     open(call, req, None).await
 }
 
@@ -37,67 +38,65 @@ pub async fn proxy(call: &Exchange<'_>, req: Request<Body>) -> Result<Response<B
 /// is offered, so that the frames stay readable.
 pub async fn watcher(
     call: &Exchange<'_>,
-    req: Request<Body>,
+    req: Request,
     frames: Frames,
-) -> Result<Response<Body>, ProxyError> {
+) -> Result<Response, ProxyError> {
     open(call, req, Some(frames)).await
 }
 
 async fn open(
     call: &Exchange<'_>,
-    mut req: Request<Body>,
+    mut req: Request,
     frames: Option<Frames>,
-) -> Result<Response<Body>, ProxyError> {
+) -> Result<Response, ProxyError> {
     let upstream = call.upstream;
     let client_upgrade = upgrade::on(&mut req);
-    let (mut parts, _) = req.into_parts();
-    // The handshake is made in the map (hyper's client writes it): the client's fields kept
-    // as read go there first.
-    if let Some(raw) = call.raw_fields {
-        raw.fill_map(&mut parts.headers);
-    }
+    let (mut head, _) = req.into_parts();
+    // The handshake is made in the map, which hyper's client writes.
+    let fields = head.headers_mut();
     if frames.is_some() {
-        parts.headers.remove(SEC_WEBSOCKET_EXTENSIONS);
+        fields.remove(SEC_WEBSOCKET_EXTENSIONS);
     }
-    let offer = parts.headers.get(SEC_WEBSOCKET_PROTOCOL).cloned();
-    parts.version = hyper::Version::HTTP_11;
-    headers::to_upstream(&mut parts.headers, &forwarding(call, true));
+    let offer = fields.get(SEC_WEBSOCKET_PROTOCOL).cloned();
+    headers::to_upstream(fields, &forwarding(call, true));
     // The handshake goes up without a body, so it must not announce one.
-    parts.headers.remove(hyper::header::CONTENT_LENGTH);
+    fields.remove(hyper::header::CONTENT_LENGTH);
     let keys: Vec<&str> = (call.snapshot.table.clients.iter())
         .map(|c| c.key.expose())
         .collect();
-    let altered = swap_offer(&mut parts.headers, upstream.auth.as_ref(), &keys);
-    parts.uri = call
+    let altered = swap_offer(fields, upstream.auth.as_ref(), &keys);
+    *head.version_mut() = hyper::Version::HTTP_11;
+    *head.uri_mut() = call
         .path_and_query
         .parse()
         .map_err(|_| ProxyError::BadPath("unparsable"))?;
     // Connecting and the handshake are the upstream's time, as a pooled call's are.
     let waiting = call.stats.waiting();
-    let response = handshake(call, Request::from_parts(parts, Body::empty())).await;
+    let request = Request::from_parts(head, Body::empty()).into_hyper();
+    let response = handshake(call, request).await;
     drop(waiting);
     let mut response = response?;
     let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+    let upstream_upgrade = switching.then(|| hyper::upgrade::on(&mut response));
+    let mut response = Response::from(response);
     headers::to_client(response.headers_mut(), switching);
     if let Some(auth) = &upstream.auth {
         scrub(response.headers_mut(), auth, offer.as_ref(), altered);
     }
-    if !switching {
+    let Some(upstream_upgrade) = upstream_upgrade else {
         let idle = upstream.timeouts.idle;
         return Ok(response.map(|b| Body::boxed(Idle::new(b, idle))));
-    }
-    let upstream_upgrade = hyper::upgrade::on(&mut response);
+    };
     tokio::spawn(relay(client_upgrade, upstream_upgrade, frames));
-    let (parts, _) = response.into_parts();
-    Ok(Response::from_parts(parts, Body::empty()))
+    Ok(response.map(|_| Body::empty()))
 }
 
 /// Opens a connection of its own to the upstream (an upgraded connection cannot go back to
 /// the pool) and sends the handshake, each step under its timeout.
 async fn handshake(
     call: &Exchange<'_>,
-    request: Request<Body>,
-) -> Result<Response<Incoming>, ProxyError> {
+    request: hyper::Request<Body>,
+) -> Result<hyper::Response<Incoming>, ProxyError> {
     let upstream = call.upstream;
     let uri = upstream::target_uri(upstream, &call.path_and_query);
     let mut connector = match call.client {
@@ -226,8 +225,8 @@ fn swap_offer(headers: &mut HeaderMap, auth: Option<&Auth>, client_keys: &[&str]
     true
 }
 
-/// Keeps the upstream's key out of the answer: any header carrying it is dropped, and when
-/// lingo changed the offer, the answer names the client's first offered subprotocol.
+/// Keeps the upstream's key out of the response: any header carrying it is dropped, and when
+/// lingo changed the offer, the response names the client's first offered subprotocol.
 fn scrub(headers: &mut HeaderMap, auth: &Auth, offer: Option<&HeaderValue>, altered: bool) {
     let key = auth.key.expose().as_bytes();
     let leaking: Vec<_> = headers

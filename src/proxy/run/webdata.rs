@@ -8,33 +8,34 @@
 use std::time::Instant;
 
 use bytes::Bytes;
+use hyper::StatusCode;
 use hyper::header::{CONTENT_LENGTH, HeaderValue, RETRY_AFTER};
-use hyper::{Request, Response, StatusCode};
 
 use super::shared::{read_body, send, whole};
 use super::{relay, tunnel};
 use crate::error::ProxyError;
-use crate::http::body::{Body, materialize};
+use crate::http::body::Body;
+use crate::http::message::{Request, Response};
 use crate::http::redact::redact_headers;
 use crate::mock::webhook::Kind;
 use crate::proxy::exchange::Exchange;
 use crate::runtime::Peer;
 use crate::table::Upstream;
 use crate::translate::webdata::{self, Answering, Call, Frames, JsonAs, Refusal};
-use crate::upstream::{self, headers};
+use crate::upstream;
 use crate::webhooks::seal::Shape;
 
-type Answer = Result<Response<Body>, ProxyError>;
+type Answer = Result<Response, ProxyError>;
 
 /// Serves one `/v1/...` call on a route to a v2-only upstream.
-pub async fn v1(x: &Exchange<'_>, req: Request<Body>) -> Answer {
+pub async fn v1(x: &Exchange<'_>, req: Request) -> Answer {
     let query = req.uri().query().map(str::to_owned);
     let route =
         webdata::route(req.method().as_str(), x.path(), query.as_deref()).map_err(refused)?;
     if x.upgrade {
         return watch(x, &route.path_and_query, req).await;
     }
-    let (parts, body) = req.into_parts();
+    let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let translated = webdata::request(route.call, &body).map_err(refused)?;
     let peer = x.snapshot.peer(x.route.upstream);
@@ -44,15 +45,15 @@ pub async fn v1(x: &Exchange<'_>, req: Request<Body>) -> Answer {
     };
     let up = translated.body.unwrap_or(body);
     let up = match job_kind(route.call) {
-        Some(kind) => relay::relayed(x, &parts.headers, kind, Shape::v1(json_as), up)?,
+        Some(kind) => relay::relayed(x, head.headers(), kind, Shape::v1(json_as), up)?,
         None => up,
     };
     let answer = send(
         x,
         x.upstream,
         &peer.client,
-        parts.method,
-        x.client_fields(&parts.headers),
+        head.method().clone(),
+        Some(head.headers()),
         &route.path_and_query,
         up,
     );
@@ -69,19 +70,19 @@ fn job_kind(call: Call) -> Option<Kind> {
     }
 }
 
-/// The v2 answer read whole and told back in v1's shapes, its status kept; a started job's
-/// formats remembered.
+/// The v2 response read whole and told back in v1's shapes, its status and fields kept; a
+/// started job's formats remembered.
 async fn told(
     x: &Exchange<'_>,
     peer: &Peer,
     call: Call,
     json_as: JsonAs,
-    mut answer: Response<Body>,
+    answer: Response,
 ) -> Answer {
-    materialize(&mut answer); // its fields go on to the client
     let (mut head, body) = answer.into_parts();
-    let whole = whole(x, x.upstream, Response::new(body)).await?;
-    if matches!(call, Call::Crawl | Call::Batch) && head.status.is_success() {
+    let whole = whole(x, x.upstream, body).await?;
+    let status = head.status();
+    if matches!(call, Call::Crawl | Call::Batch) && status.is_success() {
         remember(peer, &whole, json_as);
     }
     let public_base = x.public_base();
@@ -91,21 +92,21 @@ async fn told(
         public_base: &public_base,
         base_path: upstream::base_path(x.upstream),
     };
-    retry_after(&mut head, &whole);
-    let told = webdata::answer(&at, head.status.as_u16(), &whole).unwrap_or(whole);
-    headers::to_client(&mut head.headers, false);
-    head.headers.remove(CONTENT_LENGTH);
-    let told = if head.status.is_success() {
+    let fields = head.headers_mut();
+    retry_after(status, fields, &whole);
+    let told = webdata::answer(&at, status.as_u16(), &whole).unwrap_or(whole);
+    fields.remove(CONTENT_LENGTH);
+    let told = if status.is_success() {
         told
     } else {
-        redacted(x.upstream, &mut head.headers, told)
+        redacted(x.upstream, fields, told)
     };
     Ok(Response::from_parts(head, Body::full(told)))
 }
 
 /// A v1 crawl watcher: tunnelled to its v2 path, its documents' json results where the job's
 /// v1 formats put them.
-async fn watch(x: &Exchange<'_>, v2_path: &str, req: Request<Body>) -> Answer {
+async fn watch(x: &Exchange<'_>, v2_path: &str, req: Request) -> Answer {
     let peer = x.snapshot.peer(x.route.upstream);
     let json_as = webdata::status_id(x.path()).map_or(JsonAs::Unknown, |id| recall(peer, id));
     let max = usize::try_from(x.snapshot.table.limits.max_answer).unwrap_or(usize::MAX);
@@ -113,12 +114,12 @@ async fn watch(x: &Exchange<'_>, v2_path: &str, req: Request<Body>) -> Answer {
 }
 
 /// A 429 gets the `Retry-After` its message names, unless the upstream sent one.
-fn retry_after(head: &mut hyper::http::response::Parts, answer: &[u8]) {
-    if head.status == StatusCode::TOO_MANY_REQUESTS
-        && !head.headers.contains_key(RETRY_AFTER)
+fn retry_after(status: StatusCode, headers: &mut hyper::HeaderMap, answer: &[u8]) {
+    if status == StatusCode::TOO_MANY_REQUESTS
+        && !headers.contains_key(RETRY_AFTER)
         && let Some(seconds) = webdata::retry_after(answer)
     {
-        head.headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+        headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
     }
 }
 

@@ -16,15 +16,15 @@ use std::time::UNIX_EPOCH;
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body::Body as _;
 use hyper::header::{CONNECTION, CONTENT_LENGTH};
-use hyper::{Response, StatusCode, Version};
+use hyper::{StatusCode, Version};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::head::{self, Framing};
 use super::wire::{CONTINUE, Shared, lock};
 use crate::base::clock;
 use crate::http::body::{Body, BoxError};
-use crate::http::h1::fields::{Facts, parse_length, push_hex};
-use crate::http::h1::raw::Raw;
+use crate::http::h1::fields::{FramingHeaders, parse_length, push_hex};
+use crate::http::message::{HeaderView, Response};
 
 /// Held bytes past this are written before more of the body is read; a frame larger than
 /// this is written on its own.
@@ -81,16 +81,16 @@ pub struct Prepared {
 }
 
 /// Makes `response`'s head, ready to be sent with its body.
-pub fn prepare<I>(wire: &Shared<I>, response: Response<Body>, asked: Asked) -> Prepared {
-    let (mut parts, mut body) = response.into_parts();
-    let raw = body.take_raw();
-    let said = Said::of(&parts.headers, raw.as_deref());
-    let framing = framing(parts.status, said.length, &body, asked);
-    // A `HEAD` request's answer says the length its `GET` would have, when the body lingo
+pub fn prepare<I>(wire: &Shared<I>, response: Response, asked: Asked) -> Prepared {
+    let (mut head, body) = response.into_parts();
+    let status = head.status();
+    let said = ResponseFraming::of(head.headers());
+    let framing = framing(status, said.length, &body, asked);
+    // A `HEAD` request's response says the length its `GET` would have, when the body lingo
     // made for it knows it (an empty one may stand for a body of unknown length).
     if asked.head_request && !said.declared {
         match body.size_hint().exact() {
-            Some(n) if n > 0 => drop(parts.headers.insert(CONTENT_LENGTH, n.into())),
+            Some(n) if n > 0 => head.insert_header(CONTENT_LENGTH, n.into()),
             _ => {}
         }
     }
@@ -110,22 +110,21 @@ pub fn prepare<I>(wire: &Shared<I>, response: Response<Body>, asked: Asked) -> P
     {
         out.put_slice(&CONTINUE[at..]);
     }
-    let answer = head::Answer {
-        status: parts.status,
+    let response_head = head::ResponseHead {
+        status,
         version: asked.version,
-        headers: &parts.headers,
-        raw: raw.as_deref(),
+        headers: head.headers(),
         framing,
         keep_alive,
         date,
     };
-    head::write(&mut out, &answer);
+    head::write(&mut out, &response_head);
     Prepared {
         body,
         out,
         framing,
         keep_alive,
-        switched: parts.status == StatusCode::SWITCHING_PROTOCOLS,
+        switched: status == StatusCode::SWITCHING_PROTOCOLS,
     }
 }
 
@@ -242,10 +241,10 @@ fn framing(status: StatusCode, declared: Option<u64>, body: &Body, asked: Asked)
     }
 }
 
-/// What an answer's own fields say about its framing and its connection, read in one pass
-/// over its map (a lookup of each costs more), and its fields kept as read (`raw`: its
-/// `Connection`, hop-by-hop, is the upstream's and not passed on).
-struct Said {
+/// What a response's own fields say about its framing and its connection: read in one pass
+/// over a map (a lookup of each costs more); kept as read, noted as they were read (their
+/// `Connection`, hop-by-hop, was the upstream's and is not passed on).
+struct ResponseFraming {
     /// It has a `Content-Length`.
     declared: bool,
     /// Its (first) `Content-Length`, when that is a number.
@@ -254,19 +253,23 @@ struct Said {
     close: bool,
 }
 
-impl Said {
-    fn of(headers: &hyper::HeaderMap, raw: Option<&Raw>) -> Said {
+impl ResponseFraming {
+    fn of(headers: HeaderView<'_>) -> ResponseFraming {
         let mut length = None;
-        let mut connection = Facts::default();
-        for (name, value) in headers {
-            if *name == CONTENT_LENGTH && length.is_none() {
-                length = Some(value.as_bytes());
-            } else if *name == CONNECTION {
-                connection.connection(value.as_bytes());
+        let mut connection = FramingHeaders::default();
+        match headers {
+            HeaderView::Map(map) => {
+                for (name, value) in map {
+                    if *name == CONTENT_LENGTH && length.is_none() {
+                        length = Some(value.as_bytes());
+                    } else if *name == CONNECTION {
+                        connection.connection(value.as_bytes());
+                    }
+                }
             }
+            HeaderView::Raw(raw) => length = raw.length(),
         }
-        let length = length.or_else(|| raw?.length());
-        Said {
+        ResponseFraming {
             declared: length.is_some(),
             // `1*DIGIT`, as the upstream's was read (no sign, unlike `str::parse`).
             length: length.and_then(parse_length),

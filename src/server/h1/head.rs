@@ -1,28 +1,27 @@
-//! A request head read, and an answer head written (RFC 9112). Pure.
+//! A request head read, and a response head written (RFC 9112). Pure.
 //!
 //! The request head is parsed by `httparse` (hyper's parser, with hyper's settings) and held
 //! to the framing rules hyper's server applies on top of it, so that lingo reads every
 //! request as hyper does or more strictly: `Transfer-Encoding` only in HTTP/1.1, only
 //! ending in `chunked` and only as a list of codings (no obs-text), which then wins over
-//! `Content-Length` (dropped) and closes the connection after the answer (RFC 9112 §6.1); a
-//! length that is no number, or more than one (`5, 5`, or two fields: nginx refuses both,
+//! `Content-Length` (dropped) and closes the connection after the response (RFC 9112 §6.1);
+//! a length that is no number, or more than one (`5, 5`, or two fields: nginx refuses both,
 //! hyper the list), refused.
 
 use std::mem::MaybeUninit;
 
 use bytes::{BufMut, BytesMut};
-use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE};
-use hyper::http::request::Parts;
-use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use hyper::{Method, StatusCode, Uri, Version};
 
 use crate::http::h1::decode::{Chunk, Decoder};
-use crate::http::h1::fields::{Facts, push_decimal};
-use crate::http::h1::raw::{Noting, Raw, set_in};
+use crate::http::h1::fields::{FramingHeaders, push_decimal};
+use crate::http::h1::raw::{Kind, PendingHeaders};
+use crate::http::message::{HeaderView, Request};
 
 /// Fields read without taking room on the heap: the connection's backstop under the default
 /// table (twice `limits.max_headers`' 100, see `server::protocol`), so that a head under the
-/// default limits costs no allocation (room made for 200 fields on the heap was 2% of a
-/// pass-through's instructions). Uninitialised: the room costs nothing until used.
+/// default limits costs no allocation. Uninitialised: the room costs nothing until used.
 const STACK_FIELDS: usize = 256;
 
 /// The longest request target read (hyper's limit too, and `http::Uri`'s): longer is 414.
@@ -31,14 +30,11 @@ const MAX_TARGET: usize = (u16::MAX - 1) as usize;
 /// A request head, read.
 #[derive(Debug)]
 pub struct Head {
-    /// Its method, target and version; its fields too when they are not kept as read.
-    pub parts: Parts,
-    /// Its fields kept as read (`http::h1::raw`), its map left empty: a head with at most
-    /// `MAX_RAW` fields under 64 KiB.
-    pub raw: Option<Box<Raw>>,
+    /// Its method, target, version and fields (kept as read when they fit: `http::h1::raw`).
+    pub request: Request<()>,
     /// How its body is framed.
     pub body: Decoder,
-    /// Whether the connection can carry another request after this one's answer.
+    /// Whether the connection can carry another request after this one's response.
     pub keep_alive: bool,
     /// `Expect: 100-continue`: the client waits for a go-ahead before sending the body.
     pub expects_continue: bool,
@@ -69,10 +65,10 @@ pub enum Refusal {
     TargetTooLong,
 }
 
-/// How an answer's body goes on the wire.
+/// How a response's body goes on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
-    /// No body at all (a `HEAD` request's answer, 1xx, 204, 304).
+    /// No body at all (a `HEAD` request's response, 1xx, 204, 304).
     None,
     Length(u64),
     Chunked,
@@ -130,30 +126,27 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     }
     let start = target.as_ptr() as usize - buf.as_ptr() as usize;
     let target = start..start + target.len();
-    // The fields noted where they are, before the head leaves the buffer.
+    // The fields indexed where they are, before the head leaves the buffer.
     let (mut room, mut heap) = (None, Vec::new());
-    let noting = Noting::of(buf, len, req.headers, true, (&mut room, &mut heap));
+    let keep = Some(Kind::Request);
+    let pending = PendingHeaders::index(buf, len, req.headers, keep, (&mut room, &mut heap));
     let bytes = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(bytes.slice(target)).map_err(malformed)?;
-    let section = noting.section(bytes, 0);
-    let ((headers, raw), facts) = section.map_err(|e| Refusal::Malformed(e.to_string()))?;
-    let (body, reusable) = framing(&facts, version)?;
-    let (mut parts, ()) = Request::new(()).into_parts();
+    let attached = pending.attach(bytes, 0);
+    let (headers, said) = attached.map_err(|e| Refusal::Malformed(e.to_string()))?;
+    let (body, reusable) = framing(&said, version)?;
+    let (mut parts, ()) = hyper::Request::new(()).into_parts();
     parts.method = method;
     parts.uri = uri;
     parts.version = version;
-    if let Some(headers) = headers {
-        parts.headers = headers;
-    }
     Ok(Parsed::Head(Head {
-        parts,
-        raw,
+        request: Request::from_head(parts, headers, ()),
         body,
-        keep_alive: reusable && facts.keeps_alive(version),
-        expects_continue: facts.expects_continue
+        keep_alive: reusable && said.keeps_alive(version),
+        expects_continue: said.expects_continue
             && version == Version::HTTP_11
             && body != Decoder::Done,
-        upgrade: facts.upgrade && facts.upgrade_to && body == Decoder::Done,
+        upgrade: said.upgrade && said.upgrade_to && body == Decoder::Done,
     }))
 }
 
@@ -186,14 +179,14 @@ fn malformed(err: impl std::fmt::Display) -> Refusal {
 /// it. A request with neither field has no body. RFC 9110 §8.6 lets a recipient take a list
 /// of equal lengths as one; refused here, so that no server behind lingo that reads the list
 /// another way can be given a body framed otherwise than lingo framed it.
-fn framing(facts: &Facts, version: Version) -> Result<(Decoder, bool), Refusal> {
-    if facts.lengths_repeated {
+fn framing(said: &FramingHeaders, version: Version) -> Result<(Decoder, bool), Refusal> {
+    if said.lengths_repeated {
         return Err(malformed("more than one content-length"));
     }
-    if facts.codings_unreadable {
+    if said.codings_unreadable {
         return Err(malformed("transfer-encoding that is no list of codings"));
     }
-    match (facts.chunked, facts.length) {
+    match (said.chunked, said.length) {
         (Some(_), _) if version == Version::HTTP_10 => {
             Err(malformed("transfer-encoding in HTTP/1.0"))
         }
@@ -207,60 +200,46 @@ fn framing(facts: &Facts, version: Version) -> Result<(Decoder, bool), Refusal> 
     }
 }
 
-// === the answer head ===
+// === the response head ===
 
-/// What is known of an answer when its head is written.
-pub struct Answer<'a> {
+/// What is known of a response when its head is written.
+pub struct ResponseHead<'a> {
     pub status: StatusCode,
-    /// The client's version: an HTTP/1.0 client gets an HTTP/1.0 answer.
+    /// The client's version: an HTTP/1.0 client gets an HTTP/1.0 response.
     pub version: Version,
-    pub headers: &'a HeaderMap,
-    /// Fields kept as read, written after the map's (`http::h1::raw`).
-    pub raw: Option<&'a Raw>,
+    pub headers: HeaderView<'a>,
     pub framing: Framing,
-    /// Whether the connection stays open after this answer.
+    /// Whether the connection stays open after this response.
     pub keep_alive: bool,
-    /// `Date`'s value, asked for only when the answer has none (an upstream's usually does).
+    /// `Date`'s value, asked for only when the response has none (an upstream's usually
+    /// does).
     pub date: fn() -> [u8; 29],
 }
 
-/// Writes an answer head: the status line, the fields (but any framing field: this one's
+/// Writes a response head: the status line, the fields (but any framing field: this one's
 /// are written from `framing`), `Date` if missing, and `Connection` as `keep_alive` says.
-pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
-    out.put_slice(match answer.version {
+pub fn write(out: &mut BytesMut, head: &ResponseHead<'_>) {
+    out.put_slice(match head.version {
         Version::HTTP_10 => b"HTTP/1.0 ",
         _ => b"HTTP/1.1 ",
     });
-    out.put_slice(answer.status.as_str().as_bytes());
+    out.put_slice(head.status.as_str().as_bytes());
     out.put_u8(b' ');
-    out.put_slice(answer.status.canonical_reason().unwrap_or("").as_bytes());
+    out.put_slice(head.status.canonical_reason().unwrap_or("").as_bytes());
     out.put_slice(b"\r\n");
-    // Whether it has a `Date` and a `Connection`, noted on the way (two lookups cost more).
-    let (mut dated, mut connection) = (false, false);
-    for (name, value) in answer.headers {
-        dated |= *name == DATE;
-        connection |= *name == CONNECTION;
-        let framing_field = *name == CONTENT_LENGTH || *name == hyper::header::TRANSFER_ENCODING;
-        if framing_field || *name == CONNECTION && !answer.keep_alive {
-            continue;
-        }
-        field(out, name.as_str().as_bytes(), value.as_bytes());
-    }
-    if let Some(raw) = answer.raw {
-        dated |= raw_fields(out, raw, answer.headers);
-    }
-    match answer.framing {
+    let (dated, connection) = fields(out, head.headers, head.keep_alive);
+    match head.framing {
         Framing::Length(n) => {
             out.put_slice(b"content-length: ");
             push_decimal(out, n);
             out.put_slice(b"\r\n");
         }
         Framing::Chunked => field(out, b"transfer-encoding", b"chunked"),
-        // A `HEAD` or 304 answer says the length its `GET` would have, when it knows it.
+        // A `HEAD` or 304 response says the length its `GET` would have, when it knows it.
         Framing::None => {
-            if answer.status != StatusCode::NO_CONTENT
-                && !answer.status.is_informational()
-                && let Some(length) = declared_length(answer.headers, answer.raw)
+            if head.status != StatusCode::NO_CONTENT
+                && !head.status.is_informational()
+                && let Some(length) = declared_length(head.headers)
             {
                 out.put_slice(b"content-length: ");
                 push_decimal(out, length);
@@ -270,43 +249,50 @@ pub fn write(out: &mut BytesMut, answer: &Answer<'_>) {
         Framing::ToClose => {}
     }
     if !dated {
-        field(out, b"date", &(answer.date)());
+        field(out, b"date", &(head.date)());
     }
-    if !answer.keep_alive {
+    if !head.keep_alive {
         field(out, b"connection", b"close");
-    } else if answer.version == Version::HTTP_10 && !connection {
+    } else if head.version == Version::HTTP_10 && !connection {
         field(out, b"connection", b"keep-alive");
     }
     out.put_slice(b"\r\n");
 }
 
-/// The length an answer without a body says it would have: its `Content-Length`s (the
-/// map's, which stand for those kept as read) as one number, when they are numbers that
-/// agree. A list of equal lengths is written as one; anything else an upstream sent is not
-/// handed on as it came (a client that frames by it would be framed by the upstream's
-/// words), and no length is written.
-fn declared_length(headers: &HeaderMap, raw: Option<&Raw>) -> Option<u64> {
-    let mut facts = Facts::default();
-    let mut note = |value: &[u8]| facts.note_raw(CONTENT_LENGTH.as_str().as_bytes(), value);
-    if headers.contains_key(CONTENT_LENGTH) {
-        headers
-            .get_all(CONTENT_LENGTH)
-            .iter()
-            .for_each(|v| note(v.as_bytes()));
-    } else if let Some(raw) = raw {
-        raw.each_length(note);
+/// Writes the fields but the framing ones (and `Connection` when the connection closes);
+/// says whether one was `Date`, and whether one was `Connection`. Fields kept as read are
+/// the ones passed on, hop-by-hop ones already left out (`Connection` among them).
+fn fields(out: &mut BytesMut, headers: HeaderView<'_>, keep_alive: bool) -> (bool, bool) {
+    let map = match headers {
+        HeaderView::Map(map) => map,
+        HeaderView::Raw(raw) => return (raw.each_written(|n, v| field(out, n, v)), false),
+    };
+    // Noted on the way: two lookups would cost more.
+    let (mut dated, mut connection) = (false, false);
+    for (name, value) in map {
+        dated |= *name == DATE;
+        connection |= *name == CONNECTION;
+        let framing_field = *name == CONTENT_LENGTH || *name == TRANSFER_ENCODING;
+        if framing_field || *name == CONNECTION && !keep_alive {
+            continue;
+        }
+        field(out, name.as_str().as_bytes(), value.as_bytes());
     }
-    facts.length?.ok()
+    (dated, connection)
 }
 
-/// Writes the fields `raw` passes on but those the map has a field for and the framing
-/// ones; says whether one was `Date`.
-fn raw_fields(out: &mut BytesMut, raw: &Raw, map: &HeaderMap) -> bool {
-    raw.each_but_length(|name, value| {
-        if !set_in(map, name) {
-            field(out, name, value);
-        }
-    })
+/// The length a response without a body says it would have: its `Content-Length`s as one
+/// number, when they are numbers that agree. A list of equal lengths is written as one;
+/// anything else an upstream sent is not handed on as it came (a client that frames by it
+/// would be framed by the upstream's words), and no length is written.
+fn declared_length(headers: HeaderView<'_>) -> Option<u64> {
+    let mut said = FramingHeaders::default();
+    let note = |value: &[u8]| said.note_read(CONTENT_LENGTH.as_str().as_bytes(), value);
+    match headers {
+        HeaderView::Map(_) => headers.get_all(&CONTENT_LENGTH).for_each(note),
+        HeaderView::Raw(raw) => raw.each_length(note),
+    }
+    said.length?.ok()
 }
 
 fn field(out: &mut BytesMut, name: &[u8], value: &[u8]) {
@@ -320,6 +306,8 @@ fn field(out: &mut BytesMut, name: &[u8], value: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::h1::raw::{self, RawHeaders};
+    use hyper::HeaderMap;
     use hyper::header::HeaderValue;
 
     fn head(raw: &str) -> Result<Head, Refusal> {
@@ -390,7 +378,7 @@ mod tests {
         }
         let both =
             head("POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n");
-        assert!(!both.unwrap().parts.headers.contains_key(CONTENT_LENGTH));
+        assert!(!both.unwrap().request.headers().contains(&CONTENT_LENGTH));
     }
 
     #[test]
@@ -398,7 +386,7 @@ mod tests {
         let h = head("POST /x?y=1 HTTP/1.1\r\nexpect: 100-Continue\r\ncontent-length: 2\r\n\r\n");
         let h = h.unwrap();
         assert!(h.expects_continue && !h.upgrade);
-        assert_eq!(h.parts.uri, "/x?y=1");
+        assert_eq!(h.request.uri(), "/x?y=1");
         let h = head("GET / HTTP/1.1\r\nexpect: 100-continue\r\n\r\n").unwrap();
         assert!(!h.expects_continue, "nothing to wait for without a body");
         let ws =
@@ -466,75 +454,58 @@ mod tests {
             );
             let head = head(&raw).unwrap();
             assert_eq!(head.body, Decoder::Chunked(Chunk::Size), "{n}");
-            assert_eq!(head.raw.is_some(), n <= MAX_RAW, "{n}: kept as read or not");
-            let mut map = head.parts.headers;
-            if let Some(kept) = head.raw {
-                kept.fill_map(&mut map);
-            }
-            assert_eq!(map.len(), n - 1, "{n}: all but the length");
-            assert!(!map.contains_key(CONTENT_LENGTH), "{n}");
-            assert_eq!(map["x-2"], "v2", "{n}");
-            assert_eq!(map["transfer-encoding"], "chunked", "{n}");
+            let fields = head.request.headers();
+            let kept = matches!(fields, HeaderView::Raw(_));
+            assert_eq!(kept, n <= MAX_RAW, "{n}: kept as read or not");
+            assert_eq!(fields.len(), n - 1, "{n}: all but the length");
+            assert!(!fields.contains(&CONTENT_LENGTH), "{n}");
+            assert_eq!(fields.get(&"x-2".parse().unwrap()), Some(&b"v2"[..]), "{n}");
+            let coding = fields.get(&TRANSFER_ENCODING);
+            assert_eq!(coding, Some(&b"chunked"[..]), "{n}");
         }
     }
 
-    /// A 200's head, with `headers` and the fields kept as read `raw`, as written.
-    fn kept_as_read(headers: &HeaderMap, raw: &Raw, version: Version, framing: Framing) -> String {
+    /// A 200's head, its fields kept as read as a response's are, as written.
+    fn kept_as_read(raw: &RawHeaders, version: Version, framing: Framing) -> String {
         let mut out = BytesMut::new();
-        let answer = Answer {
+        let head = ResponseHead {
             status: StatusCode::OK,
             version,
-            headers,
-            raw: Some(raw),
+            headers: HeaderView::Raw(raw),
             framing,
             keep_alive: true,
             date: || *b"lingo's date, never written!!",
         };
-        write(&mut out, &answer);
+        write(&mut out, &head);
         String::from_utf8(out.to_vec()).unwrap()
     }
 
-    /// Fields kept as read are written as they are, after the map's: one the map has (the
-    /// request id) stands for theirs, their `Date` is the answer's, their length is written
-    /// only for an answer without a body (a `HEAD`'s), and hop-by-hop ones never.
+    /// Fields kept as read are written as they are: their `Date` is the response's, their
+    /// length is written only for a response without a body (a `HEAD`'s), and hop-by-hop
+    /// ones never. lingo's request id set among them (`RawHeaders::insert`) stands for
+    /// theirs: written once, after the fields read.
     #[test]
-    fn answer_heads_with_fields_kept_as_read() {
-        let raw = crate::http::h1::raw::read(
-            "X-Request-Id: upstreams\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\n\
-             Content-Length: 10\r\nX-B: 2\r\nKeep-Alive: timeout=5\r\n\r\n",
-        );
-        let mut headers = HeaderMap::new();
-        headers.insert("x-request-id", HeaderValue::from_static("lingos"));
-        let write_one = |framing| kept_as_read(&headers, &raw, Version::HTTP_11, framing);
-        let fields = "x-request-id: lingos\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\nX-B: 2\r\n";
-        assert_eq!(
-            write_one(Framing::None),
-            format!("HTTP/1.1 200 OK\r\n{fields}content-length: 10\r\n\r\n")
-        );
-        assert_eq!(
-            write_one(Framing::Chunked),
-            format!("HTTP/1.1 200 OK\r\n{fields}transfer-encoding: chunked\r\n\r\n")
-        );
-    }
-
-    /// The same head with lingo's id added to the fields read (`Raw::add`), the map empty,
-    /// as a passed-through answer goes: the id once, after the fields read.
-    #[test]
-    fn answer_heads_with_a_field_added_to_those_read() {
-        let mut raw = crate::http::h1::raw::read(
+    fn response_heads_with_fields_kept_as_read() {
+        let mut raw = raw::read(
             "X-Request-Id: upstreams\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\n\
              Content-Length: 10\r\nx-request-id: again\r\nX-B: 2\r\nKeep-Alive: timeout=5\r\n\r\n",
+            Kind::Response,
         );
-        raw.add(
+        let kept = "X-Request-Id: upstreams\r\nDate: Mon, 02 Jan 2006 15:04:05 GMT\r\n\
+                    x-request-id: again\r\nX-B: 2\r\n";
+        assert_eq!(
+            kept_as_read(&raw, Version::HTTP_11, Framing::Chunked),
+            format!("HTTP/1.1 200 OK\r\n{kept}transfer-encoding: chunked\r\n\r\n")
+        );
+        raw.insert(
             hyper::header::HeaderName::from_static("x-request-id"),
             HeaderValue::from_static("lingos"),
         );
-        let headers = HeaderMap::new();
         for (version, framing, head) in [
             (Version::HTTP_11, Framing::None, "HTTP/1.1"),
             (Version::HTTP_10, Framing::Length(10), "HTTP/1.0"),
         ] {
-            let written = kept_as_read(&headers, &raw, version, framing);
+            let written = kept_as_read(&raw, version, framing);
             let fields =
                 "Date: Mon, 02 Jan 2006 15:04:05 GMT\r\nX-B: 2\r\nx-request-id: lingos\r\n";
             assert!(
@@ -544,11 +515,11 @@ mod tests {
         }
     }
 
-    /// An answer without a body (a `HEAD`'s, a 304) says its length as one number, whether
+    /// A response without a body (a `HEAD`'s, a 304) says its length as one number, whether
     /// its fields are in the map or kept as read: a list of equal lengths becomes one, and
     /// lengths that disagree or are no number are not written at all.
     #[test]
-    fn a_bodyless_answers_length_is_one_number_or_none() {
+    fn a_bodyless_responses_length_is_one_number_or_none() {
         let cases = [
             ("content-length: 7\r\n", Some("7")),
             ("content-length: 007\r\n", Some("7")),
@@ -563,23 +534,21 @@ mod tests {
         ];
         for (fields, want) in cases {
             let section = format!("{fields}\r\n");
-            let kept = crate::http::h1::raw::read(&section);
+            let kept = raw::read(&section, Kind::Response);
             let mut map = HeaderMap::new();
-            kept.fill_map(&mut map);
-            let empty = HeaderMap::new();
+            kept.append_to(&mut map);
             for status in [StatusCode::OK, StatusCode::NOT_MODIFIED] {
-                for (headers, raw) in [(&map, None), (&empty, Some(&kept))] {
+                for headers in [HeaderView::Map(&map), HeaderView::Raw(&kept)] {
                     let mut out = BytesMut::new();
-                    let answer = Answer {
+                    let head = ResponseHead {
                         status,
                         version: Version::HTTP_11,
                         headers,
-                        raw,
                         framing: Framing::None,
                         keep_alive: true,
                         date: || *b"Thu, 26 Nov 2026 05:00:00 GMT",
                     };
-                    write(&mut out, &answer);
+                    write(&mut out, &head);
                     let written = String::from_utf8(out.to_vec())
                         .unwrap()
                         .to_ascii_lowercase();
@@ -594,22 +563,21 @@ mod tests {
     }
 
     #[test]
-    fn answer_heads() {
+    fn response_heads() {
         let mut headers = HeaderMap::new();
         headers.insert("x-a", HeaderValue::from_static("1"));
         headers.insert(CONTENT_LENGTH, HeaderValue::from_static("99"));
         let write_one = |version, framing, keep_alive| {
             let mut out = BytesMut::new();
-            let answer = Answer {
+            let head = ResponseHead {
                 status: StatusCode::OK,
                 version,
-                headers: &headers,
-                raw: None,
+                headers: HeaderView::Map(&headers),
                 framing,
                 keep_alive,
                 date: || *b"Thu, 26 Nov 2026 05:00:00 GMT",
             };
-            write(&mut out, &answer);
+            write(&mut out, &head);
             String::from_utf8(out.to_vec()).unwrap()
         };
         let d = "date: Thu, 26 Nov 2026 05:00:00 GMT\r\n";

@@ -1,17 +1,16 @@
 //! lingo's own HTTP/1.1 server connection.
 //!
-//! hyper's server keeps two 8 KiB buffers for every HTTP/1.1 connection for its whole life
-//! (one to read into, one to write from; neither can be made smaller), which was two thirds
-//! of what an open HTTP/1.1 stream cost; and it hands each request body over a channel from
-//! the connection's task. Here one task reads a head, calls the service, and writes the
-//! answer; the request's body reads the socket itself as it is polled ([`inbound`]); and a
-//! connection between requests or between two tokens of an answer holds no buffer at all.
+//! One task reads a head, calls the service, and writes the response; the request's body
+//! reads the socket itself as it is polled ([`inbound`]); and a connection between requests
+//! or between two tokens of a response holds no buffer at all. (hyper's server keeps two
+//! fixed buffers for every connection's whole life, and hands each request body over a
+//! channel from the connection's task.)
 //!
-//! - [`head`]: the request head read (its fields kept as read when they fit, carried in the
-//!   request's body: `Body::take_raw`) and the answer head written (pure);
+//! - [`head`]: the request head read (its fields kept as read when they fit: see
+//!   `http::message`) and the response head written (pure);
 //! - [`wire`]: the socket and the bytes read, shared with the body being read;
 //! - [`inbound`]: the request's body;
-//! - [`answer`]: writing the answer, gathered into as few writes as it allows.
+//! - [`answer`]: writing the response, gathered into as few writes as it allows.
 //!
 //! The request's framing is read as hyper reads it (its parser, its rules); a head that cannot
 //! be read is answered 400 (431 when too large) and the connection closed. An upgrade (a
@@ -29,14 +28,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 
 use bytes::BytesMut;
-use http_body_util::{BodyExt, Empty};
 
-use hyper::{Method, Request, Response};
+use hyper::Method;
 use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::http::body::{Body, BoxError};
 use crate::http::h1::decode::Decoder;
+use crate::http::message::{HeaderView, Request, Response};
 use crate::http::upgrade::{self, Upgraded};
 use answer::Asked;
 use head::{Head, Parsed, Refusal};
@@ -87,8 +86,8 @@ pub fn connection<I, S, F>(
 ) -> Connection<impl Future<Output = Result<(), BoxError>>>
 where
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-    S: FnMut(Request<Body>) -> F,
-    F: Future<Output = Response<Body>>,
+    S: FnMut(Request) -> F,
+    F: Future<Output = Response>,
 {
     let closing = Arc::new(AtomicBool::new(false));
     let wire: Shared<I> = Arc::new(std::sync::Mutex::new(Wire::new(io, limits.body_timeout)));
@@ -104,14 +103,14 @@ async fn serve<I, S, F>(
 ) -> Result<(), BoxError>
 where
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-    S: FnMut(Request<Body>) -> F,
-    F: Future<Output = Response<Body>>,
+    S: FnMut(Request) -> F,
+    F: Future<Output = Response>,
 {
     // Each step consumes what the one before made, so that nothing of a request (its head,
-    // its answer's fields) stays in the connection's state while its answer streams.
+    // its response's fields) stays in the connection's state while its response streams.
     loop {
-        // Polled here, not in a function of its own: a head is ~250 bytes, and each `async`
-        // layer it came out of, and each `?`, copied it once more.
+        // Polled here, not in a function of its own: each `async` layer a head came out of,
+        // and each `?`, would copy it once more.
         let head = match poll_fn(|cx| next_head(&wire, limits, &closing, cx)).await {
             Ok(Some(head)) => head,
             Ok(None) => return Ok(()),
@@ -164,11 +163,11 @@ fn begin<I, S, F>(
 ) -> (F, Asked, Option<upgrade::Handover>)
 where
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-    S: FnMut(Request<Body>) -> F,
+    S: FnMut(Request) -> F,
 {
     let asked = Asked {
-        head_request: head.parts.method == Method::HEAD,
-        version: head.parts.version,
+        head_request: head.request.method() == Method::HEAD,
+        version: head.request.version(),
         keep_alive: head.keep_alive && !closing.load(Ordering::Relaxed),
     };
     let (request, handover) = request(wire, head);
@@ -216,7 +215,7 @@ where
 
 /// The request a head begins: its body reads from the connection, and an upgrade request
 /// carries where its upgraded connection will come from.
-fn request<I>(wire: &Shared<I>, head: Head) -> (Request<Body>, Option<upgrade::Handover>)
+fn request<I>(wire: &Shared<I>, head: Head) -> (Request, Option<upgrade::Handover>)
 where
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
@@ -228,12 +227,11 @@ where
         (w.broken, w.body_due) = (false, None);
         w.request
     };
-    // Its fields kept as read travel in its body's box (`Body::take_raw`), its map empty.
     let body = match head.body {
-        Decoder::Done => Body::carrying(Empty::new().map_err(Into::into), head.raw),
-        _ => Body::carrying(Inbound::new(Arc::clone(wire), number), head.raw),
+        Decoder::Done => Body::empty(),
+        _ => Body::boxed(Inbound::new(Arc::clone(wire), number)),
     };
-    let mut request = Request::from_parts(head.parts, body);
+    let mut request = Request::from_parts(head.request, body);
     let handover = head.upgrade.then(|| {
         let (handover, on) = upgrade::pair();
         request.extensions_mut().insert(on);
@@ -278,16 +276,15 @@ where
     I: AsyncRead + AsyncWrite + Unpin,
 {
     let mut out = BytesMut::with_capacity(128);
-    let answer = head::Answer {
+    let response = head::ResponseHead {
         status: refusal.status(),
         version: hyper::Version::HTTP_11,
-        headers: &hyper::HeaderMap::new(),
-        raw: None,
+        headers: HeaderView::Map(&hyper::HeaderMap::new()),
         framing: head::Framing::Length(0),
         keep_alive: false,
         date: answer::date,
     };
-    head::write(&mut out, &answer);
+    head::write(&mut out, &response);
     let _ = answer::flush(wire, &mut out).await;
     shut(wire).await;
 }

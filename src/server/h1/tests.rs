@@ -104,6 +104,42 @@ async fn pipelined_requests_are_answered_in_order_with_their_bodies() {
     served.await.unwrap().unwrap();
 }
 
+/// The service reads every field of a request through its one door, whether the connection
+/// kept them as read (up to `MAX_RAW`) or made a map: each field's values come back in the
+/// response, in the order sent.
+#[tokio::test]
+async fn the_service_reads_every_field_of_a_request() {
+    use crate::http::h1::raw::MAX_RAW;
+    let listed = |req: Request<Body>| {
+        let fields = req.headers();
+        let kept = matches!(fields, HeaderView::Raw(_));
+        let mut seen = format!("{} fields, kept as read: {kept}\n", fields.len());
+        for i in 1..fields.len() {
+            let name = hyper::header::HeaderName::from_bytes(format!("x-{i}").as_bytes());
+            for value in fields.get_all(&name.unwrap()) {
+                seen.push_str(&format!("x-{i}: {}\n", String::from_utf8_lossy(value)));
+            }
+        }
+        std::future::ready(Response::new(Body::full(seen)))
+    };
+    for n in [1, 8, MAX_RAW, MAX_RAW + 8] {
+        let (mut client, served) = start(listed);
+        let fields: String = (1..n).map(|i| format!("X-{i}: v{i}\r\n")).collect();
+        let head = format!("GET / HTTP/1.1\r\n{fields}connection: close\r\n\r\n");
+        client.write_all(head.as_bytes()).await.unwrap();
+        let all = read_to_end(&mut client).await;
+        let want: String = (1..n).map(|i| format!("x-{i}: v{i}\n")).collect();
+        let body = all.split_once("\r\n\r\n").unwrap().1;
+        let kept = n <= MAX_RAW;
+        assert_eq!(
+            body,
+            format!("{n} fields, kept as read: {kept}\n{want}"),
+            "{n}"
+        );
+        served.await.unwrap().unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_client_that_expects_100_continue_gets_it_once_the_body_is_read() {
     let (mut client, served) = start(echo);

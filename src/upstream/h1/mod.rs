@@ -1,15 +1,14 @@
 //! lingo's own HTTP/1.1 client, for plain `http://` upstreams (the sidecar's case).
 //!
-//! hyper's client drives each connection from a task of its own and hands requests and
-//! answer frames to it over channels: every answer costs a second task's wakeups and two
-//! fixed 8 KiB buffers per connection, and every streamed line a hop between tasks (callgrind:
-//! the connection task was 29% of a whole pass-through's instructions and 36% of a streamed
-//! one's). Here a request's own task writes the request and reads the answer: the answer's
-//! body ([`Answer`]) holds the connection and reads it as it is polled, and a connection
-//! between requests is just a socket and an empty buffer, handed back by the body at its end.
+//! A request's own task writes the request and reads the response: the response's body
+//! ([`Answer`]) holds the connection and reads it as it is polled, and a connection between
+//! requests is just a socket and an empty buffer, handed back by the body at its end. (hyper's
+//! client drives each connection from a task of its own, with fixed buffers, and hands
+//! requests and frames to it over channels.) A response passed on unchanged keeps its
+//! fields as read (`http::message::Response`).
 //!
-//! - [`head`]: the request head lingo writes and the answer head it reads, and how that
-//!   answer's body is framed (pure; the fields and the body's decoding are `http::h1`'s);
+//! - [`head`]: the request head lingo writes and the response head it reads, and how that
+//!   response's body is framed (pure; the fields and the body's decoding are `http::h1`'s);
 //! - [`upload`]: writing the request's body, watching for an answer that comes before its end;
 //! - [`dial`]: a host's addresses tried with happy eyeballs;
 //! - [`deadline`]: the first-byte deadline, then the idle limit between the answer's frames,
@@ -30,7 +29,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
-use hyper::{HeaderMap, Method, Request, Response};
+use hyper::{HeaderMap, Method};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -39,41 +38,42 @@ use crate::http::body::{Body, BoxError};
 use crate::http::h1::decode::{Decoded, Decoder};
 use crate::http::h1::read::{MIN_READ, Reads, release_room};
 use crate::http::idle::IdleTimeout;
+use crate::http::message::{Request, Response};
 use crate::upstream::headers::Forwarding;
 use deadline::Deadline;
 pub use head::HeadError;
 use head::Parsed;
 
 /// A request with its head written, before it has a connection: what [`Conn::send`] needs
-/// of it. Made apart from the sending so that the request's map is freed before the wait,
-/// and the sending's state holds these few fields, not the whole request (every state
-/// between a request and its answer is copied once when it starts).
+/// of it. Made apart from the sending so that the request's fields are freed before the
+/// wait, and the sending's state holds these few fields, not the whole request.
 pub struct Outgoing {
     out: BytesMut,
     body: Body,
     framing: head::Framing,
     head_request: bool,
-    /// Whether the answer's fields may be kept as read (`http::h1::raw`).
-    raw: bool,
+    /// Whether the response's fields may be kept as read (`http::h1::raw`).
+    as_read: bool,
 }
 
 impl Outgoing {
     /// Writes `req`'s head (its URI's path and query in origin form). `host` is the `Host`
-    /// of a request without one; `rules`, the header rules its fields are forwarded by (see
-    /// `head::write_request`), and whether the answer's fields may be kept as read.
-    pub fn new(req: Request<Body>, host: &str, rules: Option<&Forwarding<'_>>) -> Outgoing {
-        let (parts, body) = req.into_parts();
+    /// of a request without one; `rules`, the header rules its fields and the client's are
+    /// forwarded by (see `head::write_request`), and whether the response's fields may be
+    /// kept as read.
+    pub fn new(req: Request, host: &str, rules: Option<&Forwarding<'_>>) -> Outgoing {
+        let (head, body) = req.into_parts();
         let framing = upload::framing(&body);
         let mut out = BytesMut::with_capacity(512);
-        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let (method, headers) = (&parts.method, &parts.headers);
+        let path = head.uri().path_and_query().map_or("/", |p| p.as_str());
+        let (method, headers) = (head.method(), head.headers());
         head::write_request(&mut out, method, path, headers, framing, host, rules);
         Outgoing {
             out,
             body,
             framing,
-            head_request: parts.method == Method::HEAD,
-            raw: rules.is_some_and(|rules| rules.raw_answer),
+            head_request: method == Method::HEAD,
+            as_read: rules.is_some_and(|rules| rules.raw_response),
         }
     }
 }
@@ -152,23 +152,23 @@ impl Conn {
         home: H,
         deadline: Instant,
         idle: Duration,
-    ) -> Result<Response<Body>, SendError> {
+    ) -> Result<Response, SendError> {
         let Outgoing {
             out,
             body,
             framing,
             head_request,
-            raw,
+            as_read,
         } = req;
         // Every wait until the answer's head is timed by it (`poll_fill_by_deadline`).
         self.deadline.set(deadline);
         let sent = upload::send(&mut self, out, body, framing).await?;
-        let head = self.read_head(head_request, raw).await?;
+        let head = self.read_head(head_request, as_read).await?;
         // An answer that came before the request's end leaves the request's rest unsent: the
         // connection cannot carry another.
         let keep_alive = head.keep_alive && sent == upload::Sent::All;
-        // From here the timer times the silences of the answer's body: an `Idle` wrapper
-        // around it was a box, a timer and a layer more for every frame.
+        // From here the timer times the silences of the response's body (no `Idle` wrapper:
+        // a box, a timer and a layer more for every frame).
         self.deadline.renew(clock::after(idle));
         let body = Answer {
             conn: Some(self),
@@ -178,20 +178,20 @@ impl Conn {
             trailers: None,
             idle,
         };
-        let mut response = Response::new(Body::carrying(body, head.raw));
-        *response.status_mut() = head.status;
-        *response.version_mut() = head.version;
-        if let Some(headers) = head.headers {
-            *response.headers_mut() = headers;
-        }
-        Ok(response)
+        let (mut parts, ()) = hyper::Response::new(()).into_parts();
+        (parts.status, parts.version) = (head.status, head.version);
+        Ok(Response::from_head(parts, head.headers, Body::boxed(body)))
     }
 
-    async fn read_head(&mut self, head_request: bool, raw: bool) -> Result<head::Head, SendError> {
+    async fn read_head(
+        &mut self,
+        head_request: bool,
+        as_read: bool,
+    ) -> Result<head::Head, SendError> {
         loop {
             // A pooled connection's buffer is empty when its request is sent: nothing to parse.
             if !self.buf.is_empty() {
-                match head::parse_answer(&mut self.buf, head_request, raw)? {
+                match head::parse_response(&mut self.buf, head_request, as_read)? {
                     Parsed::Head(head) => return Ok(head),
                     Parsed::Interim => continue,
                     Parsed::Partial => {}
@@ -260,8 +260,8 @@ impl<H: Home> Answer<H> {
             && self.keep_alive
             && conn.buf.is_empty()
         {
-            // A buffer grown for a long answer is given back; a small one is kept for the
-            // next answer (taking new room for each cost a whole answer 3.5% more).
+            // A buffer grown for a long response is given back; a small one is kept for the
+            // next response, which then takes no new room.
             if conn.buf.capacity() > MIN_READ {
                 conn.release_room();
             }

@@ -7,7 +7,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use http_body_util::channel::Channel;
-use hyper::Request;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -86,8 +85,12 @@ async fn read(response: Response<Body>) -> Result<Bytes, BoxError> {
     collected.expect("the body's end").map(|c| c.to_bytes())
 }
 
-fn post(body: Body) -> Request<Body> {
-    Request::post("/api/chat").body(body).unwrap()
+fn get() -> Request {
+    Request::from(hyper::Request::get("/").body(Body::empty()).unwrap())
+}
+
+fn post(body: Body) -> Request {
+    Request::from(hyper::Request::post("/api/chat").body(body).unwrap())
 }
 
 #[tokio::test]
@@ -259,12 +262,7 @@ async fn bytes_past_an_answer_keep_its_connection_from_going_home() {
     let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n";
     let (address, _upstream) = upstream(b"\r\n\r\n", answer).await;
     let shelf = Shelf::default();
-    let response = send(
-        &address,
-        Request::get("/").body(Body::empty()).unwrap(),
-        &shelf,
-    )
-    .await;
+    let response = send(&address, get(), &shelf).await;
     let body = read(response.unwrap()).await.unwrap();
     assert_eq!((&body[..], shelf.len()), (&b"ok"[..], 0));
 }
@@ -282,12 +280,7 @@ async fn a_body_cut_short_fails_its_reader() {
         stream.write_all(answer).await.unwrap();
     });
     let shelf = Shelf::default();
-    let response = send(
-        &address,
-        Request::get("/").body(Body::empty()).unwrap(),
-        &shelf,
-    )
-    .await;
+    let response = send(&address, get(), &shelf).await;
     let err = read(response.unwrap()).await.unwrap_err();
     assert!(
         err.to_string()
@@ -369,7 +362,7 @@ async fn each_request_on_a_kept_connection_has_its_own_deadline() {
         }
     });
     let shelf = Shelf::default();
-    let get = || Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
+    let get = || Outgoing::new(get(), "up", None);
     let conn = Conn::open(&address, PATIENCE).await.unwrap();
     let first_deadline = Instant::now() + LONG;
     let first = conn.send(get(), shelf.clone(), first_deadline, LONG);
@@ -415,7 +408,7 @@ async fn endless_interim_answers_fail_at_the_deadline() {
     });
     let started = Instant::now();
     let conn = Conn::open(&address, PATIENCE).await.unwrap();
-    let req = Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
+    let req = Outgoing::new(get(), "up", None);
     let sending = conn.send(
         req,
         Shelf::default(),
@@ -494,7 +487,7 @@ async fn a_silence_of_the_idle_limit_fails_the_answer() {
         });
         let shelf = Shelf::default();
         let conn = Conn::open(&address, PATIENCE).await.unwrap();
-        let get = Outgoing::new(Request::get("/").body(Body::empty()).unwrap(), "up", None);
+        let get = Outgoing::new(get(), "up", None);
         let sending = conn.send(get, shelf.clone(), Instant::now() + PATIENCE, IDLE);
         let mut body = sending.await.unwrap().into_body();
         for _ in 0..4 {

@@ -1,128 +1,115 @@
-//! A head's fields kept as read: a passed-through answer's, and the request of an HTTP/1.x
-//! client. Pure.
+//! A head's header fields kept as read ([`RawHeaders`]): the unparsed header block of a
+//! request lingo's HTTP/1.1 server read, or of a response its HTTP/1.1 client read to pass
+//! on. Pure.
 //!
-//! A passed-through answer's fields only go from the upstream's head to the client's: making
-//! a map of them (each name parsed, each value checked, an entry made for each) cost a whole
-//! pass-through 2,000 of its 29,600 instructions, and the map was then searched for
-//! hop-by-hop fields and written out again. Such an answer keeps its fields as read instead
-//! ([`Raw`], carried in its body's box: see `body::Body::carrying`), with which of them pass
-//! on decided once as they are read. The client's HTTP/1.1 writer writes those as they are;
-//! whatever else reads or edits an answer's fields (a redaction, an HTTP/2 client's
-//! connection) makes them into the map first (`body::materialize`). A field in the map
-//! stands for every field of its name in `Raw`; so does the one field lingo adds to an answer
-//! kept as read (`X-Request-Id`, [`Raw::add`]), which then needs no map at all.
-//!
-//! A request read by lingo's HTTP/1.1 server keeps its fields the same way (its map, built,
-//! searched and dropped, was 2,600 of a pass-through's 26,500): the phases before a plan read
-//! them through `http::fields::Fields`; the header rules forward them
-//! (`upstream::headers::Forwarding::raw_fields`: written as they are by lingo's own client,
-//! `upstream::h1::head`, put in the map for the others, [`Raw::fill_map`]); the WebSocket
-//! tunnel, which reads them itself, puts them in its map first.
-//!
-//! Only answers lingo's own client (plain `http://`, HTTP/1.1 upstreams) reads for a
-//! pass-through to an HTTP/1.x client, and only requests lingo's HTTP/1.1 server reads, carry
-//! `Raw`, and only those with at most [`MAX_RAW`] fields in a head under 64 KiB; every other
-//! message has its map.
+//! Such fields mostly go from one head to the next unchanged, so they are kept as the bytes
+//! they came in, with where each field sits and which of them pass on (decided once, as they
+//! are read); a map is made of them only for whatever reads or edits them as a map
+//! (`http::message`). A head is kept this way when it has at most [`MAX_RAW`] fields and is
+//! under 64 KiB; any other head's fields go into a map. `docs/benchmarks.md` says what this
+//! saves.
 
 use bytes::Bytes;
 use hyper::HeaderMap;
-use hyper::header::{CONNECTION, CONTENT_LENGTH, DATE, HOST, HeaderName, HeaderValue};
+use hyper::header::{
+    CONNECTION, CONTENT_LENGTH, DATE, HOST, HeaderName, HeaderValue, TRANSFER_ENCODING,
+};
 
-use super::fields::{Facts, FieldError, STACK_SPANS, Span, spans, to_map};
+use super::fields::{FieldError, FramingHeaders, STACK_SPANS, Span, spans, to_map};
 use crate::base::pinned;
 use crate::http::hop::{self, is};
 
-/// The most fields a head keeps as read: room for them is part of [`Raw`] (no allocation of
-/// its own); a head with more is made into a map. (The official SDKs send up to 17 fields.)
+/// The most fields a head keeps as read: room for them is part of [`RawHeaders`] (no
+/// allocation of its own). The official SDKs send up to 17.
 pub const MAX_RAW: usize = 32;
-
-/// A head's fields as its parser hands them on: in a map (`Some` map, no `Raw`), or kept as
-/// read (no map, so that none is made only to be dropped beside the message's own).
-pub type Section = (Option<HeaderMap>, Option<Box<Raw>>);
 
 /// One bit per field.
 type Bits = u32;
 
-/// A head's fields as httparse read them, noted before its bytes leave the read buffer.
-pub enum Noting<'r> {
-    /// Kept as read ([`Raw::note`]), with what they say about framing.
-    Kept(Noted, Facts),
-    /// Past what [`Raw`] keeps ([`Raw::fits`]): where each sits, for a map.
+/// A head's header fields as its parser hands them on: in a map, or kept as read.
+#[derive(Debug)]
+pub enum Headers {
+    Map(HeaderMap),
+    Raw(Box<RawHeaders>),
+}
+
+/// Which message a head's fields are kept for: what a reader of them sees differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A request: readers see every field (its hop-by-hop ones say how it came).
+    Request,
+    /// A response passed on: readers see the fields passed on, as they would see its map once
+    /// its hop-by-hop fields are removed (`upstream::headers::to_client`).
+    Response,
+}
+
+/// A head's fields as httparse read them, indexed while the head's bytes are still in the
+/// read buffer; [`PendingHeaders::attach`] joins the head's bytes once they are taken out.
+pub enum PendingHeaders<'r> {
+    /// To be kept as read, with what they say about framing.
+    Raw {
+        raw: Box<RawHeaders>,
+        /// A `Connection` field may name others to leave out.
+        connection: bool,
+        framing: FramingHeaders,
+    },
+    /// For a map: where each field sits.
     Spans(&'r [Span]),
 }
 
-impl<'r> Noting<'r> {
-    /// The `fields` httparse read from the head `buf` starts with (`len` bytes): kept as
-    /// read when `keep` asks for it and they fit ([`Raw::fits`]), else where each sits,
-    /// noted in `room` (made only then: zeroing its 1 KiB cost ~75 instructions a head) or,
-    /// past it, in `heap`.
-    pub fn of(
+impl<'r> PendingHeaders<'r> {
+    /// The `fields` httparse read from the head `buf` starts with (`len` bytes): kept as read
+    /// for `keep` when they fit ([`RawHeaders::fits`]), else noted for a map, in `room` (made
+    /// only then, as zeroing it costs) or, past it, in `heap`.
+    pub fn index(
         buf: &[u8],
         len: usize,
         fields: &[httparse::Header<'_>],
-        keep: bool,
+        keep: Option<Kind>,
         (room, heap): (&'r mut Option<[Span; STACK_SPANS]>, &'r mut Vec<Span>),
-    ) -> Noting<'r> {
-        if keep && Raw::fits(fields.len(), len) {
-            let facts = Facts::of_fields(fields);
-            let noted = Raw::note(&buf[..len], fields, facts.chunked.is_some());
-            return Noting::Kept(noted, facts);
+    ) -> PendingHeaders<'r> {
+        if let Some(kind) = keep
+            && RawHeaders::fits(fields.len(), len)
+        {
+            let framing = FramingHeaders::of_fields(fields);
+            let (raw, connection) = RawHeaders::index(&buf[..len], fields, framing.chunked, kind);
+            return PendingHeaders::Raw {
+                raw,
+                connection,
+                framing,
+            };
         }
         let room = room.insert([const { (0..0, 0..0) }; STACK_SPANS]);
-        Noting::Spans(spans(buf, fields, room, heap))
+        PendingHeaders::Spans(spans(buf, fields, room, heap))
     }
 
-    /// The fields, with `head`, the head's bytes taken out of the read buffer: kept as read,
-    /// or made into a map with room for `adds` more; and what they say about framing. A
-    /// chunked body's `Content-Length` is left out either way (RFC 9112 §6.1: it is not the
-    /// body's, and a forwarder must not pass it on).
-    pub fn section(self, head: Bytes, adds: usize) -> Result<(Section, Facts), FieldError> {
+    /// The fields, joined with `head` (the head's bytes taken out of the read buffer): kept
+    /// as read, or made into a map with room for `adds` more; and what they say about
+    /// framing. A chunked body's `Content-Length` is left out either way (RFC 9112 §6.1: it
+    /// is not the body's, and a forwarder must not pass it on).
+    pub fn attach(self, head: Bytes, adds: usize) -> Result<(Headers, FramingHeaders), FieldError> {
         let spans = match self {
-            Noting::Kept(noted, facts) => return Ok(((None, Some(noted.with_head(head))), facts)),
-            Noting::Spans(spans) => spans,
+            PendingHeaders::Raw {
+                mut raw,
+                connection,
+                framing,
+            } => {
+                raw.attach(head, connection);
+                return Ok((Headers::Raw(raw), framing));
+            }
+            PendingHeaders::Spans(spans) => spans,
         };
-        let mut facts = Facts::default();
-        let mut map = to_map(&head, spans, adds, &mut facts)?;
-        if facts.chunked.is_some() {
+        let mut framing = FramingHeaders::default();
+        let mut map = to_map(&head, spans, adds, &mut framing)?;
+        if framing.chunked.is_some() {
             map.remove(CONTENT_LENGTH);
         }
-        Ok(((Some(map), None), facts))
-    }
-}
-
-/// A head's fields noted as read ([`Raw::note`]), waiting for the head's bytes.
-pub struct Noted {
-    raw: Box<Raw>,
-    /// Whether a `Connection` field names others to leave out.
-    connection: bool,
-}
-
-impl Noted {
-    /// The fields, kept with `head`: the bytes they were noted in, taken out of the read
-    /// buffer (the same bytes, the same length).
-    pub fn with_head(self, head: Bytes) -> Box<Raw> {
-        let Noted {
-            mut raw,
-            connection,
-        } = self;
-        debug_assert!(
-            raw.fields[..raw.len()]
-                .iter()
-                .all(|f| usize::from(f.value.1) <= head.len()),
-            "not the head the fields were noted in"
-        );
-        raw.head = head;
-        if connection {
-            raw.leave_named(); // notes the length too
-        } else {
-            raw.note_length();
-        }
-        raw
+        Ok((Headers::Map(map), framing))
     }
 }
 
 /// Up to this many fields x bytes of `Connection` values, the fields it names are found by
-/// asking it about each field (see [`Raw::leave_named`]).
+/// asking it about each field (see [`RawHeaders::leave_named`]).
 const ASKED_AT_MOST: usize = 4096;
 
 /// Where one field's name and value sit in the head (a head kept as read is under 64 KiB).
@@ -133,16 +120,19 @@ struct Field {
 }
 
 /// A head's fields as they were written (but the `Content-Length` of a chunked body, which
-/// is not the body's: RFC 9112 §6.1), and which of them are passed on (decided once, as they
-/// are read: they are written, or made into a map, once).
-pub struct Raw {
+/// is not the body's: RFC 9112 §6.1), and which of them pass on (not hop-by-hop, not named
+/// by `Connection`).
+pub struct RawHeaders {
     /// The head they were read from.
     head: Bytes,
     fields: [Field; MAX_RAW],
-    /// How many fields (at most [`MAX_RAW`]: a byte, so that `Raw` is 384 bytes, not 392).
+    /// How many fields (at most [`MAX_RAW`]).
     len: u8,
-    /// Bit `i`: field `i` is passed on (not hop-by-hop, not named by `Connection`).
+    kind: Kind,
+    /// Bit `i`: field `i` is passed on.
     passed: Bits,
+    /// Bit `i`: field `i` is one a reader sees (see [`Kind`]).
+    visible: Bits,
     /// The first `Content-Length` passed on.
     length: Option<u8>,
     /// The first `Content-Length` read (passed on or not): what a request declares.
@@ -153,32 +143,34 @@ pub struct Raw {
     lengths: Bits,
     /// Bit `i`: field `i` is a `Date` passed on.
     dates: Bits,
-    /// The field lingo adds (see [`Raw::add`]), passed on after those read.
+    /// The field lingo set (see [`RawHeaders::insert`]), after those read.
     added: Option<(HeaderName, HeaderValue)>,
 }
 
-impl Raw {
-    /// The fields httparse read from `head` (the head's bytes, still in the read buffer),
-    /// kept as read: at most [`MAX_RAW`] of them in a head under 64 KiB ([`Raw::fits`]; more
-    /// go into a map). `chunked`: the body was framed by `Transfer-Encoding`, so a
-    /// `Content-Length` with it is not the body's, and is left out (RFC 9112 §6.1), as the
-    /// map leaves it out.
-    ///
-    /// Noted before the head's bytes are taken out of the buffer ([`Noted::with_head`] joins
-    /// them), so that no list of where each field sits is made in between (see
-    /// [`Noting::of`]). Made in the box it is kept in (`base::pinned::in_box`): made on the
-    /// stack and moved there, its 384 bytes were copied once more a head.
-    pub fn note(head: &[u8], fields: &[httparse::Header<'_>], chunked: bool) -> Noted {
-        debug_assert!(Raw::fits(fields.len(), head.len()), "see `Raw::fits`");
+impl RawHeaders {
+    /// The fields httparse read from `head` (the head's bytes, still in the read buffer):
+    /// where each sits, and which pass on; and whether one is `Connection`, whose values
+    /// are read once the head's bytes are attached. `chunked`: the body is framed by
+    /// `Transfer-Encoding`, so a `Content-Length` is left out, as the map leaves it out.
+    /// Built in its box (`base::pinned::in_box`), where it stays.
+    fn index(
+        head: &[u8],
+        fields: &[httparse::Header<'_>],
+        chunked: Option<bool>,
+        kind: Kind,
+    ) -> (Box<RawHeaders>, bool) {
+        debug_assert!(RawHeaders::fits(fields.len(), head.len()), "see `fits`");
         let at = |s: &[u8]| {
             let start = s.as_ptr() as usize - head.as_ptr() as usize;
             (start as u16, (start + s.len()) as u16)
         };
-        let mut raw = pinned::in_box(|| Raw {
+        let mut raw = pinned::in_box(|| RawHeaders {
             head: Bytes::new(),
             fields: [Field::default(); MAX_RAW],
             len: 0,
+            kind,
             passed: 0,
+            visible: 0,
             length: None,
             declared: None,
             host: None,
@@ -190,7 +182,7 @@ impl Raw {
         for field in fields {
             let read = field.name.as_bytes();
             let length = is(read, &CONTENT_LENGTH);
-            if chunked && length {
+            if chunked.is_some() && length {
                 continue;
             }
             let i = usize::from(raw.len);
@@ -212,7 +204,30 @@ impl Raw {
             raw.lengths |= Bits::from(length) << i;
             raw.dates |= Bits::from(is(read, &DATE)) << i;
         }
-        Noted { raw, connection }
+        (raw, connection)
+    }
+
+    /// Joins the head's bytes (the same bytes the fields were indexed in, taken out of the
+    /// read buffer); then leaves out what `Connection` names, which needs its values.
+    fn attach(&mut self, head: Bytes, connection: bool) {
+        debug_assert!(
+            self.fields[..self.read()]
+                .iter()
+                .all(|f| usize::from(f.value.1) <= head.len()),
+            "not the head the fields were indexed in"
+        );
+        self.head = head;
+        if connection {
+            self.leave_named(); // notes the length too
+        } else {
+            self.note_length();
+        }
+        self.visible = match self.kind {
+            Kind::Request => Bits::MAX
+                .checked_shr(Bits::BITS - u32::from(self.len))
+                .unwrap_or(0),
+            Kind::Response => self.passed,
+        };
     }
 
     /// Whether `fields` fields of a head of `len` bytes can be kept as read.
@@ -220,19 +235,23 @@ impl Raw {
         fields <= MAX_RAW && len <= usize::from(u16::MAX)
     }
 
-    /// Adds lingo's field `name` (`X-Request-Id`), passed on after the fields read and
-    /// standing for theirs of its name, as a field set in the map would: an answer kept as
-    /// read then needs no map (making one and adding the field to it cost a whole
-    /// pass-through ~680 instructions, callgrind). One field: another replaces it. Not one
-    /// that frames or dates the answer, nor a hop-by-hop one: the writer adds those itself.
-    pub fn add(&mut self, name: HeaderName, value: HeaderValue) {
-        debug_assert!(
-            ![CONTENT_LENGTH, hyper::header::TRANSFER_ENCODING, DATE].contains(&name)
-                && !hop::is_hop_by_hop(name.as_str().as_bytes()),
-            "{name} is the writer's to add"
-        );
+    /// Whether [`RawHeaders::insert`] takes a field named `name`: one it does not add itself
+    /// (framing and dates are the writer's, hop-by-hop fields stay on their hop), and at most
+    /// one name.
+    pub fn takes(&self, name: &HeaderName) -> bool {
+        let writers = [CONTENT_LENGTH, TRANSFER_ENCODING, DATE].contains(name)
+            || hop::is_hop_by_hop(name.as_str().as_bytes());
+        !writers && self.added.as_ref().is_none_or(|(added, _)| added == name)
+    }
+
+    /// Sets lingo's field `name` (the request id), passed on after the fields read and
+    /// standing for theirs of its name, as inserting it in a map would. Only a name
+    /// [`RawHeaders::takes`].
+    pub fn insert(&mut self, name: HeaderName, value: HeaderValue) {
+        debug_assert!(self.takes(&name), "{name}: see `takes`");
         let named = self.named(&name).fold(0, |named: Bits, i| named | 1 << i);
         self.leave(named);
+        self.visible &= !named;
         self.added = Some((name, value));
     }
 
@@ -249,17 +268,17 @@ impl Raw {
         self.length = (self.lengths != 0).then(|| self.lengths.trailing_zeros() as u8);
     }
 
-    /// The fields read named `name`, by index.
+    /// Every field read named `name`, by index (visible or not).
     fn named<'n>(&self, name: &'n HeaderName) -> impl Iterator<Item = usize> + use<'_, 'n> {
         let lower = name.as_str().as_bytes();
-        (0..self.len()).filter(move |&i| hop::is_lowered(self.name(i), lower))
+        (0..self.read()).filter(move |&i| hop::is_lowered(self.name(i), lower))
     }
 
     /// Leaves out the fields a `Connection` field names (each name token read as
     /// `hop::names` reads it).
     fn leave_named(&mut self) {
         let said: usize = self.connection_values().map(<[u8]>::len).sum();
-        let left = if self.len() * said <= ASKED_AT_MOST {
+        let left = if self.read() * said <= ASKED_AT_MOST {
             self.named_by_asking()
         } else {
             self.named_by_sorting()
@@ -274,7 +293,7 @@ impl Raw {
     /// The fields named, found by asking each `Connection` value about each field: the
     /// cheapest way for the few fields and short values nearly every message has.
     fn named_by_asking(&self) -> Bits {
-        (0..self.len())
+        (0..self.read())
             .filter(|&i| {
                 self.connection_values()
                     .any(|v| hop::names(v, self.name(i)))
@@ -284,12 +303,12 @@ impl Raw {
 
     /// The fields named, found by looking each token up among the names passed on, sorted
     /// once (case aside) into runs of one name each: at most seven comparisons a token, each
-    /// ending within its length. Asking each field about every token costs fields x value
-    /// bytes: for a 64 KiB head of 32 fields, two million byte comparisons a request.
+    /// ending within its length. Asking each field about every token would cost fields x
+    /// value bytes, millions of comparisons for the largest head kept.
     fn named_by_sorting(&self) -> Bits {
         let mut order = [0u8; MAX_RAW];
         let mut n = 0;
-        for i in (0..self.len()).filter(|&i| self.passed & (1 << i) != 0) {
+        for i in (0..self.read()).filter(|&i| self.passed & (1 << i) != 0) {
             order[n] = i as u8;
             n += 1;
         }
@@ -342,21 +361,19 @@ impl Raw {
     }
 
     /// Each field passed on, in the order read (lingo's own last), lent to `each`.
-    pub fn each(&self, each: impl FnMut(&[u8], &[u8])) {
+    pub fn each_passed(&self, each: impl FnMut(&[u8], &[u8])) {
         self.each_of(self.passed, each);
     }
 
     /// Each field passed on but `Content-Length` (which the writer frames the body by), and
     /// whether one of them was `Date`.
-    pub fn each_but_length(&self, each: impl FnMut(&[u8], &[u8])) -> bool {
+    pub fn each_written(&self, each: impl FnMut(&[u8], &[u8])) -> bool {
         self.each_of(self.passed & !self.lengths, each);
         self.dates != 0
     }
 
-    fn each_of(&self, mut bits: Bits, mut each: impl FnMut(&[u8], &[u8])) {
-        while bits != 0 {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
+    fn each_of(&self, bits: Bits, mut each: impl FnMut(&[u8], &[u8])) {
+        for i in indices(bits) {
             each(self.name(i), self.value(i));
         }
         if let Some((name, value)) = &self.added {
@@ -366,10 +383,7 @@ impl Raw {
 
     /// The value of each `Content-Length` passed on, lent to `each` in the order read.
     pub fn each_length(&self, mut each: impl FnMut(&[u8])) {
-        let mut bits = self.lengths;
-        while bits != 0 {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
+        for i in indices(self.lengths) {
             each(self.value(i));
         }
     }
@@ -379,101 +393,185 @@ impl Raw {
         self.length.map(|i| self.value(usize::from(i)))
     }
 
-    /// The value of the first `Content-Length` read, passed on or not: `get(CONTENT_LENGTH)`
-    /// without looking (every request's size is checked against its route's limit).
+    /// The value of the first `Content-Length` read, passed on or not: what a request
+    /// declares, found without a search (every request's size is checked).
     pub fn declared_length(&self) -> Option<&[u8]> {
         self.declared.map(|i| self.value(usize::from(i)))
     }
 
-    /// The value of the first `Host` read: `get(HOST)` without looking (every request's is
+    /// The value of the first `Host` read, found without a search (every request's is
     /// forwarded as `X-Forwarded-Host`).
     pub fn host(&self) -> Option<&[u8]> {
         self.host.map(|i| self.value(usize::from(i)))
     }
 
-    /// How many fields were read, hop-by-hop ones too (not one added: so for what follows).
-    pub fn len(&self) -> usize {
+    /// How many fields were read, hop-by-hop ones and those left out too.
+    fn read(&self) -> usize {
         usize::from(self.len)
     }
 
+    /// How many fields a reader sees (see [`Kind`]), lingo's own included.
+    pub fn len(&self) -> usize {
+        self.visible.count_ones() as usize + usize::from(self.added.is_some())
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    /// Every field read, hop-by-hop ones too, in the order read.
-    pub fn all(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        (0..self.len()).map(|i| (self.name(i), self.value(i)))
+    /// Every field a reader sees, in the order read (lingo's own last).
+    pub fn all(&self) -> Fields<'_> {
+        Fields {
+            raw: self,
+            bits: self.visible,
+            added: self.added.as_ref(),
+        }
     }
 
-    /// The values of every field read named `name` (hop-by-hop ones too), in the order read.
-    pub fn get_all<'r, 'n>(
-        &'r self,
-        name: &'n HeaderName,
-    ) -> impl Iterator<Item = &'r [u8]> + use<'r, 'n> {
-        self.named(name).map(|i| self.value(i))
+    /// The values of every field a reader sees named `name`, in order.
+    pub fn get_all<'r, 'n>(&'r self, name: &'n HeaderName) -> Values<'r, 'n> {
+        let added = self.added.as_ref().filter(|(added, _)| added == name);
+        Values {
+            raw: self,
+            lower: name.as_str().as_bytes(),
+            next: 0,
+            added: added.map(|(_, value)| value.as_bytes()),
+        }
     }
 
-    /// The value of the first field read named `name`.
+    /// The value of the first field a reader sees named `name`.
     pub fn get(&self, name: &HeaderName) -> Option<&[u8]> {
         self.get_all(name).next()
     }
 
-    /// `value` (one of this head's) as a map's value, sharing the head's bytes. (httparse
+    /// The first field a reader sees named `name`, as a map's value (sharing the head's
+    /// bytes, not copied).
+    pub fn get_shared(&self, name: &HeaderName) -> Option<HeaderValue> {
+        let seen = self.named(name).find(|&i| self.visible & (1 << i) != 0);
+        match seen {
+            Some(i) => self.shared(self.value(i)),
+            None => (self.added.as_ref())
+                .filter(|(added, _)| added == name)
+                .map(|(_, value)| value.clone()),
+        }
+    }
+
+    /// The first `Host` read, as a map's value (sharing the head's bytes).
+    pub fn host_shared(&self) -> Option<HeaderValue> {
+        self.shared(self.host()?)
+    }
+
+    /// `value` (one read in this head) as a map's value, sharing the head's bytes. (httparse
     /// checks values as the map does, see the tests: never `None` for a value read.)
-    pub fn shared(&self, value: &[u8]) -> Option<HeaderValue> {
+    fn shared(&self, value: &[u8]) -> Option<HeaderValue> {
         HeaderValue::from_maybe_shared(self.head.slice_ref(value)).ok()
     }
 
-    /// Adds every field (hop-by-hop ones too) to `map`: a request's fields as a map, as if
-    /// they had been read into one, for whatever reads or rewrites them there.
-    pub fn fill_map(&self, map: &mut HeaderMap) {
-        debug_assert!(self.added.is_none(), "a request's fields have none added");
+    /// Appends every field a reader sees to `map`, as if they had been read into one.
+    pub fn append_to(&self, map: &mut HeaderMap) {
         map.reserve(self.len());
-        for (name, value) in self.all() {
-            match (HeaderName::from_bytes(name), self.shared(value)) {
+        for i in indices(self.visible) {
+            match (
+                HeaderName::from_bytes(self.name(i)),
+                self.shared(self.value(i)),
+            ) {
                 (Ok(name), Some(value)) => drop(map.append(name, value)),
                 // httparse checks names and values as the map does (see the tests): not met.
-                _ => tracing::error!("a request's field could not be made a map's"),
+                _ => tracing::error!("a field kept as read could not be made a map's"),
             }
         }
-    }
-
-    /// Adds the fields passed on to `map`, but those of a name `map` already has: the
-    /// answer's fields as a map, as if they had been read into one.
-    pub fn into_map(self, map: &mut HeaderMap) {
-        let set: Vec<HeaderName> = map.keys().cloned().collect();
-        let mut bits = self.passed;
-        while bits != 0 {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let name = HeaderName::from_bytes(self.name(i));
-            match (name, self.shared(self.value(i))) {
-                (Ok(name), Some(value)) if !set.contains(&name) => drop(map.append(name, value)),
-                (Ok(_), Some(_)) => {}
-                // httparse checks names and values as the map does (see the tests): not met.
-                _ => tracing::error!("an answer's field could not be made a map's"),
-            }
-        }
-        if let Some((name, value)) = self.added
-            && !set.contains(&name)
-        {
-            map.append(name, value);
+        if let Some((name, value)) = &self.added {
+            map.append(name.clone(), value.clone());
         }
     }
 }
 
-/// A field section (`name: value` lines, then an empty line) read as an answer's is: its
-/// bytes, where each field sits, and what they say about framing (for the tests here and
-/// those of the writer).
-#[cfg(test)]
-pub(crate) fn spans_of(section: &str) -> (Bytes, Vec<Span>, Facts) {
-    let (head, spans, facts, _) = noted(section);
-    (head, spans, facts)
+/// The indices of the bits set in `bits`, lowest first.
+fn indices(mut bits: Bits) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        let i = (bits != 0).then(|| bits.trailing_zeros() as usize)?;
+        bits &= bits - 1;
+        Some(i)
+    })
 }
 
-/// [`spans_of`], and the fields kept as an answer's are (`None` past what `Raw` keeps).
+/// Every field a reader sees, in order, as names and values (see [`RawHeaders::all`]).
+pub struct Fields<'r> {
+    raw: &'r RawHeaders,
+    /// The fields read not yet handed out.
+    bits: Bits,
+    added: Option<&'r (HeaderName, HeaderValue)>,
+}
+
+impl<'r> Iterator for Fields<'r> {
+    type Item = (&'r [u8], &'r [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.bits != 0 {
+            let i = self.bits.trailing_zeros() as usize;
+            self.bits &= self.bits - 1;
+            return Some((self.raw.name(i), self.raw.value(i)));
+        }
+        let (name, value) = self.added.take()?;
+        Some((name.as_str().as_bytes(), value.as_bytes()))
+    }
+}
+
+/// The values of the fields a reader sees of one name, in order (see
+/// [`RawHeaders::get_all`]).
+pub struct Values<'r, 'n> {
+    raw: &'r RawHeaders,
+    /// The name, lowercase.
+    lower: &'n [u8],
+    /// The next field read to look at.
+    next: usize,
+    /// The value lingo set for the name, after those read.
+    added: Option<&'r [u8]>,
+}
+
+impl<'r> Iterator for Values<'r, '_> {
+    type Item = &'r [u8];
+
+    fn next(&mut self) -> Option<&'r [u8]> {
+        while self.next < self.raw.read() {
+            let i = self.next;
+            self.next += 1;
+            let seen = self.raw.visible & (1 << i) != 0;
+            if seen && hop::is_lowered(self.raw.name(i), self.lower) {
+                return Some(self.raw.value(i));
+            }
+        }
+        self.added.take()
+    }
+}
+
+impl std::fmt::Debug for RawHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let lossy = String::from_utf8_lossy;
+        let mut map = f.debug_map();
+        for (name, value) in self.all() {
+            map.entry(&lossy(name), &lossy(value));
+        }
+        map.finish()
+    }
+}
+
+/// A field section (`name: value` lines, then an empty line) read as a head's is: its bytes,
+/// where each field sits, and what they say about framing (for the tests here and those of
+/// the writer).
 #[cfg(test)]
-pub(crate) fn noted(section: &str) -> (Bytes, Vec<Span>, Facts, Option<Box<Raw>>) {
+pub(crate) fn spans_of(section: &str) -> (Bytes, Vec<Span>, FramingHeaders) {
+    let (head, spans, framing, _) = indexed(section, Kind::Response);
+    (head, spans, framing)
+}
+
+/// [`spans_of`], and the fields kept as read for `kind` (`None` past what `RawHeaders`
+/// keeps).
+#[cfg(test)]
+pub(crate) fn indexed(
+    section: &str,
+    kind: Kind,
+) -> (Bytes, Vec<Span>, FramingHeaders, Option<Box<RawHeaders>>) {
     let head = Bytes::copy_from_slice(section.as_bytes());
     let mut fields = vec![httparse::EMPTY_HEADER; 2 * MAX_RAW];
     let Ok(httparse::Status::Complete((_, parsed))) = httparse::parse_headers(&head, &mut fields)
@@ -482,34 +580,19 @@ pub(crate) fn noted(section: &str) -> (Bytes, Vec<Span>, Facts, Option<Box<Raw>>
     };
     let (mut room, mut heap) = ([const { (0..0, 0..0) }; STACK_SPANS], Vec::new());
     let spans = spans(&head, parsed, &mut room, &mut heap).to_vec();
-    let facts = Facts::of_fields(parsed);
-    let raw = Raw::fits(parsed.len(), head.len())
-        .then(|| Raw::note(&head, parsed, facts.chunked.is_some()).with_head(head.clone()));
-    (head, spans, facts, raw)
+    let framing = FramingHeaders::of_fields(parsed);
+    let raw = RawHeaders::fits(parsed.len(), head.len()).then(|| {
+        let (mut raw, connection) = RawHeaders::index(&head, parsed, framing.chunked, kind);
+        raw.attach(head.clone(), connection);
+        raw
+    });
+    (head, spans, framing, raw)
 }
 
-/// A field section kept as an answer's are.
+/// A field section kept as a `kind`'s fields are.
 #[cfg(test)]
-pub(crate) fn read(section: &str) -> Raw {
-    *noted(section).3.expect("at most MAX_RAW fields")
-}
-
-impl std::fmt::Debug for Raw {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let lossy = String::from_utf8_lossy;
-        let mut map = f.debug_map();
-        self.each(|name, value| {
-            map.entry(&lossy(name), &lossy(value));
-        });
-        map.finish()
-    }
-}
-
-/// Whether `map` has a field named `name` (as read, any case): a field lingo set, which
-/// stands for the answer's own of that name.
-pub fn set_in(map: &HeaderMap, name: &[u8]) -> bool {
-    map.keys()
-        .any(|set| set.as_str().as_bytes().eq_ignore_ascii_case(name))
+pub(crate) fn read(section: &str, kind: Kind) -> RawHeaders {
+    *indexed(section, kind).3.expect("at most MAX_RAW fields")
 }
 
 #[cfg(test)]

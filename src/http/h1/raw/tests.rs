@@ -1,20 +1,32 @@
+use hyper::HeaderMap;
 use hyper::header::{HeaderName, HeaderValue};
-use hyper::{HeaderMap, Response};
 
 use super::*;
-use crate::http::body::{Body, materialize};
-use crate::http::h1::fields::{Facts, to_map};
+use crate::http::h1::fields::{FramingHeaders, to_map};
 
-/// The answer's fields as the map path passes them on: a map, the length of a chunked
-/// answer taken out (`upstream::h1::head`), then the hop-by-hop ones (`to_client`).
-fn the_maps(section: &str) -> HeaderMap {
+/// A section's fields as a map, the length of a chunked body taken out (as the parsers do).
+fn mapped(section: &str) -> HeaderMap {
     let (bytes, spans, _) = spans_of(section);
-    let mut facts = Facts::default();
-    let mut map = to_map(&bytes, &spans, 0, &mut facts).unwrap();
-    if facts.chunked.is_some() {
+    let mut framing = FramingHeaders::default();
+    let mut map = to_map(&bytes, &spans, 0, &mut framing).unwrap();
+    if framing.chunked.is_some() {
         map.remove(CONTENT_LENGTH);
     }
+    map
+}
+
+/// A response's fields as the map path passes them on: [`mapped`], then the hop-by-hop ones
+/// removed (`upstream::headers::to_client`).
+fn the_maps(section: &str) -> HeaderMap {
+    let mut map = mapped(section);
     hop::remove_hop_by_hop(&mut map);
+    map
+}
+
+/// `raw` made into a map.
+fn map_of(raw: &RawHeaders) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    raw.append_to(&mut map);
     map
 }
 
@@ -68,13 +80,14 @@ fn sections() -> Vec<String> {
     SECTIONS.iter().map(|s| s.to_string()).chain(full).collect()
 }
 
-/// What the client's writer passes on is what the map path passed on: the same fields and
-/// values, whatever their case, hop-by-hop ones and a chunked answer's length left out.
+/// What the writers pass on is what the map path passes on: the same fields and values,
+/// whatever their case, hop-by-hop ones and a chunked body's length left out; and a
+/// response's fields are read as its map reads.
 #[test]
 fn the_fields_passed_on_are_the_maps() {
     for section in &sections() {
         let mut passed = Vec::new();
-        read(section).each(|name, value| {
+        read(section, Kind::Request).each_passed(|name, value| {
             passed.push((
                 String::from_utf8(name.to_ascii_lowercase()).unwrap(),
                 value.to_vec(),
@@ -85,59 +98,61 @@ fn the_fields_passed_on_are_the_maps() {
             .iter()
             .map(|(name, value)| (name.to_string(), value.as_bytes().to_vec()));
         assert_eq!(lowered(passed), lowered(mapped), "{section:?}");
-        let raw = read(section);
+        let raw = read(section, Kind::Response);
         let length = map.get(CONTENT_LENGTH).map(HeaderValue::as_bytes);
         assert_eq!(raw.length(), length, "{section:?}");
+        let request = read(section, Kind::Request);
         // What a request declares: the first read, passed on or not.
         assert_eq!(
-            raw.declared_length(),
-            raw.get(&CONTENT_LENGTH),
+            request.declared_length(),
+            request.get(&CONTENT_LENGTH),
             "{section:?}"
         );
-        assert_eq!(raw.host(), raw.get(&hyper::header::HOST), "{section:?}");
+        let host = &hyper::header::HOST;
+        assert_eq!(request.host(), request.get(host), "{section:?}");
+        assert_eq!(request.host_shared(), request.get_shared(host));
         if section.contains("\r\nHost: last") {
-            assert_eq!(raw.host(), Some(&b"last"[..]));
+            assert_eq!(request.host(), Some(&b"last"[..]));
         }
-        let dated = raw.each_but_length(|name, _| assert!(!is(name, &CONTENT_LENGTH)));
+        let dated = raw.each_written(|name, _| assert!(!is(name, &CONTENT_LENGTH)));
         assert_eq!(dated, map.contains_key(DATE), "{section:?}");
-        let mut made = HeaderMap::new();
-        raw.into_map(&mut made);
-        assert_eq!(made, map, "{section:?}");
+        assert_eq!(map_of(&raw), map, "{section:?}");
+        assert_eq!(raw.len(), map.len(), "{section:?}");
+        for name in map.keys() {
+            let kept: Vec<&[u8]> = raw.get_all(name).collect();
+            let mapped: Vec<&[u8]> = map.get_all(name).iter().map(|v| v.as_bytes()).collect();
+            assert_eq!(kept, mapped, "{section:?} {name}");
+            assert_eq!(raw.get_shared(name).as_ref(), map.get(name), "{section:?}");
+        }
+        for hop in hop::HOP_BY_HOP {
+            assert_eq!(
+                raw.get(&hop),
+                None,
+                "{section:?}: a response's {hop} is its hop's"
+            );
+        }
     }
 }
 
-/// A field lingo set stands for the answer's fields of its name, in the map made and in
-/// the test the writer uses.
+/// A field lingo sets among the fields read stands for theirs of its name, as one inserted
+/// in a map does: passed on last, once, whatever the case or number of the response's own,
+/// read as the only one, and so in the map made of them; the length and date passed on are
+/// not moved.
 #[test]
-fn a_field_set_in_the_map_stands_for_the_answers() {
-    let section = "X-Request-Id: upstreams\r\nx-request-id: again\r\nx-a: 1\r\n\r\n";
-    let mut response = Response::new(Body::carrying(Body::empty(), Some(Box::new(read(section)))));
-    let set = HeaderValue::from_static("lingos");
-    response.headers_mut().insert("x-request-id", set.clone());
-    assert!(set_in(response.headers(), b"X-REQUEST-ID"));
-    assert!(!set_in(response.headers(), b"x-a"));
-    materialize(&mut response);
-    assert!(response.body_mut().take_raw().is_none());
-    let ids: Vec<_> = response.headers().get_all("x-request-id").iter().collect();
-    assert_eq!(ids, [&set]);
-    assert_eq!(response.headers()["x-a"], "1");
-    // Materialized once: a second time is nothing.
-    materialize(&mut response);
-    assert_eq!(response.headers().len(), 2);
-}
-
-/// A field lingo adds to the fields read stands for theirs of its name, as one set in the map
-/// does: passed on last, once, whatever the case or number of the answer's own, and so in the
-/// map made of them; the length and date passed on are not moved.
-#[test]
-fn a_field_added_stands_for_the_answers() {
+fn a_field_set_stands_for_the_responses() {
     let section = "X-Request-Id: upstreams\r\nContent-Length: 2\r\nx-request-id: again\r\n\
                    Date: d\r\nx-a: 1\r\n\r\n";
-    let mut raw = read(section);
+    let mut raw = read(section, Kind::Response);
     let set = HeaderValue::from_static("lingos");
-    raw.add(HeaderName::from_static("x-request-id"), set.clone());
+    let id = HeaderName::from_static("x-request-id");
+    assert!(raw.takes(&id));
+    raw.insert(id.clone(), set.clone());
+    assert!(raw.takes(&id) && !raw.takes(&HeaderName::from_static("x-other")));
+    for writers in [CONTENT_LENGTH, DATE, CONNECTION, TRANSFER_ENCODING] {
+        assert!(!raw.takes(&writers), "{writers}");
+    }
     let mut passed = Vec::new();
-    let dated = raw.each_but_length(|name, value| passed.push((name.to_vec(), value.to_vec())));
+    let dated = raw.each_written(|name, value| passed.push((name.to_vec(), value.to_vec())));
     let passed: Vec<(&[u8], &[u8])> = passed.iter().map(|(n, v)| (&n[..], &v[..])).collect();
     assert_eq!(
         passed,
@@ -149,28 +164,32 @@ fn a_field_added_stands_for_the_answers() {
     );
     assert!(dated);
     assert_eq!(raw.length(), Some(&b"2"[..]));
-    let mut response = Response::new(Body::carrying(Body::empty(), Some(Box::new(raw))));
-    materialize(&mut response);
-    let ids: Vec<_> = response.headers().get_all("x-request-id").iter().collect();
+    assert_eq!(raw.get_all(&id).collect::<Vec<_>>(), [b"lingos"]);
+    assert_eq!(raw.get_shared(&id), Some(set.clone()));
+    assert_eq!(raw.len(), 4);
+    let map = map_of(&raw);
+    let ids: Vec<_> = map.get_all("x-request-id").iter().collect();
     assert_eq!(ids, [&set]);
-    assert_eq!(response.headers()["x-a"], "1");
+    assert_eq!(map["x-a"], "1");
+    assert_eq!(map.len(), 4);
 }
 
-/// Past [`MAX_RAW`] fields, or a head too long for its offsets, an answer has its map.
+/// Past [`MAX_RAW`] fields, or a head too long for its offsets, a head has its map.
 #[test]
 fn many_fields_or_a_long_head_are_not_kept_as_read() {
     let fields = |n: usize| (0..n).map(|i| format!("x-{i}: v\r\n")).collect::<String>() + "\r\n";
-    assert_eq!(
-        noted(&fields(MAX_RAW)).3.map(|raw| raw.len()),
-        Some(MAX_RAW)
-    );
-    assert!(noted(&fields(MAX_RAW + 1)).3.is_none());
-    let long = format!("x-long: {}\r\n\r\n", "v".repeat(usize::from(u16::MAX) - 11));
-    assert_eq!(long.len(), 64 * 1024);
-    assert!(noted(&long).3.is_none());
-    let longest = format!("x-long: {}\r\n\r\n", "v".repeat(usize::from(u16::MAX) - 12));
-    assert_eq!(longest.len(), usize::from(u16::MAX));
-    assert!(noted(&longest).3.is_some());
+    for kind in [Kind::Request, Kind::Response] {
+        let kept = |section: &str| indexed(section, kind).3;
+        assert_eq!(kept(&fields(MAX_RAW)).map(|raw| raw.len()), Some(MAX_RAW));
+        assert!(kept(&fields(MAX_RAW + 1)).is_none());
+        let long = format!("x-long: {}\r\n\r\n", "v".repeat(usize::from(u16::MAX) - 11));
+        assert_eq!(long.len(), 64 * 1024);
+        assert!(kept(&long).is_none());
+        let longest = format!("x-long: {}\r\n\r\n", "v".repeat(usize::from(u16::MAX) - 12));
+        assert_eq!(longest.len(), usize::from(u16::MAX));
+        assert!(kept(&longest).is_some());
+    }
+    assert_eq!(read("\r\n", Kind::Request).len(), 0);
 }
 
 /// Fields kept as read are not checked again: every byte httparse lets into a name or a
@@ -201,7 +220,7 @@ fn what_httparse_reads_the_map_takes() {
 
 /// A field's name as read is noted as the map's typed name is.
 #[test]
-fn facts_from_bytes_are_the_maps() {
+fn framing_read_from_bytes_is_the_maps() {
     let more = [
         "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
         "EXPECT: 100-Continue\r\n\r\n",
@@ -211,9 +230,9 @@ fn facts_from_bytes_are_the_maps() {
     ];
     for section in sections().iter().map(String::as_str).chain(more) {
         let (bytes, spans, raw) = spans_of(section);
-        let mut mapped = Facts::default();
+        let mut mapped = FramingHeaders::default();
         to_map(&bytes, &spans, 0, &mut mapped).unwrap();
-        let facts = |f: &Facts| {
+        let facts = |f: &FramingHeaders| {
             (
                 f.length,
                 f.chunked,
@@ -233,23 +252,18 @@ fn facts_from_bytes_are_the_maps() {
 #[test]
 fn every_field_kept_is_the_maps() {
     for section in &sections() {
-        let (bytes, spans, _) = spans_of(section);
-        let mut facts = Facts::default();
-        let mut map = to_map(&bytes, &spans, 0, &mut facts).unwrap();
-        if facts.chunked.is_some() {
-            map.remove(CONTENT_LENGTH);
-        }
-        let raw = read(section);
+        let map = mapped(section);
+        let raw = read(section, Kind::Request);
         assert_eq!(raw.len(), map.len(), "{section:?}");
         assert_eq!(raw.is_empty(), map.is_empty(), "{section:?}");
+        assert_eq!(raw.all().count(), map.len(), "{section:?}");
         for name in map.keys() {
             let kept: Vec<&[u8]> = raw.get_all(name).collect();
             let mapped: Vec<&[u8]> = map.get_all(name).iter().map(|v| v.as_bytes()).collect();
             assert_eq!(kept, mapped, "{section:?} {name}");
+            assert_eq!(raw.get_shared(name).as_ref(), map.get(name), "{section:?}");
         }
-        let mut filled = HeaderMap::new();
-        raw.fill_map(&mut filled);
-        assert_eq!(filled, map, "{section:?}");
+        assert_eq!(map_of(&raw), map, "{section:?}");
     }
 }
 
@@ -259,14 +273,14 @@ fn every_field_kept_is_the_maps() {
 fn named_fields_are_found_alike_both_ways() {
     let mut sorted = 0;
     for section in &sections() {
-        let mut raw = read(section);
+        let mut raw = read(section, Kind::Response);
         if raw.connection_values().next().is_none() {
             continue;
         }
         let said: usize = raw.connection_values().map(<[u8]>::len).sum();
-        sorted += usize::from(raw.len() * said > ASKED_AT_MOST);
+        sorted += usize::from(raw.read() * said > ASKED_AT_MOST);
         // As before the named ones were left out: every field but the hop-by-hop ones.
-        raw.passed = (0..raw.len())
+        raw.passed = (0..raw.read())
             .filter(|&i| !hop::is_hop_by_hop(raw.name(i)))
             .fold(0, |bits, i| bits | 1 << i);
         let (by_sorting, by_asking) = (raw.named_by_sorting(), raw.named_by_asking());
