@@ -111,6 +111,26 @@ impl Ctx<'_> {
         None
     }
 
+    /// Parses a retry schedule: successive delays (zero allowed), at most `max` of them.
+    pub fn schedule(
+        &mut self,
+        raw: &At<Vec<At<String>>>,
+        what: &str,
+        max: usize,
+    ) -> Option<Vec<Duration>> {
+        if raw.value.len() > max {
+            let message = format!("{what} has {} delays; at most {max}", raw.value.len());
+            self.error(raw, message);
+            return None;
+        }
+        let delays: Vec<_> = raw
+            .value
+            .iter()
+            .map(|d| self.duration(d, what, true))
+            .collect();
+        delays.into_iter().collect()
+    }
+
     /// Parses a size; zero is refused (it would refuse every request body).
     pub fn size(&mut self, at: &At<String>, what: &str) -> Option<u64> {
         match units::parse_size(&at.value) {

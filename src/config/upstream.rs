@@ -1,7 +1,6 @@
 //! One `upstreams:` entry -> [`Upstream`]: target (url or mock), dialect, timeouts, auth.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
@@ -187,7 +186,10 @@ fn mock_spec(cx: &mut Ctx<'_>, raw: raw::Mock, label: &str) -> Option<MockSpec> 
     let first_token_delay = delay(raw.first_token_delay, "first_token_delay", true);
     let page_delay = delay(raw.page_delay, "page_delay", true);
     let webhook_timeout = delay(raw.webhook_timeout, "webhook_timeout", false);
-    let webhook_retry = optional(raw.webhook_retry, |r| retry_schedule(cx, r, label));
+    let webhook_retry = optional(raw.webhook_retry, |r| {
+        let what = format!("{label} mock.webhook_retry");
+        cx.schedule(&r, &what, MAX_WEBHOOK_RETRIES)
+    });
     let webhook_secret = optional(raw.webhook_secret, |s| {
         let what = format!("{label} mock.webhook_secret");
         cx.secret(&s, &what).map(|(secret, _)| secret)
@@ -202,30 +204,6 @@ fn mock_spec(cx: &mut Ctx<'_>, raw: raw::Mock, label: &str) -> Option<MockSpec> 
         webhook_timeout: webhook_timeout?,
         webhook_secret: webhook_secret?,
     })
-}
-
-/// `webhook_retry: [1m, 5m, 15m]`: the successive delays (zero allowed), at most
-/// [`MAX_WEBHOOK_RETRIES`].
-fn retry_schedule(
-    cx: &mut Ctx<'_>,
-    raw: At<Vec<At<String>>>,
-    label: &str,
-) -> Option<Vec<Duration>> {
-    let what = format!("{label} mock.webhook_retry");
-    if raw.value.len() > MAX_WEBHOOK_RETRIES {
-        let message = format!(
-            "{what} has {} delays; at most {MAX_WEBHOOK_RETRIES}",
-            raw.value.len()
-        );
-        cx.error(&raw, message);
-        return None;
-    }
-    let delays: Vec<_> = raw
-        .value
-        .iter()
-        .map(|d| cx.duration(d, &what, true))
-        .collect();
-    delays.into_iter().collect()
 }
 
 fn auth(cx: &mut Ctx<'_>, at: At<raw::Auth>, label: &str) -> Option<Auth> {

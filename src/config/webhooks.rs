@@ -1,8 +1,6 @@
 //! `upstreams.<name>.webhooks` -> [`WebhookSpec`]: the relay's switch, receiver, secrets,
 //! schedule, reply time, allowed ranges and store, each checked with its place.
 
-use std::time::Duration;
-
 use super::ctx::{Ctx, http_url, optional};
 use super::raw::{self, At};
 use crate::base::cidr::Cidr;
@@ -47,7 +45,9 @@ pub(super) fn compile(
             .map_err(|e| cx.error(&r, format!("{what}.receiver {e}")))
             .ok()
     });
-    let retry = optional(raw.retry, |r| schedule(cx, r, &what));
+    let retry = optional(raw.retry, |r| {
+        cx.schedule(&r, &format!("{what}.retry"), MAX_RELAY_RETRIES)
+    });
     let timeout = optional(raw.timeout, |t| {
         cx.duration(&t, &format!("{what}.timeout"), false)
     });
@@ -92,25 +92,6 @@ fn seal_key(
         }
         (None, None) => None,
     })
-}
-
-/// `retry: [1m, 5m, 15m]`: the successive delays, at most [`MAX_RELAY_RETRIES`].
-fn schedule(cx: &mut Ctx<'_>, raw: At<Vec<At<String>>>, what: &str) -> Option<Vec<Duration>> {
-    let what = format!("{what}.retry");
-    if raw.value.len() > MAX_RELAY_RETRIES {
-        let message = format!(
-            "{what} has {} delays; at most {MAX_RELAY_RETRIES}",
-            raw.value.len()
-        );
-        cx.error(&raw, message);
-        return None;
-    }
-    let delays: Vec<_> = raw
-        .value
-        .iter()
-        .map(|d| cx.duration(d, &what, true))
-        .collect();
-    delays.into_iter().collect()
 }
 
 /// `allow: [127.0.0.0/8, ...]`.
