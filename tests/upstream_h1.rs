@@ -772,16 +772,19 @@ async fn an_answer_saying_close_is_the_last_on_its_connection() {
     assert_eq!(upstream.connections(), 2);
 }
 
-/// An HTTP/1.0 answer keeps its connection only by a `keep-alive` lingo reads: one in a
-/// `Connection` value with a byte outside visible ASCII (no list of tokens; hyper's client
-/// reads none there either) is not read, and the next request goes on a new connection.
-/// From a plain value, the connection is reused.
+/// An answer's `Connection` value with a byte outside visible ASCII is no list of tokens:
+/// an HTTP/1.0 `keep-alive` in one is not read (hyper's client reads none there either), and
+/// an HTTP/1.1 answer with one is the last on its connection (a `close` may be in it). From
+/// plain values, the connection is reused.
 #[tokio::test]
-async fn an_http_1_0_keep_alive_in_an_unreadable_connection_value_is_not_honoured() {
+async fn an_unreadable_connection_value_ends_the_upstream_connection() {
     let upstream = Upstream::start(|line| match line.split(' ').nth(1) {
-        Some("/api/opaque") => answer(
+        Some("/api/opaque10") => answer(
             b"HTTP/1.0 200 OK\r\nconnection: \xff, keep-alive\r\ncontent-length: 2\r\n\r\n{}",
         ),
+        Some("/api/opaque11") => {
+            answer(b"HTTP/1.1 200 OK\r\nconnection: \xffclose\r\ncontent-length: 2\r\n\r\n{}")
+        }
         _ => answer(b"HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 2\r\n\r\n{}"),
     })
     .await;
@@ -789,13 +792,12 @@ async fn an_http_1_0_keep_alive_in_an_unreadable_connection_value_is_not_honoure
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
     assert_eq!(upstream.connections(), 1, "a plain keep-alive keeps it");
-    assert_eq!(fetch_get(&lingo, "/api/opaque").await.ok(), "{}");
+    assert_eq!(fetch_get(&lingo, "/api/opaque10").await.ok(), "{}");
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
-    assert_eq!(
-        upstream.connections(),
-        2,
-        "a new one after the unreadable value"
-    );
+    assert_eq!(upstream.connections(), 2, "a new one after HTTP/1.0");
+    assert_eq!(fetch_get(&lingo, "/api/opaque11").await.ok(), "{}");
+    assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
+    assert_eq!(upstream.connections(), 3, "a new one after HTTP/1.1");
 }
 
 /// An upstream's keep-alive timer closes idle connections without warning: a request after

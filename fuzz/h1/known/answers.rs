@@ -43,6 +43,19 @@ pub const INTENDED: &[AnswerRule] = &[
     },
     LENGTH_BESIDE_CODING,
     Rule {
+        what: "a Connection value with a byte outside visible ASCII (obs-text): hyper reads no \
+               token in a value it cannot read as text, and reuses the connection",
+        lingo: "reads no token in it either, and does not reuse the connection",
+        why: "a `close` may be in the value, and not reusing is always safe",
+        rfc: "RFC 9112 §9.6, RFC 9110 §7.6.1",
+        matches: |c| {
+            c.lingo.answer == c.hyper.answer
+                && !c.lingo.reused
+                && c.hyper.reused
+                && (c.lingo.answer.as_ref()).is_some_and(|a| opaque_connection(&a.fields))
+        },
+    },
+    Rule {
         what: "an HTTP/1.0 answer with Transfer-Encoding and no body (to a HEAD, a 204, a \
                304): hyper reads it (it looks at no framing there)",
         lingo: "refuses the answer",

@@ -120,6 +120,11 @@ pub fn opaque(value: &Octets) -> bool {
     value.0.iter().any(|&b| b < b' ' && b != b'\t' || b >= 0x7f)
 }
 
+/// Whether a `Connection` value is [`opaque`].
+pub fn opaque_connection(fields: &Fields) -> bool {
+    values(fields, b"connection").any(opaque)
+}
+
 /// Whether `bytes` hold a last chunk (`0`, extensions, CRLF) whose trailer section, up to the next
 /// CRLF CRLF, has a bare LF.
 pub fn bare_lf_trailer(bytes: &[u8]) -> bool {

@@ -51,6 +51,19 @@ pub const INTENDED: &[RequestRule] = &[
         matches: |c| failed_here_read_there(c.l, c.h) && odd_extension(c.bytes),
     },
     Rule {
+        what: "a Connection value with a byte outside visible ASCII (obs-text): hyper reads no \
+               token in a value it cannot read as text, keeps the connection and reads on",
+        lingo: "reads no token in it either, and closes the connection after the answer",
+        why: "a `close` may be in the value, and closing is always safe",
+        rfc: "RFC 9112 §9.6, RFC 9110 §7.6.1",
+        matches: |c| {
+            c.l.is_none()
+                && c.lingo.closed_first
+                && c.lingo.refusal.is_none()
+                && c.before.is_some_and(|b| opaque_connection(&b.fields))
+        },
+    },
+    Rule {
         what: "a trailer section with a bare LF line end (its last, empty line too): hyper \
                reads the body (a trailer line up to its CR, so a next request's head \
                can become trailers)",

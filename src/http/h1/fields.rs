@@ -196,11 +196,12 @@ impl FramingHeaders {
     }
 
     /// A `Connection` field's tokens. A value with a byte outside visible ASCII (obs-text)
-    /// is no list of tokens (RFC 9110 §7.6.1, §5.6.2) and says nothing: no `keep-alive` is
-    /// read where hyper reads none, and so no more requests or answers on a connection than
-    /// it would carry.
+    /// is no list of tokens (RFC 9110 §7.6.1, §5.6.2): none is read from it (no
+    /// `keep-alive`, no `upgrade`, as hyper reads none), and the connection ends after this
+    /// message, since a `close` may be in it and closing is always safe.
     pub fn connection(&mut self, value: &[u8]) {
         if !is_text(value) {
+            self.close = true;
             return;
         }
         for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
@@ -355,10 +356,10 @@ mod tests {
         assert!(mapped.codings_unreadable);
     }
 
-    /// A `Connection` value with a byte outside visible ASCII says nothing: none of its
-    /// tokens is read (`keep-alive`, `close`, `upgrade`), while another field's are.
+    /// A `Connection` value with a byte outside visible ASCII: none of its tokens is read
+    /// (`keep-alive`, `upgrade`), while another field's are, and it closes.
     #[test]
-    fn obs_text_in_a_connection_value_says_nothing() {
+    fn obs_text_in_a_connection_value_closes() {
         let read = |values: &[&[u8]]| {
             let mut said = FramingHeaders::default();
             for value in values {
@@ -368,16 +369,18 @@ mod tests {
         };
         assert_eq!(read(&[b"keep-alive"]), (true, false, false));
         assert_eq!(read(&[b"\tClose, upgrade "]), (false, true, true));
-        assert_eq!(read(&[b"\xff, keep-alive"]), (false, false, false));
-        assert_eq!(read(&[b"close, caf\xe9, upgrade"]), (false, false, false));
-        assert_eq!(read(&[b"\xff, close", b"keep-alive"]), (true, false, false));
+        assert_eq!(read(&[b"\xff, keep-alive"]), (false, true, false));
+        assert_eq!(read(&[b"caf\xe9, upgrade"]), (false, true, false));
+        assert_eq!(read(&[b"\xff", b"keep-alive"]), (true, true, false));
         // An HTTP/1.0 message persists only with a `keep-alive` read (RFC 9112 §9.3).
-        let persists = |value: &[u8]| {
+        let persists = |value: &[u8], version| {
             let mut said = FramingHeaders::default();
             said.note_read(b"connection", value);
-            said.keeps_alive(Version::HTTP_10)
+            said.keeps_alive(version)
         };
-        assert!(persists(b"keep-alive"));
-        assert!(!persists(b"\xff, keep-alive"));
+        assert!(persists(b"keep-alive", Version::HTTP_10));
+        assert!(!persists(b"\xff, keep-alive", Version::HTTP_10));
+        assert!(persists(b"upgrade", Version::HTTP_11));
+        assert!(!persists(b"caf\xe9", Version::HTTP_11));
     }
 }
