@@ -1,6 +1,6 @@
 //! The repository speaks of lingo only: no file (docs, source and its comments, scripts, the
-//! README, the changelog) says how the work on it was organised ("stop 12", "final read",
-//! "review fixes", "issue #17", "#17", "the planners") or points at files outside the
+//! README, the changelog) says how the work on it was organised (numbered stops and issues,
+//! named review passes: the phrases listed below) or points at files outside the
 //! repository (`../shared`, a style guide, an outside spec, a team tool). What holds is said
 //! where it holds; how it came to be is the commit log's.
 //!
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Copy)]
 enum Then {
     Anything,
-    /// A digit: "stop 12", "issue 17", "spec 6.2".
+    /// A digit: a stop's, an issue's or a spec section's number.
     Digit,
     /// Not a letter: "the spec" but not "the specified".
     WordEnd,
