@@ -406,9 +406,15 @@ pub async fn head_of(stream: &mut tokio::net::TcpStream, request: &str) -> Strin
 }
 
 /// The address a log line says lingo (not its admin listener) listens on, however the line
-/// is formatted: the address is the text after `listening on `, up to the first character
-/// an address does not have.
+/// is formatted (see [`listener_in`]).
 pub fn listening_on(line: &str) -> Option<SocketAddr> {
+    listener_in(line).and_then(|(addr, admin)| (!admin).then_some(addr))
+}
+
+/// The address a log line says a listener of lingo's is on, and whether it is the admin
+/// listener, however the line is formatted: the address is the text after `listening on `,
+/// up to the first character an address does not have.
+pub fn listener_in(line: &str) -> Option<(SocketAddr, bool)> {
     let rest = line.split("listening on ").nth(1)?;
     let end = rest
         .find(|c: char| !(c.is_ascii_hexdigit() || matches!(c, '.' | ':' | '[' | ']')))
@@ -417,5 +423,5 @@ pub fn listening_on(line: &str) -> Option<SocketAddr> {
         .trim_start_matches('"')
         .trim_start()
         .starts_with("(admin)");
-    (!admin).then(|| rest[..end].parse().ok()).flatten()
+    Some((rest[..end].parse().ok()?, admin))
 }

@@ -129,12 +129,8 @@ impl LingoProcess {
         let lines = Arc::clone(&log);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(at) = line.split("listening on ").nth(1) {
-                    let is_admin = at.contains("(admin)");
-                    let end = at.find([' ', '"']).unwrap_or(at.len());
-                    if let Ok(addr) = at[..end].parse::<SocketAddr>() {
-                        let _ = tx.send((addr, is_admin));
-                    }
+                if let Some(listener) = super::listener_in(&line) {
+                    let _ = tx.send(listener);
                 }
                 lines.lock().unwrap().push(line);
             }
