@@ -27,6 +27,8 @@
 
 #[path = "proxy/nginx.rs"]
 mod nginx;
+#[path = "proxy/release.rs"]
+mod release;
 #[path = "proxy/rows.rs"]
 mod rows;
 
@@ -66,7 +68,7 @@ fn choose_lingo(dir: &Path) {
     let built = match std::env::var_os("LINGO_BENCH_BIN") {
         Some(bin) if bin.is_empty() => panic!("LINGO_BENCH_BIN is set but empty"),
         Some(bin) => PathBuf::from(bin),
-        None => build_release(),
+        None => release::build(),
     };
     let exe = dir.join("lingo");
     if let Err(err) = std::fs::copy(&built, &exe) {
@@ -74,51 +76,6 @@ fn choose_lingo(dir: &Path) {
     }
     eprintln!("lingo under test: {}", built.display());
     EXE.set(exe).expect("lingo is chosen once");
-}
-
-/// `cargo build --release --bin lingo` (the cargo that runs this bench), and the path of the
-/// binary it built, from its JSON messages. Without the variables cargo set for this bench
-/// (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...): build scripts that rerun when one changes
-/// (ring's) would otherwise be built again here, and again by the next plain `cargo build`.
-///
-/// It builds what a plain `cargo build --release` in this directory builds: flags given to
-/// `cargo bench` itself (`--target`, `--config`, a toolchain) are not passed on, while the
-/// environment (`CARGO_TARGET_DIR`, `RUSTFLAGS`, ...) is.
-fn build_release() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(cargo);
-    for (key, _) in std::env::vars_os() {
-        let set_for_us = key.to_str().is_some_and(|key| {
-            key.starts_with("CARGO_PKG_")
-                || key.starts_with("CARGO_BIN_")
-                || key.starts_with("CARGO_MANIFEST_")
-                || matches!(
-                    key,
-                    "CARGO_CRATE_NAME"
-                        | "CARGO_PRIMARY_PACKAGE"
-                        | "CARGO_TARGET_TMPDIR"
-                        | "CARGO_RUSTC_CURRENT_DIR"
-                        | "OUT_DIR"
-                )
-        });
-        if set_for_us {
-            build.env_remove(key);
-        }
-    }
-    let out = build
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--release", "--locked", "--bin", "lingo"])
-        .arg("--message-format=json-render-diagnostics")
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run cargo build --release");
-    assert!(out.status.success(), "cargo build --release failed");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|m| m["target"]["name"] == "lingo")
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .expect("cargo build --release named no lingo executable")
 }
 
 /// A child process with the fd limit raised to the hard limit, run under `wrap` (a profiler's

@@ -14,6 +14,9 @@
 //! events delivered a second (from the first POST to the last event delivered), and exits
 //! non-zero if an event was not acknowledged or not delivered.
 
+#[path = "proxy/release.rs"]
+mod release;
+
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -238,24 +241,10 @@ fn free_port() -> SocketAddr {
 
 /// `LINGO_BENCH_BIN`, else the release build `cargo build --release` makes here.
 fn lingo_binary() -> PathBuf {
-    if let Some(bin) = std::env::var_os("LINGO_BENCH_BIN") {
-        return PathBuf::from(bin);
+    match std::env::var_os("LINGO_BENCH_BIN") {
+        Some(bin) => PathBuf::from(bin),
+        None => release::build(),
     }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--release", "--locked", "--bin", "lingo"])
-        .arg("--message-format=json-render-diagnostics")
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run cargo build --release");
-    assert!(out.status.success(), "cargo build --release failed");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|m| m["target"]["name"] == "lingo")
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .expect("cargo build --release named no lingo executable")
 }
 
 /// Starts a crawl through lingo with a webhook to `receiver`: the receiver URL lingo gave
