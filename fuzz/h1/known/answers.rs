@@ -16,7 +16,7 @@ pub const LENGTH_BESIDE_CODING: AnswerRule = Rule {
     rfc: "RFC 9112 §6.3 (3), §6.1",
     matches: |c| match (&c.lingo.answer, &c.hyper.answer) {
         (Some(l), Some(h)) => {
-            has(&h.fields, b"transfer-encoding")
+            has(c.heard, b"transfer-encoding")
                 && has(&h.fields, b"content-length")
                 && *l
                     == Read {
@@ -52,7 +52,8 @@ pub const INTENDED: &[AnswerRule] = &[
             c.lingo.answer == c.hyper.answer
                 && !c.lingo.reused
                 && c.hyper.reused
-                && (c.lingo.answer.as_ref()).is_some_and(|a| opaque_connection(&a.fields))
+                && c.lingo.answer.is_some()
+                && opaque_connection(c.heard)
         },
     },
     Rule {
@@ -66,7 +67,7 @@ pub const INTENDED: &[AnswerRule] = &[
             c.lingo.answer.is_none()
                 && c.hyper.answer.as_ref().is_some_and(|h| {
                     h.version == "HTTP/1.0"
-                        && has(&h.fields, b"transfer-encoding")
+                        && has(c.heard, b"transfer-encoding")
                         && (c.asked.head || h.status == 204 || h.status == 304)
                 })
         },
@@ -105,8 +106,8 @@ pub const INTENDED: &[AnswerRule] = &[
         rfc: "RFC 9112 §6.1, §6.3, §7, RFC 9110 §5.6.1",
         matches: |c| {
             c.lingo.answer.is_none()
-                && (c.hyper.answer.as_ref())
-                    .is_some_and(|h| values(&h.fields, b"transfer-encoding").any(opaque))
+                && c.hyper.answer.is_some()
+                && values(c.heard, b"transfer-encoding").any(opaque)
         },
     },
 ];

@@ -17,10 +17,12 @@ pub mod answers;
 pub mod look;
 pub mod requests;
 
+use super::Fields;
 use super::escaped;
 use super::request::{Seen, Served};
 use super::response::{Answered, Asked};
-use look::{has, without};
+use lingo::http::hop::{is_hop_by_hop, names};
+use look::{has, values, without};
 
 /// A known difference, recognised by `matches` (a function of a [`RequestCase`] or an
 /// [`AnswerCase`]).
@@ -56,7 +58,11 @@ pub struct AnswerCase<'a> {
     pub bytes: &'a [u8],
     pub asked: Asked,
     pub lingo: &'a Answered,
+    /// hyper's reading, its fields those passed on (as lingo's).
     pub hyper: &'a Answered,
+    /// Every field hyper read, the hop-by-hop ones too (none when it read no answer): what
+    /// framed the answer.
+    pub heard: &'a Fields,
 }
 
 /// Compares what the two servers made of `bytes`: every difference is a known one, or this
@@ -97,12 +103,17 @@ pub fn answers(bytes: &[u8], asked: Asked, lingo: &Answered, hyper: &Answered) {
     if show() {
         eprintln!("lingo: {lingo:?}\nhyper: {hyper:?}");
     }
+    // lingo's client leaves the hop-by-hop fields out of an answer (they stay on the
+    // upstream's hop): hyper's reading is compared without them too.
+    let no_fields = Fields::new();
+    let heard = hyper.answer.as_ref().map_or(&no_fields, |h| &h.fields);
+    let hyper = &passed_on(hyper);
     if lingo == hyper {
         return;
     }
     // The one difference that combines with the others (a Content-Length beside a
     // Transfer-Encoding) is taken out of hyper's reading first.
-    let hyper = &without_length_beside_coding(lingo, hyper);
+    let hyper = &without_length_beside_coding(lingo, hyper, heard);
     if lingo == hyper {
         return known(answers::LENGTH_BESIDE_CODING.what);
     }
@@ -111,6 +122,7 @@ pub fn answers(bytes: &[u8], asked: Asked, lingo: &Answered, hyper: &Answered) {
         asked,
         lingo,
         hyper,
+        heard,
     };
     let mut rules = (answers::INTENDED.iter()).chain(answers::FOUND);
     if let Some(rule) = rules.find(|rule| (rule.matches)(&case)) {
@@ -123,13 +135,26 @@ pub fn answers(bytes: &[u8], asked: Asked, lingo: &Answered, hyper: &Answered) {
     );
 }
 
+/// `read` with only the fields a proxy passes on: not the hop-by-hop ones, nor those its
+/// `Connection` fields name (RFC 9110 §7.6.1), as lingo's client decides both.
+fn passed_on(read: &Answered) -> Answered {
+    let mut read = read.clone();
+    if let Some(answer) = &mut read.answer {
+        let connection: Vec<_> = values(&answer.fields, b"connection").cloned().collect();
+        answer.fields.retain(|(name, _)| {
+            !is_hop_by_hop(&name.0) && !connection.iter().any(|v| names(&v.0, &name.0))
+        });
+    }
+    read
+}
+
 /// hyper's reading of an answer with both a Transfer-Encoding and a Content-Length, as lingo
 /// reads it by the intended rule ([`answers::LENGTH_BESIDE_CODING`]): the length left out of
 /// the fields, and the connection not reused where lingo does not reuse it.
-fn without_length_beside_coding(lingo: &Answered, hyper: &Answered) -> Answered {
+fn without_length_beside_coding(lingo: &Answered, hyper: &Answered, heard: &Fields) -> Answered {
     let mut read = hyper.clone();
     if let (Some(l), Some(h)) = (&lingo.answer, &mut read.answer)
-        && has(&h.fields, b"transfer-encoding")
+        && has(heard, b"transfer-encoding")
         && has(&h.fields, b"content-length")
         && l.fields == without(&h.fields, b"content-length")
     {
