@@ -332,6 +332,34 @@ mod tests {
         assert_eq!(chunked(""), Some(false));
     }
 
+    /// A field says something about framing only under its own name: another name as long
+    /// as `Content-Length`, `Transfer-Encoding`, `Connection`, `Upgrade` or `Expect`, with
+    /// the value that one would say it with, says nothing, read or in a map.
+    #[test]
+    fn only_framing_names_say_anything_about_framing() {
+        let others: [(&[u8], &[u8]); 5] = [
+            (b"Accept-Charset", b"5"),
+            (b"X-Forwarded-Proto", b"chunked"),
+            (b"User-Agent", b"close, keep-alive, upgrade"),
+            (b"Referer", b"websocket"),
+            (b"Cookie", b"100-continue"),
+        ];
+        let nothing = format!("{:?}", FramingHeaders::default());
+        for (name, value) in others {
+            let mut read = FramingHeaders::default();
+            read.note_read(name, value);
+            assert_eq!(format!("{read:?}"), nothing, "{name:?}");
+            let mut mapped = FramingHeaders::default();
+            let name = HeaderName::from_bytes(name).unwrap();
+            mapped.note(&name, &HeaderValue::from_bytes(value).unwrap());
+            assert_eq!(format!("{mapped:?}"), nothing, "{name}");
+        }
+        let mut read = FramingHeaders::default();
+        read.note_read(b"EXPECT", b"100-continue");
+        read.note_read(b"upgrade", b"websocket");
+        assert!(read.expects_continue && read.upgrade_to);
+    }
+
     /// A `Transfer-Encoding` value with a byte outside visible ASCII is no list of codings,
     /// in any of its fields; a plain one, or a tab or space in one, is.
     #[test]
