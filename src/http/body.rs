@@ -20,24 +20,6 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A boxed body of `Bytes` frames.
 pub struct Body(Pin<Box<dyn http_body::Body<Data = Bytes, Error = BoxError> + Send>>);
 
-/// A body in the box it was built in (see [`Body::built`]).
-pub struct InBox<B>(Pin<Box<B>>);
-
-impl<B> InBox<B>
-where
-    B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
-{
-    /// The body, where it stays.
-    pub fn body(&mut self) -> Pin<&mut B> {
-        self.0.as_mut()
-    }
-
-    /// The body handed on, in the same box.
-    pub fn into_body(self) -> Body {
-        Body(self.0)
-    }
-}
-
 // === impl Body ===
 
 impl Body {
@@ -58,14 +40,13 @@ impl Body {
         Body(Box::pin(body))
     }
 
-    /// [`Body::boxed`] for a body that is worked on before it is handed on: built in its
-    /// box (`base::pinned`), where [`InBox::body`] reaches it, it is never moved (what
-    /// `make` takes in is moved in once).
-    pub fn built<B>(make: impl FnOnce() -> B) -> InBox<B>
+    /// [`Body::boxed`] for a body built in its box (`base::pinned`): what `make` takes in is
+    /// moved in once, and the body is never moved.
+    pub fn built<B>(make: impl FnOnce() -> B) -> Self
     where
         B: http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static,
     {
-        InBox(pinned::boxed(make))
+        Body(pinned::boxed(make))
     }
 
     /// Allocates nothing (its box holds a value of no size): a request's body is taken out
@@ -232,8 +213,7 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Prepend<B> {
 
 /// A body of one data frame that says it has ended once the frame is taken, fails the test if
 /// it is polled after that, and tells when it is dropped: for the readers that must not poll
-/// a body for an end it has told them (`read_all`, the batch, the HTTP/1.1 response writer,
-/// the upload).
+/// a body for an end it has told them (`read_all`, the HTTP/1.1 response writer, the upload).
 #[cfg(test)]
 pub(crate) struct Told {
     data: Option<Bytes>,

@@ -1,11 +1,10 @@
 //! HTTP plumbing below every handler: the one boxed body type, requests and responses with
-//! the one way to read their header fields (`message`), batching frames already available
-//! into one write, the idle timeout between frames, streaming key redaction, HTTP/1.1
-//! framing rules, hop-by-hop fields, path normalisation, futures joined on one task, a future
-//! polled only when its own waker fired, and listening sockets. Nothing here knows a route or
-//! a dialect.
+//! the one way to read their header fields (`message`), the idle timeout between frames,
+//! streaming key redaction, HTTP/1.1 framing rules, hop-by-hop fields, path normalisation,
+//! futures joined on one task, a future polled only when its own waker fired, listening
+//! sockets, and the buffer in which an HTTP/1.1 body's frames are joined into writes
+//! (`write_buf`). Nothing here knows a route or a dialect.
 
-pub mod batch;
 pub mod body;
 pub mod framing;
 pub mod gated;
@@ -18,3 +17,4 @@ pub mod path;
 pub mod redact;
 pub mod socket;
 pub mod upgrade;
+pub mod write_buf;

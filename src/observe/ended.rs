@@ -29,8 +29,8 @@ pin_project! {
         // `None` once told.
         record: Option<Record>,
         // Set when a reader learns from `is_end_stream` that the answer is complete (hyper's
-        // HTTP/2 writer, lingo's HTTP/1.1 one, the batch): it then stops polling, so the
-        // record is told, `Complete`, on drop.
+        // HTTP/2 writer, lingo's HTTP/1.1 one): it then stops polling, so the record is told,
+        // `Complete`, on drop.
         ended: Cell<bool>,
     }
 

@@ -19,7 +19,6 @@ use crate::auth;
 use crate::base::dialect::{self, Dialect};
 use crate::base::pinned;
 use crate::error::ProxyError;
-use crate::http::batch::Batch;
 use crate::http::body::Body;
 use crate::http::message::{Request, Response};
 use crate::http::{framing, path};
@@ -45,9 +44,7 @@ pub fn boxed(
 /// Serves one request; never fails (errors are responses).
 ///
 /// Not an `async fn`, whose state would hold each argument twice (as passed, and the local it
-/// is moved to). Everything but the response's head and body ends before `prime`'s wait, in
-/// a block of its own, so that the state held across that wait stays small (mimalloc serves
-/// blocks under 1 KiB from its fast path).
+/// is moved to).
 #[allow(clippy::manual_async_fn)] // on purpose: see the doc
 pub fn handle(
     reloader: Arc<Reloader>,
@@ -55,7 +52,7 @@ pub fn handle(
     req: Request,
 ) -> impl Future<Output = Response> + Send {
     async move {
-        let (head, mut body) = {
+        let (head, body) = {
             let mut arrival = Arrival::new(&req);
             let mut log = AccessLog::new(req.method(), req.uri(), &arrival.request_id);
             if let Err(why) = framing::check(req.version(), req.uri(), req.headers()) {
@@ -89,11 +86,10 @@ pub fn handle(
             let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
             let record = Record::new(log, Some(finish));
             let (head, body) = response.into_parts();
-            let make = || Batch::new(Held::new(Ended::new(body, record), held));
+            let make = || Held::new(Ended::new(body, record), held);
             (head, Body::built(make))
         };
-        body.body().prime().await;
-        Response::from_parts(head, body.into_body())
+        Response::from_parts(head, body)
     }
 }
 

@@ -689,7 +689,7 @@ mod tests {
             String::from_utf8(expected.clone()).unwrap()
         );
         assert_eq!(
-            queue.take_written().unwrap(),
+            queue.take().unwrap(),
             expected,
             "written in place: one frame"
         );

@@ -1,14 +1,15 @@
-//! Re-framing a native NDJSON answer into server-sent events, as it arrives.
+//! Re-framing a native NDJSON response into server-sent events, as it arrives.
 //!
-//! `Reframe` is the only I/O around the sans-IO translators: it feeds each chunk of the
+//! `Reframe` is the only I/O around the sans-IO translators: it feeds each frame of the
 //! upstream body to the line framer and each complete line to the translator, and hands the
-//! frames on before it reads again, so every token leaves as soon as it came in. A failure
-//! (an upstream `{"error"}` line, a cut connection, an idle timeout, a line over the cap)
-//! becomes one error frame and the end of the stream, without `[DONE]`, so no client mistakes
-//! a cut answer for a complete one. `Merge` interleaves the `n` streams of one request and
-//! `Done` adds the final `data: [DONE]` when (and only when) everything ended cleanly.
-//! The same machinery runs the other direction (a chat-completions SSE answer re-framed as
-//! native NDJSON lines): the translator and its closing decide the frames, and a native
+//! frames of one read on as one frame before it reads again, so every token leaves as soon
+//! as it came in (`http::write_buf` tells a frame's whole way). A failure (an upstream
+//! `{"error"}` line, a cut connection, an idle timeout, a line over the cap) becomes one
+//! error frame and the end of the stream, without `[DONE]`, so no client mistakes a cut
+//! response for a complete one. `Merged` interleaves the `n` streams of one request and adds
+//! the final `data: [DONE]` when (and only when) everything ended cleanly. The same
+//! machinery runs the other direction (a chat-completions SSE response re-framed as native
+//! NDJSON lines): the translator and its closing decide the frames, and a native
 //! translation's closing is empty, so a native stream never gets `data: [DONE]`.
 
 use std::collections::VecDeque;
@@ -16,13 +17,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body::Frame;
 use pin_project_lite::pin_project;
 
 use crate::base::secret::Secret;
 use crate::base::usage::{Tally, Usage};
-use crate::http::batch::joinable;
 use crate::http::body::{Body, BoxError};
 use crate::observe::{Outcome, RequestStats};
 use crate::proxy::respond;
@@ -126,7 +126,7 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let mut this = self.project();
         loop {
-            if let Some(frame) = take_queued(this.queue) {
+            if let Some(frame) = this.queue.take() {
                 return Poll::Ready(Some(Ok(Frame::data(frame))));
             }
             if *this.state != State::Streaming {
@@ -178,28 +178,6 @@ impl<T: LineTranslator> http_body::Body for Reframe<T> {
     fn is_end_stream(&self) -> bool {
         self.state != State::Streaming && self.queue.is_empty()
     }
-}
-
-/// The queued frames, as one: the events one upstream read brought leave together, and the
-/// layers above (the merge, the record, the batch) handle them once rather than once a token.
-/// Nothing waits (only what is queued is joined). Frames the translator wrote in place are
-/// one frame already; frames made whole (an error, a closing) are joined while they stay
-/// under [`MAX_JOINED`](crate::http::batch::MAX_JOINED), as the batch's do, and a frame that
-/// large on its own is not copied.
-fn take_queued(frames: &mut Frames) -> Option<Bytes> {
-    if let Some(written) = frames.take_written() {
-        return Some(written);
-    }
-    let queue = frames.whole_mut();
-    let (count, len) = joinable(queue.iter().map(Bytes::len));
-    if count < 2 {
-        return queue.pop_front();
-    }
-    let mut joined = BytesMut::with_capacity(len);
-    for next in queue.drain(..count) {
-        joined.extend_from_slice(&next);
-    }
-    Some(joined.freeze())
 }
 
 /// Translates every complete line the framer holds.
@@ -332,27 +310,8 @@ mod tests {
     use std::task::Waker;
 
     use super::*;
-    use crate::http::batch::MAX_JOINED;
     use crate::translate::Meta;
     use crate::translate::chat::ChatStream;
-
-    #[test]
-    fn queued_frames_are_joined_up_to_the_cap() {
-        let big = Bytes::from(vec![b'x'; MAX_JOINED]);
-        let mut queue = Frames::default();
-        queue.extend(["a", "bc", "d"].into_iter().map(Bytes::from));
-        queue.push(big.clone());
-        queue.push(Bytes::from("e"));
-        assert_eq!(take_queued(&mut queue).unwrap(), "abcd");
-        let alone = take_queued(&mut queue).unwrap();
-        assert_eq!(
-            alone.as_ptr(),
-            big.as_ptr(),
-            "a frame at the cap is handed on uncopied"
-        );
-        assert_eq!(take_queued(&mut queue).unwrap(), "e");
-        assert_eq!(take_queued(&mut queue), None);
-    }
 
     fn chat(pieces: &[&'static str]) -> Reframe<ChatStream> {
         chat_with_usage(pieces, false)
@@ -429,7 +388,7 @@ mod tests {
             for line in read.lines() {
                 stream.frames(line.as_bytes(), &mut frames).unwrap();
             }
-            let written = frames.take_written().unwrap().len();
+            let written = frames.take().unwrap().len();
             assert!(
                 room >= written && room < 2 * written,
                 "{room} for {written}"

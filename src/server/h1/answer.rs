@@ -1,16 +1,16 @@
 //! Writing an answer: its head, then its body as the body has it, framed by length, chunked,
 //! or (to an HTTP/1.0 client, length unknown) up to the close.
 //!
-//! What the body has ready is gathered into one write: a whole answer leaves with its head in
-//! one write, and a burst of tokens in one write, while a token that comes alone goes out at
-//! once (a body with nothing ready means: write what is held). A large frame is written as it
-//! is, not copied. While the body has nothing, the client is watched: one that closes ends
-//! the answer (and so the upstream request behind it).
+//! The body's frames are joined into writes in a [`WriteBuf`] (`http::write_buf` says how
+//! a frame gets here and when it is written): a whole response leaves with its head in one
+//! write, a burst of tokens in one write, and a token that comes alone goes out at once.
+//! While the body has nothing, the client is watched: one that closes ends the response (and
+//! so the upstream request behind it).
 
 use std::cell::Cell;
 use std::future::poll_fn;
 use std::io;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::UNIX_EPOCH;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -23,18 +23,9 @@ use super::head::{self, Framing};
 use super::wire::{CONTINUE, Shared, lock};
 use crate::base::clock;
 use crate::http::body::{Body, BoxError};
-use crate::http::h1::fields::{FramingHeaders, parse_length, push_hex};
+use crate::http::h1::fields::{FramingHeaders, parse_length};
 use crate::http::message::{HeaderView, Response};
-
-/// Held bytes past this are written before more of the body is read; a frame larger than
-/// this is written on its own.
-const FLUSH_AT: usize = 16 * 1024;
-/// Room kept between writes; more is given back once written.
-const KEEP_ROOM: usize = 4 * 1024;
-/// Room a stream keeps while it waits for its next token: a token's frame fits, so that a
-/// stream sent a token at a time takes no new room per token; a burst's larger room is
-/// given back.
-const IDLE_ROOM: usize = 512;
+use crate::http::write_buf::{Added, FLUSH_AT, WriteBuf};
 
 /// What the request said about its answer.
 #[derive(Clone, Copy, Debug)]
@@ -74,6 +65,8 @@ pub struct Prepared {
     /// The head, and room for what follows it.
     out: BytesMut,
     framing: Framing,
+    /// What the body had ready when the head was made.
+    ready: Ready,
     /// Whether the connection can carry another request after this answer.
     pub keep_alive: bool,
     /// A `101 Switching Protocols`: the connection is the new protocol's after the head.
@@ -82,10 +75,10 @@ pub struct Prepared {
 
 /// Makes `response`'s head, ready to be sent with its body.
 pub fn prepare<I>(wire: &Shared<I>, response: Response, asked: Asked) -> Prepared {
-    let (mut head, body) = response.into_parts();
+    let (mut head, mut body) = response.into_parts();
     let status = head.status();
     let said = ResponseFraming::of(head.headers());
-    let framing = framing(status, said.length, &body, asked);
+    let (framing, ready) = framing_and_ready(status, said.length, &mut body, asked);
     // A `HEAD` request's response says the length its `GET` would have, when the body lingo
     // made for it knows it (an empty one may stand for a body of unknown length).
     if asked.head_request && !said.declared {
@@ -103,7 +96,10 @@ pub fn prepare<I>(wire: &Shared<I>, response: Response, asked: Asked) -> Prepare
     // the rest of), or to a request whose body failed, closes the connection after it.
     let keep_alive = asked.keep_alive && framing != Framing::ToClose && !said.close && !broken;
     // Room for the head, and for a whole body that comes in one write with it.
-    let whole = (body.size_hint().exact()).and_then(|n| usize::try_from(n).ok());
+    let whole = match framing {
+        Framing::Length(n) => usize::try_from(n).ok(),
+        _ => Some(ready.len),
+    };
     let mut out = BytesMut::with_capacity(512 + whole.filter(|&n| n <= FLUSH_AT).unwrap_or(0));
     if let Some(at) = go_ahead
         && at > 0
@@ -123,6 +119,7 @@ pub fn prepare<I>(wire: &Shared<I>, response: Response, asked: Asked) -> Prepare
         body,
         out,
         framing,
+        ready,
         keep_alive,
         switched: status == StatusCode::SWITCHING_PROTOCOLS,
     }
@@ -135,37 +132,52 @@ where
 {
     let Prepared {
         mut body,
-        mut out,
+        out,
         framing,
+        ready,
         ..
     } = prepared;
+    let mut buf = WriteBuf::new(out, framing == Framing::Chunked);
     match framing {
-        Framing::None => flush(wire, &mut out).await,
-        _ => send_body(wire, &mut body, out, framing).await,
+        Framing::None => flush(wire, &mut buf).await,
+        _ => send_body(wire, &mut body, buf, framing, ready).await,
     }
 }
 
-/// Writes the body after `out` (the head), framed by `framing`.
+/// Writes the body after the head `buf` holds, framed by `framing`: first what it had
+/// `ready`, then its frames as they come.
 async fn send_body<I>(
     wire: &Shared<I>,
     body: &mut Body,
-    mut out: BytesMut,
+    mut buf: WriteBuf,
     framing: Framing,
+    ready: Ready,
 ) -> Result<(), AnswerError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
     let mut left = match framing {
-        Framing::Length(n) => Some(n),
+        Framing::Length(n) => Some(n - ready.len as u64),
         _ => None,
     };
+    for data in ready.first.into_iter().chain(ready.more) {
+        add(wire, &mut buf, data).await?;
+    }
+    match ready.end {
+        Some(Ok(())) => return end(wire, body, buf, left).await,
+        Some(Err(err)) => {
+            flush(wire, &mut buf).await?;
+            return Err(AnswerError::Body(err));
+        }
+        None => {}
+    }
     loop {
-        let next = match poll_fn(|cx| next(wire, body, !out.is_empty(), cx)).await {
+        let next = match poll_fn(|cx| next(wire, body, !buf.is_empty(), cx)).await {
             Ok(next) => next,
             // What came before a failure is the client's: written, then the connection is
             // closed without the body's end, so the client sees the answer cut short.
             Err(err @ AnswerError::Body(_)) => {
-                flush(wire, &mut out).await?;
+                flush(wire, &mut buf).await?;
                 return Err(err);
             }
             Err(err) => return Err(err),
@@ -175,18 +187,13 @@ where
                 if let Some(left) = &mut left {
                     *left = (left.checked_sub(data.len() as u64)).ok_or(AnswerError::Length)?;
                 }
-                add(wire, &mut out, data, framing == Framing::Chunked).await?;
+                add(wire, &mut buf, data).await?;
                 if body.is_end_stream() {
-                    return end(wire, body, out, framing, left).await;
+                    return end(wire, body, buf, left).await;
                 }
             }
-            Next::Idle => {
-                flush(wire, &mut out).await?;
-                if out.capacity() > IDLE_ROOM {
-                    out = BytesMut::new();
-                }
-            }
-            Next::End => return end(wire, body, out, framing, left).await,
+            Next::Idle => flush(wire, &mut buf).await?,
+            Next::End => return end(wire, body, buf, left).await,
         }
     }
 }
@@ -200,26 +207,92 @@ where
 async fn end<I>(
     wire: &Shared<I>,
     body: &mut Body,
-    mut out: BytesMut,
-    framing: Framing,
+    mut buf: WriteBuf,
     left: Option<u64>,
 ) -> Result<(), AnswerError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    if framing == Framing::Chunked {
-        out.put_slice(b"0\r\n\r\n");
-    }
+    buf.end();
+    let mut out = buf.take();
     let written = poll_fn(|cx| Poll::Ready(lock(wire).poll_write_all(cx, &mut out))).await;
     if let Poll::Ready(written) = written {
         written?;
     } else {
         *body = Body::empty();
-        flush(wire, &mut out).await?;
+        poll_fn(|cx| lock(wire).poll_write_all(cx, &mut out)).await?;
     }
     match left {
         Some(left) if left > 0 => Err(AnswerError::Length),
         _ => Ok(()),
+    }
+}
+
+/// [`framing`], and what a body of unknown size has ready ([`Ready::take`]): when that is
+/// all of it, it is framed by its length.
+fn framing_and_ready(
+    status: StatusCode,
+    declared: Option<u64>,
+    body: &mut Body,
+    asked: Asked,
+) -> (Framing, Ready) {
+    let framing = framing(status, declared, body, asked);
+    if !matches!(framing, Framing::Chunked | Framing::ToClose) {
+        return (framing, Ready::default());
+    }
+    let ready = Ready::take(body);
+    match ready.end {
+        Some(Ok(())) => (Framing::Length(ready.len as u64), ready),
+        _ => (framing, ready),
+    }
+}
+
+/// What a body of unknown size had ready when its head was made, taken without waiting: the
+/// head leaves in one write with it, and a body that was all there is framed by its length.
+#[derive(Default)]
+struct Ready {
+    /// The first frame: most bodies have one ready, and keeping it takes no list.
+    first: Option<Bytes>,
+    /// The frames after the first.
+    more: Vec<Bytes>,
+    /// Their bytes.
+    len: usize,
+    /// How the body ended, if it did: `Ok` once it said it has no more, or its error.
+    end: Option<Result<(), BoxError>>,
+}
+
+impl Ready {
+    /// Polls `body` until it has nothing ready, ends, or has given [`FLUSH_AT`] bytes. It is
+    /// polled with a waker that does nothing: `send` polls it again, with the task's, before
+    /// it waits. A body that says it has ended is not polled for its end (see [`end`]).
+    fn take(body: &mut Body) -> Ready {
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut ready = Ready::default();
+        while ready.len < FLUSH_AT {
+            match std::pin::Pin::new(&mut *body).poll_frame(&mut cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data().map_err(drop)
+                        && !data.is_empty()
+                    {
+                        ready.len += data.len();
+                        match ready.first {
+                            None => ready.first = Some(data),
+                            Some(_) => ready.more.push(data),
+                        }
+                    }
+                    if body.is_end_stream() {
+                        ready.end = Some(Ok(()));
+                    }
+                }
+                Poll::Ready(Some(Err(err))) => ready.end = Some(Err(err)),
+                Poll::Ready(None) => ready.end = Some(Ok(())),
+                Poll::Pending => break,
+            }
+            if ready.end.is_some() {
+                break;
+            }
+        }
+        ready
     }
 }
 
@@ -310,54 +383,42 @@ where
     }
 }
 
-/// Adds a data frame to what is held, framed; a large one is written after what is held,
-/// as it is.
-async fn add<I>(
-    wire: &Shared<I>,
-    out: &mut BytesMut,
-    mut data: Bytes,
-    chunked: bool,
-) -> Result<(), AnswerError>
+/// Adds a data frame to what is held, and writes what [`WriteBuf::add`] asks for.
+async fn add<I>(wire: &Shared<I>, buf: &mut WriteBuf, data: Bytes) -> Result<(), AnswerError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    if chunked {
-        push_hex(out, data.len());
-    }
-    if out.len() + data.len() <= FLUSH_AT {
-        // Grown once with room for what usually follows (a closing frame, the end): grown
-        // only as needed, a streamed chat completion's buffer was grown twice.
-        if out.capacity() - out.len() < data.len() + 2 {
-            out.reserve(data.len() + IDLE_ROOM);
+    match buf.add(data) {
+        Added::Held => Ok(()),
+        Added::Full => flush(wire, buf).await,
+        Added::Large(mut data) => {
+            flush(wire, buf).await?;
+            poll_fn(|cx| lock(wire).poll_write_all(cx, &mut data)).await?;
+            buf.large_written();
+            Ok(())
         }
-        out.extend_from_slice(&data);
-    } else {
-        flush(wire, out).await?;
-        poll_fn(|cx| lock(wire).poll_write_all(cx, &mut data)).await?;
     }
-    if chunked {
-        out.put_slice(b"\r\n");
-    }
-    if out.len() >= FLUSH_AT {
-        flush(wire, out).await?;
+}
+
+/// Writes what `buf` holds.
+async fn flush<I>(wire: &Shared<I>, buf: &mut WriteBuf) -> Result<(), AnswerError>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    if !buf.is_empty() {
+        let mut held = buf.take();
+        poll_fn(|cx| lock(wire).poll_write_all(cx, &mut held)).await?;
+        buf.written(held);
     }
     Ok(())
 }
 
-/// Writes what is held; room past [`KEEP_ROOM`] is given back.
-pub async fn flush<I>(wire: &Shared<I>, out: &mut BytesMut) -> Result<(), AnswerError>
+/// Writes `out` (a head with no body, on a connection that closes after it).
+pub async fn write_head<I>(wire: &Shared<I>, out: BytesMut) -> Result<(), AnswerError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    if !out.is_empty() {
-        let mut held = std::mem::take(out);
-        poll_fn(|cx| lock(wire).poll_write_all(cx, &mut held)).await?;
-        held.clear();
-        if held.capacity() <= KEEP_ROOM {
-            *out = held;
-        }
-    }
-    Ok(())
+    flush(wire, &mut WriteBuf::new(out, false)).await
 }
 
 /// The `Date` field's value, formatted once a second per thread. An IMF-fixdate is always

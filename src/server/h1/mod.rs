@@ -285,7 +285,7 @@ where
         date: answer::date,
     };
     head::write(&mut out, &response);
-    let _ = answer::flush(wire, &mut out).await;
+    let _ = answer::write_head(wire, out).await;
     shut(wire).await;
 }
 

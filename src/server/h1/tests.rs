@@ -590,10 +590,42 @@ async fn an_answer_without_a_date_gets_the_current_one() {
     served.await.unwrap().unwrap();
 }
 
+/// A body that has nothing ready at its first poll (it wakes its task at once), then is
+/// `inner`.
+struct Late<B> {
+    inner: B,
+    waited: bool,
+}
+
+impl<B: http_body::Body + Unpin> http_body::Body for Late<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        if !std::mem::replace(&mut self.waited, true) {
+            cx.waker().wake_by_ref();
+            return std::task::Poll::Pending;
+        }
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 /// An answer whose body says it has ended once its last frame is taken is written whole
 /// without a poll for its end (the end's work, an answer's record and its upstream
-/// connection put back, is left to the body's drop, after the write), framed by length or
-/// chunked, and the connection goes on to the next request.
+/// connection put back, is left to the body's drop, after the write), framed by length
+/// (its size told, or all of it ready with the head) or chunked (its size untold and
+/// nothing ready with the head), and the connection goes on to the next request.
 #[tokio::test]
 async fn an_answer_that_told_its_end_is_written_whole_and_not_polled_again() {
     use crate::http::body::Told;
@@ -603,30 +635,38 @@ async fn an_answer_that_told_its_end_is_written_whole_and_not_polled_again() {
     let (mut client, served) = start(move |req| {
         let (told, dropped) = Told::new("whole");
         kept.lock().unwrap().push(dropped);
-        let told = if req.uri() == "/b" {
-            told.of_unknown_size()
-        } else {
-            told
+        let body = match req.uri().path() {
+            "/b" => Body::boxed(Late {
+                inner: told.of_unknown_size(),
+                waited: false,
+            }),
+            "/c" => Body::boxed(told.of_unknown_size()),
+            _ => Body::boxed(told),
         };
-        async move { Response::new(Body::boxed(told)) }
+        async move { Response::new(body) }
     });
-    let two =
-        "GET /a HTTP/1.1\r\nhost: x\r\n\r\nGET /b HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
-    client.write_all(two.as_bytes()).await.unwrap();
+    let three = "GET /a HTTP/1.1\r\nhost: x\r\n\r\nGET /c HTTP/1.1\r\nhost: x\r\n\r\n\
+                 GET /b HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    client.write_all(three.as_bytes()).await.unwrap();
     let all = read_to_end(&mut client).await;
-    let (first, second) = all.split_at(all.find("wholeHTTP/1.1").expect("two answers") + 5);
-    assert!(first.contains("content-length: 5\r\n") && first.ends_with("\r\n\r\nwhole"));
+    let answers: Vec<&str> = all.split("HTTP/1.1 200 OK\r\n").skip(1).collect();
+    assert_eq!(answers.len(), 3, "{all:?}");
+    for by_length in &answers[..2] {
+        assert!(by_length.contains("content-length: 5\r\n"), "{by_length}");
+        assert!(by_length.ends_with("\r\n\r\nwhole"), "{by_length}");
+    }
+    let chunked = answers[2];
     assert!(
-        second.contains("transfer-encoding: chunked\r\n"),
-        "{second}"
+        chunked.contains("transfer-encoding: chunked\r\n"),
+        "{chunked}"
     );
     assert!(
-        second.ends_with("\r\n\r\n5\r\nwhole\r\n0\r\n\r\n"),
-        "{second}"
+        chunked.ends_with("\r\n\r\n5\r\nwhole\r\n0\r\n\r\n"),
+        "{chunked}"
     );
     served.await.unwrap().unwrap();
     let drops = drops.lock().unwrap();
-    assert_eq!(drops.len(), 2);
+    assert_eq!(drops.len(), 3);
     assert!(drops.iter().all(|dropped| dropped.load(SeqCst)));
 }
 

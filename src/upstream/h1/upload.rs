@@ -1,11 +1,12 @@
 //! Writing a request: its head, then its body as the body has it, framed by length or
 //! chunked.
 //!
-//! A whole body (every translated request, most uploads) goes out with its head in one write.
-//! A streamed one is written as it comes, a write per burst rather than per frame, and no
-//! more than [`FLUSH_AT`] is held. While the request waits (for the client's next bytes, or for
-//! the upstream to take more) the connection is watched: an upstream that answers before the
-//! request's end (a 413 to an upload too big for it) is read, not left to reset a write.
+//! The body's frames are joined into writes in a [`WriteBuf`], as a response's are (see
+//! `http::write_buf`): a whole body (every translated request, most uploads) goes out with
+//! its head in one write, a streamed one a write per burst. While the request waits (for the
+//! client's next bytes, or for the upstream to take more) the connection is watched: an
+//! upstream that answers before the request's end (a 413 to an upload too big for it) is
+//! read, not left to reset a write.
 
 use std::future::poll_fn;
 use std::io;
@@ -19,10 +20,7 @@ use tokio::io::AsyncWrite;
 use super::head::{self, Early, Framing};
 use super::{Conn, SendError};
 use crate::http::body::Body;
-use crate::http::h1::fields::push_hex;
-
-/// Held bytes past this are written before more of the body is read.
-const FLUSH_AT: usize = 16 * 1024;
+use crate::http::write_buf::{Added, WriteBuf};
 
 /// How far the request went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +56,7 @@ enum Next {
 struct Upload<'a> {
     conn: &'a mut Conn,
     /// Bytes framed and not yet written.
-    out: BytesMut,
+    buf: WriteBuf,
     framing: Framing,
     /// Body bytes so far.
     sent: u64,
@@ -79,7 +77,7 @@ pub async fn send(
 ) -> Result<Sent, SendError> {
     let mut up = Upload {
         conn,
-        out,
+        buf: WriteBuf::new(out, framing == Framing::Chunked),
         framing,
         sent: 0,
         watching: true,
@@ -122,7 +120,7 @@ impl Upload<'_> {
             Poll::Ready(Some(Ok(frame))) => return Poll::Ready(Ok(Next::Frame(frame))),
             Poll::Ready(Some(Err(err))) => return Poll::Ready(Err(SendError::Upload(err))),
             Poll::Ready(None) => return Poll::Ready(Ok(Next::End)),
-            Poll::Pending if !self.out.is_empty() => return Poll::Ready(Ok(Next::Idle)),
+            Poll::Pending if !self.buf.is_empty() => return Poll::Ready(Ok(Next::Idle)),
             Poll::Pending => {}
         }
         self.refused(cx)
@@ -149,9 +147,8 @@ impl Upload<'_> {
         self.conn.poll_deadline(cx)
     }
 
-    /// Adds a data frame to what is held, framed; a large frame is written as it is, after
-    /// what was held, rather than copied.
-    async fn add(&mut self, mut data: Bytes) -> Result<Sent, SendError> {
+    /// Adds a data frame to what is held, and writes what [`WriteBuf::add`] asks for.
+    async fn add(&mut self, data: Bytes) -> Result<Sent, SendError> {
         self.sent += data.len() as u64;
         if matches!(self.framing, Framing::Length(n) if self.sent > n) {
             return Err(upload("the body is longer than its length"));
@@ -159,24 +156,19 @@ impl Upload<'_> {
         if data.is_empty() {
             return Ok(Sent::All);
         }
-        let chunked = self.framing == Framing::Chunked;
-        if chunked {
-            push_hex(&mut self.out, data.len());
+        match self.buf.add(data) {
+            Added::Held => Ok(Sent::All),
+            Added::Full => self.flush().await,
+            Added::Large(mut data) => {
+                if self.flush().await? == Sent::Answered
+                    || self.write_all(&mut data).await? == Sent::Answered
+                {
+                    return Ok(Sent::Answered);
+                }
+                self.buf.large_written();
+                Ok(Sent::All)
+            }
         }
-        if self.out.len() + data.len() <= FLUSH_AT {
-            self.out.extend_from_slice(&data);
-        } else if self.flush().await? == Sent::Answered
-            || self.write_all(&mut data).await? == Sent::Answered
-        {
-            return Ok(Sent::Answered);
-        }
-        if chunked {
-            self.out.extend_from_slice(b"\r\n");
-        }
-        if self.out.len() >= FLUSH_AT {
-            return self.flush().await;
-        }
-        Ok(Sent::All)
     }
 
     /// Whether the body is framed by its length and all of it is sent.
@@ -186,21 +178,18 @@ impl Upload<'_> {
 
     /// The body's end: its length checked, or the last chunk; then everything held written.
     async fn end(&mut self) -> Result<Sent, SendError> {
-        match self.framing {
-            Framing::Length(n) if self.sent < n => {
-                return Err(upload("the body ended before its length"));
-            }
-            Framing::Length(_) => {}
-            Framing::Chunked => self.out.extend_from_slice(b"0\r\n\r\n"),
+        if matches!(self.framing, Framing::Length(n) if self.sent < n) {
+            return Err(upload("the body ended before its length"));
         }
+        self.buf.end();
         self.flush().await
     }
 
+    /// Writes what is held.
     async fn flush(&mut self) -> Result<Sent, SendError> {
-        let mut out = std::mem::take(&mut self.out);
-        let sent = self.write_all(&mut out).await;
-        out.clear();
-        self.out = out;
+        let mut held = self.buf.take();
+        let sent = self.write_all(&mut held).await;
+        self.buf.written(held);
         sent
     }
 
