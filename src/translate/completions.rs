@@ -3,6 +3,11 @@
 //! A prompt array is a batch: one native request per prompt, answered as choices in prompt
 //! order. `max_tokens` defaults to 16 (the official API's default); sampling fields are sent
 //! only when set; `echo` puts the prompt in front of the text.
+//!
+//! A native line is read by a [`Scan`] first and a stream's chunk is written in place, keys
+//! as literals (see `translate::scan` and `translate::sse`: both are most of a streamed
+//! translation's work when left to serde); tests walk `Event`'s fields and compare each
+//! frame with serde's `text_completion` object, so a field added to either is handled too.
 
 use std::borrow::Cow;
 
@@ -15,7 +20,7 @@ use super::json::Json;
 use super::ndjson::LineFramer;
 use super::params::{self, err};
 use super::scan::{Scan, Seen};
-use super::sse::{self, field, str_field, usage_field};
+use super::sse::{self, field, usage_field};
 use super::translation::Refusal;
 use super::translation::{FINGERPRINT, LineTranslator, Meta, Translation, UpstreamCall};
 use crate::base::dialect::Dialect;
@@ -180,7 +185,7 @@ struct Out<'a> {
     usage: Option<Usage>,
 }
 
-/// A field added here is also written by [`OutChoice::write`].
+/// A field added here is also written by [`OutChoice::write`] (which names every field).
 #[derive(Serialize)]
 struct OutChoice<'a> {
     text: Cow<'a, str>,
@@ -351,12 +356,19 @@ impl CompletionStream {
 // === impl OutChoice ===
 
 impl OutChoice<'_> {
-    /// `[choice]` as serde writes it: the keys as literals, only the text escaped.
+    /// `[choice]` as serde writes it, its keys as literals (see `translate::sse`). Every
+    /// field is named here, so that one added to the struct is written here too.
     fn write(&self, out: &mut Vec<u8>) {
-        str_field(out, b"[{\"text\":", Some(&self.text));
-        field(out, b",\"index\":", &self.index);
-        field(out, b",\"logprobs\":", &self.logprobs);
-        str_field(out, b",\"finish_reason\":", self.finish_reason);
+        let OutChoice {
+            text,
+            index,
+            logprobs,
+            finish_reason,
+        } = self;
+        field(out, b"[{\"text\":", text);
+        field(out, b",\"index\":", index);
+        field(out, b",\"logprobs\":", logprobs);
+        field(out, b",\"finish_reason\":", finish_reason);
         out.extend_from_slice(b"}]");
     }
 }
@@ -451,13 +463,73 @@ impl LineTranslator for CompletionStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::translate::scan::{random_objects, spoilt};
+    use crate::translate::scan::{fields_of, random_objects, spoilt};
     use serde_json::json;
+    use std::collections::BTreeSet;
 
     /// The event the scan reads from `text`, if it reads one.
     fn scan(text: &[u8]) -> Option<Event<'_>> {
         let mut event = Event::default();
         scan_into(text, &mut event).map(|()| event)
+    }
+
+    /// Every field serde reads into an event is read by the scan as serde reads it: a field
+    /// added to `Event` fails here until the scan reads it.
+    #[test]
+    fn every_field_serde_reads_is_scanned() {
+        let samples = [
+            ("response", r#"{"response":"x"}"#),
+            ("done", r#"{"done":true}"#),
+            ("done_reason", r#"{"done_reason":"length"}"#),
+            ("prompt_eval_count", r#"{"prompt_eval_count":3}"#),
+            ("eval_count", r#"{"eval_count":5}"#),
+            ("error", r#"{"error":"boom"}"#),
+        ];
+        let fields: BTreeSet<&str> = fields_of::<Event>().iter().copied().collect();
+        let sampled = samples.iter().map(|(field, _)| *field).collect();
+        assert_eq!(fields, sampled, "a field of Event without a sample");
+        for (field, line) in samples {
+            let serde = format!("{:?}", serde_json::from_str::<Event>(line).unwrap());
+            assert_ne!(
+                serde,
+                format!("{:?}", Event::default()),
+                "{field}: sets nothing"
+            );
+            let event = scan(line.as_bytes()).unwrap_or_else(|| panic!("{field} not scanned"));
+            assert_eq!(format!("{event:?}"), serde, "{field}");
+        }
+    }
+
+    /// A stream's frames are what serde writes for the whole `text_completion` object,
+    /// whatever the choice holds, with and without usage.
+    #[test]
+    fn a_frame_is_the_whole_object_as_serde_writes_it() {
+        let meta = Meta {
+            id: "cmpl-t".into(),
+            created: 7,
+            model: "m\"\u{e9}".into(),
+        };
+        let stream = CompletionStream::new(&meta, 1, true, None);
+        for text in ["", "tok", "a\"b\\\n\u{1}\u{1f600}"] {
+            for finish_reason in [None, Some("stop")] {
+                for usage in [None, Some(Usage::new(2, 3))] {
+                    let choice = || OutChoice {
+                        text: Cow::Borrowed(text),
+                        index: 1,
+                        logprobs: None,
+                        finish_reason,
+                    };
+                    let mut ours = Vec::new();
+                    stream.write_frame(Some(&choice()), usage, &mut ours);
+                    let serde = sse::data(&envelope(&meta, vec![choice()], usage));
+                    assert_eq!(String::from_utf8(ours).unwrap(), serde);
+                }
+            }
+        }
+        let mut ours = Vec::new();
+        stream.write_frame(None, Some(Usage::new(2, 3)), &mut ours);
+        let serde = sse::data(&envelope(&meta, Vec::new(), Some(Usage::new(2, 3))));
+        assert_eq!(String::from_utf8(ours).unwrap(), serde);
     }
 
     /// Generate lines: what the scan reads (real lines always), serde reads the same.

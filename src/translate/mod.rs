@@ -2,12 +2,17 @@
 //!
 //! Bytes and values in, bytes and values out: no sockets, no clocks (ids and `created` are
 //! passed in), no tasks. That keeps them table-testable with golden files, and keeps the I/O
-//! shell (`inference`) thin. Each native line is parsed once and each frame serialised once.
+//! shell (`proxy::run::translate`) thin. Each native line is parsed once and each frame
+//! serialised once.
+//!
+//! Beside serde, two fast paths do the work of a stream: [`scan`] reads native lines and
+//! requests in one pass, and the chunk writers (`sse::field`, each translator's
+//! `write_plain`) write keys as literals. Each is tested against the serde struct it
+//! stands in for, field by field, so that a field added to the struct is not left out.
 
 pub mod chat;
 pub mod completions;
 pub mod embeddings;
-pub mod escape;
 pub mod frames;
 pub mod json;
 pub mod links;
@@ -31,13 +36,11 @@ pub use translation::{
     FINGERPRINT, LineTranslator, Meta, NoStream, Refusal, Translation, UpstreamCall,
 };
 
-/// Parses JSON (an upstream line or answer, a client's request) checking its UTF-8 once.
+/// Parses JSON (an upstream line or response, a client's request) checking its UTF-8 once.
 ///
-/// serde_json's slice reader checks each string it reads on its own, keys included: about ten
-/// calls a native line, 4.7% of a streamed translation's instructions (callgrind). Valid
+/// serde_json's slice reader checks each string it reads on its own, keys included. Valid
 /// UTF-8 (every line a JSON server sends) is read as `&str`, which is checked once here and
-/// not again; anything else goes to the slice reader, which skips strings it ignores, as
-/// before.
+/// not again; anything else goes to the slice reader, which skips strings it ignores.
 pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
     match std::str::from_utf8(bytes) {
         Ok(text) => serde_json::from_str(text),
@@ -50,9 +53,8 @@ pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result
 /// would read the same; what it wrote into `out` by then is replaced by serde's value, or
 /// left there with serde's error, for the caller to drop).
 ///
-/// Read into the caller's value, not returned: a line's event (160 bytes) was moved from
-/// the scan to its caller and again out of the result (callgrind: 3 copies a line, ~1.5% of
-/// a streamed chat completion). Always inlined, as are its callers on the stream's path.
+/// Read into the caller's value rather than returned, so that a line's event is written
+/// once, where its caller keeps it; always inlined, as are its callers on a stream's path.
 #[inline(always)]
 pub fn parse_json_or_scan<'a, T: Deserialize<'a>>(
     bytes: &'a [u8],
@@ -65,8 +67,7 @@ pub fn parse_json_or_scan<'a, T: Deserialize<'a>>(
     Ok(())
 }
 
-/// `value` as JSON, in a buffer with `room` made at once: serde_json's own starts at 128
-/// bytes, and a whole answer grew it twice, copying each time.
+/// `value` as JSON, in a buffer with `room` made at once rather than grown as it fills.
 pub fn to_json<T: Serialize>(value: &T, room: usize) -> serde_json::Result<Vec<u8>> {
     let mut json = Vec::with_capacity(room);
     serde_json::to_writer(&mut json, value)?;
@@ -74,8 +75,8 @@ pub fn to_json<T: Serialize>(value: &T, room: usize) -> serde_json::Result<Vec<u
 }
 
 /// `bytes` as `Bytes` with no second allocation: from a `Vec` with room to spare, `Bytes`
-/// allocates a header to share it (per frame of a stream); a boxed slice needs none, and
-/// the allocator shrinks it in place.
+/// allocates a header to share it; a boxed slice needs none, and the allocator shrinks it
+/// in place.
 pub fn frozen(bytes: Vec<u8>) -> Bytes {
     Bytes::from(bytes.into_boxed_slice())
 }
@@ -110,7 +111,7 @@ pub enum Endpoint {
     /// `/api/version`: answered by lingo ([`native::models::NATIVE_VERSION`]).
     NativeVersion,
     /// Any web-data `/v1/...` call over a v2-only upstream: [`webdata`] maps the
-    /// path, the body and the answer (`/v2/...` passes through).
+    /// path, the body and the response (`/v2/...` passes through).
     WebDataV1,
 }
 

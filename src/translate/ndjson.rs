@@ -11,9 +11,8 @@ pub enum FrameError {
     LineTooLong { limit: usize },
 }
 
-/// Lines are lent out of one buffer, not split off it: a `Bytes` per line (split, frozen,
-/// trimmed and dropped, with the buffer's count updated each time) cost a streamed chat
-/// completion ~120 instructions a token, for a line the translator only reads.
+/// Lines are lent out of one buffer, not split off it: the translator only reads a line, so
+/// no `Bytes` (and no count of the buffer's users) is made per line.
 #[derive(Debug)]
 pub struct LineFramer {
     buf: Vec<u8>,

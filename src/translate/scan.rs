@@ -1,15 +1,15 @@
-//! A strict, fast JSON reader: for the small flat objects of a native stream (one per
+//! A strict one-pass JSON reader: for the small flat objects of a native stream (one per
 //! token), and for a client's request (`translate::json`).
 //!
-//! serde_json read a native line at about 2,800 instructions (callgrind: a third of a
-//! streamed translation's instructions), most of it generic visitor work for keys lingo
-//! ignores. This reads only what it is sure of, in one pass, and its caller answers `None`
-//! ("not sure") for anything else: for a native line, a nested value it does not expect, a
-//! number that is not a plain unsigned integer, a field given twice; for any reader, a key
-//! with an escape or past ASCII, a lone surrogate, a raw control character, a string that
-//! is not UTF-8, bytes after the value. The caller then lets serde read the text, so an
-//! answer is never different from serde's: either the same value, or serde's own (value or
-//! error).
+//! It exists because serde's generic visitor is most of a streamed translation's work (the
+//! figures are in docs/benchmarks.md), most of it for keys lingo ignores. It reads only what
+//! it is sure of, and its caller answers `None` ("not sure") for anything else: for a native
+//! line, a nested value it does not expect, a number that is not a plain unsigned integer, a
+//! field given twice; for any reader, a key with an escape or past ASCII, a lone surrogate, a
+//! raw control character, a string that is not UTF-8, bytes after the value. The caller then
+//! lets serde read the text, so an answer is never different from serde's: either the same
+//! value, or serde's own (value or error). Each reader built on it has a test that walks the
+//! fields of the serde struct it stands in for, so a field added there and not here fails.
 
 use std::borrow::Cow;
 
@@ -17,17 +17,16 @@ use std::borrow::Cow;
 const MAX_SKIP_DEPTH: usize = 16;
 
 /// A cursor over JSON text, as bytes, made one of two ways. Over bytes ([`Scan::new`], a
-/// native line): only the strings it gives are checked as UTF-8 (a line checked whole cost
-/// ~160 instructions, for the one string of it lingo reads), and any other string with a
-/// byte past ASCII is checked as it is read. Over text already checked whole
-/// ([`Scan::of_str`], a request, most of whose strings are kept): nothing is checked again.
+/// native line, of which lingo reads one string): only the strings it gives are checked as
+/// UTF-8, and any other string with a byte past ASCII is checked as it is read. Over text
+/// already checked whole ([`Scan::of_str`], a request, most of whose strings are kept):
+/// nothing is checked again.
 #[derive(Debug)]
 pub struct Scan<'a> {
     text: &'a [u8],
     at: usize,
     /// The text, when it is known to be UTF-8: the strings read are sliced from it, not
-    /// checked again (checking each of a request's ten short strings cost more than the
-    /// whole body at once).
+    /// checked again.
     whole: Option<&'a str>,
 }
 
@@ -156,11 +155,8 @@ impl<'a> Scan<'a> {
         self.peek().is_none().then_some(())
     }
 
-    /// A string, borrowed unless it has escapes.
-    ///
-    /// This and the small steps it takes are always inlined: called some ten times a line,
-    /// as calls they cost more in saved registers than in work (callgrind: -1.7% of a
-    /// streamed translation).
+    /// A string, borrowed unless it has escapes. This and its small steps are always
+    /// inlined: called some ten times a line, they are shorter than a call's set-up.
     #[inline(always)]
     pub fn str(&mut self) -> Option<Cow<'a, str>> {
         match self.plain_str()? {
@@ -179,8 +175,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A key: a string of plain ASCII, as the span of its bytes, `(from, to)` (one with
-    /// escapes or other bytes is left to serde: `None`). No `Cow` made and read back for the ~six keys of
-    /// every native line.
+    /// escapes or other bytes is left to serde: `None`).
     #[inline(always)]
     fn key(&mut self) -> Option<(usize, usize)> {
         self.plain_str()?.ok()
@@ -309,12 +304,25 @@ impl<'a> Scan<'a> {
 
     /// Where the run of string bytes from `at` that need no care ends: at a quote, a
     /// backslash, a control character, a byte past ASCII or the end of the text. Eight bytes
-    /// at a time (a byte-at-a-time loop made strings most of a line's reading).
+    /// at a time, then the last few one by one.
     #[inline(always)]
     fn plain_run(&self, at: usize) -> usize {
-        super::escape::run_until(self.bytes(), at, needs_care, |c| {
-            c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c)
-        })
+        let bytes = self.bytes();
+        let mut at = at;
+        while let Some(word) = bytes.get(at..at + 8) {
+            let marked = needs_care(u64::from_le_bytes(word.try_into().expect("eight bytes")));
+            if marked != 0 {
+                return at + marked.trailing_zeros() as usize / 8;
+            }
+            at += 8;
+        }
+        while bytes
+            .get(at)
+            .is_some_and(|&c| c != b'"' && c != b'\\' && (0x20..0x80).contains(&c))
+        {
+            at += 1;
+        }
+        at
     }
 
     /// The rest of a string from its first byte that needs care at `at` (`start`: its first
@@ -394,7 +402,14 @@ fn unescape(rest: &[u8]) -> Option<(char, usize)> {
 /// [`Scan::plain_run`] reads.
 #[inline(always)]
 fn needs_care(word: u64) -> u64 {
-    super::escape::special(word) | word & u64::from_le_bytes([0x80; 8])
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES * 0x80;
+    let zero_at = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    zero_at(word ^ (ONES * u64::from(b'"')))
+        | zero_at(word ^ (ONES * u64::from(b'\\')))
+        | below_space
+        | word & HIGHS
 }
 
 fn hex4(digits: &[u8]) -> Option<u32> {
@@ -415,6 +430,45 @@ impl Seen {
         let bit = 1 << field;
         (self.0 & bit == 0).then(|| self.0 |= bit)
     }
+}
+
+/// The fields a serde struct reads, as its `Deserialize` names them to the deserializer
+/// (`deserialize_struct(name, FIELDS, ..)`): for the tests that check a scan reads every one
+/// of them, or leaves it to serde on purpose.
+#[cfg(test)]
+pub(crate) fn fields_of<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+
+    /// Records the fields it is asked for, and gives no value.
+    struct Fields<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> de::Deserializer<'de> for Fields<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("its fields are all that was asked for"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Fields(&mut fields));
+    fields
 }
 
 /// `count` objects of up to five members, keys from `keys`, values JSON and not (and any of
@@ -633,6 +687,29 @@ mod tests {
             "[".repeat(depth),
             "]".repeat(depth)
         )));
+    }
+
+    /// A run of plain bytes ends at the first byte that needs care, wherever it stands in
+    /// its word or in the few bytes after the last word, and at the end of the text.
+    #[test]
+    fn a_plain_run_ends_at_the_first_byte_that_needs_care() {
+        let needs_care = |c: u8| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c);
+        for c in 0..=u8::MAX {
+            for before in 0..20 {
+                for after in [0, 1, 9] {
+                    let mut text = vec![b'a'; before];
+                    text.push(c);
+                    text.extend(std::iter::repeat_n(b'"', after));
+                    let want = if needs_care(c) { before } else { before + 1 };
+                    let want = if after == 0 && !needs_care(c) {
+                        text.len()
+                    } else {
+                        want
+                    };
+                    assert_eq!(Scan::new(&text).plain_run(0), want, "{c:#x} after {before}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -4,6 +4,11 @@
 //! exactly as the sender wrote it: field order, spacing, number spellings (`1e3`, integers
 //! past 2^53), escapes and fields lingo does not know. So the value's bytes are located with a
 //! borrowing parse (no tree is built) and the new value is spliced in around them.
+//!
+//! [`may_name`] is a search before that parse, because every native pass-through asks
+//! whether its body names an alias and most do not: the search answers at memory speed,
+//! where the parse reads every byte (docs/benchmarks.md has the figure). It reads no serde
+//! struct (it looks for the keys [`find`] is asked for), so it has no fields to keep in step.
 
 use std::ops::Range;
 
@@ -52,8 +57,7 @@ pub fn find<'a>(body: &'a [u8], names: &[&str]) -> Option<Vec<Found<'a>>> {
 }
 
 /// The quoted keys that [`may_name`] scans a body for, with their searchers built once: a
-/// memmem searcher costs more to build (about 700 instructions, with its SIMD set-up) than
-/// to run over a short body, and a native pass-through asked for three per request.
+/// memmem searcher costs more to build (its SIMD set-up) than to run over a short body.
 pub struct KeyScan {
     escape: Finder<'static>,
     keys: Vec<Finder<'static>>,
@@ -72,8 +76,7 @@ impl KeyScan {
 /// A table's few aliases as the string literals a body writes them in when it uses no
 /// escape (`"gpt-4o-mini"`), their searchers built once (with the table). One search per
 /// alias is cheaper than [`KeyScan`]'s (two keys, each hit's value read and looked up) while
-/// the aliases are few: a native pass-through with one alias in the table cost 1,333
-/// instructions more than one without (callgrind), most of it the key scan.
+/// the aliases are few.
 ///
 /// An alias JSON must escape (one with a quote, a backslash or a control character) has a
 /// backslash in its literal, so no body without one holds it; and no such body can name it
@@ -199,7 +202,8 @@ pub fn replaced(body: &[u8], range: Range<usize>, replacement: &[u8]) -> BytesMu
 /// A JSON string literal for `value`.
 pub fn string_literal(value: &str) -> Bytes {
     let mut out = Vec::with_capacity(value.len() + 2);
-    super::escape::write_str(&mut out, value);
+    // Writing a string into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut out, value);
     Bytes::from(out)
 }
 

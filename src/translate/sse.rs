@@ -1,11 +1,15 @@
 //! Server-sent-event frames: `data: <json>\n\n`, and the closing `data: [DONE]`; and how a
 //! stream's chunks are written in place: a head made once per stream ([`chunk_head`]), then
-//! fields with their keys as literals ([`field`], [`str_field`], [`usage_field`]).
+//! fields with their keys as literals ([`field`], [`usage_field`]).
+//!
+//! Keys are written as literals because serde_json escapes every key byte by byte, which is
+//! most of a chunk's serialising (docs/benchmarks.md has the figures); the values are
+//! serde's own. Each writer that stands in for a serde struct is tested against it, field by
+//! field, so a field added to the struct and not to the writer fails a test.
 
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::escape;
 use super::ndjson::LineFramer;
 use super::translation::{FINGERPRINT, Meta};
 use crate::base::usage::Usage;
@@ -21,9 +25,7 @@ pub fn data(value: &impl Serialize) -> Bytes {
 }
 
 /// `key` (a literal: its quotes and colon, and whatever JSON goes before it) and `value`
-/// as serde writes it: how frames are written in place, keys as literals (serde_json
-/// escapes every key byte by byte, most of a chunk's serialising). Always inlined: a shared
-/// copy cost a whole chat completion 0.14% more instructions.
+/// as serde writes it. Always inlined: it is a few instructions around serde's own call.
 #[inline(always)]
 pub fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &[u8], value: &T) {
     out.extend_from_slice(key);
@@ -31,24 +33,17 @@ pub fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &[u8], value: &T) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
 
-/// [`field`] for a string or `null`, written by [`escape::write_str`] (serde_json's own
-/// writing was ~190 instructions a token's text).
-#[inline(always)]
-pub fn str_field(out: &mut Vec<u8>, key: &[u8], text: Option<&str>) {
-    out.extend_from_slice(key);
-    match text {
-        Some(text) => escape::write_str(out, text),
-        None => out.extend_from_slice(b"null"),
-    }
-}
-
-/// `key` and the usage object as serde writes it, its keys as literals (serde_json escaped
-/// each key byte by byte: ~800 instructions a whole chat completion).
+/// `key` and the usage object as serde writes [`Usage`], its keys as literals.
 pub fn usage_field(out: &mut Vec<u8>, key: &[u8], usage: &Usage) {
+    let Usage {
+        prompt_tokens,
+        completion_tokens,
+        total_tokens,
+    } = usage;
     out.extend_from_slice(key);
-    field(out, b"{\"prompt_tokens\":", &usage.prompt_tokens);
-    field(out, b",\"completion_tokens\":", &usage.completion_tokens);
-    field(out, b",\"total_tokens\":", &usage.total_tokens);
+    field(out, b"{\"prompt_tokens\":", prompt_tokens);
+    field(out, b",\"completion_tokens\":", completion_tokens);
+    field(out, b",\"total_tokens\":", total_tokens);
     out.push(b'}');
 }
 
@@ -61,17 +56,16 @@ pub fn room(head: usize, framer: &LineFramer) -> usize {
 
 /// What every chunk of a stream starts with, the same from first to last, up to its
 /// `choices`: `data: {"id":…,"object":…,"created":…,"model":…,"system_fingerprint":…,
-/// "choices":`. Made once per stream, not once per token; written in place, keys as
-/// literals (serde_json's writing, from an empty vector, was ~3,000 instructions a stream).
+/// "choices":`. Made once per stream, not once per token.
 pub fn chunk_head(meta: &Meta, object: &'static str) -> Vec<u8> {
-    // The keys and punctuation are 83 bytes, `created` at most 20 digits.
     let known = meta.id.len() + object.len() + meta.model.len() + FINGERPRINT.len();
-    let mut out = Vec::with_capacity(known + 103);
-    str_field(&mut out, b"data: {\"id\":", Some(&meta.id));
-    str_field(&mut out, b",\"object\":", Some(object));
+    // Room for the keys, the quotes and `created` too.
+    let mut out = Vec::with_capacity(known + 128);
+    field(&mut out, b"data: {\"id\":", &meta.id);
+    field(&mut out, b",\"object\":", object);
     field(&mut out, b",\"created\":", &meta.created);
-    str_field(&mut out, b",\"model\":", Some(&meta.model));
-    str_field(&mut out, b",\"system_fingerprint\":", Some(FINGERPRINT));
+    field(&mut out, b",\"model\":", &meta.model);
+    field(&mut out, b",\"system_fingerprint\":", FINGERPRINT);
     out.extend_from_slice(b",\"choices\":");
     // Left open: each chunk's choices and its own `}` follow.
     out

@@ -1,4 +1,9 @@
-//! The native `/api/chat` answer, as lingo reads it: one parse per line, borrowing strings.
+//! The native `/api/chat` response, as lingo reads it: one parse per line, borrowing
+//! strings.
+//!
+//! A line is read by [`Scan`] first, which reads a token's line in one pass, and by serde
+//! when the scan is not sure (see `translate::scan`); a test walks `Event`'s and `Message`'s
+//! fields, so a field added to them is read by the scan too or left to serde on purpose.
 
 use std::borrow::Cow;
 
@@ -7,7 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::translate::scan::{Scan, Seen};
 
-/// One NDJSON event (or the whole non-streamed answer).
+/// One NDJSON event (or the whole response when not streamed).
 #[derive(Debug, Default, Deserialize)]
 pub struct Event<'a> {
     #[serde(default, borrow)]
@@ -22,7 +27,7 @@ pub struct Event<'a> {
     pub eval_count: u64,
     #[serde(default, borrow)]
     pub logprobs: Option<&'a RawValue>,
-    /// A native error line (`{"error": "..."}`), mid-stream or as an answer.
+    /// A native error line (`{"error": "..."}`), mid-stream or as the whole response.
     #[serde(default, borrow)]
     pub error: Option<Cow<'a, str>>,
 }
@@ -54,7 +59,7 @@ pub struct Function<'a> {
     pub arguments: Option<&'a RawValue>,
 }
 
-/// Parses one answer (or line).
+/// Parses one whole response (or one line).
 pub fn parse(bytes: &[u8]) -> Result<Event<'_>, String> {
     let mut event = Event::default();
     parse_into(bytes, &mut event).map(|()| event)
@@ -67,7 +72,7 @@ pub fn parse_into<'a>(bytes: &'a [u8], event: &mut Event<'a>) -> Result<(), Stri
         .map_err(|e| format!("upstream sent something that is not a native chat event: {e}"))
 }
 
-/// Reads an event with [`Scan`] (a token's line or a plain answer) into `event` (a default
+/// Reads an event with [`Scan`] (a token's line or a plain response) into `event` (a default
 /// one), or answers `None` for serde to read: tool calls, log probabilities and anything
 /// unexpected.
 fn scan_into<'a>(text: &'a [u8], event: &mut Event<'a>) -> Option<()> {
@@ -126,6 +131,68 @@ mod tests {
         serde_json::from_str::<Event>(text)
             .map(|e| format!("{e:?}"))
             .map_err(|e| e.to_string())
+    }
+
+    /// A line setting each field serde reads, for every field of `Event` and `Message`.
+    const SAMPLES: [(&str, &str); 10] = [
+        ("message", r#"{"message":{"content":"x"}}"#),
+        ("done", r#"{"done":true}"#),
+        ("done_reason", r#"{"done_reason":"length"}"#),
+        ("prompt_eval_count", r#"{"prompt_eval_count":3}"#),
+        ("eval_count", r#"{"eval_count":5}"#),
+        ("logprobs", r#"{"logprobs":[{"token":"a","logprob":-0.1}]}"#),
+        ("error", r#"{"error":"boom"}"#),
+        ("content", r#"{"message":{"content":"x"}}"#),
+        ("thinking", r#"{"message":{"content":"","thinking":"t"}}"#),
+        (
+            "tool_calls",
+            r#"{"message":{"tool_calls":[{"function":{"name":"f"}}]}}"#,
+        ),
+    ];
+
+    /// The fields the scan leaves to serde, and why.
+    const LEFT_TO_SERDE: [(&str, &str); 2] = [
+        (
+            "logprobs",
+            "kept as the upstream wrote them; only `null` is scanned",
+        ),
+        (
+            "tool_calls",
+            "rare, nested, and kept as written (`arguments`)",
+        ),
+    ];
+
+    /// Every field serde reads into an event is read by the scan as serde reads it, or is
+    /// left to serde on purpose: a field added to `Event` or `Message` fails here until the
+    /// scan reads it (or it is listed above with its reason).
+    #[test]
+    fn every_field_serde_reads_is_scanned_or_left_to_serde() {
+        use crate::translate::scan::fields_of;
+        let fields: std::collections::BTreeSet<&str> =
+            [fields_of::<Event>(), fields_of::<Message>()]
+                .concat()
+                .into_iter()
+                .collect();
+        let sampled = SAMPLES.iter().map(|(field, _)| *field).collect();
+        assert_eq!(
+            fields, sampled,
+            "a field of Event or Message without a sample"
+        );
+        for (field, line) in SAMPLES {
+            let serde = serde(line).unwrap();
+            assert_ne!(
+                serde,
+                format!("{:?}", Event::default()),
+                "{field}: sets nothing"
+            );
+            match scan(line.as_bytes()) {
+                Some(event) => assert_eq!(format!("{event:?}"), serde, "{field}"),
+                None => assert!(
+                    LEFT_TO_SERDE.iter().any(|(left, _)| *left == field),
+                    "{field} is neither scanned nor left to serde on purpose"
+                ),
+            }
+        }
     }
 
     /// What real upstreams send, read by the scan exactly as serde reads it.

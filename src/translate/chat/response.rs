@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use super::native::{self, Event};
 pub use crate::base::usage::{Tally, Usage};
 use crate::translate::frames::FrameSink;
-use crate::translate::sse::{self, field, str_field, usage_field};
+use crate::translate::sse::{self, field, usage_field};
 use crate::translate::translation::{FINGERPRINT, Meta, call_id};
 
 impl Usage {
@@ -93,8 +93,8 @@ struct Completion<'a> {
     usage: Usage,
 }
 
-/// A field added here or to [`OutMessage`] is also written by [`Completion::write_plain`]
-/// or makes its choice not [plain](Choice::is_plain).
+/// A field added here or to [`OutMessage`] is also written by [`Choice::write_plain`] or
+/// makes its choice not [plain](Choice::is_plain) (both name every field).
 #[derive(Serialize)]
 struct Choice<'a> {
     index: u32,
@@ -174,33 +174,30 @@ pub fn completion(answers: &[Bytes], meta: &Meta) -> Result<(Bytes, Usage), Stri
 // === impl Completion ===
 
 impl Completion<'_> {
-    /// What serde writes for a completion whose choices are all [plain](Choice::is_plain):
-    /// the keys as literals and only the texts escaped (see [`ChunkChoice::write_plain`]).
+    /// What serde writes for a completion whose choices are all [plain](Choice::is_plain),
+    /// its keys as literals (see `translate::sse`). Every field is named here, so that one
+    /// added to the struct is written here too, or makes its choice not plain.
     fn write_plain(&self, out: &mut Vec<u8>) {
-        str_field(out, b"{\"id\":", Some(self.id));
-        str_field(out, b",\"object\":", Some(self.object));
-        field(out, b",\"created\":", &self.created);
-        str_field(out, b",\"model\":", Some(self.model));
-        str_field(
-            out,
-            b",\"system_fingerprint\":",
-            Some(self.system_fingerprint),
-        );
+        let Completion {
+            id,
+            object,
+            created,
+            model,
+            system_fingerprint,
+            choices,
+            usage,
+        } = self;
+        field(out, b"{\"id\":", id);
+        field(out, b",\"object\":", object);
+        field(out, b",\"created\":", created);
+        field(out, b",\"model\":", model);
+        field(out, b",\"system_fingerprint\":", system_fingerprint);
         out.extend_from_slice(b",\"choices\":[");
-        for (i, choice) in self.choices.iter().enumerate() {
-            let open: &[u8] = if i == 0 { b"{" } else { b",{" };
-            out.extend_from_slice(open);
-            field(out, b"\"index\":", &choice.index);
-            str_field(out, b",\"message\":{\"role\":", Some(choice.message.role));
-            str_field(out, b",\"content\":", Some(choice.message.content));
-            str_field(
-                out,
-                b"},\"logprobs\":null,\"finish_reason\":",
-                Some(choice.finish_reason),
-            );
-            out.push(b'}');
+        for (i, choice) in choices.iter().enumerate() {
+            out.extend_from_slice(if i == 0 { b"{" } else { b",{" });
+            choice.write_plain(out);
         }
-        usage_field(out, b"],\"usage\":", &self.usage);
+        usage_field(out, b"],\"usage\":", usage);
         out.push(b'}');
     }
 }
@@ -210,18 +207,49 @@ impl Completion<'_> {
 impl Choice<'_> {
     /// Text only: no reasoning, tool calls or log probabilities.
     fn is_plain(&self) -> bool {
-        let m = &self.message;
-        m.reasoning.is_none()
-            && m.reasoning_content.is_none()
-            && m.tool_calls.is_empty()
-            && self.logprobs.is_none()
+        let Choice {
+            index: _,
+            message,
+            logprobs,
+            finish_reason: _,
+        } = self;
+        let OutMessage {
+            role: _,
+            content: _,
+            reasoning,
+            reasoning_content,
+            tool_calls,
+        } = message;
+        reasoning.is_none()
+            && reasoning_content.is_none()
+            && tool_calls.is_empty()
+            && logprobs.is_none()
+    }
+
+    /// A [plain](Self::is_plain) choice's members after its `{`, as serde writes them.
+    fn write_plain(&self, out: &mut Vec<u8>) {
+        let Choice {
+            index,
+            message,
+            logprobs: _,
+            finish_reason,
+        } = self;
+        field(out, b"\"index\":", index);
+        field(out, b",\"message\":{\"role\":", message.role);
+        field(out, b",\"content\":", message.content);
+        field(
+            out,
+            b"},\"logprobs\":null,\"finish_reason\":",
+            finish_reason,
+        );
+        out.push(b'}');
     }
 }
 
 // --- streams ---
 
 /// A field added here or to [`Delta`] is also written by [`ChunkChoice::write_plain`] or
-/// makes its choice not [plain](ChunkChoice::is_plain).
+/// makes its choice not [plain](ChunkChoice::is_plain) (both name every field).
 #[derive(Serialize)]
 struct ChunkChoice<'a> {
     index: u32,
@@ -369,7 +397,7 @@ impl ChatStream {
             logprobs: logprobs.map(|content| Logprobs { content }),
             finish_reason,
         };
-        // Lent, not moved into the closure (a 128-byte copy a token).
+        // Lent to the closure, not moved into it: it is written once, where it is.
         let choices = std::slice::from_ref(&choice);
         frames
             .write_frame(|out| self.write_frame(choices, self.include_usage.then_some(None), out));
@@ -415,29 +443,47 @@ impl ChunkChoice<'_> {
     /// A token's choice: text (and the first chunk's role), nothing else. Nearly every chunk
     /// of a stream is one.
     fn is_plain(&self) -> bool {
-        let d = &self.delta;
-        d.content.is_some()
-            && d.reasoning.is_none()
-            && d.reasoning_content.is_none()
-            && d.tool_calls.is_empty()
-            && self.logprobs.is_none()
+        let ChunkChoice {
+            index: _,
+            delta,
+            logprobs,
+            finish_reason: _,
+        } = self;
+        let Delta {
+            role: _,
+            content,
+            reasoning,
+            reasoning_content,
+            tool_calls,
+        } = delta;
+        content.is_some()
+            && reasoning.is_none()
+            && reasoning_content.is_none()
+            && tool_calls.is_empty()
+            && logprobs.is_none()
     }
 
-    /// `[choice]` as serde writes it, for a [plain](Self::is_plain) choice: the keys as
-    /// literals and only the text escaped. serde_json escapes every key byte by byte, which
-    /// was most of a chunk's serialising (callgrind: about 800 instructions a token).
+    /// `[choice]` as serde writes it, for a [plain](Self::is_plain) choice, its keys as
+    /// literals (see `translate::sse`). Every field is named here or in `is_plain`, so that
+    /// one added to the struct is written, or makes the choice not plain.
     fn write_plain(&self, out: &mut Vec<u8>) {
-        field(out, b"[{\"index\":", &self.index);
+        let ChunkChoice {
+            index,
+            delta,
+            logprobs: _,
+            finish_reason,
+        } = self;
+        field(out, b"[{\"index\":", index);
         out.extend_from_slice(b",\"delta\":{");
-        if let Some(role) = self.delta.role {
-            str_field(out, b"\"role\":", Some(role));
+        if let Some(role) = delta.role {
+            field(out, b"\"role\":", role);
             out.push(b',');
         }
-        str_field(out, b"\"content\":", self.delta.content);
-        str_field(
+        field(out, b"\"content\":", &delta.content);
+        field(
             out,
             b"},\"logprobs\":null,\"finish_reason\":",
-            self.finish_reason,
+            finish_reason,
         );
         out.extend_from_slice(b"}]");
     }
@@ -470,122 +516,162 @@ pub fn upstream_error(status: u16, body: &[u8]) -> (u16, String, Option<&'static
 mod tests {
     use super::*;
 
-    /// The hand-written plain choice is byte for byte what serde writes for it, escapes and
-    /// all.
-    #[test]
-    fn a_plain_choice_is_written_as_serde_writes_it() {
-        let texts = [
-            "",
-            "Lingo",
-            " is",
-            "tab\there \"quoted\" \\ /",
-            "caf\u{e9} \u{1f600}",
-        ];
-        let controls = "\u{0}\u{1f}\u{7f}\u{2028}";
-        for (i, content) in texts.iter().chain([&controls]).enumerate() {
-            for role in [None, Some("assistant")] {
-                for finish_reason in [None, Some("stop"), Some("length")] {
-                    let choice = ChunkChoice {
-                        index: u32::try_from(i).unwrap() * 1000,
-                        delta: Delta {
-                            role,
-                            content: Some(content),
-                            ..Delta::default()
-                        },
-                        logprobs: None,
-                        finish_reason,
-                    };
-                    assert!(choice.is_plain());
-                    let mut ours = Vec::new();
-                    choice.write_plain(&mut ours);
-                    let serde = serde_json::to_vec(&[choice]).unwrap();
-                    assert_eq!(
-                        String::from_utf8(ours).unwrap(),
-                        String::from_utf8(serde).unwrap()
-                    );
-                }
-            }
-        }
+    const TEXTS: [&str; 6] = [
+        "",
+        "Lingo",
+        "tab\there \"quoted\" \\ /\n",
+        "caf\u{e9} \u{1f600}",
+        "\u{0}\u{1f}\u{7f}\u{2028}",
+        "</script>",
+    ];
+
+    /// One of `options`, picked by `next`.
+    fn one<T: Clone>(next: &mut impl FnMut(usize) -> usize, options: &[T]) -> T {
+        options[next(options.len())].clone()
     }
 
-    /// The hand-written plain completion is byte for byte what serde writes for it.
-    #[test]
-    fn a_plain_completion_is_written_as_serde_writes_it() {
-        let texts = [
-            "",
-            "Paris.",
-            "tab\there \"quoted\" \\ /\n",
-            "caf\u{e9} \u{1}\u{1f600}",
-        ];
-        for n in 1..=3 {
-            for text in texts {
-                let choice = |i: u32| Choice {
-                    index: i,
-                    message: OutMessage {
-                        role: "assistant",
-                        content: text,
-                        reasoning: None,
-                        reasoning_content: None,
-                        tool_calls: Vec::new(),
-                    },
-                    logprobs: None,
-                    finish_reason: ["stop", "length"][i as usize % 2],
-                };
-                let completion = Completion {
-                    id: "chatcmpl-\"x\"",
-                    object: "chat.completion",
-                    created: 1_700_000_000,
-                    model: "gpt-4o-mini",
-                    system_fingerprint: FINGERPRINT,
-                    choices: (0..n).map(choice).collect(),
-                    usage: Usage::new(3, 5),
-                };
-                assert!(completion.choices.iter().all(Choice::is_plain));
-                let mut ours = Vec::new();
-                completion.write_plain(&mut ours);
-                assert_eq!(
-                    String::from_utf8(ours).unwrap(),
-                    serde_json::to_string(&completion).unwrap()
-                );
-            }
-        }
+    fn raw() -> Box<RawValue> {
+        RawValue::from_string(r#"[{"token":"a","logprob":-0.1}]"#.to_owned()).unwrap()
     }
 
-    /// A choice with anything besides text (and the first chunk's role) is left to serde.
-    #[test]
-    fn a_choice_with_more_than_text_is_not_plain() {
-        let raw = RawValue::from_string("[]".to_owned()).unwrap();
-        let not_plain = [
-            Delta::default(),
-            Delta {
-                content: Some("x"),
-                reasoning: Some("y"),
-                ..Delta::default()
-            },
-            Delta {
-                content: Some("x"),
-                reasoning_content: Some("y"),
-                ..Delta::default()
-            },
-        ];
-        for delta in not_plain {
-            let choice = ChunkChoice {
-                index: 0,
-                delta,
-                logprobs: None,
-                finish_reason: None,
-            };
-            assert!(!choice.is_plain());
-        }
-        let with_logprobs = ChunkChoice {
+    fn calls(next: &mut impl FnMut(usize) -> usize) -> Vec<OutCall<'static>> {
+        let call = OutCall {
             index: 0,
-            delta: Delta {
-                content: Some("x"),
-                ..Delta::default()
+            id: "call_1".into(),
+            kind: "function",
+            function: OutFunction {
+                name: "f",
+                arguments: "{}",
             },
-            logprobs: Some(Logprobs { content: &raw }),
-            finish_reason: None,
         };
-        assert!(!with_logprobs.is_plain());
+        if next(2) == 0 { Vec::new() } else { vec![call] }
+    }
+
+    /// Chunk choices with every field of `ChunkChoice` and `Delta` set each way it can be
+    /// (the struct literals name every field: one added to the structs must be given values
+    /// here): a plain one is written byte for byte as serde writes it, escapes and all.
+    #[test]
+    fn every_field_of_a_chunk_choice_is_written_or_makes_it_not_plain() {
+        let raw = raw();
+        let mut next = crate::base::picks::picker(0x51f1_5eed);
+        let (mut plain, mut other) = (0, 0);
+        for _ in 0..4_000 {
+            let choice = ChunkChoice {
+                index: one(&mut next, &[0, 7, 1000]),
+                delta: Delta {
+                    role: one(&mut next, &[None, Some("assistant")]),
+                    content: (next(4) > 0).then(|| TEXTS[next(TEXTS.len())]),
+                    reasoning: one(&mut next, &[None, Some("r")]),
+                    reasoning_content: one(&mut next, &[None, Some("\"r\"")]),
+                    tool_calls: calls(&mut next),
+                },
+                logprobs: (next(2) == 0).then_some(Logprobs { content: &raw }),
+                finish_reason: one(&mut next, &[None, Some("stop"), Some("length")]),
+            };
+            if !choice.is_plain() {
+                other += 1;
+                continue;
+            }
+            plain += 1;
+            let mut ours = Vec::new();
+            choice.write_plain(&mut ours);
+            let serde = serde_json::to_string(&[choice]).unwrap();
+            assert_eq!(String::from_utf8(ours).unwrap(), serde);
+        }
+        assert!(plain > 100 && other > 100, "{plain} plain, {other} not");
+    }
+
+    /// Completions with every field of `Completion`, `Choice` and `OutMessage` set each way
+    /// it can be (the struct literals name every field): one whose choices are all plain is
+    /// written byte for byte as serde writes it.
+    #[test]
+    fn every_field_of_a_completion_is_written_or_makes_it_not_plain() {
+        let raw = raw();
+        let mut next = crate::base::picks::picker(0xc0_ffee);
+        let (mut plain, mut other) = (0, 0);
+        for _ in 0..2_000 {
+            let (model, count) = (TEXTS[next(TEXTS.len())], 1 + next(3) as u32);
+            let mut choice = |index| Choice {
+                index,
+                message: OutMessage {
+                    role: "assistant",
+                    content: TEXTS[next(TEXTS.len())],
+                    reasoning: one(&mut next, &[None, None, Some("r")]),
+                    reasoning_content: one(&mut next, &[None, None, Some("r")]),
+                    tool_calls: if next(3) == 0 {
+                        calls(&mut next)
+                    } else {
+                        Vec::new()
+                    },
+                },
+                logprobs: (next(3) == 0).then_some(Logprobs { content: &raw }),
+                finish_reason: ["stop", "length", "tool_calls"][index as usize % 3],
+            };
+            let choices = (0..count).map(&mut choice).collect();
+            let completion = Completion {
+                id: "chatcmpl-\"x\"",
+                object: "chat.completion",
+                created: 1_700_000_000,
+                model,
+                system_fingerprint: FINGERPRINT,
+                choices,
+                usage: Usage::new(3, 5),
+            };
+            if !completion.choices.iter().all(Choice::is_plain) {
+                other += 1;
+                continue;
+            }
+            plain += 1;
+            let mut ours = Vec::new();
+            completion.write_plain(&mut ours);
+            let serde = serde_json::to_string(&completion).unwrap();
+            assert_eq!(String::from_utf8(ours).unwrap(), serde);
+        }
+        assert!(plain > 100 && other > 100, "{plain} plain, {other} not");
+    }
+
+    /// Whatever a chunk holds, its frame is what serde writes for the whole chunk: the
+    /// stream's head, its choices, and `usage` when asked for.
+    #[test]
+    fn a_frame_is_the_whole_chunk_as_serde_writes_it() {
+        let meta = Meta {
+            id: "chatcmpl-t".into(),
+            created: 1,
+            model: "m\"x".into(),
+        };
+        let raw = raw();
+        for include_usage in [false, true] {
+            let stream = ChatStream::new(&meta, 2, include_usage);
+            for (content, logprobs) in [(Some("hi"), None), (Some("x"), Some(&*raw))] {
+                let choice = ChunkChoice {
+                    index: 2,
+                    delta: Delta {
+                        content,
+                        ..Delta::default()
+                    },
+                    logprobs: logprobs.map(|content| Logprobs { content }),
+                    finish_reason: None,
+                };
+                let mut ours = Vec::new();
+                let usage = include_usage.then_some(None);
+                stream.write_frame(std::slice::from_ref(&choice), usage, &mut ours);
+                let mut whole = serde_json::json!({
+                    "id": meta.id, "object": "chat.completion.chunk", "created": meta.created,
+                    "model": meta.model, "system_fingerprint": FINGERPRINT,
+                    "choices": [choice],
+                });
+                if include_usage {
+                    whole["usage"] = serde_json::Value::Null;
+                }
+                let ours = String::from_utf8(ours).unwrap();
+                let json = ours
+                    .strip_prefix("data: ")
+                    .unwrap()
+                    .strip_suffix("\n\n")
+                    .unwrap();
+                let read: serde_json::Value = serde_json::from_str(json).unwrap();
+                assert_eq!(read, whole, "{ours}");
+            }
+        }
     }
 }
