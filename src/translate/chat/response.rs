@@ -194,7 +194,9 @@ impl Completion<'_> {
         field(out, b",\"system_fingerprint\":", system_fingerprint);
         out.extend_from_slice(b",\"choices\":[");
         for (i, choice) in choices.iter().enumerate() {
-            out.extend_from_slice(if i == 0 { b"{" } else { b",{" });
+            if i > 0 {
+                out.push(b',');
+            }
             choice.write_plain(out);
         }
         usage_field(out, b"],\"usage\":", usage);
@@ -226,7 +228,7 @@ impl Choice<'_> {
             && logprobs.is_none()
     }
 
-    /// A [plain](Self::is_plain) choice's members after its `{`, as serde writes them.
+    /// A [plain](Self::is_plain) choice, as serde writes it.
     fn write_plain(&self, out: &mut Vec<u8>) {
         let Choice {
             index,
@@ -234,7 +236,7 @@ impl Choice<'_> {
             logprobs: _,
             finish_reason,
         } = self;
-        field(out, b"\"index\":", index);
+        field(out, b"{\"index\":", index);
         field(out, b",\"message\":{\"role\":", message.role);
         field(out, b",\"content\":", message.content);
         field(
