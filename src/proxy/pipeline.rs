@@ -188,3 +188,21 @@ fn authenticate(
     log.client = client.map(str::to_owned);
     Ok(upgrade)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the future `f` returns, read from its type: nothing is called.
+    fn future_size<A, B, C, F: Future>(_: impl FnOnce(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A request's state, boxed once a request ([`boxed`]), fits in a block mimalloc serves
+    /// from its fast path (at most 1 KiB): what [`handle`] and `run::run` are shaped for.
+    #[test]
+    fn a_requests_state_fits_a_small_block() {
+        let size = future_size(handle);
+        assert!(size <= 1024, "a request's state is {size} bytes");
+    }
+}
