@@ -2,9 +2,8 @@
 //!
 //! Part of the binary, not the library (the library forbids `unsafe`; this module is the one
 //! place that needs it). The `mimalloc` crate hands every allocation to `mi_malloc_aligned`,
-//! whose fast path covers only blocks of at most 1 KiB; larger ones (the boxed futures of a
-//! request's pipeline, a header map's table) took mimalloc's over-allocating path, about 200
-//! instructions each and 2-3% of a forwarded request. A Rust layout's alignment is nearly
+//! whose fast path covers only blocks of at most 1 KiB; larger ones (a header map's table,
+//! say) take mimalloc's slower, over-allocating path. A Rust layout's alignment is nearly
 //! always at most a word, which every mimalloc block has (blocks are whole words, pages start
 //! 16-aligned), so those go to plain `mi_malloc`; only larger alignments take the aligned calls.
 //! That holds for mimalloc as built here (libmimalloc-sys with no features): its `debug`

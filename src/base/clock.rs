@@ -1,9 +1,9 @@
 //! The time, read once per poll of a connection's task.
 //!
-//! A whole pass-through read the clock twelve times (when it came, when the upstream was
-//! asked and answered, when the answer's body last moved, when it ended, when the connection
-//! went quiet...), all within two polls of its connection's task: at ~23 ns a read on a
-//! virtual machine, ~0.28 µs a request. Like nginx's cached time, [`now`] (and [`wall`])
+//! A whole pass-through asks the time a dozen times (when it came, when the upstream was
+//! asked and answered, when the response's body last moved, when it ended, when the
+//! connection went quiet...), all within two polls of its connection's task, and a clock
+//! read is slow on a virtual machine. Like nginx's cached time, [`now`] (and [`wall`])
 //! inside a [`Ticking`] future reads the clock on first use in each poll and gives that
 //! reading for the rest of the poll. A time so taken lags by as much of the poll as had
 //! passed, and a deadline made from it comes that much early: fine for deadlines (the

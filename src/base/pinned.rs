@@ -10,9 +10,8 @@ pub fn boxed<T>(make: impl FnOnce() -> T) -> Pin<Box<T>> {
 
 /// `Box::new(make())`, the box allocated first and `make` called in this function's own
 /// frame, where the compiler builds the value straight into the box. `Box::new(value)`
-/// built it on the caller's stack and copied it (the pipeline's future, 2.3 KiB then: ~250
-/// instructions a request, callgrind), and so did this function when inlined into a larger
-/// one, hence `inline(never)`.
+/// builds it on the caller's stack and copies it, and so does this function when inlined
+/// into a larger one, hence `inline(never)`.
 #[inline(never)]
 pub fn in_box<T>(make: impl FnOnce() -> T) -> Box<T> {
     Box::write(Box::new_uninit(), make())

@@ -1,12 +1,11 @@
 //! A future that is polled only when its own waker fired.
 //!
 //! A task polls every future it selects over whenever anything in it wakes. A connection's
-//! task wakes a few times per request for its sockets, and each time it also polled the
-//! timers and the shutdown signal that can end the connection: a timer check, a lock on the
-//! shutdown `watch` and another on its waiter list, about 1.5% of a whole pass-through's
-//! instructions, for a future that is ready once in a connection's life. [`Gated`] polls its
-//! future the first time and then only after that future's own waker was called, which
-//! costs an atomic swap per task wake.
+//! task wakes a few times per request for its sockets, and each time it would also poll the
+//! timers and the shutdown signal that can end the connection (a timer check, a lock on the
+//! shutdown `watch` and another on its waiter list), for a future that is ready once in a
+//! connection's life. [`Gated`] polls its future the first time and then only after that
+//! future's own waker was called, which costs an atomic swap per task wake.
 
 use std::future::Future;
 use std::pin::Pin;

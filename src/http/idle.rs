@@ -8,11 +8,10 @@
 //! duration so the log line says which limit fired.
 //!
 //! A frame only notes the time: the timer is moved when it fires early (a frame came since it
-//! was set), not on every frame. A streamed answer of 17 frames paid 17 timer resets, about
-//! 1.5% of its instructions, for a timer that fires about once per `limit` of its life.
-//! And the timer is made only when the body first has nothing to give: a whole answer, whose
-//! frames are all there when asked, never makes one (making and dropping it took the
-//! runtime's handle, an atomic count each way).
+//! was set), not on every frame: a timer that fires about once per `limit` of a stream's
+//! life is not reset for each of its frames. And the timer is made only when the body first
+//! has nothing to give: a whole response, whose frames are all there when asked, never makes
+//! one (making and dropping it takes the runtime's handle, an atomic count each way).
 
 use std::future::Future;
 use std::pin::Pin;

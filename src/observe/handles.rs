@@ -1,9 +1,8 @@
 //! The metrics of each route and upstream pair, found again by the names' addresses.
 //!
 //! A metric family finds a series by hashing its labels (SipHash over the route's and the
-//! upstream's names) under a lock: three lookups a request, about 2% of a whole
-//! pass-through's instructions (callgrind), and two more (with a copy of the client's name)
-//! for the tokens of a translated one. The names are shared with the route table
+//! upstream's names) under a lock: three lookups a request, and two more (with a copy of the
+//! client's name) for the tokens of a translated one. The names are shared with the route table
 //! (`Arc<str>`), so a request's pair is found here by comparing two pointers, its request
 //! and tokens series by their few labels, and every series is a handle cloned from its
 //! family once. Each entry holds its names, so an address is never reused by another name

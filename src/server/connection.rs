@@ -354,8 +354,8 @@ impl Session {
                 let conn = pin!(settings.http1(io, service));
                 drive(conn, quiet, stop, peer).await
             }
-            // Boxed: an HTTP/2 connection's state is twice an HTTP/1.1 one's, and unboxed
-            // every connection's task would be the size of the larger.
+            // Boxed: an HTTP/2 connection's state is larger than an HTTP/1.1 one's, and
+            // unboxed every connection's task would be the size of the larger.
             Speaks::Http2 => {
                 activity.speaks_http2();
                 let service = service_fn(move |req: hyper::Request<Incoming>| {

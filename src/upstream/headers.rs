@@ -235,8 +235,8 @@ mod tests {
         }
     }
 
-    /// `leaves`, as the list of names it stands for: what it was before it told names apart
-    /// by length.
+    /// `leaves`, as the list of names it stands for, compared one by one (where `leaves`
+    /// tells names apart by length first).
     fn leaves_by_the_list(fwd: &Forwarding<'_>, name: &[u8]) -> bool {
         let set = [
             AUTHORIZATION,

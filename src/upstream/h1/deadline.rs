@@ -1,18 +1,17 @@
 //! The first-byte deadline, then the idle limit between the answer's frames, timed by one
 //! timer a connection keeps from request to request.
 //!
-//! A `tokio::time::Timeout` around each request put a timer into tokio's wheel and took it
-//! out again: ~700 instructions of a whole pass-through's ~24,000 (callgrind, the timeout
-//! left out). Here a connection keeps its sleep, and a request only stores its deadline: the
+//! A timeout around each request would put a timer into tokio's wheel and take it out again
+//! every time. Here a connection keeps its sleep, and a request only stores its deadline: the
 //! sleep, set for an earlier request's (earlier) deadline, is moved on when it fires, at most
 //! once per limit, as lingo's client connections' timers are (`limits::activity`). It is
 //! polled only where sending or reading the head would wait (`Conn::poll_fill_by_deadline`,
-//! the upload's `refused`): a whole pass-through costs 415 instructions (1.7%) less. Once
-//! the head is read, the deadline is the end of the idle limit, moved on by each frame of
-//! the answer ([`Deadline::renew`]) and polled where its body would wait. A sleep
-//! fires on the runtime it was made on, so one is kept only on a worker thread
-//! (`base::worker`), whose connections stay on it; elsewhere (`LINGO_WORKERS=0`, the control
-//! runtime) each request makes its own, in a box of its own, as the timeout did.
+//! the upload's `refused`), not on every poll of the exchange. Once the head is read, the
+//! deadline is the end of the idle limit, moved on by each frame of the answer
+//! ([`Deadline::renew`]) and polled where its body would wait. A sleep fires on the runtime
+//! it was made on, so one is kept only on a worker thread (`base::worker`), whose
+//! connections stay on it; elsewhere (`LINGO_WORKERS=0`, the control runtime) each request
+//! makes its own, in a box of its own.
 //!
 //! While its connection waits in the pool, the sleep keeps the waker of the last task that
 //! polled it (that request's client connection), until it fires (waking that task once, for

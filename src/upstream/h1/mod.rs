@@ -286,10 +286,9 @@ impl<H: Home> Answer<H> {
             // The end, a need for more, or an error: the next poll finds it again.
             Ok(Decoded::End | Decoded::More) | Err(_) => return first,
         };
-        // Room for all the buffer still holds, made once: grown a chunk at a time, a
-        // streamed answer's burst was reallocated five times (8% of a streamed
-        // pass-through's instructions). The pieces after the second are copied there
-        // straight from the buffer.
+        // Room for all the buffer still holds, made once rather than grown a chunk at a
+        // time (a streamed response's burst would be reallocated at each doubling). The
+        // pieces after the second are copied there straight from the buffer.
         let mut joined = BytesMut::with_capacity(first.len() + second.len() + conn.buf.len());
         joined.extend_from_slice(&first);
         joined.extend_from_slice(&second);
