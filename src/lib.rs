@@ -6,21 +6,25 @@
 //! between modules form no cycle.
 //!
 //! - [`base`]: leaf facts, no lingo imports: dialect names, secrets that cannot print,
-//!   duration and size units, token usage and its merge rule, unguessable ids.
+//!   duration and size units, token usage and its merge rule, unguessable ids, the time
+//!   read once a poll, a value built in its box.
 //! - [`http`]: plumbing: the one boxed [`http::body::Body`], requests and responses with the
 //!   one way to read their header fields ([`http::message`]: a map, or kept as read), the
 //!   idle timeout, streaming key redaction, HTTP/1.1 framing rules, path normalisation,
 //!   futures joined on one task, listening sockets, a client connection handed to a
 //!   WebSocket after its 101, the HTTP/1.1 pieces lingo's server and client share (fields,
-//!   body framing).
+//!   body framing), the write buffer a connection joins frames in ([`http::write_buf`]).
 //! - [`translate`]: the pure translators (sans-IO: bytes in, bytes out; ids and clocks passed
 //!   in): the [`translate::Translation`] trait every endpoint implements (chat, completions,
-//!   embeddings), the NDJSON framer, SSE frames, link re-basing, in-place JSON splicing.
+//!   embeddings, native clients over chat-completions), web-data v1 over v2, the NDJSON
+//!   framer, SSE frames, the one-pass JSON readers beside serde, link re-basing, in-place
+//!   JSON splicing.
 //! - [`error`]: [`error::ProxyError`], everything lingo answers for, with its status.
 //! - [`table`]: the compiled, immutable route table and its router; knows nothing of config.
 //! - [`config`]: `proxy.yaml` -> raw serde structs -> checked -> a [`table::RouteTable`]
 //!   (one way); `lingo check` runs exactly this path.
-//! - [`auth`], [`limits`]: client keys; connection and in-flight pools, header limits.
+//! - [`auth`], [`limits`]: client keys; connection and in-flight pools, header limits, a
+//!   connection's idle and head timer.
 //! - [`mock`]: the built-in deterministic backend (`mock:` upstreams, `lingo mock`).
 //! - [`upstream`]: pooled clients (lingo's own HTTP/1.1 client for plain `http://`),
 //!   connecting, the header rules towards upstreams.
@@ -33,8 +37,11 @@
 //!   watch, SIGHUP).
 //! - [`admin`]: `/healthz`, `/readyz`, `/metrics`.
 //! - [`proxy`]: a request's life (below).
-//! - [`server`]: listeners, TLS, connections (lingo's own HTTP/1.1 server, hyper's HTTP/2),
-//!   graceful drain; [`cli`]: argv.
+//! - [`server`]: listeners, worker threads, TLS, connections (lingo's own HTTP/1.1 server,
+//!   hyper's HTTP/2), graceful drain; [`cli`]: argv.
+//!
+//! The binary adds `main` (exit codes) and `allocator` (mimalloc: the one module with
+//! `unsafe`, which the library forbids).
 //!
 //! # A request's life
 //!
