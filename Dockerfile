@@ -5,7 +5,7 @@
 #     lingo --config /etc/lingo/public.yaml
 #
 # The shipped table (/etc/lingo/proxy.yaml) listens on 127.0.0.1:8080 and has no client
-# keys, so the image as built answers only inside the container. To serve other hosts,
+# keys, so the image as built responds only inside the container. To serve other hosts,
 # mount a table that listens on 0.0.0.0 with client keys (examples/public.yaml) over
 # /etc/lingo, as a directory so that edits reach the reload (docs/operations.md).
 

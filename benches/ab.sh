@@ -130,7 +130,7 @@ run() {
             cpu=$(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v t="$tick_us" -v n="$n" \
                 'BEGIN{printf "%5.1f us CPU/request (user %4.1f)", (u + s) * t / n, u * t / n}')
             printf '%s %-24s %-18s %10s req/s %s%s\n' "$round" "$(basename "$bin")" \
-                "$name" "$rps" "$cpu" "$([[ $bad == 0 ]] || echo '  NON-2XX ANSWERS')"
+                "$name" "$rps" "$cpu" "$([[ $bad == 0 ]] || echo '  NON-2XX RESPONSES')"
         fi
     done
     kill "$lingo" "$mock" 2> /dev/null || true

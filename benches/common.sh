@@ -14,13 +14,13 @@ trap cleanup EXIT
 # A free port on the loopback.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# Waits (up to 20 s) until http://127.0.0.1:$1/$2 answers; the bench ends if it never does.
+# Waits (up to 20 s) until http://127.0.0.1:$1/$2 responds; the bench ends if it never does.
 wait_up() {
     for _ in $(seq 100); do
         curl -sf -o /dev/null "http://127.0.0.1:$1/$2" && return 0
         sleep 0.2
     done
-    echo "nothing answers on port $1" >&2
+    echo "nothing responds on port $1" >&2
     exit 1
 }
 

@@ -14,14 +14,14 @@
 # - request path: from the wake that brought the client's request (a blocking `epoll_wait`
 #   returns; tokio's polls without a timeout do not count) to the write of the request to
 #   the upstream;
-# - answer path: from the wake that brought the upstream's answer to the write to the client;
+# - response path: from the wake that brought the upstream's response to the write to the client;
 # - after: from each of those writes to the next wait (work done while the others work: off
 #   the latency's path).
 #
 # Both paths include the proxy's reads and the tracing's own cost (about a microsecond for
 # each system call on the path: lingo makes two, nginx two or three), so compare the
 # proxies, not the absolute figures. Cases:
-# native pass-through (`/api/chat`, whole answer) for lingo and nginx, and lingo translating
+# native pass-through (`/api/chat`, whole response) for lingo and nginx, and lingo translating
 # (`/v1/chat/completions`). lingo runs one worker (`LINGO_WORKERS=1`), nginx one worker
 # process; the backend is the first binary's `lingo mock`. LINGO_ONPATH_ROUNDS sets the
 # rounds (default 3; each round runs every proxy once, in turn).
@@ -112,7 +112,7 @@ import re, statistics, sys
 WAIT, WRITES = {232, 281, 441}, {1, 20, 44, 46}
 client, upstream = int(sys.argv[2]), int(sys.argv[3])
 line_re = re.compile(r'\s(\d+)\s+\[\d+\]\s+(\d+\.\d+):\s+raw_syscalls:sys_(enter|exit): NR (\d+)(?: \(([0-9a-f, ]+)\))?')
-paths = {"request": [], "answer": [], "after request": [], "after answer": []}
+paths = {"request": [], "response": [], "after request": [], "after response": []}
 woke, blocking, writing, wrote = {}, {}, {}, {}
 for line in open(sys.argv[1]):
     m = line_re.search(line)
@@ -130,18 +130,18 @@ for line in open(sys.argv[1]):
     elif nr in WAIT and blocking.pop(tid, False):
         woke[tid] = at
     elif nr in WRITES and kind == "enter" and tid in woke and args[0] in (client, upstream):
-        path = "answer" if args[0] == client else "request"
+        path = "response" if args[0] == client else "request"
         paths[path].append(at - woke.pop(tid))
         writing[tid] = path
     elif nr in WRITES and kind == "exit" and tid in writing:
         wrote[tid] = (writing.pop(tid), at)
-n = min(len(paths["request"]), len(paths["answer"]))
+n = min(len(paths["request"]), len(paths["response"]))
 if n < 100:
     sys.exit(f"only {n} requests traced: perf lost events, or the fds were wrong")
 us = lambda xs: statistics.median(xs) * 1e6
-print(f"request path {us(paths['request']):5.1f} us  answer path {us(paths['answer']):5.1f} us"
-      f"  on the way {us(paths['request']) + us(paths['answer']):5.1f} us"
-      f"  after {us(paths['after request']) + us(paths['after answer']):4.1f} us  ({n} requests)")
+print(f"request path {us(paths['request']):5.1f} us  response path {us(paths['response']):5.1f} us"
+      f"  on the way {us(paths['request']) + us(paths['response']):5.1f} us"
+      f"  after {us(paths['after request']) + us(paths['after response']):4.1f} us  ({n} requests)")
 EOF
 }
 

@@ -133,13 +133,13 @@ for up in "$native:api/tags" "$chat:v1/models" "$v2:v2/team/token-usage" "$plain
 done
 
 # wrk at 32 connections for $1 seconds: POST $3 (JSON) to path $2, on port $4 (default
-# lingo's); every answer must be a success, or the training trains the wrong path.
+# lingo's); every response must be a success, or the training trains the wrong path.
 load() {
     post_lua "$dir/load.lua" "$3"
     wrk -t1 -c32 -d"$1" -s "$dir/load.lua" "http://127.0.0.1:${4:-$plain}$2" \
         | awk -v what="$2 ${3:0:40}" '/Requests\/sec/{rps = $2} /Non-2xx|Socket errors/{bad = 1}
             END{printf "    %-60s %9s req/s\n", what, rps; exit bad || !rps}' >&2 \
-        || fail "$2 $3: answers that are not a success (or none)"
+        || fail "$2 $3: responses that are not a success (or none)"
 }
 chat_asks='"messages":[{"role":"user","content":"hello there"}]'
 # The load shapes of benches/ab.sh and the load bench: most of the weight.

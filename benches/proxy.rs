@@ -202,7 +202,7 @@ async fn one_h2(
     read(response, start).await
 }
 
-/// Reads an answer to its end: (time to first body byte, time to last byte, body).
+/// Reads a response to its end: (time to first body byte, time to last byte, body).
 async fn read(
     response: hyper::Response<hyper::body::Incoming>,
     start: Instant,
@@ -536,11 +536,11 @@ async fn slow_streams(clients: &Clients, url: &str, model: &str, count: usize, p
         };
         tasks.push(tokio::spawn(async move {
             let knobs = [("x-mock", "tokens=20,token_delay=100ms")];
-            let answer = match clients {
+            let response = match clients {
                 Clients::Http1(http) => one(&http, &url, body, &knobs).await,
                 Clients::Http2(mut sender) => one_h2(&mut sender[0], &url, body, &knobs).await,
             };
-            match answer {
+            match response {
                 Ok((_, _, body)) => body.windows(9).filter(|w| w == b"\"content\"").count() as u64,
                 Err(_) => 0,
             }

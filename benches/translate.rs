@@ -56,12 +56,12 @@ fn token_reframing(c: &mut Criterion) {
     group.finish();
 }
 
-fn whole_answer(c: &mut Criterion) {
-    let answer = Bytes::from_static(br#"{"model":"llama3.2","created_at":"2025-07-07T20:22:19.1Z","message":{"role":"assistant","content":"The sky is blue because of Rayleigh scattering of sunlight in the atmosphere."},"done":true,"done_reason":"stop","prompt_eval_count":26,"eval_count":18}"#);
-    c.bench_function("native answer -> chat.completion", |b| {
+fn whole_response(c: &mut Criterion) {
+    let response = Bytes::from_static(br#"{"model":"llama3.2","created_at":"2025-07-07T20:22:19.1Z","message":{"role":"assistant","content":"The sky is blue because of Rayleigh scattering of sunlight in the atmosphere."},"done":true,"done_reason":"stop","prompt_eval_count":26,"eval_count":18}"#);
+    c.bench_function("native response -> chat.completion", |b| {
         b.iter(|| {
             black_box(
-                chat::completion(std::slice::from_ref(black_box(&answer)), &meta())
+                chat::completion(std::slice::from_ref(black_box(&response)), &meta())
                     .unwrap()
                     .0,
             )
@@ -69,5 +69,10 @@ fn whole_answer(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, request_translation, token_reframing, whole_answer);
+criterion_group!(
+    benches,
+    request_translation,
+    token_reframing,
+    whole_response
+);
 criterion_main!(benches);

@@ -1,6 +1,6 @@
 //! The webhook relay's bench: how fast lingo acknowledges the upstream's events with the
-//! embedded store (each answered only once committed to disk), and how fast it delivers them
-//! to a receiver that answers 204, with nothing lost. `cargo bench --bench webhooks` (or
+//! embedded store (each acknowledged only once committed to disk), and how fast it delivers them
+//! to a receiver that responds with 204, with nothing lost. `cargo bench --bench webhooks` (or
 //! `benches/webhooks.sh`).
 //!
 //! lingo runs as its own release process (the binary `LINGO_BENCH_BIN` names, else the one
@@ -10,7 +10,7 @@
 //! the receiver URL lingo gives, then POSTs signed events to it, `LINGO_BENCH_CONCURRENCY` at
 //! a time, default 32, `LINGO_BENCH_EVENTS` in all, default 20000, each with its own
 //! `webhookId`) and the client's receiver (204 to every delivery, each event's `webhook-id` counted). It prints events
-//! acknowledged a second and the acknowledgement's p50 and p99 (per POST, start to answer),
+//! acknowledged a second and the acknowledgement's p50 and p99 (per POST, start to response),
 //! events delivered a second (from the first POST to the last event delivered), and exits
 //! non-zero if an event was not acknowledged or not delivered.
 
@@ -59,7 +59,7 @@ struct Received {
 }
 
 /// What the upstream was asked: the body of the job request lingo sent it.
-type Asked = Option<Bytes>;
+type JobRequestBody = Option<Bytes>;
 
 fn knob(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -84,12 +84,12 @@ async fn bench() -> bool {
     let dir = tempfile::tempdir().unwrap();
     let received = Arc::new(Mutex::new(Received::default()));
     let receiver = serve(Arc::clone(&received), receive).await;
-    let asked: Arc<Mutex<Asked>> = Arc::default();
-    let upstream = serve(Arc::clone(&asked), job_start).await;
+    let job_request: Arc<Mutex<JobRequestBody>> = Arc::default();
+    let upstream = serve(Arc::clone(&job_request), job_start).await;
     let (store, _redis) = store(dir.path());
     let (mut lingo, addrs) = start_lingo(dir.path(), upstream, &store);
     let http: Http = Client::builder(TokioExecutor::new()).build_http();
-    let token_url = start_crawl(&http, addrs[0], receiver, &asked).await;
+    let token_url = start_crawl(&http, addrs[0], receiver, &job_request).await;
     eprintln!("{events} events, {concurrency} at a time; store {store}");
     let started = Instant::now();
     let mut acks = send_events(&http, &token_url, events, concurrency).await;
@@ -104,10 +104,10 @@ async fn bench() -> bool {
     report(&mut acks, sent_for, delivered, events, &received, &metrics)
 }
 
-/// A server on a free port answering each request with `answer(state, head, body)`.
+/// A server on a free port responding to each request with `response(state, head, body)`.
 async fn serve<S: Send + 'static>(
     state: Arc<Mutex<S>>,
-    answer: fn(&Mutex<S>, &Head, Bytes) -> FullResponse,
+    response: fn(&Mutex<S>, &Head, Bytes) -> FullResponse,
 ) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -123,7 +123,7 @@ async fn serve<S: Send + 'static>(
                         .await
                         .map(|b| b.to_bytes())
                         .unwrap_or_default();
-                    Ok::<_, Infallible>(answer(&state, &head, body).into_hyper())
+                    Ok::<_, Infallible>(response(&state, &head, body).into_hyper())
                 }
             });
             tokio::spawn(async move {
@@ -147,20 +147,20 @@ fn receive(received: &Mutex<Received>, head: &Head, _: Bytes) -> FullResponse {
     {
         received.last = Some(Instant::now());
     }
-    let mut answer = message::Response::new(Full::new(Bytes::new()));
-    *answer.status_mut() = hyper::StatusCode::NO_CONTENT;
-    answer
+    let mut response = message::Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+    response
 }
 
 /// The upstream: a crawl's start, the request kept.
-fn job_start(asked: &Mutex<Asked>, _: &Head, body: Bytes) -> FullResponse {
-    *asked.lock().unwrap() = Some(body);
+fn job_start(job_request: &Mutex<JobRequestBody>, _: &Head, body: Bytes) -> FullResponse {
+    *job_request.lock().unwrap() = Some(body);
     let started =
         r#"{"success":true,"id":"bench-job","url":"https://up.example/v2/crawl/bench-job"}"#;
-    let mut answer = message::Response::new(Full::new(Bytes::from_static(started.as_bytes())));
+    let mut response = message::Response::new(Full::new(Bytes::from_static(started.as_bytes())));
     let json = HeaderValue::from_static("application/json");
-    answer.headers_mut().insert(CONTENT_TYPE, json);
-    answer
+    response.headers_mut().insert(CONTENT_TYPE, json);
+    response
 }
 
 /// A `redis-server` of the bench's own, stopped when dropped.
@@ -253,7 +253,7 @@ async fn start_crawl(
     http: &Http,
     lingo: SocketAddr,
     receiver: SocketAddr,
-    asked: &Mutex<Asked>,
+    job_request: &Mutex<JobRequestBody>,
 ) -> String {
     let body = serde_json::json!({"url": "https://example.com",
         "webhook": format!("http://{receiver}/hook")});
@@ -261,9 +261,9 @@ async fn start_crawl(
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap();
-    let answer = http.request(request).await.unwrap();
-    assert_eq!(answer.status(), 200, "the crawl started");
-    let sent = asked
+    let response = http.request(request).await.unwrap();
+    assert_eq!(response.status(), 200, "the crawl started");
+    let sent = job_request
         .lock()
         .unwrap()
         .clone()
@@ -273,7 +273,7 @@ async fn start_crawl(
 }
 
 /// POSTs `events` signed page events to `url`, `concurrency` at a time: each one's time to
-/// its answer (`None`: not acknowledged with a 200).
+/// its response (`None`: not acknowledged with a 200).
 async fn send_events(
     http: &Http,
     url: &str,
@@ -318,9 +318,9 @@ async fn send_event(http: &Http, url: &str, n: usize) -> Option<Duration> {
         .body(Full::new(Bytes::from(body)))
         .unwrap();
     let started = Instant::now();
-    let answer = http.request(request).await.ok()?;
-    let status = answer.status();
-    let _ = answer.into_body().collect().await;
+    let response = http.request(request).await.ok()?;
+    let status = response.status();
+    let _ = response.into_body().collect().await;
     (status == 200).then(|| started.elapsed())
 }
 
@@ -347,8 +347,8 @@ async fn wait_delivered(received: &Mutex<Received>, events: usize) -> Option<Ins
 
 async fn get(http: &Http, url: &str) -> String {
     let request = Request::get(url).body(Full::new(Bytes::new())).unwrap();
-    let answer = http.request(request).await.unwrap();
-    let body = answer.into_body().collect().await.unwrap().to_bytes();
+    let response = http.request(request).await.unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
     String::from_utf8_lossy(&body).into_owned()
 }
 

@@ -35,7 +35,7 @@ pub enum Builtin {
 // === impl Builtin ===
 
 impl Builtin {
-    /// The endpoint a request is for, if lingo answers it itself on this listener.
+    /// The endpoint a request is for, if lingo responds to it itself on this listener.
     pub fn find(method: &Method, path: &str, on_admin: bool, has_admin: bool) -> Option<Builtin> {
         if !matches!(*method, Method::GET | Method::HEAD) {
             return None;
@@ -50,8 +50,8 @@ impl Builtin {
         here.then_some(builtin)
     }
 
-    /// Answers it; `Err` is a missing or wrong client key when one is required.
-    pub async fn answer(
+    /// Responds to it; `Err` is a missing or wrong client key when one is required.
+    pub async fn respond(
         self,
         snapshot: &Snapshot,
         metrics: &Metrics,

@@ -98,7 +98,7 @@ mod tests {
             .collect()
     }
 
-    /// The fields in a map, and kept as read.
+    /// The fields in a map, and kept raw.
     fn headers(pairs: &[(&'static str, &'static str)]) -> (HeaderMap, RawHeaders) {
         let map = pairs
             .iter()

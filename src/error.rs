@@ -1,4 +1,4 @@
-//! `ProxyError`: every failure lingo answers for itself, with its status.
+//! `ProxyError`: every failure lingo reports itself, with its status.
 //!
 //! One enum, one exhaustive status mapping (no `_ =>`), and no dialect knowledge: rendering
 //! into the caller's JSON shape is the proxy's `respond::render`'s job. Messages never contain
@@ -80,7 +80,7 @@ pub enum ProxyError {
         detail: String,
     },
 
-    #[error("upstream `{upstream}` did not answer: {} timeout of {} fired", kind.as_str(), format_duration(*limit))]
+    #[error("upstream `{upstream}` did not respond: {} timeout of {} fired", kind.as_str(), format_duration(*limit))]
     Timeout {
         upstream: String,
         kind: TimeoutKind,
@@ -94,12 +94,12 @@ pub enum ProxyError {
         param: Option<String>,
     },
 
-    /// An upstream answer lingo could not read as what it should be (not JSON, a wrong shape,
-    /// over `limits.max_answer`). `message` is already free of the upstream's key.
+    /// An upstream response lingo could not read as what it should be (not JSON, a wrong shape,
+    /// over `limits.max_response`). `message` is already free of the upstream's key.
     #[error("upstream `{upstream}`: {message}")]
-    BadAnswer { upstream: String, message: String },
+    BadResponse { upstream: String, message: String },
 
-    /// An error answer of an upstream, re-told in the client's dialect.
+    /// An error response of an upstream, rewritten in the client's dialect.
     #[error("{message}")]
     Upstream {
         status: StatusCode,
@@ -125,7 +125,7 @@ pub enum ProxyError {
 // === impl ProxyError ===
 
 impl ProxyError {
-    /// The HTTP status this error is answered with.
+    /// The HTTP status of this error's response.
     pub fn status(&self) -> StatusCode {
         match self {
             ProxyError::NoRoute { .. } => StatusCode::NOT_FOUND,
@@ -140,7 +140,7 @@ impl ProxyError {
             ProxyError::NoTranslator { .. } | ProxyError::NoModelManagement { .. } => {
                 StatusCode::NOT_IMPLEMENTED
             }
-            ProxyError::Unreachable { .. } | ProxyError::BadAnswer { .. } => {
+            ProxyError::Unreachable { .. } | ProxyError::BadResponse { .. } => {
                 StatusCode::BAD_GATEWAY
             }
             ProxyError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
@@ -168,7 +168,7 @@ impl ProxyError {
             }
             ProxyError::Unreachable { .. } => "upstream_unreachable",
             ProxyError::Timeout { .. } => "upstream_timeout",
-            ProxyError::Invalid { .. } | ProxyError::BadAnswer { .. } => return None,
+            ProxyError::Invalid { .. } | ProxyError::BadResponse { .. } => return None,
             ProxyError::Upstream { code, .. } | ProxyError::Refused { code, .. } => return *code,
         })
     }

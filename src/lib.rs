@@ -9,7 +9,7 @@
 //!   duration and size units, token usage and its merge rule, unguessable ids, the time
 //!   read once a poll, a value built in its box.
 //! - [`http`]: plumbing: the one boxed [`http::body::Body`], requests and responses with the
-//!   one way to read their header fields ([`http::message`]: a map, or kept as read), the
+//!   one way to read their header fields ([`http::message`]: a map, or kept raw), the
 //!   idle timeout, streaming key redaction, HTTP/1.1 framing rules, path normalisation,
 //!   futures joined on one task, listening sockets, a client connection handed to a
 //!   WebSocket after its 101, the HTTP/1.1 pieces lingo's server and client share (fields,
@@ -19,7 +19,7 @@
 //!   embeddings, native clients over chat-completions), web-data v1 over v2, the NDJSON
 //!   framer, SSE frames, the one-pass JSON readers beside serde, link re-basing, in-place
 //!   JSON splicing.
-//! - [`error`]: [`error::ProxyError`], everything lingo answers for, with its status.
+//! - [`error`]: [`error::ProxyError`], every error lingo responds with, with its status.
 //! - [`table`]: the compiled, immutable route table and its router; knows nothing of config.
 //! - [`config`]: `proxy.yaml` -> raw serde structs -> checked -> a [`table::RouteTable`]
 //!   (one way); `lingo check` runs exactly this path.
@@ -29,7 +29,7 @@
 //! - [`upstream`]: pooled clients (lingo's own HTTP/1.1 client for plain `http://`),
 //!   connecting, the header rules towards upstreams.
 //! - [`observe`]: one record per request, told as the access line and as metrics when its
-//!   answer ends.
+//!   response ends.
 //! - [`webhooks`]: the webhook relay: job webhooks pointed at lingo's receiver, events kept
 //!   in a store (an embedded file, or Redis) and delivered, signed, to the clients' URLs.
 //! - [`runtime`], [`reload`]: what one table is at run time (a [`runtime::Snapshot`] of
@@ -52,7 +52,7 @@
 //! limits, client key) -> **plan** ([`proxy::plan::Plan`], decided once: translate an
 //! endpoint, tunnel a WebSocket, list or rename native aliases, or pass through) -> **run**
 //! ([`proxy::run`]: the translation driver, pass-through, ...) -> **respond**
-//! ([`proxy::respond`], the only place an error becomes an answer) -> the answer streams
+//! ([`proxy::respond`], the only place an error becomes a response) -> the response streams
 //! back through the idle timeout and [`observe::Ended`], which writes the request's record
 //! when it ends.
 

@@ -103,7 +103,7 @@ fn kept(upstreams: &[Arc<Upstream>], before: &[Peer]) -> Vec<Option<Arc<Upstream
 // === impl Peer ===
 
 impl Peer {
-    /// Whether the upstream answered `/api/embed` with a plain 404 before.
+    /// Whether the upstream responded to `/api/embed` with a plain 404 before.
     pub fn legacy_embeddings(&self) -> bool {
         self.legacy_embeddings.load(Ordering::Relaxed)
     }

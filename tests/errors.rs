@@ -1,4 +1,4 @@
-//! Every error lingo answers itself, in the route's dialect, with the right status.
+//! Every error lingo makes itself, in the route's dialect, with the right status.
 
 mod support;
 
@@ -42,9 +42,9 @@ async fn no_route_is_404_in_the_dialect_the_path_implies() {
         ("web-data", "/v2/crawl"),
         ("chat", "/elsewhere"),
     ] {
-        let answer = get(&lingo.url(path)).await;
+        let response = get(&lingo.url(path)).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             404,
             Some("unknown_url"),
@@ -62,34 +62,34 @@ async fn unreachable_upstream_is_502() {
     let dead = format!("http://{}", closed_port().await);
     let lingo = Lingo::start(&routes_to(&dead, "")).await;
     for ((dialect, path), upstream) in PATHS.into_iter().zip(["openai", "models", "webdata"]) {
-        let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
+        let response = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             502,
             Some("upstream_unreachable"),
             &format!("upstream `{upstream}` is unreachable: connection refused"),
         );
-        assert!(!answer.body.contains("os error"), "{}", answer.body);
+        assert!(!response.body.contains("os error"), "{}", response.body);
     }
 }
 
-/// An https upstream that answers in plain HTTP: told as a failed TLS handshake. (A name
+/// An https upstream that responds in plain HTTP: reported as a failed TLS handshake. (A name
 /// that does not resolve is told "DNS lookup ... failed": a unit test, since a resolver's
 /// speed is the machine's.)
 #[tokio::test]
 async fn a_tls_failure_is_told_in_words() {
     let plain = Backend::json(200, "{}").await;
     let lingo = Lingo::start(&routes_to(&plain.url().replace("http://", "https://"), "")).await;
-    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], "{}")).await;
+    let response = send(request(Method::POST, &lingo.url("/api/chat"), &[], "{}")).await;
     assert_shape(
-        &answer,
+        &response,
         "native",
         502,
         None,
         "upstream `models` is unreachable: TLS handshake failed: ",
     );
-    assert!(!answer.body.contains("os error"), "{}", answer.body);
+    assert!(!response.body.contains("os error"), "{}", response.body);
 }
 
 #[tokio::test]
@@ -102,9 +102,9 @@ async fn slow_upstream_is_504_naming_the_limit() {
     let timeouts = "    timeouts: { first_byte: 300ms }\n";
     let lingo = Lingo::start(&routes_to(&backend.url(), timeouts)).await;
     for (dialect, path) in PATHS {
-        let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
+        let response = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             504,
             Some("upstream_timeout"),
@@ -119,9 +119,9 @@ async fn body_over_the_limit_is_413_declared_or_streamed() {
     let lingo = Lingo::start(&routes_to(&backend.url(), "")).await;
     let big = "y".repeat(2048);
     for (dialect, path) in PATHS {
-        let answer = send(request(Method::POST, &lingo.url(path), &[], &big)).await;
+        let whole = send(request(Method::POST, &lingo.url(path), &[], &big)).await;
         assert_shape(
-            &answer,
+            &whole,
             dialect,
             413,
             Some("request_too_large"),
@@ -160,7 +160,7 @@ async fn translating_route_without_translator_is_501() {
         backend.url()
     ));
     let lingo = Lingo::start(&yaml).await;
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/v1/responses"),
         &[],
@@ -168,7 +168,7 @@ async fn translating_route_without_translator_is_501() {
     ))
     .await;
     assert_shape(
-        &answer,
+        &response,
         "chat",
         501,
         Some("not_implemented"),
@@ -181,7 +181,7 @@ async fn translating_route_without_translator_is_501() {
 async fn refused_paths_are_400() {
     let backend = Backend::json(200, "{}").await;
     let lingo = Lingo::start(&routes_to(&backend.url(), "")).await;
-    // Refused before routing: answered in the dialect the path implies.
+    // Refused before routing: rendered in the dialect the path implies.
     for (dialect, path, needle) in [
         ("native", "/api/../v1/x", "dot segments"),
         ("native", "/api//tags", "not acceptable"),
@@ -190,12 +190,12 @@ async fn refused_paths_are_400() {
         ("web-data", "/v1/scrape%2fx", "encoded"),
         ("web-data", "/v2/crawl/..%5cx", "encoded slashes"),
     ] {
-        let answer = get(&lingo.url(path)).await;
-        assert_shape(&answer, dialect, 400, Some("invalid_path"), needle);
+        let response = get(&lingo.url(path)).await;
+        assert_shape(&response, dialect, 400, Some("invalid_path"), needle);
         assert!(
-            answer.body.contains("the request path is not acceptable"),
+            response.body.contains("the request path is not acceptable"),
             "{path}: {}",
-            answer.body
+            response.body
         );
     }
     assert!(backend.requests().is_empty());
@@ -205,16 +205,16 @@ async fn refused_paths_are_400() {
 async fn upstream_errors_pass_through_unchanged() {
     let backend = Backend::json(429, r#"{"success":false,"error":"Rate limit exceeded"}"#).await;
     let lingo = Lingo::start(&routes_to(&backend.url(), "")).await;
-    let answer = send(request(Method::POST, &lingo.url("/v1/scrape"), &[], "{}")).await;
-    assert_eq!(answer.status, 429);
+    let response = send(request(Method::POST, &lingo.url("/v1/scrape"), &[], "{}")).await;
+    assert_eq!(response.status, 429);
     assert_eq!(
-        answer.json(),
+        response.json(),
         json!({"success": false, "error": "Rate limit exceeded"})
     );
 }
 
 #[tokio::test]
-async fn healthz_answers_without_a_key() {
+async fn healthz_responds_without_a_key() {
     let backend = Backend::json(200, "{}").await;
     let yaml = routes_to(&backend.url(), "").replacen(
         "upstreams:",
@@ -222,7 +222,7 @@ async fn healthz_answers_without_a_key() {
         1,
     );
     let lingo = Lingo::start(&yaml).await;
-    let answer = get(&lingo.url("/healthz")).await;
-    assert_eq!(answer.status, 200);
-    assert_eq!(answer.json()["status"], Value::from("ok"));
+    let response = get(&lingo.url("/healthz")).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.json()["status"], Value::from("ok"));
 }

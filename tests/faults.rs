@@ -42,10 +42,10 @@ async fn garbage_instead_of_ndjson_ends_the_stream_with_an_error_frame() {
     ] {
         let backend = Backend::start(move |_| async move { ndjson_response(garbage) }).await;
         let lingo = chat_lingo(&backend.url()).await;
-        let answer = chat(&lingo, true).await;
-        assert_eq!(answer.status, 200, "{garbage:?}: {}", answer.body);
-        assert_eq!(answer.headers["content-type"], "text/event-stream");
-        assert_failed_stream(&answer.body, "not a native chat event");
+        let response = chat(&lingo, true).await;
+        assert_eq!(response.status, 200, "{garbage:?}: {}", response.body);
+        assert_eq!(response.headers["content-type"], "text/event-stream");
+        assert_failed_stream(&response.body, "not a native chat event");
         assert_eq!(backend.requests().len(), 1);
     }
 }
@@ -62,9 +62,9 @@ async fn garbage_after_valid_tokens_keeps_the_tokens_then_errors() {
     })
     .await;
     let lingo = chat_lingo(&backend.url()).await;
-    let answer = chat(&lingo, true).await;
-    assert_failed_stream(&answer.body, "not a native chat event");
-    let content: String = events(&answer.body)
+    let response = chat(&lingo, true).await;
+    assert_failed_stream(&response.body, "not a native chat event");
+    let content: String = events(&response.body)
         .iter()
         .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
         .collect();
@@ -72,11 +72,11 @@ async fn garbage_after_valid_tokens_keeps_the_tokens_then_errors() {
 }
 
 #[tokio::test]
-async fn garbage_as_a_whole_answer_is_502() {
+async fn garbage_as_a_whole_response_is_502() {
     let backend = Backend::start(|_| async { json_response(200, "<html>oops</html>") }).await;
     let lingo = chat_lingo(&backend.url()).await;
-    let answer = chat(&lingo, false).await;
-    assert_shape(&answer, "chat", 502, None, "not a native chat event");
+    let response = chat(&lingo, false).await;
+    assert_shape(&response, "chat", 502, None, "not a native chat event");
 }
 
 // === error statuses ===
@@ -122,10 +122,10 @@ async fn upstream_error_statuses_are_mapped_with_the_cause_and_retry_after() {
         .await;
         let lingo = chat_lingo(&backend.url()).await;
         for stream in [false, true] {
-            let answer = chat(&lingo, stream).await;
-            assert_shape(&answer, "chat", status, None, needle);
+            let whole = chat(&lingo, stream).await;
+            assert_shape(&whole, "chat", status, None, needle);
             assert_eq!(
-                answer
+                whole
                     .headers
                     .get("retry-after")
                     .map(|v| v.to_str().unwrap()),
@@ -150,10 +150,10 @@ async fn retry_after_as_a_date_is_kept() {
     })
     .await;
     let lingo = chat_lingo(&backend.url()).await;
-    let answer = chat(&lingo, false).await;
-    assert_shape(&answer, "chat", 503, None, "maintenance");
+    let whole = chat(&lingo, false).await;
+    assert_shape(&whole, "chat", 503, None, "maintenance");
     assert_eq!(
-        answer
+        whole
             .headers
             .get("retry-after")
             .map(|v| v.to_str().unwrap()),
@@ -230,13 +230,13 @@ async fn a_reset_mid_stream_ends_with_an_error_frame() {
 }
 
 #[tokio::test]
-async fn a_reset_before_the_answer_is_502() {
+async fn a_reset_before_the_response_is_502() {
     let (url, reset) = resetting_upstream("").await;
     reset.send(()).unwrap();
     let lingo = chat_lingo(&url).await;
-    let answer = chat(&lingo, true).await;
+    let response = chat(&lingo, true).await;
     assert_shape(
-        &answer,
+        &response,
         "chat",
         502,
         Some("upstream_unreachable"),
@@ -269,7 +269,7 @@ async fn huge_token_counts_do_not_break_the_stream() {
     let response = client()
         .request(req)
         .await
-        .expect("lingo answers instead of dropping the connection");
+        .expect("lingo responds instead of dropping the connection");
     let body = response
         .into_body()
         .collect()
@@ -279,10 +279,10 @@ async fn huge_token_counts_do_not_break_the_stream() {
     assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
 }
 
-/// An `/api/embed` answer with fewer (or more) vectors than inputs cannot be matched to
+/// An `/api/embed` response with fewer (or more) vectors than inputs cannot be matched to
 /// the inputs: the client must not get a list whose `index`es name the wrong inputs.
 #[tokio::test]
-async fn an_embed_answer_with_the_wrong_vector_count_is_502() {
+async fn an_embed_response_with_the_wrong_vector_count_is_502() {
     let backend = Backend::start(|_| async {
         json_response(200, r#"{"embeddings":[[0.5,0.25]],"prompt_eval_count":2}"#)
     })
@@ -294,7 +294,7 @@ async fn an_embed_answer_with_the_wrong_vector_count_is_502() {
     )))
     .await;
     let body = json!({"model": "m", "input": ["first", "second"]}).to_string();
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/v1/embeddings"),
         &[],
@@ -302,14 +302,14 @@ async fn an_embed_answer_with_the_wrong_vector_count_is_502() {
     ))
     .await;
     assert_eq!(backend.requests().len(), 1);
-    assert_shape(&answer, "chat", 502, None, "2");
+    assert_shape(&response, "chat", 502, None, "2");
 }
 
 // === hot reload under load ===
 
 /// Two valid tables that send `/api` to different backends; both translate chat
 /// completions to the built-in mock. (The pass-through probe is `/api/version`: with an alias
-/// in the table, `/api/tags` is answered from the upstream's list plus the alias.)
+/// in the table, `/api/tags` is served from the upstream's list plus the alias.)
 fn reload_table(api: &Backend, tokens: u32) -> String {
     table(&format!(
         "upstreams:\n  \
@@ -334,42 +334,42 @@ async fn client_loop(
     while !stop.load(Ordering::SeqCst) {
         let failure = match kind % 3 {
             0 => {
-                let answer = get(&format!("{lingo_url}/api/version")).await;
-                (answer.status != 200 || !matches!(answer.body.as_str(), "\"one\"" | "\"two\""))
-                    .then(|| format!("pass-through: {} {}", answer.status, answer.body))
+                let response = get(&format!("{lingo_url}/api/version")).await;
+                (response.status != 200 || !matches!(response.body.as_str(), "\"one\"" | "\"two\""))
+                    .then(|| format!("pass-through: {} {}", response.status, response.body))
             }
             1 => {
                 let body = json!({"model": "gpt-4o-mini", "stream": true,
                     "messages": [{"role": "user", "content": "hi"}]});
-                let answer = send(request(
+                let response = send(request(
                     Method::POST,
                     &format!("{lingo_url}/v1/chat/completions"),
                     &[],
                     &body.to_string(),
                 ))
                 .await;
-                (answer.status != 200 || !answer.body.ends_with("data: [DONE]\n\n"))
-                    .then(|| format!("stream: {} {}", answer.status, answer.body))
+                (response.status != 200 || !response.body.ends_with("data: [DONE]\n\n"))
+                    .then(|| format!("stream: {} {}", response.status, response.body))
             }
             _ => {
                 let body = json!({"model": "gpt-4o-mini",
                     "messages": [{"role": "user", "content": "hi"}]});
-                let answer = send(request(
+                let response = send(request(
                     Method::POST,
                     &format!("{lingo_url}/v1/chat/completions"),
                     &[],
                     &body.to_string(),
                 ))
                 .await;
-                let content = serde_json::from_str::<Value>(&answer.body)
+                let content = serde_json::from_str::<Value>(&response.body)
                     .ok()
                     .and_then(|v| {
                         v["choices"][0]["message"]["content"]
                             .as_str()
                             .map(str::to_owned)
                     });
-                (answer.status != 200 || content.is_none())
-                    .then(|| format!("whole: {} {}", answer.status, answer.body))
+                (response.status != 200 || content.is_none())
+                    .then(|| format!("whole: {} {}", response.status, response.body))
             }
         };
         done += 1;
@@ -405,8 +405,8 @@ async fn hundreds_of_reloads_under_load_fail_no_request() {
         assert!(generation > first_generation);
         // The swap is done when `reload` returns: the next request sees the new table.
         let want = if i % 2 == 0 { "\"one\"" } else { "\"two\"" };
-        let answer = get(&lingo.url("/api/version")).await;
-        assert_eq!(answer.body, want, "after reload {i}");
+        let response = get(&lingo.url("/api/version")).await;
+        assert_eq!(response.body, want, "after reload {i}");
     }
     stop.store(true, Ordering::SeqCst);
     let mut total = 0;

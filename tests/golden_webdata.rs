@@ -1,14 +1,14 @@
 //! Golden files for web-data v1 clients over a v2 upstream: each
 //! `tests/fixtures/webdata/*.json` is one exchange as a v1 client and a v2 upstream see it
-//! (`method`, `path`, `query`, `body`; the upstream's `status` and `answer`), and
+//! (`method`, `path`, `query`, `body`; the upstream's `status` and `response`), and
 //! `tests/fixtures/expected/webdata/*.json` is what lingo makes of it: the v2 request it sends
-//! (`upstream`) or the v1 error it answers instead (`refused`), and the answer the client gets.
+//! (`upstream`) or the v1 error it sends instead (`refused`), and the response the client gets.
 //! lingo's address is `http://lingo:8080`. `LINGO_BLESS=1 cargo test --test golden_webdata`
 //! rewrites the expected files.
 
 use std::path::Path;
 
-use lingo::translate::webdata::{self, Answering};
+use lingo::translate::webdata::{self, ResponseContext};
 use serde_json::{Value, json};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -33,24 +33,24 @@ fn exchange(input: &Value) -> Value {
         .map(|b| serde_json::from_slice::<Value>(&b).unwrap());
     let mut out =
         json!({"upstream": {"method": method, "path": route.path_and_query, "body": sent}});
-    if let Some(answer) = input.get("answer") {
-        let at = Answering {
+    if let Some(response) = input.get("response") {
+        let at = ResponseContext {
             call: route.call,
             json_as: translated.json_as,
             public_base: "http://lingo:8080",
             base_path: "",
         };
         let status = u16::try_from(input["status"].as_u64().unwrap()).unwrap();
-        let raw = answer.to_string();
-        let told = webdata::answer(&at, status, raw.as_bytes())
+        let raw = response.to_string();
+        let v1 = webdata::response(&at, status, raw.as_bytes())
             .map_or(raw, |b| String::from_utf8(b.to_vec()).unwrap());
-        out["answer"] =
-            json!({"status": status, "body": serde_json::from_str::<Value>(&told).unwrap()});
+        out["response"] =
+            json!({"status": status, "body": serde_json::from_str::<Value>(&v1).unwrap()});
     }
     out
 }
 
-fn refused(refusal: &webdata::Refusal) -> Value {
+fn refused(refusal: &webdata::V1Error) -> Value {
     let body: Value = serde_json::from_slice(&refusal.body()).unwrap();
     json!({"refused": {"status": refusal.status, "body": body}})
 }

@@ -43,15 +43,15 @@ async fn too_many_or_too_large_headers_are_431_in_the_dialect() {
     .await;
     let many: Vec<(String, String)> = (0..12).map(|i| (format!("x-h{i}"), "v".into())).collect();
     let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/v1/chat/completions"),
         &many,
         "{}",
     ))
     .await;
-    assert_eq!(answer.status, 431, "{}", answer.body);
-    let error = &answer.json()["error"];
+    assert_eq!(response.status, 431, "{}", response.body);
+    let error = &response.json()["error"];
     assert_eq!(error["code"], "headers_too_large");
     assert!(
         error["message"]
@@ -62,27 +62,27 @@ async fn too_many_or_too_large_headers_are_431_in_the_dialect() {
     );
 
     let big = "b".repeat(1500);
-    let answer = send(request(
+    let response = send(request(
         Method::GET,
         &lingo.url("/api/tags"),
         &[("x-big", &big)],
         "",
     ))
     .await;
-    assert_eq!(answer.status, 431, "{}", answer.body);
-    let message = answer.json()["error"].as_str().unwrap().to_owned();
+    assert_eq!(response.status, 431, "{}", response.body);
+    let message = response.json()["error"].as_str().unwrap().to_owned();
     assert!(message.contains("the limit is 1024"), "{message}");
 
     // Far over the limit, hyper itself refuses before lingo sees the request.
     let huge = "h".repeat(8 * 1024);
-    let answer = send(request(
+    let response = send(request(
         Method::GET,
         &lingo.url("/api/tags"),
         &[("x-huge", &huge)],
         "",
     ))
     .await;
-    assert_eq!(answer.status, 431);
+    assert_eq!(response.status, 431);
     assert!(
         backend.requests().is_empty(),
         "nothing may reach the backend"
@@ -97,14 +97,14 @@ async fn too_many_or_too_large_headers_are_431_in_the_dialect() {
         limited(&backend.url(), "max_headers: 10")
     );
     let keyed = Lingo::start(&keyed).await;
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &keyed.url("/v1/chat/completions"),
         &many,
         "{}",
     ))
     .await;
-    assert_eq!(answer.status, 431, "{}", answer.body);
+    assert_eq!(response.status, 431, "{}", response.body);
     assert!(
         backend.requests().len() == 1,
         "only the request within the limits got through"
@@ -144,7 +144,7 @@ async fn a_kept_alive_connection_has_idle_timeout_and_its_next_head_header_timeo
         let mut buf = [0u8; 1024];
         let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
             .await
-            .expect("an answer")
+            .expect("a response")
             .unwrap();
         let said = String::from_utf8_lossy(&buf[..n]);
         assert!(said.starts_with("HTTP/1.1 200"), "round {round}: {said}");
@@ -231,17 +231,17 @@ async fn a_connection_over_the_cap_is_told_503_and_closed() {
 
     // A slot freed is a slot usable again.
     drop(held.pop());
-    let answer = tokio::time::timeout(PATIENCE, async {
+    let response = tokio::time::timeout(PATIENCE, async {
         loop {
-            let answer = get(&lingo.url("/api/tags")).await;
-            if answer.status == 200 {
-                return answer;
+            let response = get(&lingo.url("/api/tags")).await;
+            if response.status == 200 {
+                return response;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
     .await;
-    assert!(answer.is_ok(), "the freed connection slot was not reused");
+    assert!(response.is_ok(), "the freed connection slot was not reused");
 }
 
 #[tokio::test]
@@ -258,7 +258,7 @@ async fn requests_over_the_in_flight_cap_get_503_with_retry_after() {
             .to_string(),
         )
     };
-    // One stream in flight holds the only slot until its answer ends.
+    // One stream in flight holds the only slot until its response ends.
     let first = client().request(chat(true)).await.unwrap();
     assert_eq!(first.status(), 200);
 
@@ -273,7 +273,7 @@ async fn requests_over_the_in_flight_cap_get_503_with_retry_after() {
     assert_eq!(refused.headers["retry-after"], "1");
     let native = get(&lingo.url("/api/tags")).await;
     assert_shape(&native, "native", 503, None, "limit of 1 requests");
-    // Probes are still answered, all three.
+    // Probes are still served, all three.
     assert_eq!(get(&lingo.url("/healthz")).await.status, 200);
     let ready = get(&lingo.url("/readyz")).await;
     assert_eq!(ready.status, 200, "{}", ready.body);
@@ -294,12 +294,12 @@ async fn requests_over_the_in_flight_cap_get_503_with_retry_after() {
     drop(lines);
     let text = first.into_body().collect().await.unwrap().to_bytes();
     assert!(String::from_utf8_lossy(&text).contains("[DONE]"));
-    // The slot is free again once the answer ended.
+    // The slot is free again once the response ended.
     let native = tokio::time::timeout(PATIENCE, async {
         loop {
-            let answer = get(&lingo.url("/api/tags")).await;
-            if answer.status != 503 {
-                return answer;
+            let response = get(&lingo.url("/api/tags")).await;
+            if response.status != 503 {
+                return response;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -309,7 +309,7 @@ async fn requests_over_the_in_flight_cap_get_503_with_retry_after() {
 }
 
 /// Past `max_connections`, at most 64 connections at a time are being told 503; one more is
-/// closed unanswered. The 64 are held by clients that send nothing (each refusal waits up to
+/// closed without a response. The 64 are held by clients that send nothing (each refusal waits up to
 /// 5 s for a request); should a slow machine let that wait run out before the 65th is
 /// accepted (a slot frees and it is told 503), the attempt is made again from scratch: a
 /// wrong cap fails every attempt.
@@ -332,13 +332,13 @@ async fn at_most_64_over_the_cap_are_refused_at_once_the_rest_are_closed() {
             silent.push(TcpStream::connect(lingo.addr).await.unwrap());
         }
         let mut probe = TcpStream::connect(lingo.addr).await.unwrap();
-        // lingo may close before reading it: a failed write is an answer too.
+        // lingo may close before reading it: a failed write is a response too.
         let _ = probe
             .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\n\r\n")
             .await;
         let said = read_to_close(&mut probe).await;
         if said.is_empty() {
-            // The 64th, still being refused, is answered 503 when it asks (a cap below 64
+            // The 64th, still being refused, gets a 503 when it asks (a cap below 64
             // would have closed it).
             let mut last = silent.pop().unwrap();
             last.write_all(b"GET /v1/chat/completions HTTP/1.1\r\nhost: lingo\r\n\r\n")
@@ -359,7 +359,7 @@ async fn at_most_64_over_the_cap_are_refused_at_once_the_rest_are_closed() {
 }
 
 /// A request whose body stops coming is not held until the upstream's first-byte timeout
-/// (300 s here, the default): past `limits.body_timeout` of silence it is answered 408 in its
+/// (300 s here, the default): past `limits.body_timeout` of silence it gets a 408 in its
 /// route's dialect (`request_timeout`), the connection closed (the rest of the body will
 /// not be read), and the upstream request ended: lingo's own client closes its connection
 /// mid-body (the upstream, which records every byte, saw the head and the bytes that came,
@@ -389,13 +389,13 @@ async fn a_stalled_request_body_is_408_and_its_upstream_request_ended() {
         stream.write_all(head.as_bytes()).await.unwrap();
         stream.write_all(b"{\"model\":").await.unwrap();
         let said = read_to_close(&mut stream).await;
-        let (head, body) = said.split_once("\r\n\r\n").expect("an answer");
+        let (head, body) = said.split_once("\r\n\r\n").expect("a response");
         assert!(
             head.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
             "{path}: {said}"
         );
         assert!(head.ends_with("\r\nconnection: close"), "{path}: {head}");
-        let answer = Answer {
+        let response = WholeResponse {
             status: hyper::StatusCode::REQUEST_TIMEOUT,
             headers: [("content-type", "application/json")]
                 .into_iter()
@@ -404,7 +404,13 @@ async fn a_stalled_request_body_is_408_and_its_upstream_request_ended() {
             body: body.to_owned(),
         };
         let code = (dialect == "chat").then_some("request_timeout");
-        assert_shape(&answer, dialect, 408, code, "nothing of it came for 300ms");
+        assert_shape(
+            &response,
+            dialect,
+            408,
+            code,
+            "nothing of it came for 300ms",
+        );
     }
     let received = recording.received_when(|r| r.contains("{\"model\":")).await;
     assert!(

@@ -221,7 +221,7 @@ fn find<'a>(lines: &'a [Fields], key: &str, value: &str) -> &'a Fields {
 
 const REQUEST_ID: &str = r#"rid one "two"=3"#;
 
-/// A run with an answered request, a refused one, a refused reload and a shutdown: what
+/// A run with a served request, a refused one, a refused reload and a shutdown: what
 /// its lines must hold, whichever the format.
 async fn a_run_logs(args: &[&str], env: &[(&str, &str)], json: bool) {
     let dir = tempfile::tempdir().unwrap();
@@ -237,14 +237,14 @@ async fn a_run_logs(args: &[&str], env: &[(&str, &str)], json: bool) {
     all_args.extend(["--config", &config_arg]);
     let lingo = Run::start(&all_args, env);
     let key = ("authorization", "Bearer k-logs");
-    let answer = send(request(
+    let response = send(request(
         Method::GET,
         &lingo.url("/api/tags"),
         &[key, ("x-request-id", REQUEST_ID)],
         "",
     ))
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(response.status, 200, "{}", response.body);
     let refused = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
     assert_eq!(refused.status, 401);
     // Two problems: one line, both in its `errors`.

@@ -27,8 +27,8 @@ async fn requests_tokens_and_overhead_are_counted() {
     let lingo = Lingo::start(&keyed_table("    mock: { tokens: 5 }\n", "")).await;
     let url = lingo.url("/v1/chat/completions");
     for stream in [false, true] {
-        let answer = send(request(Method::POST, &url, &[KEY], &chat_body(stream))).await;
-        assert_eq!(answer.status, 200, "{}", answer.body);
+        let response = send(request(Method::POST, &url, &[KEY], &chat_body(stream))).await;
+        assert_eq!(response.status, 200, "{}", response.body);
     }
     let refused = send(request(Method::POST, &url, &[], &chat_body(false))).await;
     assert_eq!(refused.status, 401);
@@ -53,7 +53,7 @@ async fn requests_tokens_and_overhead_are_counted() {
         r#"lingo_requests_total{{{route},status="401",dialect="chat-completions",outcome="complete"}}"#
     );
     assert_eq!(metric(text, &denied), Some(1.0), "{text}");
-    // The mock answers 5 tokens per answer; its prompt count is 1 per message word or more.
+    // The mock responds with 5 tokens per response; its prompt count is 1 per message word or more.
     let out =
         r#"lingo_tokens_total{route="path /v1/chat/completions",client="team",direction="out"}"#;
     assert_eq!(metric(text, out), Some(10.0), "{text}");
@@ -77,8 +77,8 @@ async fn overhead_leaves_out_the_upstream_wait() {
     for n in [1, 3] {
         let body = json!({"model": "m", "n": n, "messages": [{"role": "user", "content": "hi"}]});
         let url = lingo.url("/v1/chat/completions");
-        let answer = send(request(Method::POST, &url, &[KEY], &body.to_string())).await;
-        assert_eq!(answer.status, 200, "{}", answer.body);
+        let response = send(request(Method::POST, &url, &[KEY], &body.to_string())).await;
+        assert_eq!(response.status, 200, "{}", response.body);
     }
     let route = r#"route="path /v1/chat/completions",upstream="models""#;
     let count = format!("lingo_request_duration_seconds_count{{{route}}}");
@@ -91,7 +91,7 @@ async fn overhead_leaves_out_the_upstream_wait() {
     let overhead = metric(&text, &format!("lingo_overhead_seconds_sum{{{route}}}")).unwrap();
     assert!(
         total >= 1.6,
-        "two answers, each after an 800ms wait: {total}"
+        "two responses, each after an 800ms wait: {total}"
     );
     assert!(
         overhead < 0.8,
@@ -102,7 +102,7 @@ async fn overhead_leaves_out_the_upstream_wait() {
     assert!(overhead > 0.0, "lingo's own work is measured: {overhead}");
 }
 
-/// An upstream's error answer is read whole before lingo re-tells it: reading it is the
+/// An upstream's error response is read whole before lingo translates it: reading it is the
 /// upstream's time too, however slowly its body comes.
 #[tokio::test]
 async fn overhead_leaves_out_a_slow_error_body() {
@@ -124,9 +124,9 @@ async fn overhead_leaves_out_a_slow_error_body() {
     let upstream = format!("    url: {}\n", backend.url());
     let lingo = Lingo::start(&keyed_table(&upstream, "")).await;
     let url = lingo.url("/v1/chat/completions");
-    let answer = send(request(Method::POST, &url, &[KEY], &chat_body(false))).await;
-    assert_eq!(answer.status, 500, "{}", answer.body);
-    assert!(answer.body.contains("overloaded"), "{}", answer.body);
+    let response = send(request(Method::POST, &url, &[KEY], &chat_body(false))).await;
+    assert_eq!(response.status, 500, "{}", response.body);
+    assert!(response.body.contains("overloaded"), "{}", response.body);
     let route = r#"route="path /v1/chat/completions",upstream="models""#;
     let (total, overhead) = one_request_times(&lingo, route).await;
     assert!(total >= 0.8, "the error body came after 800ms: {total}");
@@ -138,7 +138,7 @@ async fn overhead_leaves_out_a_slow_error_body() {
 
 /// A new connection goes to the worker serving the fewest (else the worker that wakes first
 /// may take them all, and keep them), and `/metrics` shows how many each serves. The
-/// connections open one after another, each answered before the next: the counts are exact
+/// connections open one after another, each served before the next: the counts are exact
 /// (read in-process, so that reading them opens no connection). Shutdown then closes them all.
 #[tokio::test]
 async fn connections_go_to_the_worker_serving_fewest() {
@@ -219,7 +219,7 @@ async fn open_streams_and_upstream_errors() {
     assert!(!String::from_utf8_lossy(&text).contains("[DONE]"));
 
     assert_eq!(get(&lingo.url("/api/tags")).await.status, 502);
-    // The server drops a finished answer just after the client has read its end.
+    // The server drops a finished response just after the client has read its end.
     let after = metrics_when(&lingo, |text| {
         metric(text, "lingo_open_streams") == Some(0.0)
     })
@@ -267,8 +267,8 @@ async fn series_count_across_reloads() {
     for text in [&first, &first, &renamed, &first] {
         std::fs::write(&path, text).unwrap();
         lingo.reloader.reload(true).unwrap();
-        let answer = send(request(Method::POST, &url, &[KEY], &chat_body(false))).await;
-        assert_eq!(answer.status, 200, "{}", answer.body);
+        let response = send(request(Method::POST, &url, &[KEY], &chat_body(false))).await;
+        assert_eq!(response.status, 200, "{}", response.body);
     }
     let series = |upstream: &str| {
         format!(
@@ -328,18 +328,18 @@ async fn admin_listener_takes_metrics_and_readyz_and_can_require_a_key() {
     // On the admin listener: the key is required for /metrics and /readyz, not /healthz.
     assert_eq!(get(&admin_url("/healthz")).await.status, 200);
     for path in ["/metrics", "/readyz"] {
-        let answer = get(&admin_url(path)).await;
+        let response = get(&admin_url(path)).await;
         assert_shape(
-            &answer,
+            &response,
             "chat",
             401,
             Some("missing_api_key"),
             "missing client key",
         );
         let wrong = [("authorization", "Bearer nope")];
-        let answer = send(request(Method::GET, &admin_url(path), &wrong, "")).await;
+        let response = send(request(Method::GET, &admin_url(path), &wrong, "")).await;
         assert_shape(
-            &answer,
+            &response,
             "chat",
             401,
             Some("invalid_api_key"),

@@ -26,21 +26,21 @@ fn lines(body: &str) -> Vec<Value> {
         .collect()
 }
 
-async fn post(url: &str, body: Value, headers: &[(&str, &str)]) -> Answer {
+async fn post(url: &str, body: Value, headers: &[(&str, &str)]) -> WholeResponse {
     send(request(Method::POST, url, headers, &body.to_string())).await
 }
 
 #[tokio::test]
 async fn chat_streams_ndjson_with_the_requested_token_count() {
     let base = mock().await;
-    let answer = post(
+    let response = post(
         &format!("{base}/api/chat"),
         json!({"model": "m", "messages": [{"role": "user", "content": "hi there"}]}),
         &[],
     )
     .await;
-    assert_eq!(answer.headers["content-type"], "application/x-ndjson");
-    let events = lines(&answer.body);
+    assert_eq!(response.headers["content-type"], "application/x-ndjson");
+    let events = lines(&response.body);
     assert_eq!(events.len(), 17, "16 tokens and the closing event");
     assert!(
         events[..16]
@@ -64,15 +64,15 @@ async fn chat_streams_ndjson_with_the_requested_token_count() {
         (&[("x-mock", "tokens=3")][..], "m"),
         (&[][..], "m@tokens=3"),
     ] {
-        let answer = post(
+        let response = post(
             &format!("{base}/api/chat"),
             json!({"model": model, "messages": []}),
             headers,
         )
         .await;
-        assert_eq!(lines(&answer.body).len(), 4, "{headers:?} {model}");
+        assert_eq!(lines(&response.body).len(), 4, "{headers:?} {model}");
         assert_eq!(
-            lines(&answer.body)[0]["model"],
+            lines(&response.body)[0]["model"],
             "m",
             "knobs are not part of the model name"
         );
@@ -111,13 +111,13 @@ async fn chat_non_stream_tools_json_and_length() {
         (json!("json"), json!({"answer": "mock"})),
         (schema, json!({"n": 0, "ok": true})),
     ] {
-        let answer = post(
+        let response = post(
             &url,
             json!({"model": "m", "messages": [], "format": format}),
             &[],
         )
         .await;
-        let text: String = lines(&answer.body)
+        let text: String = lines(&response.body)
             .iter()
             .map(|e| e["message"]["content"].as_str().unwrap().to_owned())
             .collect();

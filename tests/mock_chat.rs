@@ -18,7 +18,7 @@ async fn lingo() -> Lingo {
     Lingo::start(&yaml).await
 }
 
-async fn post(lingo: &Lingo, path: &str, body: Value, headers: &[(&str, &str)]) -> Answer {
+async fn post(lingo: &Lingo, path: &str, body: Value, headers: &[(&str, &str)]) -> WholeResponse {
     send(request(
         Method::POST,
         &lingo.url(path),
@@ -33,15 +33,15 @@ async fn chat_streams_sse_with_a_usage_chunk_and_done() {
     let lingo = lingo().await;
     let body = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true},
         "messages": [{"role": "user", "content": "hello there"}]});
-    let answer = post(&lingo, "/v1/chat/completions", body, &[]).await;
-    assert_eq!(answer.status, 200);
-    assert_eq!(answer.headers["content-type"], "text/event-stream");
-    let events = events(&answer.body);
+    let response = post(&lingo, "/v1/chat/completions", body, &[]).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.headers["content-type"], "text/event-stream");
+    let events = events(&response.body);
     assert_eq!(
         events.len(),
         7,
         "4 words, finish, usage, [DONE]: {}",
-        answer.body
+        response.body
     );
     assert_eq!(
         events[0]["choices"][0]["delta"],
@@ -108,7 +108,7 @@ async fn tool_calls_stream_in_fragments_and_reasoning_first() {
 }
 
 #[tokio::test]
-async fn whole_answers_completions_embeddings_and_models() {
+async fn whole_responses_completions_embeddings_and_models() {
     let lingo = lingo().await;
     let chat = post(
         &lingo,
@@ -210,8 +210,8 @@ async fn knobs_and_failures_in_the_official_shapes() {
     lingo.shutdown().await;
 }
 
-fn events_of(answer: &Answer) -> Vec<Value> {
-    events(&answer.body)
+fn events_of(response: &WholeResponse) -> Vec<Value> {
+    events(&response.body)
 }
 
 /// `lingo mock --speaks chat-completions` (and the knob per request) serves the same dialect

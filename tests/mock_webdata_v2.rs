@@ -1,5 +1,5 @@
 //! The mock as a version-2-only web-data upstream (`speaks: web-data-v2`), over sockets: 404
-//! on `/v1/...`, v2's strict bodies, and v2's answer shapes for every endpoint lingo translates.
+//! on `/v1/...`, v2's strict bodies, and v2's response shapes for every endpoint lingo translates.
 
 mod support;
 
@@ -18,7 +18,7 @@ async fn mock_v2() -> String {
     url
 }
 
-async fn post(url: &str, body: Value) -> Answer {
+async fn post(url: &str, body: Value) -> WholeResponse {
     send(request(Method::POST, url, &[], &body.to_string())).await
 }
 
@@ -30,9 +30,9 @@ async fn v1_paths_are_404() {
         (Method::GET, "/v1/team/token-usage"),
         (Method::GET, "/v1/crawl/x"),
     ] {
-        let answer = send(request(method, &format!("{base}{path}"), &[], "{}")).await;
-        assert_eq!(answer.status, 404, "{path}");
-        assert_eq!(answer.json()["success"], false);
+        let response = send(request(method, &format!("{base}{path}"), &[], "{}")).await;
+        assert_eq!(response.status, 404, "{path}");
+        assert_eq!(response.json()["success"], false);
     }
 }
 
@@ -57,21 +57,24 @@ async fn v1_keys_and_formats_are_refused_as_v2_does() {
         ),
     ];
     for (path, body, keys) in cases {
-        let answer = post(&format!("{base}{path}"), body).await;
-        assert_eq!(answer.status, 400, "{path}");
-        let issue = &answer.json()["details"][0];
+        let response = post(&format!("{base}{path}"), body).await;
+        assert_eq!(response.status, 400, "{path}");
+        let issue = &response.json()["details"][0];
         assert_eq!(
             (&issue["code"], &issue["keys"]),
             (&json!("unrecognized_keys"), &keys)
         );
     }
-    let answer = post(
+    let response = post(
         &format!("{base}/v2/scrape"),
         json!({"url": "u", "formats": ["extract"]}),
     )
     .await;
     assert_eq!(
-        (answer.status.as_u16(), &answer.json()["details"][0]["path"]),
+        (
+            response.status.as_u16(),
+            &response.json()["details"][0]["path"]
+        ),
         (400, &json!(["formats", 0]))
     );
 }

@@ -31,7 +31,7 @@ async fn mock(knobs: &str) -> String {
     url
 }
 
-async fn post(url: &str, body: &Value) -> Answer {
+async fn post(url: &str, body: &Value) -> WholeResponse {
     let headers = [("content-type", "application/json")];
     send(request(Method::POST, url, &headers, &body.to_string())).await
 }
@@ -249,10 +249,10 @@ async fn a_receiver_that_fails_twice_gets_exactly_three_attempts() {
     assert_eq!(types(&hits), ["batch_scrape.completed"; 3]);
 }
 
-/// A receiver slower than `webhook_timeout` has failed, though it answers 200 in the end: its
-/// first answer would come after the test gave up waiting, so only a retry can be seen.
+/// A receiver slower than `webhook_timeout` has failed, though it responds with 200 in the end: its
+/// first response would come after the test gave up waiting, so only a retry can be seen.
 #[tokio::test]
-async fn an_answer_after_the_reply_time_is_a_failure() {
+async fn a_response_after_the_reply_time_is_a_failure() {
     let slow = Duration::from_secs(60);
     let receiver = Receiver::start(move |hits| {
         (
@@ -392,15 +392,15 @@ async fn a_bad_webhook_is_a_400_in_the_web_data_shape() {
             for (webhook, path) in &cases {
                 let body = json!({"url": "https://example.com", "urls": ["https://example.com"],
                     "prompt": "p", "webhook": webhook});
-                let answer = post(&format!("{base}/{version}/{family}"), &body).await;
+                let response = post(&format!("{base}/{version}/{family}"), &body).await;
                 let place = format!("{base} {version} {family} {webhook}");
-                assert_eq!(answer.status, 400, "{place}");
-                let answer = answer.json();
+                assert_eq!(response.status, 400, "{place}");
+                let response = response.json();
                 assert_eq!(
-                    (&answer["success"], &answer["code"]),
+                    (&response["success"], &response["code"]),
                     (&json!(false), &json!("BAD_REQUEST"))
                 );
-                assert_eq!(&answer["details"][0]["path"], path, "{place}");
+                assert_eq!(&response["details"][0]["path"], path, "{place}");
             }
         }
     }

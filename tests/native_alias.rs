@@ -2,7 +2,7 @@
 //! compact, with numbers and escapes lingo must not touch, aliases longer and shorter than
 //! the upstream's names. The forwarded request must be framed by the bytes sent (a stale
 //! `Content-Length` makes the upstream wait for bytes that never come), carry the client's
-//! body byte for byte but for the model, and every `model` of the answer must be the alias
+//! body byte for byte but for the model, and every `model` of the response must be the alias
 //! again however the upstream spaces its JSON.
 
 mod support;
@@ -17,7 +17,7 @@ const ALIASES: [(&str, &str); 2] = [
     ("a-very-long-alias-name-for-tests", "m:1b"),
 ];
 
-/// An upstream that answers each endpoint in the native shape, spacing its JSON the way
+/// An upstream that responds to each endpoint in the native shape, spacing its JSON the way
 /// some servers do (`"model" : "x"`), naming the model it was asked for.
 async fn spaced_backend() -> Backend {
     Backend::start(|seen| async move {
@@ -95,8 +95,8 @@ async fn aliased_bodies_arrive_byte_for_byte_but_for_the_model() {
     for (alias, model) in ALIASES {
         for (path, template) in BODIES {
             let sent = template.replace("{model}", &format!("\"{alias}\""));
-            let answer = send(request(Method::POST, &lingo.url(path), &[], &sent)).await;
-            assert_eq!(answer.status, 200, "{path} {sent}: {}", answer.body);
+            let response = send(request(Method::POST, &lingo.url(path), &[], &sent)).await;
+            assert_eq!(response.status, 200, "{path} {sent}: {}", response.body);
 
             let seen = backend.last();
             let expected = template.replace("{model}", &format!("\"{model}\""));
@@ -115,12 +115,12 @@ async fn aliased_bodies_arrive_byte_for_byte_but_for_the_model() {
                 "{path}: the framing is the forwarded body's"
             );
             if path != "/api/embeddings" && path != "/api/show" {
-                for line in answer.body.lines() {
+                for line in response.body.lines() {
                     let line: Value = serde_json::from_str(line).unwrap();
                     assert_eq!(line["model"], alias, "{path}: {line}");
                 }
             }
-            assert!(!answer.body.contains(model), "{path}: {}", answer.body);
+            assert!(!response.body.contains(model), "{path}: {}", response.body);
         }
     }
 }
@@ -132,24 +132,28 @@ async fn every_streamed_line_names_the_alias_whatever_the_spacing() {
     for (alias, model) in ALIASES {
         let sent =
             format!(r#"{{"model": "{alias}", "messages": [{{"role": "user", "content": "hi"}}]}}"#);
-        let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], &sent)).await;
-        assert_eq!(answer.status, 200, "{}", answer.body);
-        let lines: Vec<Value> = answer
+        let response = send(request(Method::POST, &lingo.url("/api/chat"), &[], &sent)).await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        let lines: Vec<Value> = response
             .body
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(lines.len(), 2, "{}", answer.body);
-        assert!(lines.iter().all(|l| l["model"] == alias), "{}", answer.body);
+        assert_eq!(lines.len(), 2, "{}", response.body);
+        assert!(
+            lines.iter().all(|l| l["model"] == alias),
+            "{}",
+            response.body
+        );
         assert!(lines[1]["done"].as_bool().unwrap());
-        assert!(!answer.body.contains(model));
+        assert!(!response.body.contains(model));
     }
 }
 
-/// Another model's name in the answer, or the upstream model's name inside the content, is
-/// not the answer's `model` field and stays as it is.
+/// Another model's name in the response, or the upstream model's name inside the content, is
+/// not the response's `model` field and stays as it is.
 #[tokio::test]
-async fn only_the_answers_own_model_field_is_renamed() {
+async fn only_the_responses_own_model_field_is_renamed() {
     let backend = Backend::start(|_| async {
         json_response(
             200,
@@ -159,9 +163,9 @@ async fn only_the_answers_own_model_field_is_renamed() {
     .await;
     let lingo = lingo_for(&backend).await;
     let sent = r#"{"model":"a-very-long-alias-name-for-tests","stream":false,"messages":[]}"#;
-    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], sent)).await;
+    let response = send(request(Method::POST, &lingo.url("/api/chat"), &[], sent)).await;
     assert_eq!(
-        answer.body.trim_end(),
+        response.body.trim_end(),
         r#"{"model":"other","message":{"role":"assistant","content":"I am \"model\":\"m:1b\""},"done":true}"#
     );
 }
@@ -172,13 +176,13 @@ async fn other_models_pass_byte_for_byte() {
     let backend = spaced_backend().await;
     let lingo = lingo_for(&backend).await;
     let sent = r#"{ "model" : "qwen3" , "stream" : false, "n": 1e3 }"#;
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/api/generate"),
         &[],
         sent,
     ))
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(backend.last().body, sent.as_bytes());
 }

@@ -11,8 +11,8 @@ use hyper::Method;
 use serde_json::{Value, json};
 use support::*;
 
-/// A native route over a chat-completions mock (4 tokens an answer), with two aliases: one
-/// that changes the answer's length, one to a model the mock does not have.
+/// A native route over a chat-completions mock (4 tokens a response), with two aliases: one
+/// that changes the response's length, one to a model the mock does not have.
 async fn lingo() -> Lingo {
     let yaml = table(
         "upstreams:\n  oai:\n    mock: { tokens: 4 }\n    speaks: chat-completions\n    \
@@ -24,7 +24,7 @@ async fn lingo() -> Lingo {
     Lingo::start(&yaml).await
 }
 
-async fn post(lingo: &Lingo, path: &str, body: &Value) -> Answer {
+async fn post(lingo: &Lingo, path: &str, body: &Value) -> WholeResponse {
     send(request(
         Method::POST,
         &lingo.url(path),
@@ -79,11 +79,11 @@ fn chat_text(lines: &[Value]) -> String {
 #[tokio::test]
 async fn chat_streams_ndjson_by_default_and_ends_with_done() {
     let lingo = lingo().await;
-    let answer = post(&lingo, "/api/chat", &chat("m", None)).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.headers["content-type"], "application/x-ndjson");
-    assert!(!answer.body.contains("[DONE]"), "{}", answer.body);
-    let lines = lines(&answer.body);
+    let response = post(&lingo, "/api/chat", &chat("m", None)).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.headers["content-type"], "application/x-ndjson");
+    assert!(!response.body.contains("[DONE]"), "{}", response.body);
+    let lines = lines(&response.body);
     assert_complete(&lines, "m", &chat_text(&lines));
     assert_eq!(lines.last().unwrap()["eval_count"], 4);
     assert_eq!(lines[0]["message"]["role"], "assistant");
@@ -92,10 +92,10 @@ async fn chat_streams_ndjson_by_default_and_ends_with_done() {
 #[tokio::test]
 async fn chat_whole_is_one_object() {
     let lingo = lingo().await;
-    let answer = post(&lingo, "/api/chat", &chat("m", Some(false))).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.headers["content-type"], "application/json");
-    let body = answer.json();
+    let response = post(&lingo, "/api/chat", &chat("m", Some(false))).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.headers["content-type"], "application/json");
+    let body = response.json();
     assert_eq!(body["model"], "m");
     assert_eq!(body["done"], true);
     assert_eq!(body["eval_count"], 4);
@@ -105,9 +105,9 @@ async fn chat_whole_is_one_object() {
 #[tokio::test]
 async fn a_stream_that_fails_midway_ends_with_an_error_line_and_no_done() {
     let lingo = lingo().await;
-    let answer = post(&lingo, "/api/chat", &chat("m@error_after=2", None)).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let lines = lines(&answer.body);
+    let response = post(&lingo, "/api/chat", &chat("m@error_after=2", None)).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let lines = lines(&response.body);
     let (last, before) = lines.split_last().unwrap();
     assert!(
         last["error"].as_str().is_some_and(|e| !e.is_empty()),
@@ -117,19 +117,19 @@ async fn a_stream_that_fails_midway_ends_with_an_error_line_and_no_done() {
         before.len(),
         2,
         "two tokens, then the error: {}",
-        answer.body
+        response.body
     );
-    assert!(lines.iter().all(|l| l["done"] != true), "{}", answer.body);
+    assert!(lines.iter().all(|l| l["done"] != true), "{}", response.body);
 }
 
 #[tokio::test]
 async fn generate_streamed_and_whole() {
     let lingo = lingo().await;
     let body = json!({"model": "m", "prompt": "why is the sky blue?"});
-    let answer = post(&lingo, "/api/generate", &body).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.headers["content-type"], "application/x-ndjson");
-    let lines = lines(&answer.body);
+    let response = post(&lingo, "/api/generate", &body).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.headers["content-type"], "application/x-ndjson");
+    let lines = lines(&response.body);
     let text: String = lines
         .iter()
         .filter_map(|l| l["response"].as_str())
@@ -138,9 +138,9 @@ async fn generate_streamed_and_whole() {
     assert!(lines.iter().all(|l| l.get("message").is_none()));
 
     let whole = json!({"model": "m", "prompt": "why is the sky blue?", "stream": false});
-    let answer = post(&lingo, "/api/generate", &whole).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let body = answer.json();
+    let response = post(&lingo, "/api/generate", &whole).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
     assert_eq!(body["done"], true);
     assert_eq!(body["response"].as_str().unwrap(), text);
     assert_eq!(body["eval_count"], 4);
@@ -150,9 +150,9 @@ async fn generate_streamed_and_whole() {
 async fn raw_generate_goes_as_a_text_completion() {
     let lingo = lingo().await;
     let body = json!({"model": "m", "prompt": "Once", "raw": true, "stream": false});
-    let answer = post(&lingo, "/api/generate", &body).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let body = answer.json();
+    let response = post(&lingo, "/api/generate", &body).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
     assert_eq!(body["done"], true);
     assert!(!body["response"].as_str().unwrap().is_empty(), "{body}");
 }
@@ -161,50 +161,50 @@ async fn raw_generate_goes_as_a_text_completion() {
 async fn embed_and_legacy_embeddings() {
     let lingo = lingo().await;
     let body = json!({"model": "e", "input": ["one", "two"]});
-    let answer = post(&lingo, "/api/embed", &body).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let body = answer.json();
+    let response = post(&lingo, "/api/embed", &body).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
     assert_eq!(body["model"], "e");
     let embeddings = body["embeddings"].as_array().unwrap();
     assert_eq!(embeddings.len(), 2);
     assert_eq!(embeddings[0].as_array().unwrap().len(), 16);
     assert!(body["prompt_eval_count"].as_u64().unwrap() > 0);
 
-    let answer = post(
+    let response = post(
         &lingo,
         "/api/embeddings",
         &json!({"model": "e", "prompt": "one"}),
     )
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let body = answer.json();
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
     assert_eq!(body["embedding"].as_array().unwrap().len(), 16);
     assert_eq!(
         body["embedding"], embeddings[0],
         "the same text, the same vector"
     );
 
-    let answer = post(&lingo, "/api/embed", &json!({"model": "e", "input": []})).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.json(), json!({"model": "e", "embeddings": []}));
+    let response = post(&lingo, "/api/embed", &json!({"model": "e", "input": []})).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.json(), json!({"model": "e", "embeddings": []}));
 }
 
 #[tokio::test]
-async fn an_alias_resolves_and_answers_under_its_own_name() {
+async fn an_alias_resolves_and_responds_under_its_own_name() {
     let lingo = lingo().await;
-    let answer = post(&lingo, "/api/chat", &chat("short", Some(false))).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let body = answer.json();
+    let response = post(&lingo, "/api/chat", &chat("short", Some(false))).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
     assert_eq!(body["model"], "short");
     assert_eq!(
         body["eval_count"], 2,
         "the alias's target model (2 tokens): {body}"
     );
 
-    let answer = post(&lingo, "/api/chat", &chat("gone", None)).await;
-    assert_eq!(answer.status, 404, "{}", answer.body);
+    let response = post(&lingo, "/api/chat", &chat("gone", None)).await;
+    assert_eq!(response.status, 404, "{}", response.body);
     assert!(
-        answer.json()["error"]
+        response.json()["error"]
             .as_str()
             .unwrap()
             .contains("missing-model")
@@ -217,21 +217,21 @@ async fn a_missing_model_is_a_native_404() {
     for path in ["/api/chat", "/api/generate"] {
         let body = json!({"model": "missing-x", "prompt": "p",
             "messages": [{"role": "user", "content": "hi"}]});
-        let answer = post(&lingo, path, &body).await;
-        assert_eq!(answer.status, 404, "{path}: {}", answer.body);
-        assert_eq!(answer.headers["content-type"], "application/json");
-        let body = answer.json();
+        let response = post(&lingo, path, &body).await;
+        assert_eq!(response.status, 404, "{path}: {}", response.body);
+        assert_eq!(response.headers["content-type"], "application/json");
+        let body = response.json();
         let error = body["error"].as_str().expect("native error shape");
         assert!(error.contains("missing-x"), "{error}");
     }
-    let answer = post(
+    let response = post(
         &lingo,
         "/api/embed",
         &json!({"model": "missing-x", "input": "a"}),
     )
     .await;
-    assert_eq!(answer.status, 404, "{}", answer.body);
-    assert!(answer.json()["error"].is_string());
+    assert_eq!(response.status, 404, "{}", response.body);
+    assert!(response.json()["error"].is_string());
 }
 
 #[tokio::test]
@@ -246,23 +246,23 @@ async fn bad_requests_are_native_400s() {
         ),
         ("/api/embed", json!({"model": "m", "input": 3})),
     ] {
-        let answer = post(&lingo, path, &body).await;
-        assert_eq!(answer.status, 400, "{path} {body}: {}", answer.body);
-        let error = answer.json();
+        let response = post(&lingo, path, &body).await;
+        assert_eq!(response.status, 400, "{path} {body}: {}", response.body);
+        let error = response.json();
         assert!(
             error["error"].as_str().is_some_and(|e| !e.is_empty()),
             "{error}"
         );
     }
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/api/chat"),
         &[],
         "{not json",
     ))
     .await;
-    assert_eq!(answer.status, 400, "{}", answer.body);
-    assert!(answer.json()["error"].is_string());
+    assert_eq!(response.status, 400, "{}", response.body);
+    assert!(response.json()["error"].is_string());
 }
 
 #[tokio::test]
@@ -270,9 +270,9 @@ async fn options_become_top_level_fields_and_load_time_ones_are_dropped() {
     let lingo = lingo().await;
     let mut body = chat("m", Some(false));
     body["options"] = json!({"num_predict": 2, "num_ctx": 4096, "top_k": 5, "temperature": 0.1});
-    let answer = post(&lingo, "/api/chat", &body).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let body = answer.json();
+    let response = post(&lingo, "/api/chat", &body).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
     assert_eq!(body["eval_count"], 2, "num_predict is max_tokens: {body}");
     assert_eq!(body["done_reason"], "length");
 }
@@ -280,9 +280,9 @@ async fn options_become_top_level_fields_and_load_time_ones_are_dropped() {
 #[tokio::test]
 async fn a_request_with_nothing_to_generate_only_loads() {
     let lingo = lingo().await;
-    let answer = post(&lingo, "/api/chat", &json!({"model": "m", "messages": []})).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let lines = lines(&answer.body);
+    let response = post(&lingo, "/api/chat", &json!({"model": "m", "messages": []})).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let lines = lines(&response.body);
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["done_reason"], "load");
 }
@@ -290,9 +290,9 @@ async fn a_request_with_nothing_to_generate_only_loads() {
 #[tokio::test]
 async fn tags_list_the_upstream_models_then_the_aliases() {
     let lingo = lingo().await;
-    let answer = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let body = answer.json();
+    let response = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
     let names: Vec<&str> = body["models"]
         .as_array()
         .unwrap()
@@ -314,46 +314,46 @@ async fn tags_list_the_upstream_models_then_the_aliases() {
 #[tokio::test]
 async fn show_describes_a_model_and_a_missing_one_is_a_native_404() {
     let lingo = lingo().await;
-    let answer = post(&lingo, "/api/show", &json!({"model": "llama3.2:3b"})).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let body = answer.json();
+    let response = post(&lingo, "/api/show", &json!({"model": "llama3.2:3b"})).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
     assert_eq!(body["details"]["family"], "llama");
     assert_eq!(body["details"]["parameter_size"], "3B");
-    let answer = post(&lingo, "/api/show", &json!({"name": "short"})).await;
+    let response = post(&lingo, "/api/show", &json!({"name": "short"})).await;
     assert_eq!(
-        answer.status, 200,
+        response.status, 200,
         "the older `name`, an alias: {}",
-        answer.body
+        response.body
     );
-    assert_eq!(answer.json()["model"], "short");
+    assert_eq!(response.json()["model"], "short");
 
-    let answer = post(&lingo, "/api/show", &json!({"model": "gone"})).await;
-    assert_eq!(answer.status, 404, "{}", answer.body);
+    let response = post(&lingo, "/api/show", &json!({"model": "gone"})).await;
+    assert_eq!(response.status, 404, "{}", response.body);
     assert!(
-        answer.json()["error"]
+        response.json()["error"]
             .as_str()
             .unwrap()
             .contains("missing-model")
     );
-    let answer = post(&lingo, "/api/show", &json!({})).await;
-    assert_eq!(answer.status, 400, "{}", answer.body);
-    assert!(answer.json()["error"].is_string());
+    let response = post(&lingo, "/api/show", &json!({})).await;
+    assert_eq!(response.status, 400, "{}", response.body);
+    assert!(response.json()["error"].is_string());
 }
 
 #[tokio::test]
 async fn ps_says_nothing_is_loaded() {
     let lingo = lingo().await;
-    let answer = send(request(Method::GET, &lingo.url("/api/ps"), &[], "")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.json(), json!({"models": []}));
+    let response = send(request(Method::GET, &lingo.url("/api/ps"), &[], "")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.json(), json!({"models": []}));
 }
 
 #[tokio::test]
 async fn version_is_the_native_api_lingo_translates() {
     let lingo = lingo().await;
-    let answer = send(request(Method::GET, &lingo.url("/api/version"), &[], "")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.json(), json!({"version": "0.12.0"}));
+    let response = send(request(Method::GET, &lingo.url("/api/version"), &[], "")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.json(), json!({"version": "0.12.0"}));
 }
 
 #[tokio::test]
@@ -367,18 +367,18 @@ async fn model_management_is_a_native_501_naming_the_path() {
         "/api/delete",
         "/api/blobs/sha256:00",
     ] {
-        let answer = post(&lingo, path, &json!({"model": "m"})).await;
-        assert_eq!(answer.status, 501, "{path}: {}", answer.body);
+        let response = post(&lingo, path, &json!({"model": "m"})).await;
+        assert_eq!(response.status, 501, "{path}: {}", response.body);
         assert_eq!(
-            answer.json(),
+            response.json(),
             json!({"error": format!("{path} is not available: this route's upstream speaks chat-completions, which has no model management")}),
             "{path}"
         );
     }
-    let answer = post(&lingo, "/api/unheard-of", &json!({})).await;
-    assert_eq!(answer.status, 501, "{}", answer.body);
+    let response = post(&lingo, "/api/unheard-of", &json!({})).await;
+    assert_eq!(response.status, 501, "{}", response.body);
     assert!(
-        answer.json()["error"]
+        response.json()["error"]
             .as_str()
             .unwrap()
             .contains("cannot do yet")
@@ -387,7 +387,7 @@ async fn model_management_is_a_native_501_naming_the_path() {
 
 /// A native route with `extra_options: <policy>` over a recording chat-completions upstream:
 /// what lingo sent it, or its refusal.
-async fn with_extras(policy: &str, options: Value) -> (Answer, Option<Value>) {
+async fn with_extras(policy: &str, options: Value) -> (WholeResponse, Option<Value>) {
     let upstream = Backend::start(|_| async {
         json_response(
             200,
@@ -403,19 +403,19 @@ async fn with_extras(policy: &str, options: Value) -> (Answer, Option<Value>) {
     .await;
     let mut body = chat("m", Some(false));
     body["options"] = options;
-    let answer = post(&lingo, "/api/chat", &body).await;
+    let response = post(&lingo, "/api/chat", &body).await;
     let sent = upstream
         .requests()
         .last()
         .map(|seen| serde_json::from_slice(&seen.body).unwrap());
-    (answer, sent)
+    (response, sent)
 }
 
 #[tokio::test]
 async fn extra_options_pass_drop_or_refuse_the_native_only_options() {
     let options = json!({"temperature": 0.5, "top_k": 7, "repeat_penalty": 1.1, "num_ctx": 4096});
-    let (answer, sent) = with_extras("pass", options.clone()).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    let (response, sent) = with_extras("pass", options.clone()).await;
+    assert_eq!(response.status, 200, "{}", response.body);
     let sent = sent.expect("pass asks the upstream");
     assert_eq!(sent["temperature"], 0.5);
     assert_eq!(sent["top_k"], 7, "{sent}");
@@ -425,8 +425,8 @@ async fn extra_options_pass_drop_or_refuse_the_native_only_options() {
         "load-time options never go: {sent}"
     );
 
-    let (answer, sent) = with_extras("drop", options.clone()).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    let (response, sent) = with_extras("drop", options.clone()).await;
+    assert_eq!(response.status, 200, "{}", response.body);
     let sent = sent.expect("drop asks the upstream");
     assert_eq!(
         sent["temperature"], 0.5,
@@ -436,9 +436,9 @@ async fn extra_options_pass_drop_or_refuse_the_native_only_options() {
         assert!(sent.get(key).is_none(), "{key} dropped: {sent}");
     }
 
-    let (answer, sent) = with_extras("refuse", options).await;
-    assert_eq!(answer.status, 400, "{}", answer.body);
-    let message = answer.json()["error"].as_str().unwrap().to_owned();
+    let (response, sent) = with_extras("refuse", options).await;
+    assert_eq!(response.status, 400, "{}", response.body);
+    let message = response.json()["error"].as_str().unwrap().to_owned();
     assert!(
         message.contains("is not supported by this route's chat-completions upstream"),
         "{message}"
@@ -447,11 +447,11 @@ async fn extra_options_pass_drop_or_refuse_the_native_only_options() {
         sent.is_none(),
         "a refused request never reaches the upstream"
     );
-    let (answer, _) = with_extras("refuse", json!({"temperature": 0.5, "num_predict": 3})).await;
+    let (response, _) = with_extras("refuse", json!({"temperature": 0.5, "num_predict": 3})).await;
     assert_eq!(
-        answer.status, 200,
+        response.status, 200,
         "standard options are not refused: {}",
-        answer.body
+        response.body
     );
 }
 

@@ -1,6 +1,6 @@
 //! Native clients discover the table's aliases: `GET /api/tags` on a native route lists the
 //! upstream's models plus one entry per alias (its target's details), over real sockets. And
-//! `/api/show` for an alias keeps answering with the target's details.
+//! `/api/show` for an alias keeps responding with the target's details.
 
 mod support;
 
@@ -35,7 +35,7 @@ fn renamed(mut entry: Value, alias: &str) -> Value {
     entry
 }
 
-/// A backend answering `/api/tags` with these entries.
+/// A backend responding to `/api/tags` with these entries.
 async fn tags_backend(entries: Vec<Value>) -> Backend {
     let body = json!({ "models": entries }).to_string();
     Backend::start(move |_| {
@@ -80,16 +80,16 @@ async fn tags_list_each_alias_with_its_targets_details() {
                    text-embedding-3-small: { upstream: models, model: all-minilm }\n  \
                    big: { upstream: models, model: \"llama3.1:405b\" }\n";
     let lingo = Lingo::start(&native_table(&backend.url(), "", "", aliases)).await;
-    let answer = get(&lingo.url("/api/tags?page=1")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    let response = get(&lingo.url("/api/tags?page=1")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
     assert!(
-        answer.headers["content-type"]
+        response.headers["content-type"]
             .to_str()
             .unwrap()
             .starts_with("application/json")
     );
     assert_eq!(
-        answer.json(),
+        response.json(),
         json!({"models": [llama.clone(), minilm.clone(), unlisted("big"),
                           renamed(llama, "gpt-4o-mini"),
                           renamed(minilm, "text-embedding-3-small")]})
@@ -103,7 +103,7 @@ async fn tags_list_each_alias_with_its_targets_details() {
 }
 
 /// An alias whose target is on another upstream takes that upstream's entry; both upstreams
-/// are asked at once (the route's upstream answers only once the other has been asked).
+/// are asked at once (the route's upstream responds only once the other has been asked).
 #[tokio::test]
 async fn an_alias_on_another_upstream_is_described_by_that_upstreams_list() {
     let asked = Arc::new(Notify::new());
@@ -135,10 +135,10 @@ async fn an_alias_on_another_upstream_is_described_by_that_upstreams_list() {
     );
     let aliases = "  smart: { upstream: far, model: \"qwen2.5:72b\" }\n";
     let lingo = Lingo::start(&native_table(&own.url(), "", &more, aliases)).await;
-    let answer = get(&lingo.url("/api/tags")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    let response = get(&lingo.url("/api/tags")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(
-        answer.json(),
+        response.json(),
         json!({"models": [local, renamed(far, "smart")]})
     );
     let seen = other.last();
@@ -152,8 +152,8 @@ async fn an_alias_on_another_upstream_is_described_by_that_upstreams_list() {
     );
 }
 
-/// Another upstream that is down, answers an error, or answers what is not a model list:
-/// its aliases are still listed (without details), and the answer is still a 200.
+/// Another upstream that is down, responds with an error, or with what is not a model list:
+/// its aliases are still listed (without details), and the response is still a 200.
 #[tokio::test]
 async fn another_upstream_failing_still_lists_its_aliases() {
     let local = entry("llama3.2:3b", 2_019_393_189, "llama");
@@ -171,16 +171,16 @@ async fn another_upstream_failing_still_lists_its_aliases() {
     let aliases = "  a: { upstream: failing, model: m }\n  b: { upstream: garbled, model: m }\n  \
                    c: { upstream: down, model: m }\n  d: { upstream: models, model: \"llama3.2:3b\" }\n";
     let lingo = Lingo::start(&native_table(&own.url(), "", &more, aliases)).await;
-    let answer = get(&lingo.url("/api/tags")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    let response = get(&lingo.url("/api/tags")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(
-        answer.json(),
+        response.json(),
         json!({"models": [local.clone(), unlisted("a"), unlisted("b"), unlisted("c"),
                           renamed(local, "d")]})
     );
 }
 
-/// The route's own upstream failing is the client's answer, as pass-through would show it:
+/// The route's own upstream failing is the client's response, as pass-through would show it:
 /// its status, a native `{"error"}`, the upstream's key never in it.
 #[tokio::test]
 async fn the_route_upstreams_failure_is_retold_without_its_key() {
@@ -196,13 +196,13 @@ async fn the_route_upstreams_failure_is_retold_without_its_key() {
     let auth = format!("    auth: {{ bearer: {{ value: {KEY} }} }}\n");
     let aliases = "  gpt-4o-mini: { upstream: models, model: m }\n";
     let lingo = Lingo::start(&native_table(&backend.url(), &auth, "", aliases)).await;
-    let answer = get(&lingo.url("/api/tags")).await;
-    assert_eq!(answer.status, 401);
+    let response = get(&lingo.url("/api/tags")).await;
+    assert_eq!(response.status, 401);
     assert_eq!(
-        answer.json(),
+        response.json(),
         json!({"error": "invalid key Bearer <redacted>"})
     );
-    assert!(!answer.body.contains(KEY) && !format!("{:?}", answer.headers).contains(KEY));
+    assert!(!response.body.contains(KEY) && !format!("{:?}", response.headers).contains(KEY));
     assert_eq!(
         backend.last().headers["authorization"],
         format!("Bearer {KEY}")
@@ -210,16 +210,16 @@ async fn the_route_upstreams_failure_is_retold_without_its_key() {
 
     let garbled = Backend::json(200, "<html>not a list</html>").await;
     let lingo = Lingo::start(&native_table(&garbled.url(), "", "", aliases)).await;
-    let answer = get(&lingo.url("/api/tags")).await;
-    assert_eq!(answer.status, 502);
-    let message = answer.json()["error"].as_str().unwrap().to_owned();
+    let response = get(&lingo.url("/api/tags")).await;
+    assert_eq!(response.status, 502);
+    let message = response.json()["error"].as_str().unwrap().to_owned();
     assert!(message.contains("unexpected model list"), "{message}");
 
     let down = closed_port().await;
     let lingo = Lingo::start(&native_table(&format!("http://{down}"), "", "", aliases)).await;
-    let answer = get(&lingo.url("/api/tags")).await;
-    assert_eq!(answer.status, 502);
-    assert!(answer.json()["error"].is_string(), "{}", answer.body);
+    let response = get(&lingo.url("/api/tags")).await;
+    assert_eq!(response.status, 502);
+    assert!(response.json()["error"].is_string(), "{}", response.body);
 }
 
 /// What stays pass-through, byte for byte and header for header: `/api/tags` when the table
@@ -229,11 +229,11 @@ async fn the_route_upstreams_failure_is_retold_without_its_key() {
 async fn tags_pass_through_when_there_is_nothing_to_add() {
     const RAW: &str = "{\"models\": [ ],\n \"odd\": true}";
     let backend = Backend::start(|_| async {
-        let mut answer = json_response(200, RAW);
-        answer
+        let mut response = json_response(200, RAW);
+        response
             .fields_mut()
             .insert("x-upstream", "yes".parse().unwrap());
-        answer
+        response
     })
     .await;
     let chat = Backend::json(200, "{}").await;
@@ -246,19 +246,22 @@ async fn tags_pass_through_when_there_is_nothing_to_add() {
         (only_chat, "  gpt-4o: { upstream: chat, model: gpt-4o }\n"),
     ] {
         let lingo = Lingo::start(&native_table(&backend.url(), "", &more, aliases)).await;
-        let answer = get(&lingo.url("/api/tags")).await;
-        assert_eq!((answer.status.as_u16(), answer.body.as_str()), (200, RAW));
+        let response = get(&lingo.url("/api/tags")).await;
         assert_eq!(
-            answer.headers["x-upstream"], "yes",
-            "the upstream's own answer"
+            (response.status.as_u16(), response.body.as_str()),
+            (200, RAW)
+        );
+        assert_eq!(
+            response.headers["x-upstream"], "yes",
+            "the upstream's own response"
         );
     }
     let aliases = "  gpt-4o-mini: { upstream: models, model: m }\n";
     let lingo = Lingo::start(&native_table(&backend.url(), "", "", aliases)).await;
     for method in [Method::HEAD, Method::POST] {
-        let answer = send(request(method.clone(), &lingo.url("/api/tags"), &[], "")).await;
-        assert_eq!(answer.status, 200);
-        assert_eq!(answer.headers["x-upstream"], "yes", "{method}");
+        let response = send(request(method.clone(), &lingo.url("/api/tags"), &[], "")).await;
+        assert_eq!(response.status, 200);
+        assert_eq!(response.headers["x-upstream"], "yes", "{method}");
         assert_eq!(backend.last().method, method);
     }
     let merged = get(&lingo.url("/api/tags")).await;
@@ -271,9 +274,9 @@ async fn tags_pass_through_when_there_is_nothing_to_add() {
 }
 
 /// `/api/show` for an alias (`model`, or `name` as older clients send it) goes to its target
-/// and answers with the target's details, named as the alias; a missing model is a native 404.
+/// and responds with the target's details, named as the alias; a missing model is a native 404.
 #[tokio::test]
-async fn show_for_an_alias_answers_with_its_targets_details() {
+async fn show_for_an_alias_responds_with_its_targets_details() {
     let lingo = Lingo::start(&table(
         "upstreams:\n  models:\n    mock: {}\n    speaks: native\n\
          models:\n  gpt-4o-mini: { upstream: models, model: \"llama3.2:3b\" }\n  \

@@ -1,4 +1,4 @@
-//! How an answer really ended, told by the access line and `lingo_requests_total`: complete,
+//! How a response really ended, told by the access line and `lingo_requests_total`: complete,
 //! the client closed, the upstream failed mid-stream, the idle limit, the line cap. A
 //! translated stream that fails ends its body cleanly with an error frame, so only lingo can
 //! tell; a passed-through stream is cut. Both are told the same way.
@@ -68,23 +68,23 @@ fn requests(text: &str, outcome: &str) -> f64 {
         .sum()
 }
 
-/// Sends `body` to `path` as request `id`: the status and what the answer gave before it
+/// Sends `body` to `path` as request `id`: the status and what the response gave before it
 /// ended or broke off (a passed-through stream that fails is cut).
-async fn call(lingo: &Lingo, path: &str, id: &str, body: &str) -> Answer {
+async fn call(lingo: &Lingo, path: &str, id: &str, body: &str) -> WholeResponse {
     let req = request(
         Method::POST,
         &lingo.url(path),
         &[("x-request-id", id)],
         body,
     );
-    let answer = client().request(req).await.unwrap();
-    let status = answer.status();
-    let mut body = answer.into_body();
+    let response = client().request(req).await.unwrap();
+    let status = response.status();
+    let mut body = response.into_body();
     let mut text = Vec::new();
     while let Some(Ok(frame)) = body.frame().await {
         text.extend_from_slice(frame.data_ref().map_or(&[][..], |d| &d[..]));
     }
-    Answer {
+    WholeResponse {
         status,
         headers: Default::default(),
         body: String::from_utf8_lossy(&text).into_owned(),
@@ -98,7 +98,7 @@ async fn assert_told(lingo: &Lingo, id: &str, outcome: &str, reason: &str) {
     assert!(line.contains(reason), "the reason `{reason}` is in: {line}");
     let text = metrics_when(lingo, |t| requests(t, outcome) >= 1.0).await;
     assert_eq!(requests(&text, outcome), 1.0, "{text}");
-    // A series is made by an answer that ends as it says, never one of none.
+    // A series is made by a response that ends as it says, never one of none.
     let none = text
         .lines()
         .find(|l| l.starts_with("lingo_requests_total{") && l.ends_with(" 0"));
@@ -126,8 +126,8 @@ fn chat_for(model: &str) -> String {
 async fn a_complete_stream_is_complete() {
     log();
     let lingo = Lingo::start(&mock_table("")).await;
-    let answer = call(&lingo, CHAT, "done-1", &chat_for("m")).await;
-    assert!(answer.body.ends_with("data: [DONE]\n\n"));
+    let response = call(&lingo, CHAT, "done-1", &chat_for("m")).await;
+    assert!(response.body.ends_with("data: [DONE]\n\n"));
     assert_told(&lingo, "done-1", "complete", "error=\"\"").await;
 }
 
@@ -139,16 +139,16 @@ async fn an_error_line_mid_stream_is_an_upstream_failure() {
         ("err-chat", CHAT, chat_for("m@error_after=2")),
         ("err-native", "/api/chat", chat_for("m@error_after=2")),
     ] {
-        let answer = call(&lingo, path, id, &body).await;
-        assert_eq!(answer.status, 200);
+        let response = call(&lingo, path, id, &body).await;
+        assert_eq!(response.status, 200);
         assert!(
-            answer.body.contains("mock error after 2 tokens"),
+            response.body.contains("mock error after 2 tokens"),
             "{}",
-            answer.body
+            response.body
         );
     }
     // Translated: the error frame ends the stream; passed through: the native error line
-    // is the upstream's own answer, ended cleanly, so only the translated one failed.
+    // is the upstream's own response, ended cleanly, so only the translated one failed.
     assert_told(
         &lingo,
         "err-chat",
@@ -168,10 +168,10 @@ async fn a_cut_stream_is_an_upstream_failure_translated_or_not() {
     log();
     for (id, path) in [("cut-chat", CHAT), ("cut-native", "/api/chat")] {
         let lingo = Lingo::start(&mock_table("")).await;
-        let answer = call(&lingo, path, id, &chat_for("m@cut_after=2")).await;
-        assert!(!answer.body.contains("[DONE]"));
+        let response = call(&lingo, path, id, &chat_for("m@cut_after=2")).await;
+        assert!(!response.body.contains("[DONE]"));
         // What came before the cut reached the client (it left before lingo gave up).
-        assert!(answer.body.contains("Lingo"), "{path}: {}", answer.body);
+        assert!(response.body.contains("Lingo"), "{path}: {}", response.body);
         assert_told(&lingo, id, "upstream_failed", "error=").await;
         let line = access_line(id).await;
         assert!(!line.contains("error=\"\""), "the reason is given: {line}");
@@ -182,16 +182,16 @@ async fn a_cut_stream_is_an_upstream_failure_translated_or_not() {
 async fn a_line_over_the_cap_is_a_line_cap() {
     log();
     let lingo = Lingo::start(&mock_table("limits: { max_line: 64 }\n")).await;
-    let answer = call(&lingo, CHAT, "cap-1", &chat_for("m")).await;
+    let response = call(&lingo, CHAT, "cap-1", &chat_for("m")).await;
     assert!(
-        answer.body.contains("longer than 64 bytes"),
+        response.body.contains("longer than 64 bytes"),
         "{}",
-        answer.body
+        response.body
     );
     assert_told(&lingo, "cap-1", "line_cap", "longer than 64 bytes").await;
 }
 
-/// A backend that sends one NDJSON line and then nothing, holding the answer open.
+/// A backend that sends one NDJSON line and then nothing, holding the response open.
 async fn stalling_backend() -> Backend {
     Backend::start(|_| async {
         let (mut tx, body) = Channel::<Bytes, BoxError>::new(1);
@@ -222,8 +222,8 @@ async fn a_stall_is_an_idle_timeout_translated_or_not() {
     let backend = stalling_backend().await;
     for (id, path) in [("idle-chat", CHAT), ("idle-native", "/api/chat")] {
         let lingo = Lingo::start(&backend_table(&backend.url())).await;
-        let answer = call(&lingo, path, id, &chat_for("m")).await;
-        assert_eq!(answer.status, 200);
+        let response = call(&lingo, path, id, &chat_for("m")).await;
+        assert_eq!(response.status, 200);
         assert_told(
             &lingo,
             id,
@@ -245,10 +245,10 @@ async fn a_client_that_leaves_is_client_closed() {
         &[("x-request-id", "gone-1")],
         &chat_for("m"),
     );
-    let mut answer = client().request(req).await.unwrap().into_body();
+    let mut response = client().request(req).await.unwrap().into_body();
     // The first line arrives; then the client goes away before the idle limit.
-    let first = answer.frame().await.unwrap().unwrap();
+    let first = response.frame().await.unwrap().unwrap();
     assert!(first.is_data());
-    drop(answer);
+    drop(response);
     assert_told(&lingo, "gone-1", "client_closed", "error=\"\"").await;
 }

@@ -72,14 +72,14 @@ async fn uploads_stream_through_intact() {
     .await;
     let lingo = Lingo::start(&native_table(&backend, "")).await;
     let big = "x".repeat(3 * 1024 * 1024);
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/api/blobsafe"),
         &[],
         &big,
     ))
     .await;
-    assert_eq!(answer.json()["received"], big.len());
+    assert_eq!(response.json()["received"], big.len());
     assert_eq!(backend.last().body.len(), big.len());
 }
 
@@ -107,8 +107,8 @@ async fn forwards_request_line_and_sets_forwarding_headers() {
             ],
             "{}",
         );
-        let answer = send(req).await;
-        assert_eq!(answer.status, 200, "{method}");
+        let response = send(req).await;
+        assert_eq!(response.status, 200, "{method}");
         let seen = backend.last();
         assert_eq!(seen.method, method);
         assert_eq!(seen.uri, "/api/show?verbose=true&x=%20y");
@@ -121,7 +121,7 @@ async fn forwards_request_line_and_sets_forwarding_headers() {
         let rid = seen.headers["x-request-id"].to_str().unwrap().to_owned();
         assert_eq!(rid.len(), 32, "a request id is generated");
         assert_eq!(
-            answer.headers["x-request-id"],
+            response.headers["x-request-id"],
             rid.as_str(),
             "and returned to the client"
         );
@@ -132,13 +132,13 @@ async fn forwards_request_line_and_sets_forwarding_headers() {
         &[("x-request-id", "abc-123")],
         "",
     );
-    let answer = send(req).await;
+    let response = send(req).await;
     assert_eq!(backend.last().headers["x-request-id"], "abc-123");
-    assert_eq!(answer.headers["x-request-id"], "abc-123");
+    assert_eq!(response.headers["x-request-id"], "abc-123");
 }
 
-/// A head of a few fields (kept as read, up to 32 with lingo's `Host` and `Content-Length`)
-/// and one of many (past what is kept as read: made into a map) go up by the same rules: the client's end-to-end fields in their order, its
+/// A head of a few fields (kept raw, up to 32 with lingo's `Host` and `Content-Length`)
+/// and one of many (past what is kept raw: made into a map) go up by the same rules: the client's end-to-end fields in their order, its
 /// hop-by-hop ones and those its `Connection` names left behind, its key and forwarding
 /// fields replaced by lingo's, its `Content-Length` written by lingo.
 #[tokio::test]
@@ -161,8 +161,8 @@ async fn few_fields_or_many_go_up_by_the_same_rules() {
             ("X-Kept", "b"),
         ]);
         let req = request(Method::POST, &lingo.url("/api/chat"), &fields, "{}");
-        let answer = send(req).await;
-        assert_eq!(answer.status, 200, "{count}: {}", answer.body);
+        let response = send(req).await;
+        assert_eq!(response.status, 200, "{count}: {}", response.body);
         let seen = backend.last();
         let ours: Vec<&str> = (seen.headers.keys())
             .map(|n| n.as_str())
@@ -178,15 +178,15 @@ async fn few_fields_or_many_go_up_by_the_same_rules() {
     }
 }
 
-/// A response of a few fields (kept as read by lingo's client, up to 32 with the upstream's
+/// A response of a few fields (kept raw by lingo's client, up to 32 with the upstream's
 /// own) and one of many (made into a map) come back by the same rules: every end-to-end field of the upstream's, in order and
 /// with every value, its hop-by-hop ones and those its `Connection` names left behind.
 #[tokio::test]
 async fn few_fields_or_many_come_back_by_the_same_rules() {
     for count in [1, 8, 26, 40] {
         let backend = Backend::start(move |_| async move {
-            let mut answer = json_response(200, "{}");
-            let fields = answer.fields_mut();
+            let mut response = json_response(200, "{}");
+            let fields = response.fields_mut();
             for i in 0..count {
                 fields.append(
                     format!("x-field-{}", i % 7)
@@ -198,39 +198,39 @@ async fn few_fields_or_many_come_back_by_the_same_rules() {
             fields.insert("connection", "X-Hop, keep-alive".parse().unwrap());
             fields.insert("x-hop", "secret-hop".parse().unwrap());
             fields.insert("keep-alive", "timeout=5".parse().unwrap());
-            answer
+            response
         })
         .await;
         let lingo = Lingo::start(&native_table(&backend, "")).await;
-        let answer = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
-        assert_eq!(answer.status, 200, "{count}: {}", answer.body);
+        let response = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
+        assert_eq!(response.status, 200, "{count}: {}", response.body);
         for name in (0..count.min(7)).map(|i| format!("x-field-{i}")) {
             let sent: Vec<String> = (0..count)
                 .filter(|i| format!("x-field-{}", i % 7) == name)
                 .map(|i| i.to_string())
                 .collect();
-            let got: Vec<&str> = (answer.headers.get_all(&name).iter())
+            let got: Vec<&str> = (response.headers.get_all(&name).iter())
                 .map(|v| v.to_str().unwrap())
                 .collect();
             assert_eq!(got, sent, "{count}: {name}");
         }
         for gone in ["connection", "x-hop", "keep-alive"] {
-            assert!(!answer.headers.contains_key(gone), "{count}: {gone}");
+            assert!(!response.headers.contains_key(gone), "{count}: {gone}");
         }
         assert_eq!(
-            answer.headers["content-type"], "application/json",
+            response.headers["content-type"], "application/json",
             "{count}"
         );
-        assert_eq!(answer.body, "{}", "{count}");
+        assert_eq!(response.body, "{}", "{count}");
     }
 }
 
-/// The answer carries lingo's request id, not one the upstream set, and none of the fields
+/// The response carries lingo's request id, not one the upstream set, and none of the fields
 /// of the upstream's hop (hop-by-hop, and those its `Connection` names); its own fields stay.
 #[tokio::test]
-async fn the_answer_carries_lingos_request_id_and_not_the_upstreams_hop() {
+async fn the_response_carries_lingos_request_id_and_not_the_upstreams_hop() {
     let backend = Backend::start(|_| async {
-        let mut answer = json_response(200, "{}");
+        let mut response = json_response(200, "{}");
         for (name, value) in [
             ("x-request-id", "upstream-id"),
             ("keep-alive", "timeout=5"),
@@ -238,20 +238,20 @@ async fn the_answer_carries_lingos_request_id_and_not_the_upstreams_hop() {
             ("x-upstream-hop", "1"),
             ("x-upstream-own", "kept"),
         ] {
-            answer.fields_mut().insert(name, value.parse().unwrap());
+            response.fields_mut().insert(name, value.parse().unwrap());
         }
-        answer
+        response
     })
     .await;
     let lingo = Lingo::start(&native_table(&backend, "")).await;
-    let answer = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    let response = send(request(Method::GET, &lingo.url("/api/tags"), &[], "")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
     let rid = backend.last().headers["x-request-id"].clone();
-    let ids: Vec<_> = answer.headers.get_all("x-request-id").iter().collect();
+    let ids: Vec<_> = response.headers.get_all("x-request-id").iter().collect();
     assert_eq!(ids, [&rid], "lingo's id, sent up and back, alone");
-    assert_eq!(answer.headers["x-upstream-own"], "kept");
+    assert_eq!(response.headers["x-upstream-own"], "kept");
     for gone in ["keep-alive", "x-upstream-hop"] {
-        assert!(!answer.headers.contains_key(gone), "{gone}");
+        assert!(!response.headers.contains_key(gone), "{gone}");
     }
 }
 
@@ -272,8 +272,8 @@ async fn injects_the_upstream_key_and_drops_the_clients() {
         &[("authorization", "Bearer client-secret-1")],
         r#"{"url":"https://example.com"}"#,
     );
-    let answer = send(req).await;
-    assert_eq!(answer.status, 200);
+    let response = send(req).await;
+    assert_eq!(response.status, 200);
     let seen = backend.last();
     let auth: Vec<_> = seen.headers.get_all("authorization").iter().collect();
     assert_eq!(auth, ["Bearer fc-upstream-secret"]);
@@ -281,11 +281,11 @@ async fn injects_the_upstream_key_and_drops_the_clients() {
     assert_eq!(seen.body, r#"{"url":"https://example.com"}"#);
 }
 
-/// An upstream that repeats its key in an error answer has it redacted however large the
-/// answer is and wherever its chunks split the key, and from its headers; the rest arrives
+/// An upstream that repeats its key in an error response has it redacted however large the
+/// response is and wherever its chunks split the key, and from its headers; the rest arrives
 /// unchanged.
 #[tokio::test]
-async fn an_echoed_key_is_redacted_from_error_answers_of_any_size() {
+async fn an_echoed_key_is_redacted_from_error_responses_of_any_size() {
     const KEY: &str = "fc-upstream-secret";
     let filler = "x".repeat(40 * 1024);
     let pieces: Vec<Bytes> = vec![
@@ -315,14 +315,14 @@ async fn an_echoed_key_is_redacted_from_error_answers_of_any_size() {
     let auth = format!("    auth: {{ bearer: {{ value: {KEY} }} }}\n");
     let lingo = Lingo::start(&native_table(&backend, &auth)).await;
     let gzip = [("accept-encoding", "gzip, br")];
-    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &gzip, "{}")).await;
-    assert_eq!(answer.status, 500);
-    // A compressed answer could not be searched for the key.
+    let response = send(request(Method::POST, &lingo.url("/api/chat"), &gzip, "{}")).await;
+    assert_eq!(response.status, 500);
+    // A compressed response could not be searched for the key.
     assert_eq!(backend.last().headers["accept-encoding"], "identity");
     assert!(sent.len() > 64 * 1024);
-    assert_eq!(answer.body, sent.replace(KEY, "<redacted>"));
-    assert_eq!(answer.body.matches("<redacted>").count(), 4);
-    assert_eq!(answer.headers["x-error"], "key <redacted> refused");
+    assert_eq!(response.body, sent.replace(KEY, "<redacted>"));
+    assert_eq!(response.body.matches("<redacted>").count(), 4);
+    assert_eq!(response.headers["x-error"], "key <redacted> refused");
 }
 
 /// With no key configured for the upstream, the client's `Authorization` is removed.
@@ -416,9 +416,9 @@ async fn model_management_needs_an_opt_in() {
         ("/api/%70ull", "/api/pull"),
         ("/api/create/", "/api/create/"),
     ] {
-        let answer = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
+        let response = send(request(Method::POST, &lingo.url(path), &[], "{}")).await;
         assert_shape(
-            &answer,
+            &response,
             "native",
             403,
             None,
@@ -428,7 +428,7 @@ async fn model_management_needs_an_opt_in() {
         );
     }
     // A dot segment is refused before anything else: 400, the path refusal.
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/api/tags/../pull"),
         &[],
@@ -436,7 +436,7 @@ async fn model_management_needs_an_opt_in() {
     ))
     .await;
     assert_shape(
-        &answer,
+        &response,
         "native",
         400,
         None,
@@ -452,18 +452,18 @@ async fn model_management_needs_an_opt_in() {
         backend.url()
     ));
     let open = Lingo::start(&yaml).await;
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &open.url("/api/pull"),
         &[],
         r#"{"model":"x"}"#,
     ))
     .await;
-    assert_eq!(answer.status, 200);
+    assert_eq!(response.status, 200);
     assert_eq!(backend.last().uri, "/api/pull");
 }
 
-/// Web-data answers have their API links re-based onto lingo's address; nested scraped
+/// Web-data responses have their API links re-based onto lingo's address; nested scraped
 /// URLs are left alone.
 #[tokio::test]
 async fn web_data_links_point_back_at_lingo() {
@@ -521,9 +521,9 @@ async fn web_data_links_point_back_at_lingo() {
     assert_eq!(backend.last().headers["accept-encoding"], "identity");
 }
 
-/// A bodyless request with a query and an answer without content type pass unchanged.
+/// A bodyless request with a query and a response without content type pass unchanged.
 #[tokio::test]
-async fn non_json_answers_pass_unchanged() {
+async fn non_json_responses_pass_unchanged() {
     let backend = Backend::start(|_| async {
         Response::builder()
             .status(404)
@@ -537,8 +537,8 @@ async fn non_json_answers_pass_unchanged() {
         backend.url()
     ));
     let lingo = Lingo::start(&yaml).await;
-    let answer = get(&lingo.url("/v1/xyz")).await;
-    assert_eq!(answer.status, 404);
-    assert_eq!(answer.body, "Cannot GET /v1/xyz");
+    let response = get(&lingo.url("/v1/xyz")).await;
+    assert_eq!(response.status, 404);
+    assert_eq!(response.body, "Cannot GET /v1/xyz");
     let _unused: Option<Request<Full<Bytes>>> = None;
 }

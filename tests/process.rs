@@ -84,7 +84,7 @@ impl Drop for Proc {
     }
 }
 
-async fn with_key(url: &str, key: &str) -> Answer {
+async fn with_key(url: &str, key: &str) -> WholeResponse {
     send(request(
         Method::GET,
         url,
@@ -365,11 +365,11 @@ async fn the_mock_exits_with_success_on_sigterm_and_sigint() {
     }
 }
 
-/// Each request writes one `lingo::access` line when its answer ends, with every field
+/// Each request writes one `lingo::access` line when its response ends, with every field
 /// docs/operations.md names: method, path, route, upstream, status, duration, bytes, the
 /// client key's name, the request id, the outcome and lingo's own error.
 #[tokio::test]
-async fn each_answer_writes_one_access_line_with_its_fields() {
+async fn each_response_writes_one_access_line_with_its_fields() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("proxy.yaml");
     let yaml = table(
@@ -379,7 +379,7 @@ async fn each_answer_writes_one_access_line_with_its_fields() {
     );
     std::fs::write(&config, yaml).unwrap();
     let lingo = Proc::start(&config);
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/api/chat"),
         &[
@@ -389,7 +389,7 @@ async fn each_answer_writes_one_access_line_with_its_fields() {
         CHAT,
     ))
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(response.status, 200, "{}", response.body);
     let refused = send(request(
         Method::GET,
         &lingo.url("/api/tags"),
@@ -407,7 +407,7 @@ async fn each_answer_writes_one_access_line_with_its_fields() {
             .find(|l| l.contains("lingo::access") && l.contains(&format!("request_id={rid}")))
             .cloned()
     };
-    // The line is written when the answer's end reaches the server, a moment after the client
+    // The line is written when the response's end reaches the server, a moment after the client
     // read it: wait for it.
     let mut found = None;
     for _ in 0..1000 {
@@ -435,7 +435,7 @@ async fn each_answer_writes_one_access_line_with_its_fields() {
     }
     assert!(
         !ok.contains("bytes=0 "),
-        "the answer's bytes are counted: {ok}"
+        "the response's bytes are counted: {ok}"
     );
     for field in ["method=GET", "path=/api/tags", "status=401", "error="] {
         assert!(refused.contains(field), "{field} missing: {refused}");
@@ -459,7 +459,7 @@ const CHAT_STREAM: &str =
     r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
 
 /// A native upstream that repeats the credential it was sent in its errors (some servers
-/// do): an error status for whole answers, an error line after one token for streams, a
+/// do): an error status for whole responses, an error line after one token for streams, a
 /// "model not found" 404 for embeddings.
 async fn echoing_backend() -> Backend {
     Backend::start(|seen| async move {
@@ -542,7 +542,7 @@ async fn keys_never_reach_logs_or_error_bodies() {
         ("/v1/scrape", &[][..], "{}"),
         ("/v1/scrape", &[("authorization", "Bearer wrong")][..], "{}"),
         ("/nowhere", &good[..], "{}"),
-        // The echoing upstream: a re-told error, a mid-stream error line, a pass-through error.
+        // The echoing upstream: a rewritten error, a mid-stream error line, a pass-through error.
         ("/v1/chat/completions", &good[..], CHAT),
         ("/v1/chat/completions", &good[..], CHAT_STREAM),
         ("/api/chat", &good[..], "{}"),
@@ -573,7 +573,7 @@ async fn keys_never_reach_logs_or_error_bodies() {
     )
     .unwrap();
     lingo.signal("HUP");
-    // Give the access-log lines of the last answers (and the refusal) time to be written.
+    // Give the access-log lines of the last responses (and the refusal) time to be written.
     for _ in 0..50 {
         let log = lingo.log_text();
         if log.matches("lingo::access").count() >= 17 && log.contains("refused") {
@@ -590,7 +590,7 @@ async fn keys_never_reach_logs_or_error_bodies() {
     for key in [CLIENT_KEY, UPSTREAM_KEY] {
         assert!(!log.contains(key), "{key} leaked into the log:\n{log}");
         for body in &bodies {
-            assert!(!body.contains(key), "{key} leaked into an answer: {body}");
+            assert!(!body.contains(key), "{key} leaked into a response: {body}");
         }
     }
     assert!(

@@ -1,5 +1,5 @@
 //! Documented promises that no other file pinned, each over real sockets: the upstream's base
-//! path, `public_url`, the `X-Request-Id` cap, hop-by-hop headers both ways, redacted answers
+//! path, `public_url`, the `X-Request-Id` cap, hop-by-hop headers both ways, redacted responses
 //! losing their length, an upload streamed before it ends, `n` and prompt batches run
 //! concurrently, the legacy-embeddings fallback forgotten on reload, `HEAD` and the header
 //! limits on the health endpoints, the `first_byte_timeout` metric, docs/configuration.md's
@@ -46,8 +46,8 @@ async fn the_upstream_base_path_is_prepended_to_forwarded_paths() {
     for base in ["/ollama", "/ollama/", "/a/b"] {
         let url = format!("{}{base}", backend.url());
         let lingo = Lingo::start(&routed(&url, "native", "/api", "")).await;
-        let answer = get(&lingo.url("/api/tags?x=1")).await;
-        assert_eq!(answer.status, 200, "{base}: {}", answer.body);
+        let response = get(&lingo.url("/api/tags?x=1")).await;
+        assert_eq!(response.status, 200, "{base}: {}", response.body);
         let want = format!("{}/api/tags?x=1", base.trim_end_matches('/'));
         assert_eq!(backend.last().uri, want, "{base}");
     }
@@ -66,15 +66,15 @@ async fn the_upstream_base_path_is_prepended_to_translated_paths() {
     )))
     .await;
     let body = r#"{"model":"m","messages":[{"role":"user","content":"hello"}]}"#;
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/v1/chat/completions"),
         &[],
         body,
     ))
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.json()["choices"][0]["message"]["content"], "hi");
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.json()["choices"][0]["message"]["content"], "hi");
     assert_eq!(backend.last().uri, "/ollama/api/chat");
 }
 
@@ -97,17 +97,17 @@ async fn web_data_links_lose_the_upstream_base_path() {
         "",
     ))
     .await;
-    let answer = send(request(Method::POST, &lingo.url("/v1/crawl"), &[], "{}")).await;
+    let response = send(request(Method::POST, &lingo.url("/v1/crawl"), &[], "{}")).await;
     assert_eq!(backend.last().uri, "/fc/v1/crawl");
     assert_eq!(
-        answer.json()["url"],
+        response.json()["url"],
         format!("http://{}/v1/crawl/a", lingo.addr)
     );
 }
 
 // === public_url ===
 
-/// A web-data backend answering a crawl start with `url` and a status page with `next`, both
+/// A web-data backend responding to a crawl start with `url` and a status page with `next`, both
 /// on its own address.
 async fn crawl_backend() -> Backend {
     Backend::start(|seen| async move {
@@ -163,7 +163,7 @@ async fn a_request_id_is_kept_up_to_128_characters() {
     let backend = Backend::json(200, "{}").await;
     let lingo = Lingo::start(&routed(&backend.url(), "native", "/api", "")).await;
     let at_cap = "r".repeat(128);
-    let answer = send(request(
+    let response = send(request(
         Method::GET,
         &lingo.url("/api/tags"),
         &[("x-request-id", &at_cap)],
@@ -171,9 +171,9 @@ async fn a_request_id_is_kept_up_to_128_characters() {
     ))
     .await;
     assert_eq!(backend.last().headers["x-request-id"], at_cap.as_str());
-    assert_eq!(answer.headers["x-request-id"], at_cap.as_str());
+    assert_eq!(response.headers["x-request-id"], at_cap.as_str());
     for sent in ["r".repeat(129), String::new()] {
-        let answer = send(request(
+        let response = send(request(
             Method::GET,
             &lingo.url("/api/tags"),
             &[("x-request-id", &sent)],
@@ -186,14 +186,14 @@ async fn a_request_id_is_kept_up_to_128_characters() {
             .to_owned();
         assert_eq!(up.len(), 32, "{up}");
         assert!(up.bytes().all(|b| b.is_ascii_hexdigit()), "{up}");
-        assert_eq!(answer.headers["x-request-id"], up.as_str());
+        assert_eq!(response.headers["x-request-id"], up.as_str());
     }
 }
 
 // === hop-by-hop headers ===
 
 /// `Trailer`, `TE`, `Upgrade`, `Keep-Alive`, `Proxy-Connection`, `Proxy-Authorization` and what
-/// `Connection` names stay on the client's hop; the answer's `Trailer`, `Upgrade`,
+/// `Connection` names stay on the client's hop; the response's `Trailer`, `Upgrade`,
 /// `Keep-Alive`, `Proxy-Connection`, `Proxy-Authenticate` and what its `Connection` names stay
 /// on the upstream's. End-to-end headers pass both ways. (`Transfer-Encoding` is re-framed
 /// by hyper on each hop whatever lingo leaves in the map; the unit test of `headers` holds it.)
@@ -215,7 +215,7 @@ async fn hop_by_hop_headers_stay_on_their_hop() {
     })
     .await;
     let lingo = Lingo::start(&routed(&backend.url(), "native", "/api", "")).await;
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/api/chat"),
         &[
@@ -232,7 +232,7 @@ async fn hop_by_hop_headers_stay_on_their_hop() {
         "{}",
     ))
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(response.status, 200, "{}", response.body);
     let up = backend.last().headers;
     for name in [
         "trailer",
@@ -249,7 +249,7 @@ async fn hop_by_hop_headers_stay_on_their_hop() {
         );
     }
     assert_eq!(up["x-client-end"], "kept");
-    let down = &answer.headers;
+    let down = &response.headers;
     for name in [
         "trailer",
         "upgrade",
@@ -271,8 +271,8 @@ async fn hop_by_hop_headers_stay_on_their_hop() {
         &[("upgrade", "websocket")][..],
         &[("connection", "upgrade")][..],
     ] {
-        let answer = send(request(Method::GET, &lingo.url("/api/tags"), half, "")).await;
-        assert_eq!(answer.status, 200, "{half:?}: {}", answer.body);
+        let response = send(request(Method::GET, &lingo.url("/api/tags"), half, "")).await;
+        assert_eq!(response.status, 200, "{half:?}: {}", response.body);
         let up = backend.last().headers;
         assert!(!up.contains_key("upgrade"), "{half:?}: {up:?}");
         assert!(!up.contains_key("connection"), "{half:?}: {up:?}");
@@ -281,11 +281,11 @@ async fn hop_by_hop_headers_stay_on_their_hop() {
 
 // === redaction and Content-Length ===
 
-/// An error answer of an upstream with a key is redacted as it streams, so it cannot keep
+/// An error response of an upstream with a key is redacted as it streams, so it cannot keep
 /// the upstream's `Content-Length` (the key and `<redacted>` differ in length): it is sent
 /// chunked, and the body is whole.
 #[tokio::test]
-async fn a_redacted_answer_loses_its_content_length() {
+async fn a_redacted_response_loses_its_content_length() {
     const KEY: &str = "upstream-key-0123456789";
     let backend = Backend::start(|_| async {
         json_response(401, &format!(r#"{{"error":"key {KEY} is revoked"}}"#))
@@ -310,14 +310,14 @@ async fn a_redacted_answer_loses_its_content_length() {
     assert_eq!(response.fields()["transfer-encoding"], "chunked");
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(body, r#"{"error":"key <redacted> is revoked"}"#);
-    // Without a key to redact, the answer keeps its length.
+    // Without a key to redact, the response keeps its length.
     let yaml = routed(&backend.url(), "native", "/api", "");
     let lingo = Lingo::start(&yaml).await;
-    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], "{}")).await;
-    assert_eq!(answer.status, 401);
+    let whole = send(request(Method::POST, &lingo.url("/api/chat"), &[], "{}")).await;
+    assert_eq!(whole.status, 401);
     assert_eq!(
-        answer.headers["content-length"],
-        answer.body.len().to_string().as_str()
+        whole.headers["content-length"],
+        whole.body.len().to_string().as_str()
     );
 }
 
@@ -359,7 +359,7 @@ async fn an_upload_reaches_the_upstream_before_it_ends() {
         .unwrap();
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http();
-    let answer = tokio::spawn(async move { client.request(req).await });
+    let whole = tokio::spawn(async move { client.request(req).await });
     tx.send_data(Bytes::from_static(b"FIRST-PIECE "))
         .await
         .unwrap();
@@ -373,21 +373,21 @@ async fn an_upload_reaches_the_upstream_before_it_ends() {
         .await
         .unwrap();
     drop(tx);
-    let response = guarded("the answer", answer).await.unwrap().unwrap();
+    let response = guarded("the response", whole).await.unwrap().unwrap();
     assert_eq!(response.status(), 200);
 }
 
 // === concurrency of n and prompt batches ===
 
-/// A native backend whose answers wait until `n` requests are in: run one after another,
+/// A native backend whose responses wait until `n` requests are in: run one after another,
 /// lingo would wait forever on the first.
-async fn barrier_backend(n: usize, answer: &'static str) -> Backend {
+async fn barrier_backend(n: usize, response: &'static str) -> Backend {
     let barrier = Arc::new(tokio::sync::Barrier::new(n));
     Backend::start(move |_| {
         let barrier = Arc::clone(&barrier);
         async move {
             barrier.wait().await;
-            ndjson_response(answer)
+            ndjson_response(response)
         }
     })
     .await
@@ -409,7 +409,7 @@ async fn n_choices_are_requested_concurrently() {
     for stream in [false, true] {
         let body = json!({"model": "m", "n": 3, "stream": stream,
                           "messages": [{"role": "user", "content": "hi"}]});
-        let answer = guarded(
+        let response = guarded(
             "three native requests in flight at once",
             send(request(
                 Method::POST,
@@ -419,7 +419,7 @@ async fn n_choices_are_requested_concurrently() {
             )),
         )
         .await;
-        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(response.status, 200, "{}", response.body);
     }
     assert_eq!(backend.requests().len(), 6);
 }
@@ -439,7 +439,7 @@ async fn prompt_batches_are_requested_concurrently() {
     let lingo = Lingo::start(&yaml).await;
     for stream in [false, true] {
         let body = json!({"model": "m", "prompt": ["a", "b", "c"], "stream": stream});
-        let answer = guarded(
+        let response = guarded(
             "three prompts in flight at once",
             send(request(
                 Method::POST,
@@ -449,20 +449,20 @@ async fn prompt_batches_are_requested_concurrently() {
             )),
         )
         .await;
-        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(response.status, 200, "{}", response.body);
     }
 }
 
 #[tokio::test]
 async fn legacy_embeddings_are_requested_concurrently_one_input_each() {
     // `/api/embed` is missing, so each input is its own `/api/embeddings` call; the three
-    // answer only once all three are in.
+    // response only once all three are in.
     let barrier = Arc::new(tokio::sync::Barrier::new(3));
     let backend = Backend::start(move |seen| {
         let barrier = Arc::clone(&barrier);
         async move {
             if seen.uri == "/api/embed" {
-                // What a server from before `/api/embed` answers: its router's plain 404.
+                // What a server from before `/api/embed` responds with: its router's plain 404.
                 return Response::builder()
                     .status(404)
                     .header("content-type", "text/plain")
@@ -482,7 +482,7 @@ async fn legacy_embeddings_are_requested_concurrently_one_input_each() {
         backend.url()
     ));
     let lingo = Lingo::start(&yaml).await;
-    let answer = guarded(
+    let response = guarded(
         "three inputs in flight at once",
         send(request(
             Method::POST,
@@ -492,8 +492,8 @@ async fn legacy_embeddings_are_requested_concurrently_one_input_each() {
         )),
     )
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let vectors: Vec<Value> = answer.json()["data"]
+    assert_eq!(response.status, 200, "{}", response.body);
+    let vectors: Vec<Value> = response.json()["data"]
         .as_array()
         .unwrap()
         .iter()
@@ -530,14 +530,14 @@ async fn the_legacy_embeddings_fallback_is_forgotten_on_reload() {
     ));
     let lingo = Lingo::start(&yaml).await;
     let embed = || async {
-        let answer = send(request(
+        let response = send(request(
             Method::POST,
             &lingo.url("/v1/embeddings"),
             &[],
             r#"{"model":"m","input":"x"}"#,
         ))
         .await;
-        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(response.status, 200, "{}", response.body);
     };
     let paths = || -> Vec<String> { backend.requests().iter().map(|s| s.uri.clone()).collect() };
     embed().await;
@@ -557,11 +557,11 @@ async fn the_legacy_embeddings_fallback_is_forgotten_on_reload() {
 
 // === health endpoints ===
 
-/// `HEAD` on `/healthz`, `/readyz` and `/metrics` answers like `GET` without a body; all
-/// three are answered before the header limits (a request over `max_headers` and
-/// `max_header_bytes` is still answered), while any other path gets the 431.
+/// `HEAD` on `/healthz`, `/readyz` and `/metrics` responds like `GET` without a body; all
+/// three are served before the header limits (a request over `max_headers` and
+/// `max_header_bytes` is still served), while any other path gets the 431.
 #[tokio::test]
-async fn health_endpoints_answer_head_and_ignore_the_header_limits() {
+async fn health_endpoints_respond_to_head_and_ignore_the_header_limits() {
     let yaml = table(
         "limits: { max_headers: 5, max_header_bytes: 1KiB }\n\
          upstreams:\n  up:\n    mock: {}\n    speaks: native\n\
@@ -603,7 +603,7 @@ async fn health_endpoints_answer_head_and_ignore_the_header_limits() {
 
 // === metrics ===
 
-/// An upstream that never sends its answer's head within `first_byte` is counted under
+/// An upstream that never sends its response's head within `first_byte` is counted under
 /// `lingo_upstream_errors_total{kind="first_byte_timeout"}`.
 #[tokio::test]
 async fn a_first_byte_timeout_is_counted_by_kind() {
@@ -614,8 +614,14 @@ async fn a_first_byte_timeout_is_counted_by_kind() {
         backend.url()
     ));
     let lingo = Lingo::start(&yaml).await;
-    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], "{}")).await;
-    assert_shape(&answer, "native", 504, None, "first-byte timeout of 200ms");
+    let response = send(request(Method::POST, &lingo.url("/api/chat"), &[], "{}")).await;
+    assert_shape(
+        &response,
+        "native",
+        504,
+        None,
+        "first-byte timeout of 200ms",
+    );
     let metrics = get(&lingo.url("/metrics")).await.body;
     let line = metrics
         .lines()
@@ -719,9 +725,9 @@ fn the_documented_defaults_are_the_defaults() {
         ("limits.drain", "`30s`", t.limits.drain == secs(30)),
         ("limits.max_line", "`1MiB`", t.limits.max_line == MIB),
         (
-            "limits.max_answer",
+            "limits.max_response",
             "`64MiB`",
-            t.limits.max_answer == 64 * MIB,
+            t.limits.max_response == 64 * MIB,
         ),
         (
             "limits.max_header_bytes",
@@ -776,8 +782,8 @@ fn the_documented_defaults_are_the_defaults() {
 // === docs/errors.md's table of error codes, from real conditions ===
 
 /// One raw HTTP/1.1 exchange: writes `bytes`, half-closes when `close_write`, and reads the
-/// answer (status and JSON body) until lingo closes or the body is complete.
-async fn raw(addr: std::net::SocketAddr, bytes: &[u8], close_write: bool) -> Answer {
+/// response (status and JSON body) until lingo closes or the body is complete.
+async fn raw(addr: std::net::SocketAddr, bytes: &[u8], close_write: bool) -> WholeResponse {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(bytes).await.unwrap();
     if close_write {
@@ -785,7 +791,7 @@ async fn raw(addr: std::net::SocketAddr, bytes: &[u8], close_write: bool) -> Ans
     }
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
-    guarded("lingo answered or closed", async {
+    guarded("lingo responded or closed", async {
         loop {
             match stream.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
@@ -807,7 +813,7 @@ async fn raw(addr: std::net::SocketAddr, bytes: &[u8], close_write: bool) -> Ans
     let text = String::from_utf8_lossy(&got).into_owned();
     let (head, body) = text
         .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no answer: {text:?}"));
+        .unwrap_or_else(|| panic!("no response: {text:?}"));
     let status = head[9..12].parse().unwrap();
     let mut headers = hyper::HeaderMap::new();
     for line in head.lines().skip(1) {
@@ -817,7 +823,7 @@ async fn raw(addr: std::net::SocketAddr, bytes: &[u8], close_write: bool) -> Ans
             v.trim().parse().unwrap(),
         );
     }
-    Answer {
+    WholeResponse {
         status: hyper::StatusCode::from_u16(status).unwrap(),
         headers,
         body: body.to_owned(),
@@ -829,7 +835,7 @@ async fn raw(addr: std::net::SocketAddr, bytes: &[u8], close_write: bool) -> Ans
 fn every_error_table(dead: &str) -> String {
     table(&format!(
         "clients:\n  - {{ name: app, key: {{ value: k-app }} }}\n\
-         limits: {{ max_body: 1KiB, max_headers: 20, max_answer: 64KiB }}\n\
+         limits: {{ max_body: 1KiB, max_headers: 20, max_response: 64KiB }}\n\
          upstreams:\n  \
            models:\n    mock: {{}}\n    speaks: native\n  \
            web:\n    mock: {{}}\n    speaks: web-data\n  \
@@ -849,7 +855,7 @@ fn every_error_table(dead: &str) -> String {
 /// chat-completions and web-data dialects: status, shape and `code` (web-data upper-cases it).
 /// The rows not here have their own tests: `overloaded` (limits.rs), `upstream_timeout`
 /// (errors.rs, upstream_limits.rs), `model_management_forbidden` (passthrough.rs; native
-/// errors have no code), the 502 over `max_answer` (upstream_limits.rs).
+/// errors have no code), the 502 over `max_response` (upstream_limits.rs).
 #[tokio::test]
 async fn every_documented_error_code_from_a_real_condition() {
     let dead = format!("http://{}", closed_port().await);
@@ -862,9 +868,9 @@ async fn every_documented_error_code_from_a_real_condition() {
     for (dialect, path) in [("chat", chat_path), ("web-data", web_path)] {
         // 400 invalid_path
         let bad = format!("{path}/..%2fx");
-        let answer = send(request(Method::POST, &lingo.url(&bad), &[key], "{}")).await;
+        let response = send(request(Method::POST, &lingo.url(&bad), &[key], "{}")).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             400,
             Some("invalid_path"),
@@ -873,9 +879,9 @@ async fn every_documented_error_code_from_a_real_condition() {
 
         // 400 invalid_request: no Host (connection closed after).
         let bytes = format!("POST {path} HTTP/1.1\r\nContent-Length: 2\r\n\r\n{{}}");
-        let answer = raw(lingo.addr, bytes.as_bytes(), false).await;
-        assert_shape(&answer, dialect, 400, Some("invalid_request"), "Host");
-        assert_eq!(answer.headers["connection"], "close");
+        let response = raw(lingo.addr, bytes.as_bytes(), false).await;
+        assert_shape(&response, dialect, 400, Some("invalid_request"), "Host");
+        assert_eq!(response.headers["connection"], "close");
 
         // 400 invalid_request_body: a bad chunk size, and an upload cut mid-chunk.
         for (body, close) in [("zz\r\n{}\r\n0\r\n\r\n", false), ("10\r\n{\"mod", true)] {
@@ -883,9 +889,9 @@ async fn every_documented_error_code_from_a_real_condition() {
                 "POST {path} HTTP/1.1\r\nHost: lingo\r\nAuthorization: Bearer k-app\r\n\
                  Transfer-Encoding: chunked\r\n\r\n{body}"
             );
-            let answer = raw(lingo.addr, bytes.as_bytes(), close).await;
+            let response = raw(lingo.addr, bytes.as_bytes(), close).await;
             assert_shape(
-                &answer,
+                &response,
                 dialect,
                 400,
                 Some("invalid_request_body"),
@@ -894,18 +900,18 @@ async fn every_documented_error_code_from_a_real_condition() {
         }
 
         // 401 missing_api_key, invalid_api_key
-        let answer = send(request(Method::POST, &lingo.url(path), &[], &chat_ok)).await;
+        let response = send(request(Method::POST, &lingo.url(path), &[], &chat_ok)).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             401,
             Some("missing_api_key"),
             "missing client key",
         );
         let wrong = [("authorization", "Bearer nope")];
-        let answer = send(request(Method::POST, &lingo.url(path), &wrong, &chat_ok)).await;
+        let response = send(request(Method::POST, &lingo.url(path), &wrong, &chat_ok)).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             401,
             Some("invalid_api_key"),
@@ -914,9 +920,9 @@ async fn every_documented_error_code_from_a_real_condition() {
 
         // 413 request_too_large, declared and streamed.
         let big = "x".repeat(2048);
-        let answer = send(request(Method::POST, &lingo.url(path), &[key], &big)).await;
+        let response = send(request(Method::POST, &lingo.url(path), &[key], &big)).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             413,
             Some("request_too_large"),
@@ -926,9 +932,9 @@ async fn every_documented_error_code_from_a_real_condition() {
             "POST {path} HTTP/1.1\r\nHost: lingo\r\nAuthorization: Bearer k-app\r\n\
              Transfer-Encoding: chunked\r\n\r\n800\r\n{big}\r\n0\r\n\r\n"
         );
-        let answer = raw(lingo.addr, chunked.as_bytes(), false).await;
+        let response = raw(lingo.addr, chunked.as_bytes(), false).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             413,
             Some("request_too_large"),
@@ -939,9 +945,9 @@ async fn every_documented_error_code_from_a_real_condition() {
         let many: Vec<(String, String)> =
             (0..30).map(|i| (format!("x-h{i}"), "v".into())).collect();
         let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (&k[..], &v[..])).collect();
-        let answer = send(request(Method::POST, &lingo.url(path), &many, "{}")).await;
+        let response = send(request(Method::POST, &lingo.url(path), &many, "{}")).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             431,
             Some("headers_too_large"),
@@ -951,22 +957,22 @@ async fn every_documented_error_code_from_a_real_condition() {
 
     // 400 with code null: a translated request with a bad field; `param` names it.
     let bad = json!({"model": "m", "messages": "not a list"}).to_string();
-    let answer = send(request(Method::POST, &lingo.url(chat_path), &[key], &bad)).await;
-    assert_shape(&answer, "chat", 400, None, "messages");
-    assert_eq!(answer.json()["error"]["param"], "messages");
+    let response = send(request(Method::POST, &lingo.url(chat_path), &[key], &bad)).await;
+    assert_shape(&response, "chat", 400, None, "messages");
+    assert_eq!(response.json()["error"]["param"], "messages");
 
     // 404 unknown_url
-    let answer = send(request(Method::GET, &lingo.url("/elsewhere"), &[key], "")).await;
+    let response = send(request(Method::GET, &lingo.url("/elsewhere"), &[key], "")).await;
     assert_shape(
-        &answer,
+        &response,
         "chat",
         404,
         Some("unknown_url"),
         "no route for GET",
     );
-    let answer = send(request(Method::GET, &lingo.url("/v2/crawl"), &[key], "")).await;
+    let response = send(request(Method::GET, &lingo.url("/v2/crawl"), &[key], "")).await;
     assert_shape(
-        &answer,
+        &response,
         "web-data",
         404,
         Some("unknown_url"),
@@ -974,7 +980,7 @@ async fn every_documented_error_code_from_a_real_condition() {
     );
 
     // 501 not_implemented
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/v1/responses"),
         &[key],
@@ -982,7 +988,7 @@ async fn every_documented_error_code_from_a_real_condition() {
     ))
     .await;
     assert_shape(
-        &answer,
+        &response,
         "chat",
         501,
         Some("not_implemented"),
@@ -991,7 +997,7 @@ async fn every_documented_error_code_from_a_real_condition() {
 
     // 502 upstream_unreachable: refused, and the mock's `cut_after`.
     let body = json!({"model": "m", "prompt": "x"}).to_string();
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/v1/completions"),
         &[key],
@@ -999,13 +1005,13 @@ async fn every_documented_error_code_from_a_real_condition() {
     ))
     .await;
     assert_shape(
-        &answer,
+        &response,
         "chat",
         502,
         Some("upstream_unreachable"),
         "unreachable",
     );
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/v1/down/scrape"),
         &[key],
@@ -1013,14 +1019,14 @@ async fn every_documented_error_code_from_a_real_condition() {
     ))
     .await;
     assert_shape(
-        &answer,
+        &response,
         "web-data",
         502,
         Some("upstream_unreachable"),
         "unreachable",
     );
     let cut = json!({"model": "m@cut_after=0", "messages": [{"role": "user", "content": "hi"}]});
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url(chat_path),
         &[key],
@@ -1028,7 +1034,7 @@ async fn every_documented_error_code_from_a_real_condition() {
     ))
     .await;
     assert_shape(
-        &answer,
+        &response,
         "chat",
         502,
         Some("upstream_unreachable"),
@@ -1036,8 +1042,8 @@ async fn every_documented_error_code_from_a_real_condition() {
     );
 }
 
-/// The mock reads an upload whole before it answers; one that is cut mid-chunk or malformed
-/// is the client's fault, answered 400 `invalid_request_body` in the route's dialect, as a
+/// The mock reads an upload whole before it responds; one that is cut mid-chunk or malformed
+/// is the client's fault, a 400 `invalid_request_body` in the route's dialect, as a
 /// real upstream's would be (it was a 413 "too large for the mock"); one over the route's
 /// `max_body` is a 413 `request_too_large` naming the route's limit.
 #[tokio::test]
@@ -1057,9 +1063,9 @@ async fn a_broken_upload_to_a_mock_upstream_is_the_clients_fault() {
             let bytes = format!(
                 "POST {path} HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n{body}"
             );
-            let answer = raw(lingo.addr, bytes.as_bytes(), close).await;
+            let response = raw(lingo.addr, bytes.as_bytes(), close).await;
             assert_shape(
-                &answer,
+                &response,
                 dialect,
                 400,
                 Some("invalid_request_body"),
@@ -1070,9 +1076,9 @@ async fn a_broken_upload_to_a_mock_upstream_is_the_clients_fault() {
         let bytes = format!(
             "POST {path} HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n{big}\r\n0\r\n\r\n"
         );
-        let answer = raw(lingo.addr, bytes.as_bytes(), false).await;
+        let response = raw(lingo.addr, bytes.as_bytes(), false).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             413,
             Some("request_too_large"),
@@ -1168,7 +1174,7 @@ async fn a_reload_applies_body_and_header_limits_at_once_but_not_the_pools() {
         .unwrap()
     };
     let big = "{\"model\":\"a-model-name-well-over-sixteen-bytes\"}";
-    // Held open: the first answer streams until `lines` is dropped.
+    // Held open: the first response streams until `lines` is dropped.
     let held = sender
         .send_request(post("/api/chat", 8, big))
         .await
@@ -1261,9 +1267,9 @@ async fn a_reloaded_idle_timeout_applies_to_new_connections_only() {
     assert_eq!(response.status(), 200);
 }
 
-/// `max_answer` and `max_line` changed by a reload apply to the next request.
+/// `max_response` and `max_line` changed by a reload apply to the next request.
 #[tokio::test]
-async fn a_reloaded_max_answer_and_max_line_apply_at_once() {
+async fn a_reloaded_max_response_and_max_line_apply_at_once() {
     let yaml = |limits: &str| {
         table(&format!(
             "{limits}upstreams:\n  models:\n    mock: {{ tokens: 200 }}\n    speaks: native\n\
@@ -1281,19 +1287,25 @@ async fn a_reloaded_max_answer_and_max_line_apply_at_once() {
 
     std::fs::write(
         lingo.config_path(),
-        yaml("limits: { max_answer: 1KiB, max_line: 64 }\n"),
+        yaml("limits: { max_response: 1KiB, max_line: 64 }\n"),
     )
     .unwrap();
     lingo.reloader.reload(true).unwrap();
     let whole = chat(&lingo, false).await;
-    assert_shape(&whole, "chat", 502, None, "limits.max_answer (1024 bytes)");
+    assert_shape(
+        &whole,
+        "chat",
+        502,
+        None,
+        "limits.max_response (1024 bytes)",
+    );
     let streamed = chat(&lingo, true).await;
     assert_failed_stream(&streamed.body, "longer than 64 bytes");
 }
 
 /// `header_timeout` changed by a reload applies to connections accepted after it: a new
 /// client slow to send its headers is dropped after the new limit, while one that started
-/// before the reload (and has been slow for longer) still gets its answer.
+/// before the reload (and has been slow for longer) still gets its response.
 #[tokio::test]
 async fn a_reloaded_header_timeout_applies_to_new_connections_only() {
     let backend = Backend::json(200, "{}").await;
@@ -1342,14 +1354,14 @@ async fn a_reloaded_header_timeout_applies_to_new_connections_only() {
     old.write_all(b"Host: lingo\r\nConnection: close\r\n\r\n")
         .await
         .unwrap();
-    let mut answer = Vec::new();
-    guarded("the old client's answer", old.read_to_end(&mut answer))
+    let mut response = Vec::new();
+    guarded("the old client's response", old.read_to_end(&mut response))
         .await
         .unwrap();
     assert!(
-        answer.starts_with(b"HTTP/1.1 200"),
+        response.starts_with(b"HTTP/1.1 200"),
         "{}",
-        String::from_utf8_lossy(&answer)
+        String::from_utf8_lossy(&response)
     );
 }
 

@@ -1,6 +1,6 @@
 //! Hostile input, as properties: whatever bytes a client or an upstream sends, the pure parts
 //! of lingo (the NDJSON framer, the SSE frames and re-framer, the request translators, path
-//! normalisation, the route-table loader, key redaction) answer with a value or an error,
+//! normalisation, the route-table loader, key redaction) response with a value or an error,
 //! never a panic, and keep the invariants the rest of lingo relies on.
 //!
 //! Case counts are modest (256 per property) so that the file runs in seconds in debug; the
@@ -489,8 +489,8 @@ proptest! {
         prop_assert_eq!(framed(&bytewise, max), want, "byte by byte");
     }
 
-    /// The key is taken out of an error answer wherever its chunks split it: any split gives
-    /// the answer with each occurrence (leftmost first) replaced, and no key survives.
+    /// The key is taken out of an error response wherever its chunks split it: any split gives
+    /// the response with each occurrence (leftmost first) replaced, and no key survives.
     #[test]
     fn redaction_does_not_depend_on_chunking(
         key in prop::collection::vec(prop::sample::select(b"ab".to_vec()), 1..6),

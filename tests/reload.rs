@@ -19,15 +19,15 @@ fn routed_to(backend: &Backend) -> String {
     ))
 }
 
-/// Polls until `/api/tags` is answered with `want`, for at most 20 s.
-async fn eventually_answers(lingo: &Lingo, want: &str) {
+/// Polls until `/api/tags` gets a response with `want`, for at most 20 s.
+async fn eventually_responds(lingo: &Lingo, want: &str) {
     for _ in 0..200 {
         if get(&lingo.url("/api/tags")).await.body == want {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("lingo never answered {want}");
+    panic!("lingo never responded with {want}");
 }
 
 fn write_atomically(path: &Path, text: &str) {
@@ -43,7 +43,7 @@ async fn an_edited_file_takes_over() {
     let lingo = Lingo::start(&routed_to(&one)).await;
     assert_eq!(get(&lingo.url("/api/tags")).await.body, "one");
     std::fs::write(lingo.config_path(), routed_to(&two)).unwrap();
-    eventually_answers(&lingo, "two").await;
+    eventually_responds(&lingo, "two").await;
     assert!(lingo.reloader.snapshot().generation >= 2);
 }
 
@@ -53,7 +53,7 @@ async fn an_editor_rename_over_the_file_takes_over() {
     let two = Backend::json(200, "two").await;
     let lingo = Lingo::start(&routed_to(&one)).await;
     write_atomically(&lingo.config_path(), &routed_to(&two));
-    eventually_answers(&lingo, "two").await;
+    eventually_responds(&lingo, "two").await;
 }
 
 /// Kubernetes mounts a ConfigMap as `proxy.yaml -> ..data/proxy.yaml` and swaps `..data`.
@@ -72,10 +72,10 @@ async fn a_configmap_symlink_swap_takes_over() {
     symlink("..v1", dir.join("..data")).unwrap();
     std::fs::remove_file(lingo.config_path()).unwrap();
     symlink("..data/proxy.yaml", lingo.config_path()).unwrap();
-    eventually_answers(&lingo, "one").await;
+    eventually_responds(&lingo, "one").await;
     symlink("..v2", dir.join("..data_tmp")).unwrap();
     std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
-    eventually_answers(&lingo, "two").await;
+    eventually_responds(&lingo, "two").await;
 }
 
 #[tokio::test]

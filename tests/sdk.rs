@@ -118,7 +118,7 @@ async fn ollama_js_client_works_unchanged_over_chat_completions() {
 }
 
 /// A `mock:` upstream that speaks web-data version 2 only (it 404s `/v1/...` and refuses
-/// v1-only keys), with `/v1` and `/v2` routed to it: every v1 answer an SDK sees is lingo's
+/// v1-only keys), with `/v1` and `/v2` routed to it: every v1 response an SDK sees is lingo's
 /// translation.
 const WEB_DATA_V2_ONLY: &str = "upstreams:\n  fire:\n    mock: {}\n    speaks: web-data-v2\n\
      routes:\n  - { prefix: /v1, to: fire }\n  - { prefix: /v2, to: fire }\n";
@@ -148,8 +148,8 @@ async fn the_sdk_calls_fail_on_the_v2_only_upstream_itself() {
         (Method::POST, "/v1/search", r#"{"query":"lingo","limit":2}"#),
         (Method::GET, "/v1/team/token-usage", ""),
     ] {
-        let answer = send(request(method, &format!("{base}{path}"), &[], body)).await;
-        assert_eq!(answer.status, 404, "{path}: {}", answer.body);
+        let response = send(request(method, &format!("{base}{path}"), &[], body)).await;
+        assert_eq!(response.status, 404, "{path}: {}", response.body);
     }
 }
 

@@ -1,4 +1,4 @@
-//! The shipped `proxy.yaml` answers on a machine with no other server: its upstreams are
+//! The shipped `proxy.yaml` responds on a machine with no other server: its upstreams are
 //! the built-in mock.
 
 mod support;
@@ -22,9 +22,9 @@ async fn shipped_table_streams_a_native_chat_from_the_mock() {
     let lingo = shipped().await;
     let body =
         r#"{"model":"llama3.2:3b@token_delay=0ms","messages":[{"role":"user","content":"hi"}]}"#;
-    let answer = send(request(Method::POST, &lingo.url("/api/chat"), &[], body)).await;
-    assert_eq!(answer.status, 200);
-    let events: Vec<Value> = answer
+    let response = send(request(Method::POST, &lingo.url("/api/chat"), &[], body)).await;
+    assert_eq!(response.status, 200);
+    let events: Vec<Value> = response
         .body
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -53,24 +53,28 @@ async fn shipped_table_serves_web_data_from_the_mock() {
     assert_eq!(status["status"], "completed");
 }
 
-/// The README's first command: the shipped table answers a chat completion, streamed,
+/// The README's first command: the shipped table responds to a chat completion, streamed,
 /// with no other server running.
 #[tokio::test]
-async fn shipped_table_answers_a_chat_completion() {
+async fn shipped_table_responds_to_a_chat_completion() {
     let lingo = shipped().await;
     let body =
         r#"{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/v1/chat/completions"),
         &[],
         body,
     ))
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.headers["content-type"], "text/event-stream");
-    assert!(answer.body.ends_with("data: [DONE]\n\n"), "{}", answer.body);
-    let chunks = answer.body.matches("chat.completion.chunk").count();
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.headers["content-type"], "text/event-stream");
+    assert!(
+        response.body.ends_with("data: [DONE]\n\n"),
+        "{}",
+        response.body
+    );
+    let chunks = response.body.matches("chat.completion.chunk").count();
     assert_eq!(chunks, 17, "16 tokens and the finish chunk");
     let whole = send(request(
         Method::POST,

@@ -5,8 +5,8 @@
 //!
 //! Each exchange writes the hostile bytes followed by a harmless `GET /healthz` with
 //! `Connection: close`, then reads to the end of the connection: if lingo refuses and
-//! closes, the health check is never answered; if it read the hostile request some other way,
-//! everything it answered is on the wire. No timing is involved.
+//! closes, the health check never gets a response; if it read the hostile request some other way,
+//! everything it sent is on the wire. No timing is involved.
 
 mod support;
 
@@ -23,24 +23,24 @@ const CLOSE: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: lingo\r\nConnection: close
 /// What came back on one connection.
 #[derive(Debug)]
 struct Exchange {
-    /// Status codes of the answers, in order.
+    /// Status codes of the responses, in order.
     statuses: Vec<u16>,
     raw: String,
 }
 
 impl Exchange {
-    /// Refused: answered 400 first (then at most the health check, see `refused`), or
-    /// closed without an answer.
+    /// Refused: a 400 first (then at most the health check, see `refused`), or
+    /// closed without a response.
     fn refused(&self) -> bool {
         matches!(self.statuses.first(), None | Some(400))
     }
 
-    /// The first answer's body as JSON (lingo's errors carry a `Content-Length`).
+    /// The first response's body as JSON (lingo's errors carry a `Content-Length`).
     fn first_json(&self) -> serde_json::Value {
         let (head, rest) = self
             .raw
             .split_once("\r\n\r\n")
-            .unwrap_or_else(|| panic!("no answer: {:?}", self.raw));
+            .unwrap_or_else(|| panic!("no response: {:?}", self.raw));
         let len: usize = head
             .lines()
             .find_map(|l| {
@@ -58,7 +58,7 @@ async fn exchange(lingo: &Lingo, bytes: &[u8]) -> Exchange {
     let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
     let mut out = bytes.to_vec();
     out.extend_from_slice(CLOSE);
-    // lingo may close before reading everything: a failed write is an answer too.
+    // lingo may close before reading everything: a failed write is a response too.
     let _ = stream.write_all(&out).await;
     let mut raw = Vec::new();
     // Not a threshold: only a guard so that a hung connection fails the test with a message.
@@ -74,7 +74,7 @@ async fn exchange(lingo: &Lingo, bytes: &[u8]) -> Exchange {
     .await;
     assert!(
         read.is_ok(),
-        "lingo neither answered nor closed: {:?}",
+        "lingo neither responded nor closed: {:?}",
         String::from_utf8_lossy(bytes)
     );
     let statuses = statuses(&raw);
@@ -84,7 +84,7 @@ async fn exchange(lingo: &Lingo, bytes: &[u8]) -> Exchange {
     }
 }
 
-/// The status codes of the HTTP/1.1 answers in `raw`, in order, framed by their
+/// The status codes of the HTTP/1.1 responses in `raw`, in order, framed by their
 /// `Content-Length` or chunked encoding (what lingo sends).
 fn statuses(mut raw: &[u8]) -> Vec<u16> {
     let mut out = Vec::new();
@@ -150,12 +150,12 @@ async fn assert_refused(cases: &[(&str, &[u8])]) {
     assert_eq!(api.requests().len(), 1);
     for (name, bytes) in cases {
         let before = (api.requests().len(), public.requests().len());
-        let answer = exchange(&lingo, bytes).await;
+        let response = exchange(&lingo, bytes).await;
         assert!(
-            answer.refused(),
+            response.refused(),
             "{name}: not refused: {:?}\n{}",
-            answer.statuses,
-            answer.raw
+            response.statuses,
+            response.raw
         );
         assert_eq!(
             (api.requests().len(), public.requests().len()),
@@ -180,9 +180,12 @@ async fn content_length_with_transfer_encoding_never_smuggles_past_lingo() {
         "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nContent-Length: {}\r\nTransfer-Encoding: chunked\r\n\r\n{body}",
         body.len()
     );
-    let answer = exchange(&lingo, request.as_bytes()).await;
+    let response = exchange(&lingo, request.as_bytes()).await;
     for seen in api.requests() {
-        assert_ne!(seen.uri, "/api/pull", "smuggled past the block: {answer:?}");
+        assert_ne!(
+            seen.uri, "/api/pull",
+            "smuggled past the block: {response:?}"
+        );
         assert!(
             !seen.headers.contains_key("transfer-encoding")
                 || !seen.headers.contains_key("content-length"),
@@ -195,13 +198,13 @@ async fn content_length_with_transfer_encoding_never_smuggles_past_lingo() {
         );
     }
     // RFC 9112 §6.3: whether it refuses or frames by Transfer-Encoding, the server closes the
-    // connection after answering, so nothing after the body is read as a request (the
-    // closing health check is never answered).
+    // connection after responding, so nothing after the body is read as a request (the
+    // closing health check never gets a response).
     assert!(
-        answer.statuses.len() <= 1,
+        response.statuses.len() <= 1,
         "{:?}\n{}",
-        answer.statuses,
-        answer.raw
+        response.statuses,
+        response.raw
     );
 }
 
@@ -215,8 +218,8 @@ async fn a_chunk_size_with_many_leading_zeros_is_read_by_its_value() {
         "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n\
          {zeros}2\r\n{{}}\r\n{zeros}0\r\n\r\n"
     );
-    let answer = exchange(&lingo, request.as_bytes()).await;
-    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    let response = exchange(&lingo, request.as_bytes()).await;
+    assert_eq!(response.statuses, [200, 200], "{}", response.raw);
     assert_eq!(&api.last().body[..], b"{}");
 }
 
@@ -232,14 +235,14 @@ async fn a_bare_lf_in_the_trailers_does_not_swallow_the_next_request() {
         "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n";
     let next = "GET /api/tags HTTP/1.1\r\nHost: lingo\r\n\r\n";
     let well_ended = format!("{post}0\r\nx-sum: 1\r\n\r\n{next}");
-    let answer = exchange(&lingo, well_ended.as_bytes()).await;
-    assert_eq!(answer.statuses, [200, 200, 200], "{}", answer.raw);
+    let response = exchange(&lingo, well_ended.as_bytes()).await;
+    assert_eq!(response.statuses, [200, 200, 200], "{}", response.raw);
     assert_eq!(api.last().uri, "/api/tags");
     for trailers in ["0\r\nx-sum: 1\n\n", "0\r\n\n"] {
         let before = api.requests().len();
         let bare = format!("{post}{trailers}{next}");
-        let answer = exchange(&lingo, bare.as_bytes()).await;
-        assert_eq!(answer.statuses, [400], "{trailers:?}: {}", answer.raw);
+        let response = exchange(&lingo, bare.as_bytes()).await;
+        assert_eq!(response.statuses, [400], "{trailers:?}: {}", response.raw);
         let after: Vec<_> = api.requests()[before..]
             .iter()
             .map(|s| s.uri.clone())
@@ -248,10 +251,10 @@ async fn a_bare_lf_in_the_trailers_does_not_swallow_the_next_request() {
     }
 }
 
-/// A chunked upload whose framing breaks part-way is the client's fault: answered 400
+/// A chunked upload whose framing breaks part-way is the client's fault: a 400
 /// `invalid_request_body` (here in the native shape, `{"error"}` naming it; the codes in the
 /// other dialects are in promises.rs), not an upstream failure, and the connection is closed
-/// after it (the closing health check is never answered).
+/// after it (the closing health check never gets a response).
 #[tokio::test]
 async fn a_malformed_chunked_body_is_a_client_error() {
     let (lingo, _api, _public) = setup().await;
@@ -263,9 +266,9 @@ async fn a_malformed_chunked_body_is_a_client_error() {
         let request = format!(
             "POST /api/chat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n{body}"
         );
-        let answer = exchange(&lingo, request.as_bytes()).await;
-        assert_eq!(answer.statuses, [400], "{body:?}\n{}", answer.raw);
-        let json = answer.first_json();
+        let response = exchange(&lingo, request.as_bytes()).await;
+        assert_eq!(response.statuses, [400], "{body:?}\n{}", response.raw);
+        let json = response.first_json();
         assert_eq!(json.as_object().unwrap().len(), 1, "{json}");
         assert!(
             json["error"]
@@ -517,8 +520,8 @@ async fn bare_lf_request_lines_are_read_as_crlf() {
         &b"GET /api/tags HTTP/1.1\nHost: lingo\r\n\r\n"[..],
     ] {
         let before = api.requests().len();
-        let answer = exchange(&lingo, bytes).await;
-        assert_eq!(answer.statuses.first(), Some(&200), "{}", answer.raw);
+        let response = exchange(&lingo, bytes).await;
+        assert_eq!(response.statuses.first(), Some(&200), "{}", response.raw);
         let seen = api.requests();
         assert_eq!(seen.len(), before + 1);
         assert_eq!(seen.last().unwrap().uri, "/api/tags");
@@ -527,7 +530,7 @@ async fn bare_lf_request_lines_are_read_as_crlf() {
 
 /// A `Connection` value with a byte outside visible ASCII is no list of tokens: none is read
 /// from it (an HTTP/1.0 client's `keep-alive` there is not, as hyper's server reads none),
-/// and the connection closes after the answer, an HTTP/1.1 one too (a `close` may be in it);
+/// and the connection closes after the response, an HTTP/1.1 one too (a `close` may be in it);
 /// from a plain value, the connection is kept.
 #[tokio::test]
 async fn an_unreadable_connection_value_closes_the_connection() {
@@ -546,7 +549,7 @@ async fn an_unreadable_connection_value_closes_the_connection() {
     assert_eq!(closed.statuses, [200], "{}", closed.raw);
 }
 
-/// RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without a Host: answered
+/// RFC 9112 §3.2: a server MUST respond with 400 to an HTTP/1.1 request without a Host: it gets a response
 /// (not just closed) with lingo's `invalid_request` error, then the connection is closed.
 #[tokio::test]
 async fn missing_host_is_refused() {
@@ -557,15 +560,15 @@ async fn missing_host_is_refused() {
         ("/v1/chat/completions", Some("invalid_request")),
         ("/v1/scrape", Some("INVALID_REQUEST")),
     ] {
-        let answer = exchange(&lingo, format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes()).await;
-        assert_eq!(answer.statuses, [400], "{path}: {}", answer.raw);
+        let response = exchange(&lingo, format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes()).await;
+        assert_eq!(response.statuses, [400], "{path}: {}", response.raw);
         assert!(
-            answer
+            response
                 .raw
                 .to_ascii_lowercase()
                 .contains("connection: close")
         );
-        let json = answer.first_json();
+        let json = response.first_json();
         let message = match code {
             None => json["error"].as_str().unwrap().to_owned(),
             Some("invalid_request") => {
@@ -583,7 +586,7 @@ async fn missing_host_is_refused() {
 }
 
 /// RFC 9112 §3.2: ... and to one whose Host is no `uri-host [ ":" port ]` (nginx refuses
-/// them too): answered 400 `invalid_request` in the dialect its path implies (it is refused
+/// them too): a 400 `invalid_request` in the dialect its path implies (it is refused
 /// before it is routed), nothing forwarded.
 #[tokio::test]
 async fn an_invalid_host_is_refused() {
@@ -592,9 +595,9 @@ async fn an_invalid_host_is_refused() {
     let cases: Vec<(&str, &[u8])> = cases.iter().map(|c| (c.as_str(), c.as_bytes())).collect();
     assert_refused(&cases).await;
     let (lingo, api, _public) = setup().await;
-    let answer = exchange(&lingo, b"GET /v1/scrape HTTP/1.1\r\nHost: a b@c\r\n\r\n").await;
-    assert_eq!(answer.statuses, [400], "{}", answer.raw);
-    let json = answer.first_json();
+    let response = exchange(&lingo, b"GET /v1/scrape HTTP/1.1\r\nHost: a b@c\r\n\r\n").await;
+    assert_eq!(response.statuses, [400], "{}", response.raw);
+    let json = response.first_json();
     assert_eq!(json["code"], "INVALID_REQUEST", "{json}");
     assert!(json["error"].as_str().unwrap().contains("Host"), "{json}");
     assert!(api.requests().is_empty());
@@ -606,25 +609,25 @@ async fn an_invalid_host_is_refused() {
 #[tokio::test]
 async fn an_absolute_form_targets_authority_is_the_host() {
     let (lingo, _api, public) = setup().await;
-    let answer = exchange(
+    let response = exchange(
         &lingo,
         b"GET http://addressed.example:8080/public/v1/scrape HTTP/1.1\r\nHost: other.example\r\n\r\n",
     )
     .await;
-    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    assert_eq!(response.statuses, [200, 200], "{}", response.raw);
     let seen = public.last();
     assert_eq!(seen.uri, "/public/v1/scrape");
     assert_eq!(seen.headers["x-forwarded-host"], "addressed.example:8080");
-    let answer = exchange(
+    let response = exchange(
         &lingo,
         b"GET /public/v1/scrape HTTP/1.1\r\nHost: other.example\r\n\r\n",
     )
     .await;
-    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    assert_eq!(response.statuses, [200, 200], "{}", response.raw);
     assert_eq!(public.last().headers["x-forwarded-host"], "other.example");
     // An empty Host (RFC 9112 §3.2 lets a client send one) names no host to pass on.
-    let answer = exchange(&lingo, b"GET /public/v1/scrape HTTP/1.1\r\nHost:\r\n\r\n").await;
-    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    let response = exchange(&lingo, b"GET /public/v1/scrape HTTP/1.1\r\nHost:\r\n\r\n").await;
+    assert_eq!(response.statuses, [200, 200], "{}", response.raw);
     assert!(!public.last().headers.contains_key("x-forwarded-host"));
     assert_refused(&[(
         "userinfo",
@@ -651,7 +654,7 @@ async fn authority_and_asterisk_form_targets_are_refused() {
 }
 
 /// A request target longer than lingo reads (hyper's and `http::Uri`'s limit, 65534 bytes),
-/// or a request line that alone outgrows the head's limit, is answered 414 (hyper's and
+/// or a request line that alone outgrows the head's limit, gets a 414 (hyper's and
 /// nginx's status), not 400 or 431; a head over the limit in its fields stays 431.
 #[tokio::test]
 async fn an_over_long_request_target_is_414() {
@@ -660,8 +663,8 @@ async fn an_over_long_request_target_is_414() {
         "GET /api/{} HTTP/1.1\r\nHost: lingo\r\n\r\n",
         "a".repeat(70_000)
     );
-    let answer = exchange(&lingo, long.as_bytes()).await;
-    assert_eq!(answer.statuses, [414], "{:.200}", answer.raw);
+    let response = exchange(&lingo, long.as_bytes()).await;
+    assert_eq!(response.statuses, [414], "{:.200}", response.raw);
     let small = Backend::json(200, "{}").await;
     let lingo = Lingo::start(&table(&format!(
         "limits: {{ max_header_bytes: 1KiB }}\n\
@@ -674,14 +677,14 @@ async fn an_over_long_request_target_is_414() {
         "GET /api/{} HTTP/1.1\r\nHost: lingo\r\n\r\n",
         "a".repeat(10_000)
     );
-    let answer = exchange(&lingo, long.as_bytes()).await;
-    assert_eq!(answer.statuses, [414], "{:.200}", answer.raw);
+    let response = exchange(&lingo, long.as_bytes()).await;
+    assert_eq!(response.statuses, [414], "{:.200}", response.raw);
     let large = format!(
         "GET /api/tags HTTP/1.1\r\nHost: lingo\r\nX-Big: {}\r\n\r\n",
         "a".repeat(10_000)
     );
-    let answer = exchange(&lingo, large.as_bytes()).await;
-    assert_eq!(answer.statuses, [431], "{:.200}", answer.raw);
+    let response = exchange(&lingo, large.as_bytes()).await;
+    assert_eq!(response.statuses, [431], "{:.200}", response.raw);
     assert!(api.requests().is_empty() && small.requests().is_empty());
 }
 
@@ -753,15 +756,15 @@ async fn paths_cannot_escape_a_prefix_or_reach_model_management() {
             let request =
                 format!("{method} {path} HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\n\r\n{{}}");
             let forwarded = public.requests().len();
-            let answer = exchange(&lingo, request.as_bytes()).await;
-            let first = answer.statuses.first().copied();
+            let response = exchange(&lingo, request.as_bytes()).await;
+            let first = response.statuses.first().copied();
             // Either refused, or forwarded inside `/public` (checked below).
             assert!(
                 matches!(first, None | Some(400 | 403 | 404))
                     || (first == Some(200) && public.requests().len() == forwarded + 1),
                 "{method} {path}: {:?}\n{}",
-                answer.statuses,
-                answer.raw
+                response.statuses,
+                response.raw
             );
         }
     }
@@ -789,7 +792,7 @@ async fn paths_cannot_escape_a_prefix_or_reach_model_management() {
 /// The same paths through hyper's client (what most callers would send) are refused too,
 /// and the refusal is a 4xx in the native dialect, not a dropped connection.
 #[tokio::test]
-async fn encoded_escapes_are_answered_in_the_native_dialect() {
+async fn encoded_escapes_get_a_response_in_the_native_dialect() {
     let (lingo, api, _public) = setup().await;
     for path in [
         "/api/tags/%2e%2e/pull",
@@ -798,16 +801,16 @@ async fn encoded_escapes_are_answered_in_the_native_dialect() {
         "/api//pull",
         "/api/%70ull",
     ] {
-        let answer = send(request(hyper::Method::POST, &lingo.url(path), &[], "{}")).await;
+        let response = send(request(hyper::Method::POST, &lingo.url(path), &[], "{}")).await;
         assert!(
-            matches!(answer.status.as_u16(), 400 | 403),
+            matches!(response.status.as_u16(), 400 | 403),
             "{path}: {}",
-            answer.status
+            response.status
         );
         assert!(
-            answer.json()["error"].is_string(),
+            response.json()["error"].is_string(),
             "{path}: {}",
-            answer.body
+            response.body
         );
     }
     assert!(api.requests().is_empty());
@@ -818,19 +821,19 @@ async fn encoded_escapes_are_answered_in_the_native_dialect() {
 #[tokio::test]
 async fn plain_paths_are_forwarded() {
     let (lingo, api, public) = setup().await;
-    let answer = exchange(
+    let response = exchange(
         &lingo,
         b"POST /public/v1/scrape HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\n\r\n{}",
     )
     .await;
-    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    assert_eq!(response.statuses, [200, 200], "{}", response.raw);
     assert_eq!(public.last().uri, "/public/v1/scrape");
-    let answer = exchange(
+    let response = exchange(
         &lingo,
         b"POST /api/%63hat HTTP/1.1\r\nHost: lingo\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
     )
     .await;
-    assert_eq!(answer.statuses, [200, 200], "{}", answer.raw);
+    assert_eq!(response.statuses, [200, 200], "{}", response.raw);
     assert_eq!(api.last().uri, "/api/chat");
     assert_eq!(&api.last().body[..], b"{}");
 }

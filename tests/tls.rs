@@ -74,7 +74,7 @@ fn get_tags(addr: std::net::SocketAddr) -> Request<Empty<Bytes>> {
 }
 
 /// `GET /api/tags` over HTTP/1.1 on `tls`: the connection's sender (it stays open while that
-/// is held) and the answer.
+/// is held) and the response.
 async fn tags_over_http1(
     tls: tokio_rustls::client::TlsStream<TcpStream>,
     addr: std::net::SocketAddr,
@@ -146,7 +146,7 @@ async fn tls_connections_are_spread_over_the_workers() {
             response
         };
         assert_eq!(response.status(), 200);
-        // Read to its end: a client that drops an answer's body unread closes the connection.
+        // Read to its end: a client that drops a response's body unread closes the connection.
         let body = response.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(body, r#"{"models":[]}"#);
     }
@@ -243,9 +243,9 @@ async fn tls_1_2_and_1_3_are_served() {
 }
 
 /// Over `max_connections` on a `tls:` listener the refusal is spoken over TLS: a TLS client
-/// reads a 503 with `Retry-After`, not a plain-text answer it would take for a broken handshake.
+/// reads a 503 with `Retry-After`, not a plain-text response it would take for a broken handshake.
 /// It is spoken over HTTP/1.1 even to a client that offers h2 first, so that the connection
-/// closes after the one answer.
+/// closes after the one response.
 #[tokio::test]
 async fn a_tls_connection_over_the_cap_is_told_503_over_tls() {
     let (ca, dir) = issued();
@@ -280,7 +280,7 @@ async fn a_tls_connection_over_the_cap_is_told_503_over_tls() {
     assert_eq!(backend.requests().len(), 1);
 }
 
-/// A web-data upstream answering a crawl start with a `url` on its own address.
+/// A web-data upstream responding to a crawl start with a `url` on its own address.
 async fn crawl_backend() -> Backend {
     Backend::start(|seen| async move {
         let host = seen.headers["host"].to_str().unwrap().to_owned();
@@ -292,7 +292,7 @@ async fn crawl_backend() -> Backend {
     .await
 }
 
-/// POSTs `/v1/crawl` over HTTP/1.1 on TLS with `Host: localhost:PORT`; the answer's `url`.
+/// POSTs `/v1/crawl` over HTTP/1.1 on TLS with `Host: localhost:PORT`; the response's `url`.
 async fn crawl_over_tls(addr: std::net::SocketAddr, ca: &TestCa) -> String {
     let tls = handshake(addr, ca, b"http/1.1").await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))

@@ -1,5 +1,5 @@
 //! `/v1/chat/completions` over a native backend, over real sockets: the built-in mock for
-//! the answers, and recording backends where the native request itself is the point.
+//! the responses, and recording backends where the native request itself is the point.
 
 mod support;
 
@@ -27,7 +27,7 @@ async fn mock_lingo() -> Lingo {
     chat_lingo("    mock: { tokens: 4 }\n").await
 }
 
-async fn chat(lingo: &Lingo, body: Value) -> Answer {
+async fn chat(lingo: &Lingo, body: Value) -> WholeResponse {
     send(request(
         Method::POST,
         &lingo.url("/v1/chat/completions"),
@@ -49,15 +49,15 @@ fn content_of(events: &[Value]) -> String {
 }
 
 #[tokio::test]
-async fn non_stream_answer_has_the_official_shape() {
+async fn non_stream_response_has_the_official_shape() {
     let lingo = mock_lingo().await;
-    let answer = chat(
+    let response = chat(
         &lingo,
         json!({"model": "gpt-4o-mini", "messages": user("hello there")}),
     )
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let body = answer.json();
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = response.json();
     // `chatcmpl-` and 32 lower-case hex characters, nothing else.
     let id = body["id"].as_str().unwrap();
     let hex = id
@@ -95,14 +95,14 @@ async fn non_stream_answer_has_the_official_shape() {
 #[tokio::test]
 async fn stream_is_sse_in_the_official_format() {
     let lingo = mock_lingo().await;
-    let answer = chat(
+    let response = chat(
         &lingo,
         json!({"model": "m", "stream": true, "messages": user("hi")}),
     )
     .await;
-    assert_eq!(answer.status, 200);
-    assert_eq!(answer.headers["content-type"], "text/event-stream");
-    let events = events(&answer.body);
+    assert_eq!(response.status, 200);
+    assert_eq!(response.headers["content-type"], "text/event-stream");
+    let events = events(&response.body);
     assert_eq!(events.last().unwrap(), "[DONE]");
     let chunks = &events[..events.len() - 1];
     let id = &chunks[0]["id"];
@@ -243,11 +243,11 @@ async fn the_native_request_carries_images_alias_and_only_what_was_set() {
             {"type": "text", "text": "in this picture?"}
         ]}
     ]);
-    let answer = chat(&lingo, json!({"model": "gpt-4o-mini", "messages": messages, "max_completion_tokens": 7, "user": "ignored"})).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.json()["model"], "gpt-4o-mini");
+    let response = chat(&lingo, json!({"model": "gpt-4o-mini", "messages": messages, "max_completion_tokens": 7, "user": "ignored"})).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.json()["model"], "gpt-4o-mini");
     assert_eq!(
-        answer.json()["usage"],
+        response.json()["usage"],
         json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
     );
     let seen = backend.last();
@@ -340,9 +340,9 @@ async fn invalid_requests_are_400_naming_the_param() {
             "messages",
         ),
     ] {
-        let answer = chat(&lingo, body.clone()).await;
-        assert_eq!(answer.status, 400, "{body}: {}", answer.body);
-        let error = &answer.json()["error"];
+        let response = chat(&lingo, body.clone()).await;
+        assert_eq!(response.status, 400, "{body}: {}", response.body);
+        let error = &response.json()["error"];
         assert_eq!(error["type"], "invalid_request_error");
         assert_eq!(error["param"], param, "{body}");
         assert!(!error["message"].as_str().unwrap().is_empty());
@@ -388,16 +388,16 @@ async fn upstream_errors_before_the_first_byte_keep_their_status() {
 async fn mid_stream_failures_end_with_an_error_frame_and_no_done() {
     let lingo = mock_lingo().await;
     for knob in ["error_after=2", "cut_after=2"] {
-        let answer = chat(
+        let response = chat(
             &lingo,
             json!({"model": format!("m@{knob}"), "stream": true, "messages": user("x")}),
         )
         .await;
-        assert_eq!(answer.status, 200, "{knob}");
-        let events = events(&answer.body);
+        assert_eq!(response.status, 200, "{knob}");
+        let events = events(&response.body);
         assert!(
             !events.iter().any(|e| e == "[DONE]"),
-            "{knob}: a cut answer must not look complete"
+            "{knob}: a cut response must not look complete"
         );
         let last = events.last().unwrap();
         assert!(last["error"]["message"].is_string(), "{knob}: {last}");
@@ -412,16 +412,16 @@ async fn mid_stream_failures_end_with_an_error_frame_and_no_done() {
 #[tokio::test]
 async fn unreachable_and_slow_backends() {
     let dead = chat_lingo(&format!("    url: http://{}\n", closed_port().await)).await;
-    let answer = chat(&dead, json!({"model": "m", "messages": user("x")})).await;
-    assert_eq!(answer.status, 502);
-    assert_eq!(answer.json()["error"]["type"], "server_error");
+    let response = chat(&dead, json!({"model": "m", "messages": user("x")})).await;
+    assert_eq!(response.status, 502);
+    assert_eq!(response.json()["error"]["type"], "server_error");
     let slow = mock_lingo().await;
-    let answer = chat(
+    let response = chat(
         &slow,
         json!({"model": "m@first_token_delay=10s", "messages": user("x")}),
     )
     .await;
-    assert_eq!(answer.status, 504);
+    assert_eq!(response.status, 504);
 }
 
 /// The first token reaches the client before the backend sends the second.
@@ -500,7 +500,7 @@ async fn client_disconnect_cancels_the_upstream() {
         .await
         .expect("the upstream stream was cancelled when the client left")
         .unwrap();
-    // ...and lingo let go of the stream (the gauge counts answers being sent).
+    // ...and lingo let go of the stream (the gauge counts responses being sent).
     let mut metrics = String::new();
     for _ in 0..100 {
         metrics = get(&lingo.url("/metrics")).await.body;
@@ -518,8 +518,8 @@ async fn a_stalled_stream_ends_with_an_error_frame() {
     let lingo = chat_lingo("    mock: { tokens: 4 }\n").await;
     // The mock waits 5 s before its second token; the route's idle limit is 2 s.
     let body = json!({"model": "m@token_delay=5s", "stream": true, "messages": user("x")});
-    let answer = chat(&lingo, body).await;
-    let events = events(&answer.body);
+    let response = chat(&lingo, body).await;
+    let events = events(&response.body);
     assert!(!events.iter().any(|e| e == "[DONE]"));
     let message = events.last().unwrap()["error"]["message"]
         .as_str()
@@ -549,14 +549,14 @@ async fn client_headers_travel_with_the_translated_request() {
         ("x-request-id", "rid-7"),
     ];
     let body = json!({"model": "m", "messages": user("x")}).to_string();
-    let answer = send(request(
+    let response = send(request(
         Method::POST,
         &lingo.url("/v1/chat/completions"),
         &headers,
         &body,
     ))
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(response.status, 200, "{}", response.body);
     let seen = backend.last();
     assert_eq!(seen.headers["traceparent"], "00-abc-def-01");
     assert_eq!(seen.headers["x-request-id"], "rid-7");

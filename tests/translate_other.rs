@@ -16,7 +16,7 @@ async fn embed_lingo(upstream_yaml: &str) -> Lingo {
     .await
 }
 
-async fn embed(lingo: &Lingo, body: Value) -> Answer {
+async fn embed(lingo: &Lingo, body: Value) -> WholeResponse {
     send(request(
         Method::POST,
         &lingo.url("/v1/embeddings"),
@@ -123,9 +123,9 @@ async fn embeddings_errors() {
         ),
         (json!({"input": "x"}), "model"),
     ] {
-        let answer = embed(&lingo, body.clone()).await;
-        assert_eq!(answer.status, 400, "{body}");
-        assert_eq!(answer.json()["error"]["param"], param, "{body}");
+        let response = embed(&lingo, body.clone()).await;
+        assert_eq!(response.status, 400, "{body}");
+        assert_eq!(response.json()["error"]["param"], param, "{body}");
     }
     let missing = embed(&lingo, json!({"model": "missing-embedder", "input": "x"})).await;
     assert_eq!(missing.status, 404);
@@ -153,13 +153,13 @@ async fn falls_back_to_the_legacy_endpoint_and_remembers() {
     })
     .await;
     let lingo = embed_lingo(&format!("    url: {}\n", backend.url())).await;
-    let answer = embed(
+    let response = embed(
         &lingo,
         json!({"model": "text-embedding-3-small", "input": ["a", "bcd"]}),
     )
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let data = answer.json()["data"].clone();
+    assert_eq!(response.status, 200, "{}", response.body);
+    let data = response.json()["data"].clone();
     assert_eq!(data[0]["embedding"], json!([1.0, 0.5]));
     assert_eq!(data[1]["embedding"], json!([3.0, 0.5]));
     let paths: Vec<String> = backend.requests().iter().map(|s| s.uri.clone()).collect();
@@ -266,10 +266,10 @@ async fn a_model_listing_carries_none_of_the_clients_fields() {
 async fn one_model_by_id_alias_or_slashed_name() {
     let lingo = models_lingo("    mock: {}\n", "").await;
     for id in ["llama3.2:3b", "gpt-4o-mini", "hf.co/org/model:Q4_K_M"] {
-        let answer = get(&lingo.url(&format!("/v1/models/{}", id.replace(':', "%3A")))).await;
-        assert_eq!(answer.status, 200, "{id}: {}", answer.body);
+        let response = get(&lingo.url(&format!("/v1/models/{}", id.replace(':', "%3A")))).await;
+        assert_eq!(response.status, 200, "{id}: {}", response.body);
         assert_eq!(
-            answer.json(),
+            response.json(),
             json!({"id": id, "object": "model", "created": 1_767_225_600, "owned_by": "lingo"})
         );
     }
@@ -291,7 +291,7 @@ async fn completions_lingo() -> Lingo {
     .await
 }
 
-async fn complete(lingo: &Lingo, body: Value) -> Answer {
+async fn complete(lingo: &Lingo, body: Value) -> WholeResponse {
     send(request(
         Method::POST,
         &lingo.url("/v1/completions"),
@@ -346,10 +346,10 @@ async fn completions_whole_batch_and_echo() {
 async fn completions_stream_with_usage() {
     let lingo = completions_lingo().await;
     let body = json!({"model": "m", "prompt": ["x", "y"], "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true}});
-    let answer = complete(&lingo, body).await;
-    assert_eq!(answer.headers["content-type"], "text/event-stream");
-    assert!(answer.body.ends_with("data: [DONE]\n\n"));
-    let chunks: Vec<Value> = answer
+    let response = complete(&lingo, body).await;
+    assert_eq!(response.headers["content-type"], "text/event-stream");
+    assert!(response.body.ends_with("data: [DONE]\n\n"));
+    let chunks: Vec<Value> = response
         .body
         .split("\n\n")
         .filter_map(|f| f.strip_prefix("data: "))
@@ -399,7 +399,7 @@ async fn completions_errors() {
 }
 
 /// Native pass-through routes honour aliases: routed to the alias's upstream with its model
-/// name, and every `model` in the answer is the alias again.
+/// name, and every `model` in the response is the alias again.
 #[tokio::test]
 async fn native_requests_for_an_alias() {
     let plain = Backend::json(200, r#"{"model":"x","done":true}"#).await;

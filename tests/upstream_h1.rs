@@ -1,10 +1,10 @@
 //! How lingo speaks HTTP/1.1 to a plain `http://` upstream, black-box, over real sockets: a
 //! hand-written upstream reads each request off the wire (its head, then its body by
-//! `Content-Length` or chunked framing), records it, and writes raw answer bytes. These pin
-//! request framing, every answer framing a client must get byte-exact, interim answers,
-//! connection reuse (counted on the upstream), and what malformed or early answers give the
+//! `Content-Length` or chunked framing), records it, and writes raw response bytes. These pin
+//! request framing, every response framing a client must get byte-exact, interim responses,
+//! connection reuse (counted on the upstream), and what malformed or early responses give the
 //! client. Written against hyper's client and kept for lingo's own (`src/upstream/h1/`),
-//! which passes them all (the early-answer cases were split in two: one for an upstream that
+//! which passes them all (the early-response cases were split in two: one for an upstream that
 //! reads on after refusing, whose 413 must be relayed; one for an upstream that resets).
 
 mod support;
@@ -31,25 +31,25 @@ const PATIENCE: Duration = Duration::from_secs(20);
 
 /// What the upstream does with a request, decided from its request line.
 enum Reply {
-    /// Reads the body, answers, and waits for the next request on the connection.
-    Answer(Vec<u8>),
-    /// Reads the body, answers, and closes the connection.
+    /// Reads the body, responds, and waits for the next request on the connection.
+    Response(Vec<u8>),
+    /// Reads the body, responds, and closes the connection.
     Close(Vec<u8>),
-    /// Reads the body, answers (saying nothing about closing), and closes 50 ms later: its
+    /// Reads the body, responds (saying nothing about closing), and closes 50 ms later: its
     /// keep-alive timer.
     IdleClose(Vec<u8>),
-    /// Answers after the request's head without reading its body, and closes.
+    /// Responds after the request's head without reading its body, and closes.
     Early(Vec<u8>),
     /// Says `100 Continue` right after the request's head (as a server that honours a client's
-    /// `Expect` does, or one that always does), then reads the body and answers.
+    /// `Expect` does, or one that always does), then reads the body and responses.
     ContinueFirst(Vec<u8>),
-    /// Answers after the request's head, then reads (and drops) whatever comes until the
-    /// client closes: a server's lingering close, so that its answer is not lost to a reset.
+    /// Responds after the request's head, then reads (and drops) whatever comes until the
+    /// client closes: a server's lingering close, so that its response is not lost to a reset.
     EarlyLinger(Vec<u8>),
 }
 
-fn answer(raw: impl AsRef<[u8]>) -> Reply {
-    Reply::Answer(raw.as_ref().to_vec())
+fn respond(raw: impl AsRef<[u8]>) -> Reply {
+    Reply::Response(raw.as_ref().to_vec())
 }
 
 fn close(raw: impl AsRef<[u8]>) -> Reply {
@@ -155,7 +155,7 @@ async fn serve(mut stream: TcpStream, script: Script, record: Arc<Mutex<Vec<Rece
         }
         record.lock().unwrap().push(request);
         match reply {
-            Reply::Answer(raw) | Reply::ContinueFirst(raw) => {
+            Reply::Response(raw) | Reply::ContinueFirst(raw) => {
                 if stream.write_all(&raw).await.is_err() {
                     return;
                 }
@@ -265,17 +265,17 @@ struct Outcome {
 }
 
 impl Outcome {
-    /// The whole body of a successful answer.
+    /// The whole body of a successful response.
     fn ok(self) -> Bytes {
         assert!(self.status.is_success(), "status {}", self.status);
         self.body.expect("the body was read to its end")
     }
 }
 
-/// Sends `req` to lingo and reads the whole answer, within [`PATIENCE`].
+/// Sends `req` to lingo and reads the whole response, within [`PATIENCE`].
 async fn fetch(req: Request<http_body_util::Full<Bytes>>) -> Outcome {
     let exchange = async {
-        let mut response = client().request(req).await.expect("lingo answered");
+        let mut response = client().request(req).await.expect("lingo responded");
         let headers = std::mem::take(response.fields_mut());
         let (parts, body) = response.into_parts();
         Outcome {
@@ -293,17 +293,17 @@ async fn fetch_get(lingo: &Lingo, path: &str) -> Outcome {
     fetch(request(Method::GET, &lingo.url(path), &[], "")).await
 }
 
-/// A client that did not get a whole, successful answer: a 502, or a body that failed.
+/// A client that did not get a whole, successful response: a 502, or a body that failed.
 fn refused(outcome: Outcome) {
     assert!(
         outcome.status == StatusCode::BAD_GATEWAY || outcome.body.is_err(),
-        "a complete-looking answer: {} {:?}",
+        "a complete-looking response: {} {:?}",
         outcome.status,
         outcome.body
     );
 }
 
-/// A GET written by hand on its own connection to lingo, read to its end: the answer's head
+/// A GET written by hand on its own connection to lingo, read to its end: the response's head
 /// (names in lower case, values as their bytes) and its body. For what a hyper client would
 /// refuse to hold, such as more than 100 header fields.
 async fn raw_get(lingo: &Lingo, path: &str) -> (Vec<u8>, Vec<u8>) {
@@ -312,7 +312,7 @@ async fn raw_get(lingo: &Lingo, path: &str) -> (Vec<u8>, Vec<u8>) {
     (head.to_ascii_lowercase(), body)
 }
 
-/// `req` written by hand on its own connection to lingo, read to the close: the answer's
+/// `req` written by hand on its own connection to lingo, read to the close: the response's
 /// head as lingo wrote it, and its body.
 async fn by_hand(lingo: &Lingo, req: &str) -> (Vec<u8>, Vec<u8>) {
     let exchange = async {
@@ -329,7 +329,7 @@ async fn by_hand(lingo: &Lingo, req: &str) -> (Vec<u8>, Vec<u8>) {
     (raw[..end].to_vec(), raw[end..].to_vec())
 }
 
-/// `body` as a chunked answer in chunks of `size`.
+/// `body` as a chunked response in chunks of `size`.
 fn chunked(body: &[u8], size: usize) -> Vec<u8> {
     let mut raw = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
     for chunk in body.chunks(size) {
@@ -354,7 +354,7 @@ const OK: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-l
 /// addressed to itself: a wrong length or target breaks every upload.
 #[tokio::test]
 async fn a_post_goes_up_with_its_length_its_bytes_and_the_upstreams_host() {
-    let upstream = Upstream::start(|_| answer(OK)).await;
+    let upstream = Upstream::start(|_| respond(OK)).await;
     let lingo = through(&upstream.url).await;
     let body = r#"{"model":"m","prompt":"hi","options":{"seed":7}}"#;
     let url = lingo.url("/api/x?q=1");
@@ -375,9 +375,9 @@ async fn a_post_goes_up_with_its_length_its_bytes_and_the_upstreams_host() {
     assert_eq!(seen.body, body.as_bytes());
 }
 
-/// A client's `Expect: 100-continue` is answered by lingo on its own hop and not sent up;
+/// A client's `Expect: 100-continue` is handled by lingo on its own hop and not sent up;
 /// an upstream that says `100 Continue` before it reads the body anyway still gets all of it
-/// (the upload goes on past an interim answer) and its final answer comes back.
+/// (the upload goes on past an interim response) and its final response comes back.
 #[tokio::test]
 async fn a_continue_before_the_body_does_not_stop_the_upload() {
     let upstream = Upstream::start(|_| Reply::ContinueFirst(OK.as_bytes().to_vec())).await;
@@ -395,7 +395,7 @@ async fn a_continue_before_the_body_does_not_stop_the_upload() {
 /// first, where nothing listens here, and then `127.0.0.1`, where the upstream does.
 #[tokio::test]
 async fn an_upstream_named_by_host_name_is_dialled() {
-    let upstream = Upstream::start(|_| answer(OK)).await;
+    let upstream = Upstream::start(|_| respond(OK)).await;
     let port = upstream.url.rsplit(':').next().unwrap();
     let lingo = through(&format!("http://localhost:{port}")).await;
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
@@ -409,7 +409,7 @@ async fn an_upstream_named_by_host_name_is_dialled() {
 /// make the upstream wait for bytes that never come.
 #[tokio::test]
 async fn a_get_goes_up_without_a_body() {
-    let upstream = Upstream::start(|_| answer(OK)).await;
+    let upstream = Upstream::start(|_| respond(OK)).await;
     let lingo = through(&upstream.url).await;
     assert_eq!(fetch_get(&lingo, "/api/y").await.ok(), "{}");
 
@@ -425,7 +425,7 @@ async fn a_get_goes_up_without_a_body() {
 /// however lingo frames it.
 #[tokio::test]
 async fn a_chunked_upload_arrives_whole() {
-    let upstream = Upstream::start(|_| answer(OK)).await;
+    let upstream = Upstream::start(|_| respond(OK)).await;
     let lingo = through(&upstream.url).await;
     let (mut tx, body) = Channel::<Bytes, Infallible>::new(4);
     let pieces = ["{\"model\":", "\"m\",\"prompt\":", "\"a chunked hello\"}"];
@@ -452,17 +452,17 @@ async fn a_chunked_upload_arrives_whole() {
     assert_eq!(upstream.received()[0].body, pieces.concat().as_bytes());
 }
 
-// === answer fields ===
+// === response fields ===
 
-/// An answer lingo passes through keeps its fields as read and writes them to an HTTP/1.x
+/// A response lingo passes through keeps its fields as read and writes them to an HTTP/1.x
 /// client as they are (in the upstream's case), while an HTTP/2 one gets them from a map:
 /// either way the client gets the same fields. Hop-by-hop ones (and what `Connection` names) stay behind,
-/// as does a chunked answer's `Content-Length`; the upstream's `Date` is the only one;
+/// as does a chunked response's `Content-Length`; the upstream's `Date` is the only one;
 /// repeated fields all arrive; the request id is lingo's, not the upstream's.
 #[tokio::test]
-async fn an_answers_fields_pass_on_as_read_to_either_http_version() {
+async fn a_responses_fields_pass_on_as_read_to_either_http_version() {
     let upstream = Upstream::start(|_| {
-        answer(
+        respond(
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
              Date: Mon, 02 Jan 2006 15:04:05 GMT\r\nConnection: keep-alive, X-Up-Hop\r\n\
              X-Up-Hop: 1\r\nKeep-Alive: timeout=5\r\nX-Request-Id: upstream-id\r\n\
@@ -540,7 +540,7 @@ fn both_ids(headers: &HeaderMap) -> Vec<String> {
     ids.map(|v| v.to_str().unwrap().to_owned()).collect()
 }
 
-/// A GET from an HTTP/2 client (prior knowledge, on lingo's plain listener): the answer's
+/// A GET from an HTTP/2 client (prior knowledge, on lingo's plain listener): the response's
 /// fields, its body read to the end.
 async fn http2_get(lingo: &Lingo, path: &str) -> HeaderMap {
     let exchange = async {
@@ -567,13 +567,13 @@ async fn http2_get(lingo: &Lingo, path: &str) -> HeaderMap {
         .expect("no hang")
 }
 
-// === answer framings ===
+// === response framings ===
 
-/// The plainest answer: its body by its length, byte for byte.
+/// The plainest response: its body by its length, byte for byte.
 #[tokio::test]
-async fn a_content_length_answer_arrives_byte_exact() {
+async fn a_content_length_response_arrives_byte_exact() {
     let upstream =
-        Upstream::start(|_| answer("HTTP/1.1 200 OK\r\ncontent-length: 13\r\n\r\nhello, world!"))
+        Upstream::start(|_| respond("HTTP/1.1 200 OK\r\ncontent-length: 13\r\n\r\nhello, world!"))
             .await;
     let lingo = through(&upstream.url).await;
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "hello, world!");
@@ -583,7 +583,7 @@ async fn a_content_length_answer_arrives_byte_exact() {
 #[tokio::test]
 async fn chunks_with_extensions_arrive_byte_exact() {
     let upstream = Upstream::start(|_| {
-        answer(
+        respond(
             "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\
              5;ext=1\r\nhello\r\n1;a=b;c=\"d\"\r\n \r\n6\r\nworld!\r\n0\r\n\r\n",
         )
@@ -593,12 +593,12 @@ async fn chunks_with_extensions_arrive_byte_exact() {
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "hello world!");
 }
 
-/// Trailers after the last chunk belong to the answer: the body is whole, and they are read
+/// Trailers after the last chunk belong to the response: the body is whole, and they are read
 /// off the connection so that it can carry the next request.
 #[tokio::test]
-async fn a_chunked_answer_with_trailers_is_whole_and_its_connection_reused() {
+async fn a_chunked_response_with_trailers_is_whole_and_its_connection_reused() {
     let upstream = Upstream::start(|_| {
-        answer(
+        respond(
             "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ntrailer: x-checksum\r\n\r\n\
              4\r\nwith\r\n9\r\n trailers\r\n0\r\nx-checksum: abc\r\nx-more: 1\r\n\r\n",
         )
@@ -608,13 +608,13 @@ async fn a_chunked_answer_with_trailers_is_whole_and_its_connection_reused() {
     for _ in 0..2 {
         assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "with trailers");
     }
-    assert_eq!(upstream.connections(), 1, "two answers, one connection");
+    assert_eq!(upstream.connections(), 1, "two responses, one connection");
 }
 
-/// An answer with neither length nor chunks ends where the upstream closes: all of it must
+/// A response with neither length nor chunks ends where the upstream closes: all of it must
 /// reach the client, not be cut or refused.
 #[tokio::test]
-async fn a_close_delimited_answer_arrives_whole() {
+async fn a_close_delimited_response_arrives_whole() {
     let upstream = Upstream::start(|_| {
         close(
             "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nuntil the end",
@@ -625,9 +625,9 @@ async fn a_close_delimited_answer_arrives_whole() {
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "until the end");
 }
 
-/// Old servers still answer in HTTP/1.0 (close-delimited): it must be read as such.
+/// Old servers still respond in HTTP/1.0 (close-delimited): it must be read as such.
 #[tokio::test]
-async fn an_http_1_0_answer_arrives_whole() {
+async fn an_http_1_0_response_arrives_whole() {
     let upstream =
         Upstream::start(|_| close("HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nfrom 1.0"))
             .await;
@@ -635,12 +635,12 @@ async fn an_http_1_0_answer_arrives_whole() {
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "from 1.0");
 }
 
-// === interim answers ===
+// === interim responses ===
 
-/// `100 Continue` and `103 Early Hints` come before the real answer: the client must get the
+/// `100 Continue` and `103 Early Hints` come before the real response: the client must get the
 /// final one and its body, not the interim one (nor a hang or a 502).
 #[tokio::test]
-async fn interim_answers_are_passed_over_for_the_final_one() {
+async fn interim_responses_are_passed_over_for_the_final_one() {
     const CONTINUE: &str = "HTTP/1.1 100 Continue\r\n\r\n";
     const HINTS: &str = "HTTP/1.1 103 Early Hints\r\nlink: </x>; rel=preload\r\n\r\n";
     const FINAL: &str = "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfinal";
@@ -650,7 +650,7 @@ async fn interim_answers_are_passed_over_for_the_final_one() {
             Some("/api/hints") => HINTS.to_owned(),
             _ => format!("{CONTINUE}{HINTS}"),
         };
-        answer(format!("{interim}{FINAL}"))
+        respond(format!("{interim}{FINAL}"))
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -662,19 +662,19 @@ async fn interim_answers_are_passed_over_for_the_final_one() {
     }
 }
 
-// === answers without a body, and reuse ===
+// === responses without a body, and reuse ===
 
-/// A HEAD answer's length describes a body that is never sent: reading it as one would hang
-/// or eat the next answer.
+/// A HEAD response's length describes a body that is never sent: reading it as one would hang
+/// or eat the next response.
 #[tokio::test]
-async fn a_head_answer_has_no_body_and_its_connection_is_reused() {
+async fn a_head_response_has_no_body_and_its_connection_is_reused() {
     let upstream = Upstream::start(|line| {
         if line.starts_with("HEAD ") {
-            answer(
+            respond(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n",
             )
         } else {
-            answer(OK)
+            respond(OK)
         }
     })
     .await;
@@ -684,16 +684,16 @@ async fn a_head_answer_has_no_body_and_its_connection_is_reused() {
     assert_eq!(head.headers["content-length"], "10");
     assert_eq!(head.body.unwrap(), "");
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
-    assert_eq!(upstream.connections(), 1, "two answers, one connection");
+    assert_eq!(upstream.connections(), 1, "two responses, one connection");
 }
 
 /// 204 and 304 never have a body: their connection is ready for the next request at once.
 #[tokio::test]
-async fn no_content_and_not_modified_answers_leave_their_connection_reusable() {
+async fn no_content_and_not_modified_responses_leave_their_connection_reusable() {
     let upstream = Upstream::start(|line| match line.split(' ').nth(1) {
-        Some("/api/204") => answer("HTTP/1.1 204 No Content\r\nx-kind: none\r\n\r\n"),
-        Some("/api/304") => answer("HTTP/1.1 304 Not Modified\r\netag: \"v1\"\r\n\r\n"),
-        _ => answer(OK),
+        Some("/api/204") => respond("HTTP/1.1 204 No Content\r\nx-kind: none\r\n\r\n"),
+        Some("/api/304") => respond("HTTP/1.1 304 Not Modified\r\netag: \"v1\"\r\n\r\n"),
+        _ => respond(OK),
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -705,15 +705,15 @@ async fn no_content_and_not_modified_answers_leave_their_connection_reusable() {
     assert_eq!(same.headers["etag"], "\"v1\"");
     assert_eq!(same.body.unwrap(), "");
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), "{}");
-    assert_eq!(upstream.connections(), 1, "three answers, one connection");
+    assert_eq!(upstream.connections(), 1, "three responses, one connection");
 }
 
-/// An answer without a body (to a `HEAD`, a 304) says the length its body would have: a
+/// A response without a body (to a `HEAD`, a 304) says the length its body would have: a
 /// length the upstream wrote as a list of equal values reaches the client as one number,
 /// and one that is no number, or values that disagree, not at all (a client that frames
 /// by it must not be handed the upstream's words as they came).
 #[tokio::test]
-async fn a_bodyless_answers_length_reaches_the_client_as_one_number_or_not_at_all() {
+async fn a_bodyless_responses_length_reaches_the_client_as_one_number_or_not_at_all() {
     let upstream = Upstream::start(|line| {
         let length = match line.split(' ').nth(1) {
             Some("/api/list") => "content-length: 7, 7\r\n",
@@ -726,7 +726,7 @@ async fn a_bodyless_answers_length_reaches_the_client_as_one_number_or_not_at_al
             true => "200 OK",
             false => "304 Not Modified",
         };
-        answer(format!(
+        respond(format!(
             "HTTP/1.1 {status}\r\nx-kind: bodyless\r\n{length}\r\n"
         ))
     })
@@ -761,9 +761,9 @@ async fn a_bodyless_answers_length_reaches_the_client_as_one_number_or_not_at_al
 /// An upstream that says `Connection: close` will not read another request on that
 /// connection (this one even keeps it open): the next request must go on a new one.
 #[tokio::test]
-async fn an_answer_saying_close_is_the_last_on_its_connection() {
+async fn a_response_saying_close_is_the_last_on_its_connection() {
     let upstream = Upstream::start(|_| {
-        answer("HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}")
+        respond("HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}")
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -772,20 +772,20 @@ async fn an_answer_saying_close_is_the_last_on_its_connection() {
     assert_eq!(upstream.connections(), 2);
 }
 
-/// An answer's `Connection` value with a byte outside visible ASCII is no list of tokens:
+/// A response's `Connection` value with a byte outside visible ASCII is no list of tokens:
 /// an HTTP/1.0 `keep-alive` in one is not read (hyper's client reads none there either), and
-/// an HTTP/1.1 answer with one is the last on its connection (a `close` may be in it). From
+/// an HTTP/1.1 response with one is the last on its connection (a `close` may be in it). From
 /// plain values, the connection is reused.
 #[tokio::test]
 async fn an_unreadable_connection_value_ends_the_upstream_connection() {
     let upstream = Upstream::start(|line| match line.split(' ').nth(1) {
-        Some("/api/opaque10") => answer(
+        Some("/api/opaque10") => respond(
             b"HTTP/1.0 200 OK\r\nconnection: \xff, keep-alive\r\ncontent-length: 2\r\n\r\n{}",
         ),
         Some("/api/opaque11") => {
-            answer(b"HTTP/1.1 200 OK\r\nconnection: \xffclose\r\ncontent-length: 2\r\n\r\n{}")
+            respond(b"HTTP/1.1 200 OK\r\nconnection: \xffclose\r\ncontent-length: 2\r\n\r\n{}")
         }
-        _ => answer(b"HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 2\r\n\r\n{}"),
+        _ => respond(b"HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 2\r\n\r\n{}"),
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -812,12 +812,12 @@ async fn a_connection_the_upstream_idle_closed_is_not_handed_out() {
     assert_eq!(upstream.connections(), 2);
 }
 
-// === malformed answers ===
+// === malformed responses ===
 
-/// Garbage where a status line belongs is no answer: 502, even with the connection left open.
+/// Garbage where a status line belongs is no response: 502, even with the connection left open.
 #[tokio::test]
 async fn garbage_instead_of_a_status_line_is_502() {
-    let upstream = Upstream::start(|_| answer("SSH-2.0-OpenSSH_9.6 hello there\r\n\r\n")).await;
+    let upstream = Upstream::start(|_| respond("SSH-2.0-OpenSSH_9.6 hello there\r\n\r\n")).await;
     let lingo = through(&upstream.url).await;
     assert_eq!(
         fetch_get(&lingo, "/api/x").await.status,
@@ -825,7 +825,7 @@ async fn garbage_instead_of_a_status_line_is_502() {
     );
 }
 
-/// A head cut off before its blank line is no answer: 502.
+/// A head cut off before its blank line is no response: 502.
 #[tokio::test]
 async fn a_head_cut_short_is_502() {
     let upstream =
@@ -837,7 +837,7 @@ async fn a_head_cut_short_is_502() {
     );
 }
 
-/// A body shorter than its length is a failed answer: the client must not be handed a
+/// A body shorter than its length is a failed response: the client must not be handed a
 /// complete-looking one.
 #[tokio::test]
 async fn a_body_cut_short_of_its_length_does_not_look_complete() {
@@ -851,7 +851,7 @@ async fn a_body_cut_short_of_its_length_does_not_look_complete() {
 #[tokio::test]
 async fn two_different_lengths_are_502() {
     let upstream = Upstream::start(|_| {
-        answer("HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello!")
+        respond("HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello!")
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -862,16 +862,16 @@ async fn two_different_lengths_are_502() {
 }
 
 /// A `Transfer-Encoding` with a byte outside visible ASCII is no list of codings (a coding is
-/// a token): read as chunked, or as not (hyper's reading: up to the close), its body would
+/// a token): read as chunked, or as not (hyper's reading: close-delimited), its body would
 /// end where another reader's does not. Faulty framing: 502, and the connection, which the
 /// upstream keeps open, is not given another request.
 #[tokio::test]
 async fn a_transfer_encoding_that_is_no_list_of_codings_is_502_and_its_connection_dropped() {
     let upstream = Upstream::start(|line| match line.split(' ').nth(1) {
-        Some("/api/opaque") => answer(
+        Some("/api/opaque") => respond(
             b"HTTP/1.1 200 OK\r\ntransfer-encoding: \xff, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
         ),
-        _ => answer(OK),
+        _ => respond(OK),
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -893,7 +893,7 @@ async fn a_transfer_encoding_that_is_no_list_of_codings_is_502_and_its_connectio
 #[tokio::test]
 async fn a_length_no_body_can_have_is_502() {
     let upstream = Upstream::start(|_| {
-        answer("HTTP/1.1 200 OK\r\ncontent-length: 18446744073709551614\r\n\r\n{}")
+        respond("HTTP/1.1 200 OK\r\ncontent-length: 18446744073709551614\r\n\r\n{}")
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -904,11 +904,11 @@ async fn a_length_no_body_can_have_is_502() {
 }
 
 /// A chunk size that is not hex breaks the stream mid-body: the client's read must fail
-/// rather than the answer end as if whole (the connection is left open: no hang either).
+/// rather than the response end as if whole (the connection is left open: no hang either).
 #[tokio::test]
 async fn an_invalid_chunk_size_fails_the_clients_read() {
     let upstream = Upstream::start(|_| {
-        answer("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\nmore\r\n")
+        respond("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\nmore\r\n")
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -917,24 +917,24 @@ async fn an_invalid_chunk_size_fails_the_clients_read() {
     assert!(outcome.body.is_err(), "{:?}", outcome.body);
 }
 
-/// A connection is never given another request after an answer that failed or was framed
+/// A connection is never given another request after a response that failed or was framed
 /// two ways, even one the upstream keeps open: not after a chunk size that is no number, nor
-/// two lengths that disagree (both 502 or a failed body), nor a chunked answer that also
+/// two lengths that disagree (both 502 or a failed body), nor a chunked response that also
 /// says a length (read as chunked, RFC 9112 §6.3, and whole, but its connection closed).
 #[tokio::test]
-async fn a_connection_whose_answer_failed_or_was_framed_two_ways_is_not_used_again() {
+async fn a_connection_whose_response_failed_or_was_framed_two_ways_is_not_used_again() {
     let upstream = Upstream::start(|line| match line.split(' ').nth(1) {
         Some("/api/bad-chunk") => {
-            answer("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\nzz\r\n")
+            respond("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\nzz\r\n")
         }
         Some("/api/two-lengths") => {
-            answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nhi!")
+            respond("HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nhi!")
         }
-        Some("/api/both") => answer(
+        Some("/api/both") => respond(
             "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n\
              5\r\nhello\r\n0\r\n\r\n",
         ),
-        _ => answer(OK),
+        _ => respond(OK),
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -950,20 +950,20 @@ async fn a_connection_whose_answer_failed_or_was_framed_two_ways_is_not_used_aga
     assert_eq!(
         upstream.connections(),
         4,
-        "a new one after the doubly framed answer"
+        "a new one after the doubly framed response"
     );
 }
 
-// === an early answer ===
+// === an early response ===
 
 const TOO_LARGE: &[u8] =
     b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
 
 /// An upstream may refuse a big upload from its head alone. One that then reads what still
-/// comes (a lingering close) must have its 413 relayed: lingo watches for an answer while it
+/// comes (a lingering close) must have its 413 relayed: lingo watches for a response while it
 /// uploads, rather than only after the upload's end.
 #[tokio::test]
-async fn an_early_answer_to_a_big_upload_is_relayed() {
+async fn an_early_response_to_a_big_upload_is_relayed() {
     let upstream = Upstream::start(|_| Reply::EarlyLinger(TOO_LARGE.to_vec())).await;
     let lingo = through(&upstream.url).await;
     let big = "a".repeat(1024 * 1024);
@@ -972,10 +972,10 @@ async fn an_early_answer_to_a_big_upload_is_relayed() {
 }
 
 /// One that closes at once, the upload unread, has its socket reset by its own kernel, and
-/// the reset may overtake the 413 (the kernel then drops the answer lingo has not read yet):
+/// the reset may overtake the 413 (the kernel then drops the response lingo has not read yet):
 /// the client gets the 413 or a 502, never a hang.
 #[tokio::test]
-async fn an_early_answer_then_a_reset_is_413_or_502() {
+async fn an_early_response_then_a_reset_is_413_or_502() {
     let upstream = Upstream::start(|_| Reply::Early(TOO_LARGE.to_vec())).await;
     let lingo = through(&upstream.url).await;
     let big = "a".repeat(1024 * 1024);
@@ -987,25 +987,25 @@ async fn an_early_answer_then_a_reset_is_413_or_502() {
     );
 }
 
-// === large answers ===
+// === large responses ===
 
-/// A 2 MiB answer by its length spans many reads and writes: every byte must arrive in order.
+/// A 2 MiB response by its length spans many reads and writes: every byte must arrive in order.
 #[tokio::test]
-async fn a_large_content_length_answer_arrives_byte_exact() {
+async fn a_large_content_length_response_arrives_byte_exact() {
     let body = pattern(2 * 1024 * 1024);
     let mut raw = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len()).into_bytes();
     raw.extend(&body);
-    let upstream = Upstream::start(move |_| answer(&raw)).await;
+    let upstream = Upstream::start(move |_| respond(&raw)).await;
     let lingo = through(&upstream.url).await;
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), body);
 }
 
 /// 2 MiB in 16 KiB chunks: 128 chunk boundaries, none of which may lose or repeat a byte.
 #[tokio::test]
-async fn a_large_chunked_answer_arrives_byte_exact() {
+async fn a_large_chunked_response_arrives_byte_exact() {
     let body = pattern(2 * 1024 * 1024);
     let raw = chunked(&body, 16 * 1024);
-    let upstream = Upstream::start(move |_| answer(&raw)).await;
+    let upstream = Upstream::start(move |_| respond(&raw)).await;
     let lingo = through(&upstream.url).await;
     assert_eq!(fetch_get(&lingo, "/api/x").await.ok(), body);
 }
@@ -1017,7 +1017,7 @@ async fn a_large_chunked_answer_arrives_byte_exact() {
 #[tokio::test]
 async fn obs_text_in_a_header_value_passes_on() {
     let upstream = Upstream::start(|_| {
-        answer(b"HTTP/1.1 200 OK\r\nx-name: caf\xe9 \xff\xfe\r\ncontent-length: 2\r\n\r\n{}")
+        respond(b"HTTP/1.1 200 OK\r\nx-name: caf\xe9 \xff\xfe\r\ncontent-length: 2\r\n\r\n{}")
     })
     .await;
     let lingo = through(&upstream.url).await;
@@ -1032,12 +1032,12 @@ async fn obs_text_in_a_header_value_passes_on() {
     assert_eq!(body, b"{}");
 }
 
-/// An answer with 100 header fields (99 of its own and its length) passes on whole.
+/// A response with 100 header fields (99 of its own and its length) passes on whole.
 #[tokio::test]
-async fn an_answer_with_a_hundred_header_fields_passes_on() {
+async fn a_response_with_a_hundred_header_fields_passes_on() {
     let upstream = Upstream::start(|_| {
         let fields: String = (0..99).map(|i| format!("x-h-{i}: v{i}\r\n")).collect();
-        answer(format!(
+        respond(format!(
             "HTTP/1.1 200 OK\r\n{fields}content-length: 2\r\n\r\n{{}}"
         ))
     })

@@ -1,7 +1,7 @@
 //! The limits lingo keeps toward upstreams, each set from the route table and exercised over
 //! real sockets: the connect timeout, the idle limit between chunks (a translated stream, a
-//! translated whole answer, a pass-through stream), the NDJSON line cap, and the cap on an
-//! answer read whole. (The first-byte timeout is in `errors.rs`.)
+//! translated whole response, a pass-through stream), the NDJSON line cap, and the cap on a
+//! response read whole. (The first-byte timeout is in `errors.rs`.)
 
 mod support;
 
@@ -39,7 +39,7 @@ async fn lingo_for(url: &str, upstream: &str, limits: &str) -> Lingo {
 }
 
 /// How many upstream errors of `kind` the metrics count for `upstream`, once it is `want`
-/// (an answer is counted when lingo has let go of it, a moment after the client saw its end).
+/// (a response is counted when lingo has let go of it, a moment after the client saw its end).
 async fn upstream_errors(lingo: &Lingo, upstream: &str, kind: &str, want: u64) -> u64 {
     let name = format!(r#"lingo_upstream_errors_total{{upstream="{upstream}",kind="{kind}"}} "#);
     let mut count = 0;
@@ -89,15 +89,15 @@ async fn an_upstream_that_never_accepts_is_504_after_the_connect_timeout() {
         ("web-data", "/v1/scrape"),
     ] {
         let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
-        let answer = send(request(Method::POST, &lingo.url(path), &[], body)).await;
+        let response = send(request(Method::POST, &lingo.url(path), &[], body)).await;
         assert_shape(
-            &answer,
+            &response,
             dialect,
             504,
             Some("upstream_timeout"),
             "connect timeout of 250ms",
         );
-        let body = answer.json();
+        let body = response.json();
         let code = match dialect {
             "chat" => &body["error"]["code"],
             "web-data" => &body["code"],
@@ -131,9 +131,9 @@ async fn a_tls_handshake_that_never_finishes_is_a_connect_timeout() {
     });
     let timeouts = "    timeouts: { connect: 250ms, first_byte: 2s }\n";
     let lingo = lingo_for(&format!("https://localhost:{}", addr.port()), timeouts, "").await;
-    let answer = chat(&lingo, false).await;
+    let response = chat(&lingo, false).await;
     assert_shape(
-        &answer,
+        &response,
         "chat",
         504,
         Some("upstream_timeout"),
@@ -150,13 +150,13 @@ async fn a_tls_handshake_that_never_finishes_is_a_connect_timeout() {
 
 // === idle between chunks ===
 
-/// A backend that sends `first` and then nothing, keeping the answer open, for each request.
+/// A backend that sends `first` and then nothing, keeping the response open, for each request.
 async fn stalling_backend(content_type: &'static str, first: &'static str) -> Backend {
     Backend::start(move |_| async move {
         let (mut tx, body) = Channel::<Bytes, BoxError>::new(1);
         tokio::spawn(async move {
             let _ = tx.send_data(Bytes::from_static(first.as_bytes())).await;
-            // Hold the answer open far longer than any idle limit in these tests.
+            // Hold the response open far longer than any idle limit in these tests.
             tokio::time::sleep(Duration::from_secs(30)).await;
             drop(tx);
         });
@@ -173,25 +173,25 @@ async fn a_translated_stream_that_stalls_ends_with_an_error_frame() {
     let backend = stalling_backend("application/x-ndjson", TOKEN).await;
     let timeouts = "    timeouts: { idle: 300ms }\n";
     let lingo = lingo_for(&backend.url(), timeouts, "").await;
-    let answer = chat(&lingo, true).await;
-    assert_eq!(answer.status, 200);
-    let content: String = events(&answer.body)
+    let response = chat(&lingo, true).await;
+    assert_eq!(response.status, 200);
+    let content: String = events(&response.body)
         .iter()
         .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
         .collect();
     assert_eq!(content, "Hello", "the token before the stall arrives");
-    assert_failed_stream(&answer.body, "upstream sent nothing for 300ms");
+    assert_failed_stream(&response.body, "upstream sent nothing for 300ms");
     assert_eq!(upstream_errors(&lingo, "models", "mid_stream", 1).await, 1);
 }
 
 #[tokio::test]
-async fn a_whole_answer_that_stalls_is_504() {
+async fn a_whole_response_that_stalls_is_504() {
     let backend = stalling_backend("application/json", "{\"message\":{\"role\":").await;
     let timeouts = "    timeouts: { idle: 300ms }\n";
     let lingo = lingo_for(&backend.url(), timeouts, "").await;
-    let answer = chat(&lingo, false).await;
+    let response = chat(&lingo, false).await;
     assert_shape(
-        &answer,
+        &response,
         "chat",
         504,
         Some("upstream_timeout"),
@@ -203,8 +203,8 @@ async fn a_whole_answer_that_stalls_is_504() {
     );
 }
 
-/// A pass-through answer is already on its way when the upstream stalls: the client gets
-/// what was sent, then a cut (no clean end it could mistake for the whole answer).
+/// A pass-through response is already on its way when the upstream stalls: the client gets
+/// what was sent, then a cut (no clean end it could mistake for the whole response).
 #[tokio::test]
 async fn a_pass_through_stream_that_stalls_is_cut() {
     let backend = stalling_backend("application/x-ndjson", TOKEN).await;
@@ -218,8 +218,8 @@ async fn a_pass_through_stream_that_stalls_is_cut() {
     assert_eq!(first, TOKEN.as_bytes());
     let rest = tokio::time::timeout(Duration::from_secs(10), body.collect())
         .await
-        .expect("the idle limit ends the answer");
-    assert!(rest.is_err(), "a stalled answer must not end cleanly");
+        .expect("the idle limit ends the response");
+    assert!(rest.is_err(), "a stalled response must not end cleanly");
 }
 
 // === line cap ===
@@ -234,17 +234,21 @@ async fn a_line_over_limits_max_line_ends_the_stream_with_an_error_frame() {
     let long: &'static str = Box::leak(format!("{TOKEN}{long}{done}").into_boxed_str());
     let backend = Backend::start(move |_| async move { ndjson_response(long) }).await;
     let lingo = lingo_for(&backend.url(), "", "max_line: 1KiB").await;
-    let answer = chat(&lingo, true).await;
-    assert_failed_stream(&answer.body, "longer than 1024 bytes");
+    let response = chat(&lingo, true).await;
+    assert_failed_stream(&response.body, "longer than 1024 bytes");
     // Within the cap, the same stream goes through.
     let lingo = lingo_for(&backend.url(), "", "max_line: 4KiB").await;
-    let answer = chat(&lingo, true).await;
-    assert!(answer.body.ends_with("data: [DONE]\n\n"), "{}", answer.body);
+    let response = chat(&lingo, true).await;
+    assert!(
+        response.body.ends_with("data: [DONE]\n\n"),
+        "{}",
+        response.body
+    );
 }
 
-// === answers read whole ===
+// === responses read whole ===
 
-/// A backend whose answer never ends: 1 KiB chunks for as long as someone reads them.
+/// A backend whose response never ends: 1 KiB chunks for as long as someone reads them.
 /// `stopped` turns true when the reader went away.
 async fn endless_backend(content_type: &'static str) -> (Backend, Arc<AtomicBool>) {
     let stopped = Arc::new(AtomicBool::new(false));
@@ -270,21 +274,24 @@ async fn endless_backend(content_type: &'static str) -> (Backend, Arc<AtomicBool
 }
 
 #[tokio::test]
-async fn a_whole_answer_over_limits_max_answer_is_502_and_not_read_on() {
+async fn a_whole_response_over_limits_max_response_is_502_and_not_read_on() {
     let (backend, stopped) = endless_backend("application/json").await;
-    let lingo = lingo_for(&backend.url(), "", "max_answer: 64KiB").await;
-    let answer = tokio::time::timeout(Duration::from_secs(20), chat(&lingo, false))
+    let lingo = lingo_for(&backend.url(), "", "max_response: 64KiB").await;
+    let response = tokio::time::timeout(Duration::from_secs(20), chat(&lingo, false))
         .await
         .expect("lingo stops reading at the cap");
     assert_shape(
-        &answer,
+        &response,
         "chat",
         502,
         None,
-        "limits.max_answer (65536 bytes)",
+        "limits.max_response (65536 bytes)",
     );
-    assert_eq!(upstream_errors(&lingo, "models", "bad_answer", 1).await, 1);
-    // lingo dropped the upstream answer rather than reading on.
+    assert_eq!(
+        upstream_errors(&lingo, "models", "bad_response", 1).await,
+        1
+    );
+    // lingo dropped the upstream response rather than reading on.
     for _ in 0..100 {
         if stopped.load(Ordering::SeqCst) {
             return;
@@ -294,10 +301,10 @@ async fn a_whole_answer_over_limits_max_answer_is_502_and_not_read_on() {
     panic!("the upstream is still being read");
 }
 
-/// A web-data answer over the cap is still delivered whole, only without its links
+/// A web-data response over the cap is still delivered whole, only without its links
 /// re-based; under the cap, they are.
 #[tokio::test]
-async fn a_web_data_answer_over_limits_max_answer_passes_unchanged() {
+async fn a_web_data_response_over_limits_max_response_passes_unchanged() {
     static SENT: AtomicUsize = AtomicUsize::new(0);
     let backend = Backend::start(|seen| async move {
         SENT.fetch_add(1, Ordering::SeqCst);
@@ -309,7 +316,7 @@ async fn a_web_data_answer_over_limits_max_answer_passes_unchanged() {
         json_response(200, &body)
     })
     .await;
-    let lingo = lingo_for(&backend.url(), "", "max_answer: 4KiB").await;
+    let lingo = lingo_for(&backend.url(), "", "max_response: 4KiB").await;
     let small = get(&lingo.url("/v1/crawl?small")).await;
     assert_eq!(
         small.json()["url"],

@@ -1,7 +1,7 @@
 //! lingo's own pool of HTTP/1.1 connections to a plain `http://` upstream, over real sockets
 //! against a hand-written upstream that counts its connections: a connection is reused once
-//! its answer has been read to the end (a whole answer, a chunked stream, an empty answer),
-//! never while an answer is unread (a client that left mid-stream), and never after the
+//! its response has been read to the end (a whole response, a chunked stream, an empty response),
+//! never while a response is unread (a client that left mid-stream), and never after the
 //! upstream closed it.
 
 mod support;
@@ -23,11 +23,11 @@ const PATIENCE: Duration = Duration::from_secs(20);
 /// What the upstream does with a request.
 #[derive(Clone, Copy)]
 enum Then {
-    /// Answers and waits for the next request on the connection.
+    /// Responds and waits for the next request on the connection.
     KeepAlive(&'static str),
-    /// Answers (without saying `Connection: close`) and closes the connection.
+    /// Responds (without saying `Connection: close`) and closes the connection.
     Close(&'static str),
-    /// Answers with the head and a first chunk of a stream, then waits until the client
+    /// Responds with the head and a first chunk of a stream, then waits until the client
     /// closes the connection, and reports that it did.
     Hold,
 }
@@ -76,9 +76,9 @@ async fn serve(mut stream: TcpStream, script: fn(&str) -> Then, closed: mpsc::Un
         buf.drain(..end);
         let path = head.split(' ').nth(1).unwrap_or("").to_owned();
         match script(&path) {
-            Then::KeepAlive(answer) => stream.write_all(answer.as_bytes()).await.unwrap(),
-            Then::Close(answer) => {
-                stream.write_all(answer.as_bytes()).await.unwrap();
+            Then::KeepAlive(response) => stream.write_all(response.as_bytes()).await.unwrap(),
+            Then::Close(response) => {
+                stream.write_all(response.as_bytes()).await.unwrap();
                 return;
             }
             Then::Hold => {
@@ -135,20 +135,20 @@ async fn through(url: &str) -> Lingo {
 }
 
 async fn get_ok(lingo: &Lingo, path: &str) -> String {
-    let answer = tokio::time::timeout(PATIENCE, get(&lingo.url(path)))
+    let response = tokio::time::timeout(PATIENCE, get(&lingo.url(path)))
         .await
-        .expect("lingo answered");
+        .expect("lingo responded");
     assert!(
-        answer.status.as_u16() < 300,
+        response.status.as_u16() < 300,
         "{path}: {} {}",
-        answer.status,
-        answer.body
+        response.status,
+        response.body
     );
-    answer.body
+    response.body
 }
 
 #[tokio::test]
-async fn an_answer_read_to_its_end_gives_its_connection_to_the_next_request() {
+async fn a_response_read_to_its_end_gives_its_connection_to_the_next_request() {
     let upstream = Upstream::start(script).await;
     let lingo = through(&upstream.url).await;
     for _ in 0..3 {
@@ -156,7 +156,7 @@ async fn an_answer_read_to_its_end_gives_its_connection_to_the_next_request() {
         assert_eq!(get_ok(&lingo, "/api/stream").await, "{\"a\":1}\n");
         assert_eq!(get_ok(&lingo, "/api/empty").await, "");
     }
-    assert_eq!(upstream.connections(), 1, "nine answers, one connection");
+    assert_eq!(upstream.connections(), 1, "nine responses, one connection");
 }
 
 #[tokio::test]
@@ -188,7 +188,7 @@ async fn a_stream_its_client_left_takes_its_connection_with_it() {
     let first = first.unwrap().unwrap().into_data().unwrap();
     assert_eq!(&first[..], b"{\"message\":\"first\"}\n");
     // The client leaves mid-stream: lingo closes the upstream connection (the upstream sees
-    // it end) rather than pool one with an answer still arriving on it.
+    // it end) rather than pool one with a response still arriving on it.
     drop(body);
     let closed = tokio::time::timeout(PATIENCE, upstream.closed_under_hold.recv()).await;
     assert!(closed.is_ok(), "the upstream connection was left open");

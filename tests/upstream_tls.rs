@@ -42,9 +42,9 @@ async fn https_upstream_is_verified_against_an_extra_ca() {
     std::fs::write(&ca_path, ca.pem()).unwrap();
     let extra = format!("    tls: {{ ca: {} }}\n", ca_path.display());
     let lingo = Lingo::start(&native_table(&url, &extra)).await;
-    let answer = get(&lingo.url("/api/tags")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.body, r#"{"models":[]}"#);
+    let response = get(&lingo.url("/api/tags")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.body, r#"{"models":[]}"#);
     // ALPN chose HTTP/2, which the backend offers first.
     assert_eq!(backend.last().version, Version::HTTP_2);
 
@@ -61,8 +61,8 @@ async fn insecure_skip_verify_connects_and_is_warned_about() {
     let (backend, url) = https_backend(&ca).await;
     let extra = "    tls: { insecure_skip_verify: true }\n";
     let lingo = Lingo::start(&native_table(&url, extra)).await;
-    let answer = get(&lingo.url("/api/tags")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    let response = get(&lingo.url("/api/tags")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(backend.requests().len(), 1);
     let warnings = lingo.reloader.snapshot().table.warnings.join("\n");
     assert!(warnings.contains("NOT checked"), "{warnings}");
@@ -86,15 +86,15 @@ async fn http2_prior_knowledge_on_plain_http() {
     })
     .await;
     let lingo = Lingo::start(&native_table(&backend.url(), "    http2: true\n")).await;
-    let answer = send(request(
+    let response = send(request(
         hyper::Method::POST,
         &lingo.url("/api/generate"),
         &[("content-type", "application/json")],
         r#"{"model":"m","prompt":"hi"}"#,
     ))
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.body, r#"{"got":27}"#);
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.body, r#"{"got":27}"#);
     assert_eq!(backend.last().version, Version::HTTP_2);
 
     // Left out, plain-http upstreams get HTTP/1.1.

@@ -1,6 +1,6 @@
-//! One usage rule for every answer made of several upstream answers: every prompt of a batch
+//! One usage rule for every response made of several upstream responses: every prompt of a batch
 //! counts once, the `n` choices of one prompt count that prompt once, every completion counts.
-//! The streamed usage chunk, the whole answer's `usage` and the token counters agree.
+//! The streamed usage chunk, the whole response's `usage` and the token counters agree.
 
 mod support;
 
@@ -20,7 +20,7 @@ async fn lingo() -> Lingo {
 
 const KEY: (&str, &str) = ("authorization", "Bearer k-team");
 
-async fn post(lingo: &Lingo, path: &str, body: &Value) -> Answer {
+async fn post(lingo: &Lingo, path: &str, body: &Value) -> WholeResponse {
     send(request(
         Method::POST,
         &lingo.url(path),
@@ -30,7 +30,7 @@ async fn post(lingo: &Lingo, path: &str, body: &Value) -> Answer {
     .await
 }
 
-/// The usage of a whole answer and of the same request streamed with `include_usage`.
+/// The usage of a whole response and of the same request streamed with `include_usage`.
 async fn both(lingo: &Lingo, path: &str, body: Value) -> (Value, Value) {
     let mut whole = body.clone();
     whole["stream"] = json!(false);
@@ -81,8 +81,12 @@ async fn the_token_counters_follow_the_same_rule() {
     let lingo = lingo().await;
     let batch = json!({"model": "m", "prompt": ["a b c", "a b c d"], "max_tokens": 3,
                        "stream": true});
-    let answer = post(&lingo, "/v1/completions", &batch).await;
-    assert!(answer.body.ends_with("data: [DONE]\n\n"), "{}", answer.body);
+    let response = post(&lingo, "/v1/completions", &batch).await;
+    assert!(
+        response.body.ends_with("data: [DONE]\n\n"),
+        "{}",
+        response.body
+    );
     let tokens = |dir: &str| {
         format!(r#"lingo_tokens_total{{route="prefix /v1",client="team",direction="{dir}"}}"#)
     };
@@ -97,9 +101,9 @@ async fn batches_with_several_choices_are_refused() {
     let lingo = lingo().await;
     for stream in [false, true] {
         let body = json!({"model": "m", "prompt": ["a", "b"], "n": 2, "stream": stream});
-        let answer = post(&lingo, "/v1/completions", &body).await;
-        assert_eq!(answer.status, 400, "{}", answer.body);
-        let error = &answer.json()["error"];
+        let response = post(&lingo, "/v1/completions", &body).await;
+        assert_eq!(response.status, 400, "{}", response.body);
+        let error = &response.json()["error"];
         assert_eq!(error["param"], "n", "{error}");
         assert_eq!(error["type"], "invalid_request_error", "{error}");
     }

@@ -29,7 +29,7 @@ async fn lingo(limits: &str) -> (Lingo, Backend) {
     (Lingo::start(&yaml).await, backend)
 }
 
-/// Writes `first`, pauses, writes `rest`, then reads the answer to the close.
+/// Writes `first`, pauses, writes `rest`, then reads the response to the close.
 async fn in_two_pieces(lingo: &Lingo, first: &[u8], rest: &[u8]) -> String {
     let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
     stream.write_all(first).await.unwrap();
@@ -37,7 +37,7 @@ async fn in_two_pieces(lingo: &Lingo, first: &[u8], rest: &[u8]) -> String {
     stream.write_all(rest).await.unwrap();
     let mut said = Vec::new();
     let read = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut said)).await;
-    assert!(read.is_ok(), "no answer");
+    assert!(read.is_ok(), "no response");
     String::from_utf8_lossy(&said).into_owned()
 }
 

@@ -17,7 +17,7 @@ async fn lingo() -> Lingo {
     Lingo::start(&yaml).await
 }
 
-async fn post(lingo: &Lingo, path: &str, body: Value) -> Answer {
+async fn post(lingo: &Lingo, path: &str, body: Value) -> WholeResponse {
     send(request(
         Method::POST,
         &lingo.url(path),
@@ -28,9 +28,9 @@ async fn post(lingo: &Lingo, path: &str, body: Value) -> Answer {
 }
 
 #[tokio::test]
-async fn scrape_with_extract_answers_extract_with_v1_defaults() {
+async fn scrape_with_extract_responds_with_extract_and_v1_defaults() {
     let lingo = lingo().await;
-    let answer = post(
+    let response = post(
         &lingo,
         "/v1/scrape",
         json!({"url": "https://example.com",
@@ -38,8 +38,8 @@ async fn scrape_with_extract_answers_extract_with_v1_defaults() {
         "extract": {"schema": {"type": "object", "properties": {"title": {"type": "string"}}}}}),
     )
     .await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let data = &answer.json()["data"];
+    assert_eq!(response.status, 200, "{}", response.body);
+    let data = &response.json()["data"];
     assert_eq!(data["extract"], json!({"title": "mock title"}));
     assert!(data.get("json").is_none());
     assert_eq!(data["screenshot"], "https://mock.invalid/full.png");
@@ -244,16 +244,16 @@ async fn refusals_are_v1_shaped() {
 async fn upstream_errors_keep_status_and_envelope() {
     let lingo = lingo().await;
     let headers = [("x-mock", "status=429")];
-    let answer = send(request(
+    let response = send(request(
         Method::GET,
         &lingo.url("/v1/team/token-usage"),
         &headers,
         "",
     ))
     .await;
-    assert_eq!(answer.status, 429);
+    assert_eq!(response.status, 429);
     assert_eq!(
-        answer.json(),
+        response.json(),
         json!({"success": false, "error": "mock failure: status 429"})
     );
 }
@@ -290,33 +290,33 @@ async fn a_rate_limit_gets_the_retry_after_its_message_names() {
     let lingo = Lingo::start(&yaml).await;
     let gzip = [("accept-encoding", "gzip")];
     let url = lingo.url("/v1/team/token-usage?x=1");
-    let answer = send(request(Method::GET, &url, &gzip, "")).await;
-    assert_eq!(answer.status, 429);
-    assert_eq!(answer.headers["retry-after"], "25");
-    assert_eq!(answer.body, body);
+    let response = send(request(Method::GET, &url, &gzip, "")).await;
+    assert_eq!(response.status, 429);
+    assert_eq!(response.headers["retry-after"], "25");
+    assert_eq!(response.body, body);
     let seen = backend.last();
     assert_eq!(seen.uri, "/v2/team/token-usage?x=1");
     assert_eq!(seen.headers["authorization"], "Bearer fc-upstream-key");
     assert_eq!(
         seen.headers["accept-encoding"], "identity",
-        "lingo reads the answer, so it must come uncompressed"
+        "lingo reads the response, so it must come uncompressed"
     );
 }
 
-/// The upstream's own fields go on with a v1 answer told from its v2 one, a success's and a
+/// The upstream's own fields go on with a v1 response told from its v2 one, a success's and a
 /// refusal's alike: its own `Retry-After` wins over the one its message names.
 #[tokio::test]
-async fn the_upstreams_own_fields_go_on_with_a_told_answer() {
+async fn the_upstreams_own_fields_go_on_with_a_translated_response() {
     for (status, body) in [
         (200, r#"{"success":true,"data":{"remainingCredits":5}}"#),
         (429, r#"{"success":false,"error":"please retry after 25s"}"#),
     ] {
         let backend = Backend::start(move |_| async move {
-            let mut answer = json_response(status, body);
-            let fields = answer.fields_mut();
+            let mut response = json_response(status, body);
+            let fields = response.fields_mut();
             fields.insert("x-ratelimit-remaining", "0".parse().unwrap());
             fields.insert("retry-after", "9".parse().unwrap());
-            answer
+            response
         })
         .await;
         let yaml = table(&format!(
@@ -326,10 +326,10 @@ async fn the_upstreams_own_fields_go_on_with_a_told_answer() {
         ));
         let lingo = Lingo::start(&yaml).await;
         let url = lingo.url("/v1/team/credit-usage");
-        let answer = send(request(Method::GET, &url, &[], "")).await;
-        assert_eq!(answer.status, status);
-        assert_eq!(answer.headers["x-ratelimit-remaining"], "0", "{status}");
-        assert_eq!(answer.headers["retry-after"], "9", "{status}");
+        let response = send(request(Method::GET, &url, &[], "")).await;
+        assert_eq!(response.status, status);
+        assert_eq!(response.headers["x-ratelimit-remaining"], "0", "{status}");
+        assert_eq!(response.headers["retry-after"], "9", "{status}");
         assert_eq!(backend.last().uri, "/v2/team/credit-usage");
     }
 }
@@ -344,11 +344,11 @@ async fn a_v2_validation_error_keeps_its_code_and_details_and_points_at_v1_docs(
         backend.url()
     ));
     let lingo = Lingo::start(&yaml).await;
-    let answer = post(&lingo, "/v1/scrape", json!({"url": "https://example.com"})).await;
-    assert_eq!(answer.status, 400, "{}", answer.body);
+    let response = post(&lingo, "/v1/scrape", json!({"url": "https://example.com"})).await;
+    assert_eq!(response.status, 400, "{}", response.body);
     let mut expected: Value = serde_json::from_str(body).unwrap();
     expected["details"][0]["message"] = json!(
         "Unrecognized key in body -- please review the v1 API documentation for request body changes"
     );
-    assert_eq!(answer.json(), expected);
+    assert_eq!(response.json(), expected);
 }

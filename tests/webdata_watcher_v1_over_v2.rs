@@ -22,7 +22,7 @@ use tokio::net::{TcpListener, TcpStream};
 /// What the fake v2 upstream saw: (method, path, offered extensions).
 type Seen = Arc<Mutex<Vec<(Method, String, Option<String>)>>>;
 
-/// A v2-only upstream: crawl starts answer an id; a watcher upgrade gets a document frame
+/// A v2-only upstream: crawl starts get an id; a watcher upgrade gets a document frame
 /// with a json result, then a close frame.
 async fn v2_upstream() -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -42,7 +42,7 @@ async fn v2_upstream() -> (String, Seen) {
                     extensions,
                 );
                 record.lock().unwrap().push(entry);
-                async move { Ok::<_, Infallible>(answer(req).await) }
+                async move { Ok::<_, Infallible>(respond(req).await) }
             });
             tokio::spawn(
                 hyper::server::conn::http1::Builder::new()
@@ -54,7 +54,7 @@ async fn v2_upstream() -> (String, Seen) {
     (url, seen)
 }
 
-async fn answer(mut req: Request<Incoming>) -> Response<Body> {
+async fn respond(mut req: Request<Incoming>) -> Response<Body> {
     if req.method() == Method::POST {
         let body = req.body_mut().collect().await.unwrap().to_bytes();
         let body: Value = serde_json::from_slice(&body).unwrap();

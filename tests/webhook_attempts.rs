@@ -16,7 +16,7 @@ use support::*;
 
 const MS: Duration = Duration::from_millis(1);
 
-/// One event whose receiver answers 200 too late, then 503 with `Retry-After: 1`, then
+/// One event whose receiver responds with 200 too late, then 503 with `Retry-After: 1`, then
 /// 204: three attempts with one `webhook-id`, the third at least the second away from the
 /// second, and three access lines saying how each went.
 #[tokio::test]
@@ -109,8 +109,8 @@ async fn the_upstreams_key_never_reaches_the_clients_url() {
     let url = receiver_url_given(&upstream);
     let event = json!({"success": true, "type": "crawl.started", "id": "job-1",
         "webhookId": "keys-1", "data": []});
-    let answer = send_event(&url, &event, Some(b"upstream-secret")).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
+    let response = send_event(&url, &event, Some(b"upstream-secret")).await;
+    assert_eq!(response.status, 200, "{}", response.body);
     let hit = &receiver.wait("/keys", 1).await[0];
     assert_eq!(hit.headers["x-keep"], "kept");
     assert!(hit.headers.get("x-up").is_none(), "{hit:?}");

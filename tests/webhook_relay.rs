@@ -4,7 +4,7 @@
 //! a receiver that is down gets them later on the schedule; a repeated event is delivered
 //! once; a bad signature stores nothing; addresses lingo does not deliver to are refused in
 //! every spelling; given-up events are listed and replayed; a reload keeps the stored events
-//! and applies the new secret; lingo killed with `kill -9` after it answered the upstream
+//! and applies the new secret; lingo killed with `kill -9` after it responded to the upstream
 //! delivers every event once it runs again.
 
 mod support;
@@ -132,7 +132,7 @@ async fn v1_clients_over_a_v2_only_upstream_get_v1_pages() {
 }
 
 /// A receiver that fails gets the event again on the schedule (each wait at least its
-/// delay), with the same `webhook-id`, until it answers 2xx; then no more.
+/// delay), with the same `webhook-id`, until it responds with 2xx; then no more.
 #[tokio::test]
 async fn a_receiver_that_is_down_gets_the_event_later_on_schedule() {
     let receiver =
@@ -200,8 +200,8 @@ async fn a_repeated_event_is_delivered_once_and_a_bad_signature_stores_nothing()
     let event = json!({"success": true, "type": "crawl.started", "id": "job-1",
         "webhookId": "7c1f-once", "data": [], "metadata": {"m": "n"}});
     for _ in 0..2 {
-        let answer = send_event(&url, &event, Some(b"upstream-secret")).await;
-        assert_eq!(answer.status, 200, "{}", answer.body);
+        let response = send_event(&url, &event, Some(b"upstream-secret")).await;
+        assert_eq!(response.status, 200, "{}", response.body);
     }
     let base = admin_base(&lingo);
     wait_metric(
@@ -282,9 +282,9 @@ async fn destinations_lingo_does_not_deliver_to_are_refused_in_every_spelling() 
         for webhook in [json!(hook), json!({"url": hook})] {
             let body = json!({"url": "https://example.com", "webhook": webhook});
             for path in ["/v1/crawl", "/v2/batch/scrape", "/v2/extract"] {
-                let answer = start_job(&lingo.url(path), "app-key", body.clone()).await;
-                assert_eq!(answer.status, 400, "{host} {path}: {}", answer.body);
-                let issue = &answer.json()["details"][0];
+                let response = start_job(&lingo.url(path), "app-key", body.clone()).await;
+                assert_eq!(response.status, 400, "{host} {path}: {}", response.body);
+                let issue = &response.json()["details"][0];
                 assert_eq!(issue["path"], json!(["webhook", "url"]), "{host}");
                 assert!(
                     issue["message"]
@@ -451,7 +451,7 @@ async fn a_reload_keeps_the_stored_events_and_applies_the_new_secret() {
     );
     std::fs::write(lingo.config_path(), second).unwrap();
     assert_eq!(lingo.reloader.reload(true).unwrap(), 2);
-    // An attempt that began before the reload has had its answer by now.
+    // An attempt that began before the reload has had its response by now.
     tokio::time::sleep(300 * MS).await;
     let from = receiver.hits("/kept").len();
     up.store(true, Ordering::SeqCst);
@@ -512,7 +512,7 @@ async fn an_unusable_store_is_an_error_at_start() {
     );
 }
 
-/// lingo killed (`kill -9`) after it answered the upstream for every event, before any was
+/// lingo killed (`kill -9`) after it responded to the upstream for every event, before any was
 /// delivered, and started again on the same store: every event is delivered (a repeat only
 /// with the same `webhook-id`).
 #[tokio::test]

@@ -64,7 +64,7 @@ fn pending_by_consumer(redis: &RedisServer) -> Vec<(String, u64)> {
 }
 
 /// Two replicas share the queue; A, which the upstream sends the events to, takes part of
-/// the backlog (its receiver holds each attempt unanswered) and is killed with those events
+/// the backlog (its receiver holds each attempt without a response) and is killed with those events
 /// claimed; B takes them over once they are stale and every event is delivered.
 #[tokio::test]
 async fn a_replica_killed_mid_backlog_leaves_its_events_to_the_other() {
@@ -100,7 +100,7 @@ async fn a_replica_killed_mid_backlog_leaves_its_events_to_the_other() {
     }
     let stored = "lingo_webhook_events_stored_total{upstream=\"fire\"}";
     wait_metric(&a.admin_url(""), stored, 20.0).await;
-    // Every event is out to the receiver, which holds each attempt unanswered.
+    // Every event is out to the receiver, which holds each attempt without a response.
     receiver.wait("/backlog", 20).await;
     let pending = pending_by_consumer(&redis);
     a.kill9();
@@ -207,7 +207,7 @@ async fn redis_repeats_an_empty_restart_persistence_and_replays() {
 
     redis.restart_empty();
     let after = token_url("/after").await;
-    // Stored again as soon as Redis answers (the stream is made by the first event).
+    // Stored again as soon as Redis responds (the stream is made by the first event).
     let mut stored = 0;
     for _ in 0..50 {
         stored = send_event(&after, &event("r-2"), Some(b"upstream-secret"))

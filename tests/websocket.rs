@@ -22,7 +22,7 @@ async fn echo_upstream() -> (String, Arc<Mutex<Option<HeaderMap>>>) {
     slow_echo_upstream(Duration::ZERO).await
 }
 
-/// [`echo_upstream`], answering the handshake after `delay`.
+/// [`echo_upstream`], responding to the handshake after `delay`.
 async fn slow_echo_upstream(delay: Duration) -> (String, Arc<Mutex<Option<HeaderMap>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -116,7 +116,7 @@ async fn crawl_watcher_upgrade_is_tunnelled_with_the_key_swapped() {
     assert_eq!(&echo, b"\x81\x04ping");
 }
 
-/// The upstream's time to answer the handshake is not lingo's overhead.
+/// The upstream's time to respond to the handshake is not lingo's overhead.
 #[tokio::test]
 async fn a_slow_handshake_is_the_upstreams_time() {
     let (upstream_url, _) = slow_echo_upstream(Duration::from_millis(800)).await;
@@ -136,7 +136,7 @@ async fn a_slow_handshake_is_the_upstreams_time() {
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     let route = r#"route="prefix /v1",upstream="webdata""#;
     let (total, overhead) = one_request_times(&lingo, route).await;
-    assert!(total >= 0.8, "the upstream answered after 800ms: {total}");
+    assert!(total >= 0.8, "the upstream responded after 800ms: {total}");
     assert!(
         overhead < 0.4,
         "the wait is not lingo's: {overhead} of {total}"
@@ -144,7 +144,7 @@ async fn a_slow_handshake_is_the_upstreams_time() {
 }
 
 /// Reads the head and the `Content-Length` body that follows it.
-async fn read_answer(stream: &mut TcpStream) -> (String, serde_json::Value) {
+async fn read_response(stream: &mut TcpStream) -> (String, serde_json::Value) {
     let head = read_head(stream).await;
     let len: usize = head
         .lines()
@@ -182,7 +182,7 @@ async fn upgrade_without_a_client_key_is_401() {
              Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{key}\r\n"
         );
         stream.write_all(handshake.as_bytes()).await.unwrap();
-        let (head, body) = read_answer(&mut stream).await;
+        let (head, body) = read_response(&mut stream).await;
         assert!(head.starts_with("HTTP/1.1 401"), "{key:?}: {head}");
         assert_eq!(body["success"], false, "{body}");
         assert_eq!(body["code"], code, "{key:?}: {body}");
@@ -201,7 +201,7 @@ fn handshake_to(path: &str, more: &str, after: &str) -> String {
     )
 }
 
-/// Closes every exchange below: answered only if lingo reads it as the next request.
+/// Closes every exchange below: served only if lingo reads it as the next request.
 const HEALTH_CLOSE: &str = "GET /healthz HTTP/1.1\r\nHost: lingo\r\nConnection: close\r\n\r\n";
 
 /// lingo in front of one recording upstream, reached as a web-data upstream (`/v1`, `/v2`)
@@ -234,7 +234,7 @@ async fn exchange(lingo: &Lingo, bytes: &str) -> String {
     String::from_utf8_lossy(&all).into_owned()
 }
 
-/// The status of each answer in `all` (their bodies are JSON, which has no status line).
+/// The status of each response in `all` (their bodies are JSON, which has no status line).
 fn statuses(all: &str) -> Vec<&str> {
     all.match_indices("HTTP/1.1 ")
         .map(|(at, _)| &all[at + 9..at + 12])
@@ -244,7 +244,7 @@ fn statuses(all: &str) -> Vec<&str> {
 /// A watcher's handshake that carries a body (here a whole request, hidden in it) is
 /// refused 400 in its route's dialect, by its length or chunked, on a watcher path and on a
 /// route that tunnels every path; the body is read past as a body (the request after it is
-/// the next one answered, never the hidden one), and the upstream, which records every byte
+/// the next one served, never the hidden one), and the upstream, which records every byte
 /// it is ever sent, gets nothing of either: no handshake, no tunnel, no hidden request.
 #[tokio::test]
 async fn an_upgrade_with_a_body_is_refused_and_nothing_reaches_the_upstream() {
@@ -268,7 +268,7 @@ async fn an_upgrade_with_a_body_is_refused_and_nothing_reaches_the_upstream() {
         assert_eq!(statuses(&all), ["400", "200"], "{path} {framing}: {all}");
         let (head, rest) = all.split_once("\r\n\r\n").unwrap();
         let (json, _) = rest.split_once("HTTP/1.1").unwrap();
-        let answer = Answer {
+        let response = WholeResponse {
             status: hyper::StatusCode::BAD_REQUEST,
             headers: [("content-type", "application/json")]
                 .into_iter()
@@ -278,7 +278,7 @@ async fn an_upgrade_with_a_body_is_refused_and_nothing_reaches_the_upstream() {
         };
         assert!(head.contains("content-type: application/json"), "{head}");
         let code = (dialect == "web-data").then_some("invalid_request");
-        assert_shape(&answer, dialect, 400, code, "cannot carry a body");
+        assert_shape(&response, dialect, 400, code, "cannot carry a body");
     }
     // The judge works: a plain call reaches it, and it is the first thing it ever got.
     assert_eq!(get(&lingo.url("/v1/scrape")).await.status, 200);
@@ -294,7 +294,7 @@ async fn an_upgrade_with_a_body_is_refused_and_nothing_reaches_the_upstream() {
 
 /// Where no route tunnels WebSockets (a native path; a web-data path that is no job
 /// watcher), a request that asks to upgrade is served as a plain one: the upstream gets it
-/// without `Upgrade` or an `upgrade` token, its answer is a plain 200, and the connection
+/// without `Upgrade` or an `upgrade` token, its response is a plain 200, and the connection
 /// stays lingo's: the next request on it (`/api/pull`, which the route blocks) is read and
 /// refused by lingo, never carried to the upstream through a tunnel.
 #[tokio::test]

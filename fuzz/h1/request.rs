@@ -5,8 +5,8 @@
 //! The client writes the bytes (in pieces, the run settled after each), the run settles, and
 //! whether the server has closed is noted; then the client closes its side and the run
 //! settles again. The service notes each request's head as it comes and reads its body to
-//! the end, then answers `200` with no body (`405` to a `CONNECT`: a `2xx` would make hyper's
-//! connection a tunnel, and lingo tunnels no `CONNECT`). An answer the service did not give
+//! the end, then responds with `200` with no body (`405` to a `CONNECT`: a `2xx` would make hyper's
+//! connection a tunnel, and lingo tunnels no `CONNECT`). A response the service did not give
 //! is the connection's own refusal of what came next.
 
 use std::cell::{Cell, RefCell};
@@ -41,7 +41,7 @@ pub struct Seen {
 pub struct Served {
     /// The requests the service was called with, in order.
     pub requests: Vec<Seen>,
-    /// The status of the connection's own answer (a head it refused), if it gave one.
+    /// The status of the connection's own response (a head it refused), if it gave one.
     pub refusal: Option<u16>,
     /// Whether the server had closed the connection before the client closed its side.
     pub closed_first: bool,
@@ -51,7 +51,7 @@ pub struct Served {
 
 type Log = Rc<RefCell<Vec<Seen>>>;
 
-/// The service's answer to a request: no body, `405` to a `CONNECT`.
+/// The service's response to a request: no body, `405` to a `CONNECT`.
 fn status_for(method: &Method) -> StatusCode {
     match *method {
         Method::CONNECT => StatusCode::METHOD_NOT_ALLOWED,
@@ -88,10 +88,10 @@ pub async fn lingo(bytes: &[u8], pieces: usize) -> Served {
                 progress.bump();
                 let end = read_body(body, &progress).await;
                 log.borrow_mut()[at].body = end;
-                let mut answer =
+                let mut response =
                     lingo::http::message::Response::new(lingo::http::body::Body::empty());
-                *answer.status_mut() = status_for(&parts.method);
-                answer
+                *response.status_mut() = status_for(&parts.method);
+                response
             }
         }
     };
@@ -124,9 +124,9 @@ pub async fn hyper(bytes: &[u8], pieces: usize) -> Served {
                 progress.bump();
                 let end = read_body(body, &progress).await;
                 log.borrow_mut()[at].body = end;
-                let mut answer = Response::new(Empty::<Bytes>::new());
-                *answer.status_mut() = status_for(&parts.method);
-                Ok::<_, Infallible>(answer)
+                let mut response = Response::new(Empty::<Bytes>::new());
+                *response.status_mut() = status_for(&parts.method);
+                Ok::<_, Infallible>(response)
             }
         })
     };
@@ -191,18 +191,18 @@ async fn run(
     }
 }
 
-/// The first final status in `out` (the answers the server wrote) that the service does not
-/// give: the connection's own answer to a head it refused.
+/// The first final status in `out` (the responses the server wrote) that the service does not
+/// give: the connection's own response to a head it refused.
 fn refusal(out: &[u8]) -> Option<u16> {
     let mut at = 0;
     loop {
         let mut fields = [httparse::EMPTY_HEADER; 64];
-        let mut answer = httparse::Response::new(&mut fields);
-        let Ok(httparse::Status::Complete(len)) = answer.parse(&out[at..]) else {
+        let mut response = httparse::Response::new(&mut fields);
+        let Ok(httparse::Status::Complete(len)) = response.parse(&out[at..]) else {
             return None;
         };
         at += len;
-        match answer.code? {
+        match response.code? {
             100..=199 | 200 | 405 => {}
             code => return Some(code),
         }

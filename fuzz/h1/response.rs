@@ -1,4 +1,4 @@
-//! The same bytes, from an upstream, as the answer to a fixed `GET` (or `HEAD`) request read
+//! The same bytes, from an upstream, as the response to a fixed `GET` (or `HEAD`) request read
 //! by lingo's HTTP/1.1 client (`lingo::upstream::H1Conn`, over loopback TCP: it speaks
 //! only TCP) and by hyper's (`hyper::client::conn::http1`, in memory): what each made of them.
 //!
@@ -26,17 +26,17 @@ use tokio::net::TcpListener;
 
 use super::{BodyEnd, Counted, Fields, PATIENCE, Progress, comparable, of_map, read_body, settle};
 
-/// The request the answer is to.
+/// The request the response is to.
 #[derive(Debug, Clone, Copy)]
-pub struct Asked {
-    /// `HEAD` (else `GET`): the answer has no body, whatever its fields say.
+pub struct RequestKind {
+    /// `HEAD` (else `GET`): the response has no body, whatever its fields say.
     pub head: bool,
-    /// lingo's client keeps the answer's fields as read (`RawHeaders`, a pass-through's way), else
+    /// lingo's client keeps the response's fields as read (`RawHeaders`, a pass-through's way), else
     /// in a map.
     pub raw: bool,
 }
 
-/// An answer's head and body as read.
+/// A response's head and body as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Read {
     pub status: u16,
@@ -47,9 +47,9 @@ pub struct Read {
 
 /// What a client made of the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answered {
-    /// The answer, or `None` when the client refused its head (or got none).
-    pub answer: Option<Read>,
+pub struct Responded {
+    /// The response, or `None` when the client refused its head (or got none).
+    pub response: Option<Read>,
     /// Whether the connection would carry another request after it.
     pub reused: bool,
 }
@@ -109,7 +109,7 @@ async fn upstream<I: AsyncRead + AsyncWrite + Unpin>(
     reused
 }
 
-/// Reads an answer's head and body into `seen`, as they come.
+/// Reads a response's head and body into `seen`, as they come.
 fn read_into(seen: &RefCell<Option<Read>>, status: u16, version: String, fields: Fields) {
     *seen.borrow_mut() = Some(Read {
         status,
@@ -119,8 +119,8 @@ fn read_into(seen: &RefCell<Option<Read>>, status: u16, version: String, fields:
     });
 }
 
-/// `bytes` read by lingo's HTTP/1.1 client as the answer to `asked`.
-pub async fn lingo(bytes: &[u8], pieces: usize, asked: Asked) -> Answered {
+/// `bytes` read by lingo's HTTP/1.1 client as the response to `request_kind`.
+pub async fn lingo(bytes: &[u8], pieces: usize, request_kind: RequestKind) -> Responded {
     let listener = listener().await;
     let address = listener.local_addr().expect("bound").to_string();
     let (progress, shelf, seen) = (Progress::default(), Shelf::default(), RefCell::new(None));
@@ -146,7 +146,7 @@ pub async fn lingo(bytes: &[u8], pieces: usize, asked: Asked) -> Answered {
         let conn = Conn::open(&address, PATIENCE)
             .await
             .expect("a loopback connection");
-        let method = if asked.head {
+        let method = if request_kind.head {
             Method::HEAD
         } else {
             Method::GET
@@ -156,7 +156,7 @@ pub async fn lingo(bytes: &[u8], pieces: usize, asked: Asked) -> Answered {
             .uri("/fuzz")
             .body(Body::empty());
         let req = req.expect("a request");
-        let outgoing = Outgoing::new(req.into(), "upstream", asked.raw.then_some(&rules));
+        let outgoing = Outgoing::new(req.into(), "upstream", request_kind.raw.then_some(&rules));
         let deadline = tokio::time::Instant::now() + 2 * PATIENCE;
         let sent = conn
             .send(outgoing, shelf.clone(), deadline, 2 * PATIENCE)
@@ -183,13 +183,13 @@ pub async fn lingo(bytes: &[u8], pieces: usize, asked: Asked) -> Answered {
     };
     let reused = until_first(serving, client).await;
     shelf.0.lock().unwrap().take();
-    let answer = seen.borrow().clone();
-    Answered { answer, reused }
+    let response = seen.borrow().clone();
+    Responded { response, reused }
 }
 
-/// `bytes` read by hyper's HTTP/1.1 client as the answer to `asked` (`raw` means nothing
+/// `bytes` read by hyper's HTTP/1.1 client as the response to `request_kind` (`raw` means nothing
 /// to it).
-pub async fn hyper(bytes: &[u8], pieces: usize, asked: Asked) -> Answered {
+pub async fn hyper(bytes: &[u8], pieces: usize, request_kind: RequestKind) -> Responded {
     let (progress, seen) = (Progress::default(), RefCell::new(None));
     let (client_io, mut upstream_io) = tokio::io::duplex(1 << 20);
     let io = TokioIo::new(Counted::new(client_io, &progress));
@@ -197,7 +197,7 @@ pub async fn hyper(bytes: &[u8], pieces: usize, asked: Asked) -> Answered {
         .handshake::<_, Empty<Bytes>>(io)
         .await
         .expect("an HTTP/1.1 handshake needs no bytes");
-    let method = if asked.head {
+    let method = if request_kind.head {
         Method::HEAD
     } else {
         Method::GET
@@ -230,8 +230,8 @@ pub async fn hyper(bytes: &[u8], pieces: usize, asked: Asked) -> Answered {
         tokio::join!(client, connection);
     })
     .await;
-    let answer = seen.borrow().clone();
-    Answered { answer, reused }
+    let response = seen.borrow().clone();
+    Responded { response, reused }
 }
 
 /// `first`'s output, `rest` polled beside it until then (and dropped after).

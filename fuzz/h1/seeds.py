@@ -125,8 +125,8 @@ for path in [b"/public/../api/pull", b"/public/%2e%2e/api/pull", b"/public/..%2f
              b"http://lingo/public/../api/pull", b"lingo:80", b"/api/pull?x=1"]:
     REQUESTS.append(b"POST " + path + b" HTTP/1.1\r\nHost: lingo\r\nContent-Length: 2\r\n\r\n{}")
 
-# Answers, as an upstream writes them (tests/upstream_h1.rs, src/upstream/h1/tests.rs).
-ANSWERS = [
+# Responses, as an upstream writes them (tests/upstream_h1.rs, src/upstream/h1/tests.rs).
+RESPONSES = [
     b"HTTP/1.1 200 OK\r\ncontent-length: 13\r\n\r\nhello, world!",
     b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
     b"5;ext=1\r\nhello\r\n1;a=b;c=\"d\"\r\n \r\n6\r\nworld!\r\n0\r\n\r\n",
@@ -184,7 +184,7 @@ def write(folder, cases):
     os.makedirs(folder, exist_ok=True)
     for case in cases:
         # whole (first byte 0), and in three pieces (the pieces' bits: 2 for a request,
-        # 2 << 2 for an answer); an answer both to a GET and to a HEAD, kept as read or not
+        # 2 << 2 for a response); a response both to a GET and to a HEAD, kept raw or not
         firsts = [0, 2] if folder.endswith("h1_request") else [0, 1, 2, 3, 8, 11]
         for first in firsts:
             data = bytes([first]) + case
@@ -196,5 +196,5 @@ def write(folder, cases):
 if __name__ == "__main__":
     root = sys.argv[1] if len(sys.argv) > 1 else "corpus"
     write(os.path.join(root, "h1_request"), REQUESTS)
-    write(os.path.join(root, "h1_response"), ANSWERS)
-    print(f"{len(REQUESTS)} requests, {len(ANSWERS)} answers written under {root}/")
+    write(os.path.join(root, "h1_response"), RESPONSES)
+    print(f"{len(REQUESTS)} requests, {len(RESPONSES)} responses written under {root}/")

@@ -1,15 +1,15 @@
 //! The time, read once per poll of a connection's task.
 //!
 //! A whole pass-through asks the time a dozen times (when it came, when the upstream was
-//! asked and answered, when the response's body last moved, when it ended, when the
+//! received and responded to, when the response's body last moved, when it ended, when the
 //! connection went quiet...), all within two polls of its connection's task, and a clock
 //! read is slow on a virtual machine. Like nginx's cached time, [`now`] (and [`wall`])
 //! inside a [`Ticking`] future reads the clock on first use in each poll and gives that
 //! reading for the rest of the poll. A time so taken lags by as much of the poll as had
 //! passed, and a deadline made from it comes that much early: fine for deadlines (the
-//! connection's, the pool's, the silence between an answer's frames) and for stamps. What
-//! measures lingo's own work, which happens within a poll (an upstream wait's two ends, an
-//! answer's head, a request's end: the overhead metric and the logged duration, both counted
+//! connection's, the pool's, the silence between a response's frames) and for stamps. What
+//! measures lingo's own work, which happens within a poll (an upstream wait's two ends, a
+//! response's head, a request's end: the overhead metric and the logged duration, both counted
 //! from the reading of the poll where the request began), takes [`fresh`] readings, which are
 //! also kept as the poll's; so does whatever follows a timer that fired (on a runtime whose
 //! other threads drive the timers, its deadline may have passed after the poll's reading). A

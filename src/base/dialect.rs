@@ -70,7 +70,7 @@ pub mod paths {
     pub const ALL: [&str; 4] = [CHAT, COMPLETIONS, EMBEDDINGS, MODELS];
 }
 
-/// The dialect to answer in when no route decided it (no route matched, or the path was
+/// The dialect to respond in when no route decided it (no route matched, or the path was
 /// refused before routing): guessed from the path the way the upstream services split `/v1`.
 pub fn guess(path: &str) -> Dialect {
     let is_under = |p: &str| {

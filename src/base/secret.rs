@@ -24,7 +24,7 @@ impl Secret {
     }
 
     /// `text` with every occurrence of the secret replaced by `<redacted>`. An upstream may
-    /// echo the credential it was sent in an error message, and lingo re-tells those.
+    /// echo the credential it was sent in an error message, and lingo translates those.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         if self.0.is_empty() || !text.contains(&self.0) {
             return Cow::Borrowed(text);

@@ -1,9 +1,9 @@
-//! Token usage, and the one rule for adding up the usage of several upstream answers.
+//! Token usage, and the one rule for adding up the usage of several upstream responses.
 //!
 //! One client request can become several native requests: the `n` choices of a chat
 //! completion (one prompt, sent `n` times) and the prompts of a completions batch. The rule:
 //! every prompt of a batch counts, once, however many choices it had; every completion
-//! counts. The streamed usage chunk, the whole answer's `usage` and lingo's token counters
+//! counts. The streamed usage chunk, the whole response's `usage` and lingo's token counters
 //! all come from [`Tally`], so they cannot disagree.
 
 use serde::Serialize;
@@ -17,7 +17,7 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// The usage of one native answer (its `prompt_eval_count` and `eval_count`).
+    /// The usage of one native response (its `prompt_eval_count` and `eval_count`).
     pub fn new(prompt_tokens: u64, completion_tokens: u64) -> Self {
         Usage {
             prompt_tokens,
@@ -28,7 +28,7 @@ impl Usage {
     }
 }
 
-/// The usage of one request's native answers, added up by the rule above.
+/// The usage of one request's native responses, added up by the rule above.
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
     /// Per prompt (by its index in the request): its prompt tokens, counted once.
@@ -37,7 +37,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// Counts one native answer to the prompt at `prompt`.
+    /// Counts one native response to the prompt at `prompt`.
     pub fn add(&mut self, prompt: usize, usage: Usage) {
         self.completion_tokens = self
             .completion_tokens
@@ -49,7 +49,7 @@ impl Tally {
         }
     }
 
-    /// Whether any answer has been counted.
+    /// Whether any response has been counted.
     pub fn is_empty(&self) -> bool {
         self.prompts.is_empty()
     }
@@ -68,7 +68,7 @@ impl Tally {
 mod tests {
     use super::*;
 
-    /// (prompt index, prompt tokens, completion tokens) per native answer -> usage.
+    /// (prompt index, prompt tokens, completion tokens) per native response -> usage.
     type Case<'a> = (&'a [(usize, u64, u64)], (u64, u64));
 
     #[test]
@@ -80,21 +80,21 @@ mod tests {
             (&[(0, 3, 5), (0, 3, 2), (0, 3, 1)], (3, 8)),
             // A batch of two prompts: both prompts.
             (&[(0, 3, 5), (1, 4, 6)], (7, 11)),
-            // Answers arrive in any order.
+            // Responses arrive in any order.
             (&[(1, 4, 6), (0, 3, 5), (1, 4, 1)], (7, 12)),
             (&[(0, u64::MAX, 1), (1, 1, u64::MAX)], (u64::MAX, u64::MAX)),
         ];
-        for (answers, (prompt, completion)) in cases {
+        for (responses, (prompt, completion)) in cases {
             let mut tally = Tally::default();
-            for (p, pt, ct) in *answers {
+            for (p, pt, ct) in *responses {
                 tally.add(*p, Usage::new(*pt, *ct));
             }
             assert_eq!(
                 tally.total(),
                 Usage::new(*prompt, *completion),
-                "{answers:?}"
+                "{responses:?}"
             );
-            assert_eq!(tally.is_empty(), answers.is_empty());
+            assert_eq!(tally.is_empty(), responses.is_empty());
         }
     }
 }

@@ -93,7 +93,7 @@ exit status: 0 the table loads; 1 it does not; 2 a command-line error.";
 /// `lingo mock --help`.
 pub const MOCK: &str = "\
 lingo mock: run the built-in deterministic backend alone (a load-test target, or a stand-in
-for a model server), until SIGTERM or SIGINT. It answers the native API (/api/chat,
+for a model server), until SIGTERM or SIGINT. It responds to the native API (/api/chat,
 /api/generate, /api/embed, /api/tags, ...) and the web-data API (/v1 and /v2 scrape, crawl,
 batch, usage); with --speaks chat-completions, the chat-completions API (/v1/chat/completions,
 /v1/completions, /v1/embeddings, /v1/models) instead.
@@ -105,20 +105,20 @@ options:
       --log-format FORMAT  log lines in logfmt (`text`, the default) or as JSON (`json`)
   -h, --help               print this help
 
-knobs (every answer's; a request's `X-Mock: tokens=3,status=503` header, or a model name
+knobs (every response's; a request's `X-Mock: tokens=3,status=503` header, or a model name
 such as `m@tokens=3`, sets them for that request):
-  --tokens N               tokens in an answer (default 16)
+  --tokens N               tokens in a response (default 16)
   --token-delay D          pause before each token after the first (250ms, 2s, 1m; default 0)
-  --first-token-delay D    pause before the answer's head (default 0)
+  --first-token-delay D    pause before the response's head (default 0)
   --embedding-size N       numbers in an embedding (default 16)
-  --status CODE            answer this error status instead
+  --status CODE            respond with this error status instead
   --error-after N          end a stream with an error line after N tokens
   --cut-after N            cut the connection after N tokens
   --page-delay D           pause before each page of a web-data job (default 0: a job has
-                           ended when its start is answered)
+                           ended when its start gets a response)
   --job-fail-after N       a web-data job fails after N pages
   --webhook-retry D,D,D    delays between a webhook's attempts (default 1m,5m,15m)
-  --webhook-timeout D      time a webhook receiver has to answer 2xx (default 10s)
+  --webhook-timeout D      time a webhook receiver has to respond with 2xx (default 10s)
   --webhook-secret S       sign webhooks: X-Firecrawl-Signature, HMAC-SHA256 of the body
   --speaks DIALECT         chat-completions (that API instead), or web-data-v2 (version 2
                            of the web-data API only); default: native and web-data

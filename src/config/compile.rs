@@ -16,8 +16,8 @@ use super::{Secrets, routes, tls, upstream};
 use crate::base::ids::FnvMap;
 use crate::table::{
     Admin, ClientKey, DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_ANSWER, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_HEADERS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE, Limits,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES,
+    DEFAULT_MAX_HEADERS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LINE, DEFAULT_MAX_RESPONSE, Limits,
     Listener, ModelAlias, RouteTable,
 };
 use crate::translate::splice::LiteralScan;
@@ -50,7 +50,7 @@ pub fn compile(
         .collect();
     let models = models(&mut cx, file.models.unwrap_or_default().0, &upstreams);
     let routes = routes::compile(&mut cx, file.routes.unwrap_or_default(), &upstreams, limits);
-    small_answers(&mut cx, &routes, &upstreams, &limits);
+    small_responses(&mut cx, &routes, &upstreams, &limits);
 
     let (warnings, files) = cx.finish()?;
     Ok(RouteTable {
@@ -70,12 +70,12 @@ pub fn compile(
     })
 }
 
-/// The largest answer the web-data API sends in one piece: a crawl status page.
+/// The largest response the web-data API sends in one piece: a crawl status page.
 const WEB_DATA_PAGE: u64 = 10 * 1024 * 1024;
 
-/// A warning when v1 web-data calls are translated and `limits.max_answer` is under a status
-/// page: such an answer cannot be read to translate, so it is a 502 (which the SDKs retry).
-fn small_answers(
+/// A warning when v1 web-data calls are translated and `limits.max_response` is under a status
+/// page: such a response cannot be read to translate, so it is a 502 (which the SDKs retry).
+fn small_responses(
     cx: &mut Ctx<'_>,
     routes: &[crate::table::Route],
     upstreams: &[upstream::Declared],
@@ -86,10 +86,10 @@ fn small_answers(
         r.speaks == Dialect::WebData
             && upstreams.get(r.upstream).and_then(|u| u.speaks) == Some(Dialect::WebDataV2)
     });
-    if translates_v1 && limits.max_answer < WEB_DATA_PAGE {
+    if translates_v1 && limits.max_response < WEB_DATA_PAGE {
         cx.warnings.push(format!(
-            "limits.max_answer is {}: a web-data status page can reach 10MiB, and a translated v1 answer larger than the limit is answered 502",
-            crate::base::units::format_size(limits.max_answer)
+            "limits.max_response is {}: a web-data status page can reach 10MiB, and a translated v1 response larger than the limit gets a 502",
+            crate::base::units::format_size(limits.max_response)
         ));
     }
 }
@@ -108,7 +108,7 @@ fn limits(cx: &mut Ctx<'_>, raw: Option<raw::Limits>) -> Limits {
         max_body: size(cx, raw.max_body, "max_body", DEFAULT_MAX_BODY),
         drain: duration(cx, raw.drain, "drain", true, DEFAULT_DRAIN),
         max_line: size(cx, raw.max_line, "max_line", DEFAULT_MAX_LINE),
-        max_answer: size(cx, raw.max_answer, "max_answer", DEFAULT_MAX_ANSWER),
+        max_response: size(cx, raw.max_response, "max_response", DEFAULT_MAX_RESPONSE),
         max_header_bytes: size(
             cx,
             raw.max_header_bytes,

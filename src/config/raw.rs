@@ -194,7 +194,7 @@ pub struct Limits {
     pub max_body: Option<At<String>>,
     pub drain: Option<At<String>>,
     pub max_line: Option<At<String>>,
-    pub max_answer: Option<At<String>>,
+    pub max_response: Option<At<String>>,
     pub max_header_bytes: Option<At<String>>,
     pub max_headers: Option<At<u64>>,
     pub header_timeout: Option<At<String>>,

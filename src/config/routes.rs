@@ -21,13 +21,13 @@ pub fn translator_status(
     use Dialect::{Chat, Native, WebData, WebDataV2};
     match (client, upstream) {
         _ if client == upstream => return None,
-        // v1 calls are translated (those v2 has no home for answer 501); v2 calls pass.
+        // v1 calls are translated (those v2 has no home for response 501); v2 calls pass.
         (WebData, WebDataV2) | (WebDataV2, WebData) => return None,
         _ => {}
     }
     if client.is_web_data() || upstream.is_web_data() {
         return Some(
-            "web-data and the model dialects cannot be translated into each other; answers 501"
+            "web-data and the model dialects cannot be translated into each other; responds with 501"
                 .into(),
         );
     }
@@ -49,14 +49,14 @@ pub fn translator_status(
             None
         }
         (Chat, Native, _) | (Native, Chat, _) if translated.is_empty() => Some(format!(
-            "no translator from {client} to {upstream} for this path yet; answers 501"
+            "no translator from {client} to {upstream} for this path yet; responds with 501"
         )),
         (Chat, Native, _) | (Native, Chat, _) => Some(format!(
-            "only {} translated from {client} to {upstream} yet; other paths answer 501",
+            "only {} translated from {client} to {upstream} yet; other paths respond with 501",
             translated.join(", ")
         )),
         _ => Some(format!(
-            "no translator from {client} to {upstream} yet; answers 501"
+            "no translator from {client} to {upstream} yet; responds with 501"
         )),
     }
 }
@@ -69,7 +69,7 @@ pub(super) fn compile(
 ) -> Vec<Route> {
     if raw.is_empty() {
         cx.warnings
-            .push("no routes: every request is answered 404".into());
+            .push("no routes: every request gets a 404".into());
     }
     // Few routes: a list is simpler than a map and keeps `PathMatch` free of a `Hash` bound.
     let mut seen: Vec<(PathMatch, usize)> = Vec::new();

@@ -195,7 +195,7 @@ fn routes(out: &mut String, table: &RouteTable) {
             _ if upstream.speaks == Dialect::WebDataV2 => "pass-through (version 2)",
             None => "translate",
             Some(s) if s.starts_with("only") => "translate (in part: see warnings)",
-            Some(_) => "translate (not yet: answers 501)",
+            Some(_) => "translate (not yet: responds with 501)",
         };
         let mut extras = String::new();
         if r.max_body != table.limits.max_body {

@@ -591,10 +591,7 @@ limits: { max_body: 512KB, drain: 0s }
     let defaults = ok(&with_base("routes: []\n"));
     assert_eq!(defaults.limits.max_body, crate::table::DEFAULT_MAX_BODY);
     assert_eq!(defaults.limits.drain, crate::table::DEFAULT_DRAIN);
-    assert_eq!(
-        defaults.warnings,
-        ["no routes: every request is answered 404"]
-    );
+    assert_eq!(defaults.warnings, ["no routes: every request gets a 404"]);
 }
 
 #[test]
@@ -609,7 +606,7 @@ fn translator_status_covers_every_pair() {
                 client == upstream || web_data_pair,
                 "{client} -> {upstream}"
             );
-            assert!(status.is_none_or(|s| s.ends_with("answers 501")));
+            assert!(status.is_none_or(|s| s.ends_with("responds with 501")));
         }
     }
     let chat = PathMatch::Exact("/v1/chat/completions".into());
@@ -621,7 +618,7 @@ fn translator_status_covers_every_pair() {
     assert_eq!(
         translator_status(Dialect::Chat, Dialect::Native, &v1).as_deref(),
         Some(
-            "only /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, /v1/models/{id} translated from chat-completions to native yet; other paths answer 501"
+            "only /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, /v1/models/{id} translated from chat-completions to native yet; other paths respond with 501"
         )
     );
 }
@@ -633,12 +630,12 @@ fn native_clients_over_chat_completions_are_translated_in_part() {
         translator_status(Dialect::Native, Dialect::Chat, &chat),
         None
     );
-    // Model management has no counterpart: a prefix route says the rest answers 501.
+    // Model management has no counterpart: a prefix route says the rest responds with 501.
     let api = PathMatch::Prefix("/api".into());
     assert_eq!(
         translator_status(Dialect::Native, Dialect::Chat, &api).as_deref(),
         Some(
-            "only /api/chat, /api/generate, /api/embed, /api/embeddings, /api/tags, /api/show, /api/ps, /api/version translated from native to chat-completions yet; other paths answer 501"
+            "only /api/chat, /api/generate, /api/embed, /api/embeddings, /api/tags, /api/show, /api/ps, /api/version translated from native to chat-completions yet; other paths respond with 501"
         )
     );
 }
@@ -679,7 +676,7 @@ fn extra_options_is_a_policy_of_native_routes_over_chat_completions() {
 }
 
 #[test]
-fn a_small_max_answer_is_a_warning_where_web_data_v1_is_translated() {
+fn a_small_max_response_is_a_warning_where_web_data_v1_is_translated() {
     let table = |limits: &str| {
         format!(
             "{LISTEN}upstreams:\n  fc: {{ url: https://fc.example, speaks: web-data-v2 }}\n\
@@ -689,10 +686,10 @@ fn a_small_max_answer_is_a_warning_where_web_data_v1_is_translated() {
     let warned = |t: &RouteTable| {
         t.warnings
             .iter()
-            .any(|w| w.starts_with("limits.max_answer is"))
+            .any(|w| w.starts_with("limits.max_response is"))
     };
     assert!(!warned(&ok(&table(""))), "the default is enough");
-    let small = ok(&table("limits: { max_answer: 2MiB }\n"));
+    let small = ok(&table("limits: { max_response: 2MiB }\n"));
     assert!(warned(&small), "{:?}", small.warnings);
     assert!(
         small.warnings.iter().any(|w| w.contains("2MiB")),
@@ -700,7 +697,7 @@ fn a_small_max_answer_is_a_warning_where_web_data_v1_is_translated() {
         small.warnings
     );
     let pass = format!(
-        "{LISTEN}upstreams:\n  fc: {{ url: https://fc.example, speaks: web-data }}\nroutes:\n  - {{ prefix: /v1, to: fc }}\nlimits: {{ max_answer: 2MiB }}\n"
+        "{LISTEN}upstreams:\n  fc: {{ url: https://fc.example, speaks: web-data }}\nroutes:\n  - {{ prefix: /v1, to: fc }}\nlimits: {{ max_response: 2MiB }}\n"
     );
     assert!(!warned(&ok(&pass)), "nothing is translated");
 }
@@ -925,7 +922,7 @@ fn route_options_and_line_cap() {
 #[test]
 fn hardening_keys_compile_and_are_checked() {
     let table = ok(&with_base(
-        "limits: { max_header_bytes: 16KiB, max_headers: 50, header_timeout: 5s, idle_timeout: 10s, body_timeout: 7s, max_connections: 100, max_in_flight: 20, max_answer: 2MiB }\n\
+        "limits: { max_header_bytes: 16KiB, max_headers: 50, header_timeout: 5s, idle_timeout: 10s, body_timeout: 7s, max_connections: 100, max_in_flight: 20, max_response: 2MiB }\n\
          admin: { addr: 127.0.0.1:9090, require_key: true }\n\
          clients:\n  - { name: ops, key: { value: k } }\nroutes: []\n",
     ));
@@ -936,7 +933,7 @@ fn hardening_keys_compile_and_are_checked() {
     assert_eq!(limits.idle_timeout, std::time::Duration::from_secs(10));
     assert_eq!(limits.body_timeout, std::time::Duration::from_secs(7));
     assert_eq!((limits.max_connections, limits.max_in_flight), (100, 20));
-    assert_eq!(limits.max_answer, 2 * 1024 * 1024);
+    assert_eq!(limits.max_response, 2 * 1024 * 1024);
     assert_eq!(table.admin.addr, Some("127.0.0.1:9090".parse().unwrap()));
     assert!(table.admin.require_key);
 
@@ -946,7 +943,10 @@ fn hardening_keys_compile_and_are_checked() {
         crate::table::DEFAULT_MAX_HEADERS
     );
     assert_eq!(defaults.admin.addr, None);
-    assert_eq!(defaults.limits.max_answer, crate::table::DEFAULT_MAX_ANSWER);
+    assert_eq!(
+        defaults.limits.max_response,
+        crate::table::DEFAULT_MAX_RESPONSE
+    );
     assert_eq!(
         defaults.limits.body_timeout,
         crate::table::DEFAULT_BODY_TIMEOUT
@@ -955,14 +955,14 @@ fn hardening_keys_compile_and_are_checked() {
     check_errors(&[
         (
             &format!(
-                "{LISTEN}limits: {{ max_headers: 0, idle_timeout: 0s, max_in_flight: 0, max_answer: 0 }}\n\
+                "{LISTEN}limits: {{ max_headers: 0, idle_timeout: 0s, max_in_flight: 0, max_response: 0 }}\n\
              admin: {{ addr: 127.0.0.1:8080 }}\nroutes: []\n"
             ),
             &[
                 "proxy.yaml:3:24: limits.max_headers must be more than 0",
                 "proxy.yaml:3:41: limits.idle_timeout must be more than 0",
                 "proxy.yaml:3:60: limits.max_in_flight must be more than 0",
-                "proxy.yaml:3:75: limits.max_answer must be more than 0",
+                "proxy.yaml:3:77: limits.max_response must be more than 0",
                 "proxy.yaml:4:16: admin address 127.0.0.1:8080 is also a `listen` address; use another port",
             ],
         ),

@@ -175,7 +175,7 @@ fn client_tls(
 }
 
 fn mock_spec(cx: &mut Ctx<'_>, raw: raw::Mock, label: &str) -> Option<MockSpec> {
-    // A zero delay is meaningful for the mock: answer as fast as possible. A zero reply time
+    // A zero delay is meaningful for the mock: respond as fast as possible. A zero reply time
     // is not: every delivery would fail.
     let mut delay = |d: Option<At<String>>, key: &str, zero_ok: bool| {
         optional(d, |d| {

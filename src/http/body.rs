@@ -215,7 +215,7 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Prepend<B> {
 /// it is polled after that, and tells when it is dropped: for the readers that must not poll
 /// a body for an end it has told them (`read_all`, the HTTP/1.1 response writer, the upload).
 #[cfg(test)]
-pub(crate) struct Told {
+pub(crate) struct SingleFrameBody {
     data: Option<Bytes>,
     dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Whether its size hint is exact (else unknown: an HTTP/1.1 response goes chunked).
@@ -223,28 +223,33 @@ pub(crate) struct Told {
 }
 
 #[cfg(test)]
-impl Told {
+impl SingleFrameBody {
     /// The body, and whether it has been dropped.
-    pub fn new(data: &'static str) -> (Told, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    pub fn new(
+        data: &'static str,
+    ) -> (
+        SingleFrameBody,
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
         let dropped = std::sync::Arc::default();
         let data = Some(Bytes::from_static(data.as_bytes()));
-        let told = Told {
+        let single = SingleFrameBody {
             data,
             dropped: std::sync::Arc::clone(&dropped),
             sized: true,
         };
-        (told, dropped)
+        (single, dropped)
     }
 
     /// The same body, of a size it does not tell.
-    pub fn of_unknown_size(mut self) -> Told {
+    pub fn of_unknown_size(mut self) -> SingleFrameBody {
         self.sized = false;
         self
     }
 }
 
 #[cfg(test)]
-impl http_body::Body for Told {
+impl http_body::Body for SingleFrameBody {
     type Data = Bytes;
     type Error = BoxError;
 
@@ -270,7 +275,7 @@ impl http_body::Body for Told {
 }
 
 #[cfg(test)]
-impl Drop for Told {
+impl Drop for SingleFrameBody {
     fn drop(&mut self) {
         self.dropped
             .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -287,10 +292,10 @@ mod tests {
     /// A body that says it has ended after its frame is read without a poll for its end.
     #[tokio::test]
     async fn read_all_does_not_poll_a_body_for_an_end_it_told() {
-        let (told, _) = Told::new("all of it");
-        assert_eq!(read_all(told, 100).await.unwrap(), "all of it");
-        let (told, _) = Told::new("all of it");
-        let boxed = Body::boxed(told);
+        let (single, _) = SingleFrameBody::new("all of it");
+        assert_eq!(read_all(single, 100).await.unwrap(), "all of it");
+        let (single, _) = SingleFrameBody::new("all of it");
+        let boxed = Body::boxed(single);
         assert_eq!(read_all(boxed, 100).await.unwrap(), "all of it");
     }
 

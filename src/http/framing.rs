@@ -12,8 +12,8 @@ use crate::http::message::HeaderView;
 /// what it parses itself (repeated or conflicting `Content-Length`s, bad chunk sizes,
 /// obs-fold, invalid bytes, a non-chunked `Transfer-Encoding`) and settled `Content-Length`
 /// with `Transfer-Encoding` as RFC 9112 §6.3 allows: the length is dropped, the body read as
-/// chunked, and the connection closed after the answer, so nothing after the body can be
-/// taken for a request. What is left is `Host` (RFC 9112 §3.2: answer 400 to an HTTP/1.1
+/// chunked, and the connection closed after the response, so nothing after the body can be
+/// taken for a request. What is left is `Host` (RFC 9112 §3.2: respond with 400 to an HTTP/1.1
 /// request without one, and to any request with more than one or with one that is no
 /// `uri-host [ ":" port ]`), and a target whose authority names a user (RFC 9110 §4.2.4: a
 /// recipient treats `userinfo` as an error). lingo passes the host the client addressed on

@@ -227,10 +227,10 @@ mod tests {
     #[test]
     fn a_connection_header_names_each_field_once() {
         let mut headers = HeaderMap::new();
-        let told: String = (0..5000)
+        let tokens: String = (0..5000)
             .map(|i| format!("X-{}, x-{}, ", i % 3, i % 3))
             .collect();
-        headers.insert(CONNECTION, told.parse().unwrap());
+        headers.insert(CONNECTION, tokens.parse().unwrap());
         headers.append(CONNECTION, "keep-alive".parse().unwrap());
         let named = connection_named(&headers);
         let mut names: Vec<&str> = named.iter().map(HeaderName::as_str).collect();

@@ -1,9 +1,9 @@
 //! The idle-between-chunks timeout, as a body wrapper with its own error type: around the
-//! answers of hyper-util's client and of the mock upstream (`upstream::UpstreamClient::send`)
-//! and a WebSocket handshake's answer. lingo's own HTTP/1.1 client times the same limit, with
+//! responses of hyper-util's client and of the mock upstream (`upstream::UpstreamClient::send`)
+//! and a WebSocket handshake's response. lingo's own HTTP/1.1 client times the same limit, with
 //! the same error, on its connection's timer (`upstream::h1::deadline`).
 //!
-//! A streamed answer may legitimately take minutes in total, so there is no total timeout;
+//! A streamed response may legitimately take minutes in total, so there is no total timeout;
 //! what is bounded is the silence between two frames. The error carries the configured
 //! duration so the log line says which limit fired.
 //!

@@ -146,7 +146,7 @@ mod tests {
 
         use super::super::*;
 
-        /// The careful way alone, without the quick look: what `normalize` must answer.
+        /// The careful way alone, without the quick look: what `normalize` must return.
         fn careful(raw: &str) -> Result<Cow<'_, str>, Refusal> {
             let decoded = decode_unreserved(raw)?;
             for segment in decoded.split('/').skip(1) {

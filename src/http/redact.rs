@@ -1,8 +1,8 @@
-//! Taking an upstream's key out of an answer as it streams by.
+//! Taking an upstream's key out of a response as it streams by.
 //!
-//! Some upstreams repeat the credential they were sent in their error answers. lingo injects
-//! that key so that clients never hold it, so an error answer passed through must not hand it
-//! over either, however large the answer and however its bytes are split into chunks. The
+//! Some upstreams repeat the credential they were sent in their error responses. lingo injects
+//! that key so that clients never hold it, so an error response passed through must not hand it
+//! over either, however large the response and however its bytes are split into chunks. The
 //! [`Redactor`] holds back the last bytes it was given, fewer than the key's length, until the
 //! next chunk shows whether they start the key: memory stays bounded and nothing else waits.
 
@@ -20,7 +20,7 @@ use crate::base::secret::Secret;
 const MARK: &[u8] = b"<redacted>";
 
 /// Replaces every occurrence of a key in a sequence of chunks. Joined, its outputs for the
-/// chunks of an answer equal the answer with each occurrence (leftmost first, not
+/// chunks of a response equal the response with each occurrence (leftmost first, not
 /// overlapping) replaced, wherever the chunks were split.
 #[derive(Debug)]
 pub struct Redactor {
@@ -79,13 +79,13 @@ impl Redactor {
         self.held.len()
     }
 
-    /// What is still held back, once the answer has ended.
+    /// What is still held back, once the response has ended.
     pub fn finish(&mut self) -> Bytes {
         self.held.split().freeze()
     }
 }
 
-/// Redacts the key from header values (an error answer's headers, its trailers).
+/// Redacts the key from header values (an error response's headers, its trailers).
 pub fn redact_headers(headers: &mut HeaderMap, key: &Secret) {
     redact_values(headers, key.expose().as_bytes());
 }
@@ -230,9 +230,9 @@ mod tests {
         assert!(http_body::Body::is_end_stream(&body));
     }
 
-    /// The whole answer redacted in one go: the reference the chunked runs must match.
-    fn at_once(key: &str, answer: &[u8]) -> Vec<u8> {
-        Redactor::new(&Secret::new(key)).whole(answer)
+    /// The whole response redacted in one go: the reference the chunked runs must match.
+    fn at_once(key: &str, response: &[u8]) -> Vec<u8> {
+        Redactor::new(&Secret::new(key)).whole(response)
     }
 
     #[test]
@@ -254,8 +254,8 @@ mod tests {
             ("abab", b"ababab", b"<redacted>ab"),
             ("", b"anything", b"anything"),
         ];
-        for (key, answer, want) in cases {
-            assert_eq!(at_once(key, answer), *want, "{key:?} in {answer:?}");
+        for (key, response, want) in cases {
+            assert_eq!(at_once(key, response), *want, "{key:?} in {response:?}");
         }
     }
 
@@ -263,14 +263,14 @@ mod tests {
     #[test]
     fn chunk_boundaries_change_nothing() {
         let key = "sk-0123456789";
-        let answer =
+        let response =
             b"{\"error\":\"key sk-0123456789 revoked; sk-01234 sk-0123456789sk-0123456789\"}";
-        let want = at_once(key, answer);
+        let want = at_once(key, response);
         assert!(!want.windows(key.len()).any(|w| w == key.as_bytes()));
-        for size in 1..=answer.len() {
+        for size in 1..=response.len() {
             let mut r = Redactor::new(&Secret::new(key));
             let mut out = Vec::new();
-            for chunk in answer.chunks(size) {
+            for chunk in response.chunks(size) {
                 let piece = r.feed(chunk);
                 out.extend_from_slice(&piece);
                 assert!(r.held.len() < key.len(), "holds back less than the key");

@@ -14,7 +14,7 @@
 //!    held for the next read. A pass-through frame goes on as it is.
 //! 3. The wrappers on the way (the merge of a request's streams, the request's record, its
 //!    in-flight slot, the idle timeout) hand each frame on as they get it.
-//! 4. The response writer (`server::h1::answer`) takes what the body has ready before it
+//! 4. The response writer (`server::h1::response`) takes what the body has ready before it
 //!    makes the head, without waiting, so that the head leaves in one write with it (a body
 //!    that ended there is framed by its length). Then it frames each frame here, by length or
 //!    chunked, and polls the body again: what the body has ready is added, and when it has

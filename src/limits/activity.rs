@@ -106,9 +106,9 @@ impl Activity {
         }
     }
 
-    /// Bytes were written to the client: a head that began while an answer was still being
+    /// Bytes were written to the client: a head that began while a response was still being
     /// written (a pipelined request) is timed from the last write, so that a slow reader of
-    /// a long answer is not dropped mid-answer.
+    /// a long response is not dropped mid-response.
     #[inline]
     pub fn wrote(&self) {
         if self.head_since.load(Ordering::Relaxed) != 0 && self.heads.load(Ordering::Relaxed) {
@@ -288,7 +288,7 @@ mod tests {
             header: Duration::from_secs(60),
         };
         let cases: [Case; _] = [
-            // A new connection's head may complete and its answer end at once: the idle
+            // A new connection's head may complete and its response end at once: the idle
             // spell that follows must not wait for the head's 60 s.
             ("new, silent", s(0, 0, Some(0), true), 0, Ok(1)),
             (
@@ -315,7 +315,7 @@ mod tests {
             let quiet = activity.quiet(limits).await;
             (quiet, activity.born.elapsed())
         });
-        drop(activity.begin()); // one request, answered at once
+        drop(activity.begin()); // one request, served at once
         tokio::time::advance(Duration::from_secs(8)).await;
         assert!(
             futures_poll(&mut quiet).await.is_none(),
@@ -339,7 +339,7 @@ mod tests {
         };
         let activity = std::sync::Arc::new(Activity::new());
         drop(activity.begin());
-        activity.saw_bytes(); // the next head arrives while the answer is still written
+        activity.saw_bytes(); // the next head arrives while the response is still written
         for _ in 0..3 {
             tokio::time::advance(Duration::from_secs(1)).await;
             activity.wrote();

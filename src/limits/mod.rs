@@ -1,7 +1,7 @@
 //! Admission: what a listener lets in, and what a request's headers may weigh.
 //!
 //! Each listener has a [`Gate`] with two bounded pools, one slot per open connection and one
-//! per request in flight. When a pool is empty lingo answers 503 with `Retry-After` at once
+//! per request in flight. When a pool is empty lingo responds with 503 with `Retry-After` at once
 //! instead of queueing: a queue in front of a model server only turns overload into timeouts.
 //! Each connection has an [`Activity`] so that it can be closed once it has been idle (no
 //! request in flight) for the idle timeout, or slow to send a request head.
@@ -22,7 +22,7 @@ use crate::table::Limits;
 pub use activity::{Activity, Busy, Quiet, Timeouts};
 
 /// How many over-the-limit connections may be in the middle of being told "503" at once;
-/// beyond that they are closed without an answer, so a flood costs a bounded amount.
+/// beyond that they are closed without a response, so a flood costs a bounded amount.
 const REJECTING: usize = 64;
 
 /// One listener's pools, sized when it is bound.
@@ -51,7 +51,7 @@ pub struct Slot(Arc<Pool>);
 pub struct ConnectionSlot(#[allow(dead_code)] Slot);
 
 /// A request in flight: holds its listener slot and marks its connection busy until the
-/// answer's body has ended (or been dropped).
+/// response's body has ended (or been dropped).
 #[derive(Debug)]
 pub struct InFlight {
     _slot: Slot,
@@ -61,7 +61,7 @@ pub struct InFlight {
 /// What to do with a connection just accepted.
 pub enum Admission {
     Serve(ConnectionSlot),
-    /// Full: answer its requests with 503 (the slot bounds how many such answers run).
+    /// Full: its requests get a 503 (the slot bounds how many such responses run).
     Refuse(Slot),
     /// Full, and too many are being refused already: close it.
     Drop,
@@ -122,7 +122,7 @@ impl Gate {
         }
     }
 
-    /// A slot for one request on a connection, or the 503 to answer with. Either way the
+    /// A slot for one request on a connection, or the 503 to respond with. Either way the
     /// request's head is complete, so its connection stops timing the head.
     pub fn admit_request(&self, activity: &Arc<Activity>) -> Result<InFlight, ProxyError> {
         let busy = activity.begin();
@@ -138,8 +138,8 @@ impl Gate {
 }
 
 pin_project! {
-    /// An answer's body that keeps its request's [`InFlight`] slot until it has ended or been
-    /// dropped: a streamed answer is in flight until its last frame.
+    /// A response's body that keeps its request's [`InFlight`] slot until it has ended or been
+    /// dropped: a streamed response is in flight until its last frame.
     pub struct Held<B> {
         #[pin]
         inner: B,

@@ -15,24 +15,24 @@ use crate::base::secret::Secret;
 use crate::mock::webhook::{CONTRACT_TIMEOUT, Delivery, Schedule};
 use crate::table::{MAX_WEBHOOK_RETRIES, MockSpec};
 
-/// Everything that shapes one mock answer.
+/// Everything that shapes one mock response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Knobs {
-    /// Tokens per answer.
+    /// Tokens per response.
     pub tokens: u32,
     /// Delay before each token after the first.
     pub token_delay: Duration,
-    /// Delay before the answer's head (a slow first byte).
+    /// Delay before the response's head (a slow first byte).
     pub first_token_delay: Duration,
     pub embedding_size: u32,
-    /// Answer this error status (with a native or web-data error body) instead.
+    /// Response this error status (with a native or web-data error body) instead.
     pub status: Option<u16>,
     /// Send a native `{"error": ...}` line after this many tokens.
     pub error_after: Option<u32>,
     /// Cut the connection after this many tokens.
     pub cut_after: Option<u32>,
-    /// The dialect to answer in: a `mock:` upstream's `speaks`. `None` (the standalone
-    /// `lingo mock`) answers `/api/*` natively and the rest as the web-data API.
+    /// The dialect to respond in: a `mock:` upstream's `speaks`. `None` (the standalone
+    /// `lingo mock`) responds to `/api/*` natively and the rest as the web-data API.
     pub speaks: Option<Dialect>,
     /// Delay before each page of a web-data job (crawl, batch scrape, extract): its status
     /// says `scraping` (`processing`) until the last, and its webhook events follow it.

@@ -2,13 +2,13 @@
 //! knobs.
 //!
 //! It runs two ways: inside lingo, as an upstream with `mock:` in the table (so the shipped
-//! `proxy.yaml` answers on a machine with no model server), and on its own as
+//! `proxy.yaml` responds on a machine with no model server), and on its own as
 //! `lingo mock --listen ADDR` (a load-test backend in its own process). Both call
 //! [`handle`]. Knobs (see [`knobs`]) come from the table or flags, and per request from an
-//! `X-Mock` header or a `model@knob=value` model name. A `mock:` upstream answers in the
+//! `X-Mock` header or a `model@knob=value` model name. A `mock:` upstream responses in the
 //! dialect it `speaks` (the `speaks` knob): chat-completions mocks serve the official `/v1/*`
 //! inference paths (`chat/`); web-data-v2 mocks serve version 2 of the web-data API only
-//! (`webdata/v2.rs`); the others, and the standalone mock, answer `/api/*` natively and
+//! (`webdata/v2.rs`); the others, and the standalone mock, respond to `/api/*` natively and
 //! everything else as the web-data API.
 
 mod chat;
@@ -38,35 +38,35 @@ use knobs::Knobs;
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// What the mock does with a request.
-pub enum Answer {
+pub enum Handled {
     Response(Response<Body>),
-    /// Drop the connection without an answer (`cut_after` on a non-streamed request).
+    /// Drop the connection without a response (`cut_after` on a non-streamed request).
     Cut,
     /// The request body could not be read (it broke off, was malformed, or went over a
-    /// limit): the caller's fault, not the mock's, and no answer of the mock's own. In
-    /// process, lingo answers it as it would a real upstream's failed upload (400
+    /// limit): the caller's fault, not the mock's, and no response of the mock's own. In
+    /// process, lingo responds to it as it would a real upstream's failed upload (400
     /// `invalid_request_body`, or 413 over the route's `max_body`) in the route's dialect.
     BadBody(BoxError),
 }
 
-// === impl Answer ===
+// === impl Response ===
 
-impl Answer {
-    fn ok(content_type: &'static str, body: Body) -> Answer {
+impl Handled {
+    fn ok(content_type: &'static str, body: Body) -> Handled {
         let mut response = Response::new(body);
         response
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-        Answer::Response(response)
+        Handled::Response(response)
     }
 
-    fn cut() -> Answer {
-        Answer::Cut
+    fn cut() -> Handled {
+        Handled::Cut
     }
 }
 
-fn json_answer(status: u16, value: &Value) -> Answer {
-    Answer::Response(json_response(status, value))
+fn respond_json(status: u16, value: &Value) -> Handled {
+    Handled::Response(json_response(status, value))
 }
 
 fn json_response(status: u16, value: &Value) -> Response<Body> {
@@ -81,8 +81,8 @@ fn json_response(status: u16, value: &Value) -> Response<Body> {
 }
 
 /// An error in the native (`{"error"}`) or web-data (`{"success":false,"error"}`) shape.
-fn error_answer(status: u16, message: &str, webdata: bool) -> Answer {
-    Answer::Response(error_response(status, message, webdata))
+fn respond_error(status: u16, message: &str, webdata: bool) -> Handled {
+    Handled::Response(error_response(status, message, webdata))
 }
 
 fn error_response(status: u16, message: &str, webdata: bool) -> Response<Body> {
@@ -95,20 +95,20 @@ fn error_response(status: u16, message: &str, webdata: bool) -> Response<Body> {
 }
 
 /// An error in the shape of the dialect `knobs` speak at `path`.
-fn refuse(knobs: &Knobs, path: &str, status: u16, message: &str) -> Answer {
+fn refuse(knobs: &Knobs, path: &str, status: u16, message: &str) -> Handled {
     match knobs.speaks {
         Some(Dialect::Chat) => chat::error(status, message),
-        _ => error_answer(status, message, !path.starts_with("/api/")),
+        _ => respond_error(status, message, !path.starts_with("/api/")),
     }
 }
 
 /// Serves one request with `defaults` overridden by the request's own knobs.
-pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Answer {
+pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Handled {
     let (head, body) = req.into_parts();
     let path = head.uri().path();
     let bytes = match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(err) => return Answer::BadBody(err),
+        Err(err) => return Handled::BadBody(err),
     };
     let request: Value = if bytes.is_empty() {
         Value::Null
@@ -169,7 +169,7 @@ fn route(
     knobs: &Knobs,
     model: &str,
     host: &str,
-) -> Answer {
+) -> Handled {
     match (method, path) {
         (&Method::POST, "/api/chat") => native::chat(request, knobs, model),
         (&Method::POST, "/api/generate") => native::generate(request, knobs, model),
@@ -177,9 +177,11 @@ fn route(
         (&Method::POST, "/api/embeddings") => native::embeddings(request, knobs, model),
         (&Method::GET, "/api/tags") => native::tags(),
         (&Method::POST, "/api/show") => native::show(request),
-        (&Method::GET, "/api/version") => json_answer(200, &json!({"version": "0.0.0-lingo-mock"})),
-        (&Method::GET, "/api/ps") => json_answer(200, &json!({"models": []})),
-        (_, p) if p.starts_with("/api/") => error_answer(404, "404 page not found", false),
+        (&Method::GET, "/api/version") => {
+            respond_json(200, &json!({"version": "0.0.0-lingo-mock"}))
+        }
+        (&Method::GET, "/api/ps") => respond_json(200, &json!({"models": []})),
+        (_, p) if p.starts_with("/api/") => respond_error(404, "404 page not found", false),
         _ => webdata::handle(method, path, query, request, host, knobs),
     }
 }
@@ -210,9 +212,9 @@ pub async fn serve_on(listener: TcpListener, defaults: Knobs) -> std::io::Result
                 async move {
                     let req = Request::from(req.map(Body::new));
                     match handle(&defaults, req).await {
-                        Answer::Response(r) => Ok::<_, MockCut>(r.into_hyper()),
-                        Answer::Cut => Err(MockCut),
-                        Answer::BadBody(err) => Ok(bad_body(err.as_ref()).into_hyper()),
+                        Handled::Response(r) => Ok::<_, MockCut>(r.into_hyper()),
+                        Handled::Cut => Err(MockCut),
+                        Handled::BadBody(err) => Ok(bad_body(err.as_ref()).into_hyper()),
                     }
                 }
             });
@@ -226,8 +228,8 @@ pub async fn serve_on(listener: TcpListener, defaults: Knobs) -> std::io::Result
     }
 }
 
-/// The mock's own answer to an upload it could not read (when it serves on its own socket):
-/// 413 over its limit, else 400, in the native shape (what the real server answers).
+/// The mock's own response to an upload it could not read (when it serves on its own socket):
+/// 413 over its limit, else 400, in the native shape (what the real server responds).
 fn bad_body(err: &(dyn std::error::Error + 'static)) -> Response<Body> {
     let chain = || std::iter::successors(Some(err), |&e| e.source());
     if chain().any(|e| e.is::<http_body_util::LengthLimitError>()) {
@@ -238,7 +240,7 @@ fn bad_body(err: &(dyn std::error::Error + 'static)) -> Response<Body> {
     }
 }
 
-/// The service error that makes hyper drop a connection without answering.
+/// The service error that makes hyper drop a connection without responding.
 #[derive(Debug, thiserror::Error)]
 #[error("mock backend cut the connection (cut_after)")]
 pub struct MockCut;

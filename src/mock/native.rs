@@ -1,7 +1,7 @@
 //! The mock's native dialect: `/api/chat`, `/api/generate`, `/api/embed(dings)`,
 //! `/api/tags`, `/api/show`, framed as the real server frames them.
 //!
-//! Answers are deterministic: the same request and knobs give the same bytes, except that
+//! Responses are deterministic: the same request and knobs give the same bytes, except that
 //! no timestamps vary either (a fixed `created_at`), so load tests compare like with like.
 
 use bytes::Bytes;
@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::knobs::Knobs;
 use super::stream::{Drip, Ending, Script};
-use super::{Answer, error_answer, json_answer};
+use super::{Handled, respond_error, respond_json};
 use crate::base::ids::{FNV_OFFSET, digest, fnv1a};
 use crate::http::body::Body;
 
@@ -19,7 +19,7 @@ pub(super) const CREATED_AT: &str = "2026-01-01T00:00:00Z";
 /// The models `/api/tags` lists: the target of the shipped table's alias (`gpt-4o-mini` ->
 /// `llama3.2:3b`, also what the README's native examples ask for) and an embedding model, so
 /// the default demo's `/v1/models` and `/api/tags` show each alias beside its target. Sizes
-/// and counts are close to the real models' in their usual quantisations. (The mock answers
+/// and counts are close to the real models' in their usual quantisations. (The mock responds to
 /// every model name; these are only what it says it has.)
 pub(super) const MODELS: [Listed; 2] = [
     Listed {
@@ -48,7 +48,7 @@ pub(super) const MODELS: [Listed; 2] = [
     },
 ];
 
-/// The words mock answers are made of.
+/// The words mock responses are made of.
 const WORDS: [&str; 12] = [
     "Lingo", "is", "a", "mock", "answer", "streamed", "one", "token", "at", "a", "time", "here",
 ];
@@ -85,20 +85,20 @@ struct Reply {
     prompt_tokens: u64,
 }
 
-pub fn chat(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+pub fn chat(request: &Value, knobs: &Knobs, model: &str) -> Handled {
     stream_or_whole(Kind::Chat, request, knobs, model)
 }
 
-pub fn generate(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+pub fn generate(request: &Value, knobs: &Knobs, model: &str) -> Handled {
     stream_or_whole(Kind::Generate, request, knobs, model)
 }
 
-fn stream_or_whole(kind: Kind, request: &Value, knobs: &Knobs, model: &str) -> Answer {
+fn stream_or_whole(kind: Kind, request: &Value, knobs: &Knobs, model: &str) -> Handled {
     if model.is_empty() {
-        return error_answer(400, "model is required", false);
+        return respond_error(400, "model is required", false);
     }
     if model.starts_with("missing") {
-        return error_answer(404, &format!("model '{model}' not found"), false);
+        return respond_error(404, &format!("model '{model}' not found"), false);
     }
     let reply = Reply::new(kind, request, knobs, model);
     let stream = request
@@ -112,12 +112,12 @@ fn stream_or_whole(kind: Kind, request: &Value, knobs: &Knobs, model: &str) -> A
     };
     if stream {
         let body = Body::new(Drip::new(reply, knobs.token_delay, ending));
-        return Answer::ok("application/x-ndjson", body);
+        return Handled::ok("application/x-ndjson", body);
     }
     match ending {
-        Ending::Done => json_answer(200, &reply.whole()),
-        Ending::ErrorAfter(n) => error_answer(500, &format!("mock error after {n} tokens"), false),
-        Ending::CutAfter(_) => Answer::cut(),
+        Ending::Done => respond_json(200, &reply.whole()),
+        Ending::ErrorAfter(n) => respond_error(500, &format!("mock error after {n} tokens"), false),
+        Ending::CutAfter(_) => Handled::cut(),
     }
 }
 
@@ -189,7 +189,7 @@ impl Reply {
         event
     }
 
-    /// The non-streamed answer: the closing event with all the text.
+    /// The non-streamed response: the closing event with all the text.
     fn whole(&self) -> Value {
         Value::Object(self.event(&self.pieces.concat(), true))
     }
@@ -298,9 +298,9 @@ pub(super) fn prompt_tokens(request: &Value) -> u64 {
 }
 
 /// `/api/embed`: one L2-normalised vector per input.
-pub fn embed(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+pub fn embed(request: &Value, knobs: &Knobs, model: &str) -> Handled {
     if model.starts_with("missing") {
-        return error_answer(404, &format!("model '{model}' not found"), false);
+        return respond_error(404, &format!("model '{model}' not found"), false);
     }
     let inputs: Vec<&str> = match &request["input"] {
         Value::String(s) if s.is_empty() => Vec::new(),
@@ -308,7 +308,7 @@ pub fn embed(request: &Value, knobs: &Knobs, model: &str) -> Answer {
         Value::Array(items) if items.iter().all(Value::is_string) => {
             items.iter().filter_map(Value::as_str).collect()
         }
-        _ => return error_answer(400, "invalid input type", false),
+        _ => return respond_error(400, "invalid input type", false),
     };
     let size = match request["dimensions"].as_u64() {
         Some(d) if d > 0 && d < u64::from(knobs.embedding_size) => d as usize,
@@ -316,14 +316,14 @@ pub fn embed(request: &Value, knobs: &Knobs, model: &str) -> Answer {
     };
     let embeddings: Vec<Vec<f32>> = inputs.iter().map(|t| vector(t, size, true)).collect();
     let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
-    json_answer(
+    respond_json(
         200,
         &json!({"model": model, "embeddings": embeddings, "prompt_eval_count": tokens}),
     )
 }
 
 /// `/api/embeddings` (legacy): one unnormalised vector for `prompt`.
-pub fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+pub fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Handled {
     let prompt = request["prompt"].as_str().unwrap_or("");
     let embedding = if prompt.is_empty() {
         Vec::new()
@@ -331,7 +331,7 @@ pub fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Answer {
         vector(prompt, knobs.embedding_size as usize, false)
     };
     let _ = model;
-    json_answer(200, &json!({"embedding": embedding}))
+    respond_json(200, &json!({"embedding": embedding}))
 }
 
 /// A deterministic vector for `text` (FNV-1a seeded xorshift).
@@ -353,30 +353,30 @@ pub(super) fn vector(text: &str, size: usize, normalise: bool) -> Vec<f32> {
 }
 
 /// `/api/tags`: the models the mock pretends to have.
-pub fn tags() -> Answer {
+pub fn tags() -> Handled {
     let models: Vec<Value> = MODELS.iter().map(Listed::entry).collect();
-    json_answer(200, &json!({ "models": models }))
+    respond_json(200, &json!({ "models": models }))
 }
 
 /// `/api/show`: details of any model, except names starting with `missing`. A listed model
 /// (`llama3.2:3b`, or `all-minilm` for `all-minilm:latest`) is described as listed; any other
 /// name as the first listed model, which is what the mock serves it as.
-pub fn show(request: &Value) -> Answer {
+pub fn show(request: &Value) -> Handled {
     let name = request["model"]
         .as_str()
         .or(request["name"].as_str())
         .unwrap_or("");
     if name.is_empty() {
-        return error_answer(400, "model is required", false);
+        return respond_error(400, "model is required", false);
     }
     if name.starts_with("missing") {
-        return error_answer(404, &format!("model '{name}' not found"), false);
+        return respond_error(404, &format!("model '{name}' not found"), false);
     }
     let listed = MODELS
         .iter()
         .find(|m| m.name == name || m.name.strip_suffix(":latest") == Some(name))
         .unwrap_or(&MODELS[0]);
-    json_answer(200, &listed.show(name))
+    respond_json(200, &listed.show(name))
 }
 
 // === impl Listed ===
@@ -390,7 +390,7 @@ impl Listed {
         })
     }
 
-    /// The `/api/show` answer, for a request that named it `name`.
+    /// The `/api/show` response, for a request that named it `name`.
     fn show(&self, name: &str) -> Value {
         let arch = self.family;
         json!({

@@ -1,4 +1,4 @@
-//! The mock's streamed answer: NDJSON lines (or SSE frames) made one at a time, paced by the
+//! The mock's streamed response: NDJSON lines (or SSE frames) made one at a time, paced by the
 //! knobs.
 //!
 //! Lines are built when they are due, not up front, so ten thousand slow streams cost a few

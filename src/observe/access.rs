@@ -27,9 +27,9 @@ pub struct AccessLog {
     /// The client key's *name*, never the key.
     pub client: Option<String>,
     pub status: u16,
-    /// Why lingo answered an error itself, or why the stream broke.
+    /// Why lingo returned an error itself, or why the stream broke.
     pub error: Option<String>,
-    /// The dialect the client was answered in, once known.
+    /// The dialect the client got a response in, once known.
     pub dialect: Option<Dialect>,
     pub bytes: u64,
     /// The reading of the poll where the request began (`base::clock`): lingo's own time and

@@ -1,4 +1,4 @@
-//! Noticing how an answer's body ends, once: the one job of the [`Ended`] wrapper.
+//! Noticing how a response's body ends, once: the one job of the [`Ended`] wrapper.
 //!
 //! The [`Record`] (the access line and the request's metrics) is told when the body ends
 //! cleanly, when it fails, or when it is dropped unfinished because the client went away.
@@ -15,20 +15,20 @@ use super::{AccessLog, Finish, Outcome};
 use crate::base::clock;
 use crate::http::body::BoxError;
 
-/// What is written about one request when its answer ends.
+/// What is written about one request when its response ends.
 pub struct Record {
     log: AccessLog,
     finish: Option<Finish>,
 }
 
 pin_project! {
-    /// Counts an answer's bytes and tells its [`Record`] how it ended.
+    /// Counts a response's bytes and tells its [`Record`] how it ended.
     pub struct Ended<B> {
         #[pin]
         inner: B,
         // `None` once told.
         record: Option<Record>,
-        // Set when a reader learns from `is_end_stream` that the answer is complete (hyper's
+        // Set when a reader learns from `is_end_stream` that the response is complete (hyper's
         // HTTP/2 writer, lingo's HTTP/1.1 one): it then stops polling, so the record is told,
         // `Complete`, on drop.
         ended: Cell<bool>,
@@ -52,7 +52,7 @@ pin_project! {
 // === impl Record ===
 
 impl Record {
-    /// A request's record; `finish` records its metrics (none for answers refused before
+    /// A request's record; `finish` records its metrics (none for responses refused before
     /// the request was read).
     pub fn new(log: AccessLog, finish: Option<Finish>) -> Self {
         Record { log, finish }
@@ -102,7 +102,7 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.project();
         let polled = this.inner.poll_frame(cx);
-        let told = match &polled {
+        let finished = match &polled {
             Poll::Ready(Some(Ok(frame))) => {
                 if let (Some(record), Some(data)) = (this.record.as_mut(), frame.data_ref()) {
                     record.log.bytes += data.len() as u64;
@@ -115,7 +115,7 @@ where
             Poll::Ready(None) => Some((Outcome::Complete, None)),
             Poll::Pending => None,
         };
-        if let Some((outcome, error)) = told
+        if let Some((outcome, error)) = finished
             && let Some(record) = this.record.take()
         {
             record.tell(outcome, error);

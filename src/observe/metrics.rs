@@ -2,7 +2,7 @@
 //!
 //! One [`Metrics`] lives as long as the server (it outlives reloads). Each request carries a
 //! [`RequestStats`] that the handlers fill in (time spent waiting on upstreams, tokens from
-//! the usage counts) and that is read once, when the answer has ended.
+//! the usage counts) and that is read once, when the response has ended.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -71,12 +71,12 @@ type Histograms<L> = Family<L, Timing, fn() -> Timing>;
 
 /// What each metric counts, as `/metrics` says it.
 mod help {
-    pub const REQUESTS: &str = "Requests answered, by route, upstream, status, the client's dialect and how the answer ended (outcome)";
-    pub const DURATION: &str = "Time from request received to answer ended";
-    pub const OVERHEAD: &str = "lingo's own time before the answer starts: time to the answer's head not spent waiting on upstreams";
-    pub const OPEN: &str = "Answers being sent to clients right now";
+    pub const REQUESTS: &str = "Requests served, by route, upstream, status, the client's dialect and how the response ended (outcome)";
+    pub const DURATION: &str = "Time from request received to response ended";
+    pub const OVERHEAD: &str = "lingo's own time before the response starts: time to the response's head not spent waiting on upstreams";
+    pub const OPEN: &str = "Responses being sent to clients right now";
     pub const CONNECTIONS: &str = "Connections open (admin and refused ones included), by the worker thread serving them (0 when lingo serves without workers)";
-    pub const ERRORS: &str = "Failures talking to upstreams, by kind (unreachable, connect_timeout, first_byte_timeout, idle_timeout, bad_answer before the answer; mid_stream after it started)";
+    pub const ERRORS: &str = "Failures talking to upstreams, by kind (unreachable, connect_timeout, first_byte_timeout, idle_timeout, bad_response before the response; mid_stream after it started)";
     pub const RELOADS: &str = "Route table reloads, by result (ok or refused)";
     pub const GENERATION: &str =
         "Generation of the route table being served (1 at start, +1 per reload)";
@@ -101,7 +101,7 @@ pub struct Metrics {
     pub webhooks: WebhookMetrics,
 }
 
-/// What one request's handlers learnt on the way, read when its answer has ended.
+/// What one request's handlers learnt on the way, read when its response has ended.
 #[derive(Debug, Default)]
 pub struct RequestStats {
     wait: Mutex<Wait>,
@@ -127,13 +127,13 @@ struct Wait {
 /// A wait on an upstream (a head, or a whole body) in progress; dropping it ends the wait.
 pub struct Waiting<'a>(&'a RequestStats);
 
-/// A request whose answer has started: counted as an open stream until [`Finish::done`].
+/// A request whose response has started: counted as an open stream until [`Finish::done`].
 pub struct Finish {
     metrics: Arc<Metrics>,
     stats: Arc<RequestStats>,
-    /// Its pair's duration histogram and, once the pair has counted a complete answer like
+    /// Its pair's duration histogram and, once the pair has counted a complete response like
     /// it, the requests counter it counts in if it ends complete: found with its overhead's,
-    /// so that most answers end without a lookup. (Not made here: an answer that never ends
+    /// so that most responses end without a lookup. (Not made here: a response that never ends
     /// complete does not make a series of none.)
     duration: Timing,
     complete: Option<Counter>,
@@ -206,9 +206,9 @@ impl Metrics {
             .clone()
     }
 
-    /// An answer has ended (or its client went away). Its duration is observed last, so
+    /// A response has ended (or its client went away). Its duration is observed last, so
     /// that a reader who sees the duration's count sees the rest counted too.
-    fn answer_ended(&self, log: &AccessLog, finish: &Finish, outcome: Outcome) {
+    fn response_ended(&self, log: &AccessLog, finish: &Finish, outcome: Outcome) {
         self.open_streams.dec();
         let tokens = finish.stats.tokens();
         // Tokens are counted by route: a request used some on this one.
@@ -253,7 +253,7 @@ impl Metrics {
         counted_out.inc_by(used_out);
     }
 
-    /// The requests counter of `log`'s answer, ended as `outcome`, in its `pair`.
+    /// The requests counter of `log`'s response, ended as `outcome`, in its `pair`.
     fn requests_in(&self, pair: &mut Pair, log: &AccessLog, outcome: Outcome) -> Counter {
         pair.requests(series_key(log, outcome), || {
             self.requests_series(log, outcome)
@@ -288,11 +288,11 @@ impl Metrics {
         })
     }
 
-    /// An error lingo answered for; counted when it is an upstream's failure.
+    /// An error lingo responded with; counted when it is an upstream's failure.
     pub fn upstream_error(&self, err: &ProxyError) {
         let (upstream, kind) = match err {
             ProxyError::Unreachable { upstream, .. } => (upstream, "unreachable"),
-            ProxyError::BadAnswer { upstream, .. } => (upstream, "bad_answer"),
+            ProxyError::BadResponse { upstream, .. } => (upstream, "bad_response"),
             ProxyError::Timeout { upstream, kind, .. } => (
                 upstream,
                 match kind {
@@ -355,7 +355,7 @@ impl Metrics {
 // === impl Finish ===
 
 impl Finish {
-    /// The answer's head is ready (`log` says for what): it becomes an open stream, and
+    /// The response's head is ready (`log` says for what): it becomes an open stream, and
     /// lingo's share of the time so far is recorded.
     pub fn new(metrics: Arc<Metrics>, log: &AccessLog, stats: Arc<RequestStats>) -> Finish {
         metrics.open_streams.inc();
@@ -374,10 +374,10 @@ impl Finish {
         }
     }
 
-    /// The answer has ended, or its client went away. What `log` says of it (status,
+    /// The response has ended, or its client went away. What `log` says of it (status,
     /// route, dialect, client) is as it was at [`Finish::new`].
     pub fn done(self, log: &AccessLog, outcome: Outcome) {
-        self.metrics.answer_ended(log, &self, outcome);
+        self.metrics.response_ended(log, &self, outcome);
     }
 
     /// How the stream failed, if it said so itself.
@@ -447,7 +447,7 @@ impl RequestStats {
         wait.total + wait.since.map_or(Duration::ZERO, clock::since)
     }
 
-    /// The usage of an answer (or of one of its `n` choices).
+    /// The usage of a response (or of one of its `n` choices).
     pub fn used(&self, usage: Usage) {
         self.tokens_in
             .fetch_add(usage.prompt_tokens, Ordering::Relaxed);
@@ -455,7 +455,7 @@ impl RequestStats {
             .fetch_add(usage.completion_tokens, Ordering::Relaxed);
     }
 
-    /// The answer was cut after it had started (a translated stream's error frame); the
+    /// The response was cut after it had started (a translated stream's error frame); the
     /// first failure is the one reported.
     pub fn stream_failed(&self, outcome: Outcome, reason: &str) {
         let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());

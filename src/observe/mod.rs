@@ -1,5 +1,5 @@
 //! Observability: one record per request, told as the access line and as metrics when its
-//! answer ends. [`access`] writes the line, [`metrics`] counts, and [`Ended`] is the one body
+//! response ends. [`access`] writes the line, [`metrics`] counts, and [`Ended`] is the one body
 //! wrapper that notices the end (complete, broken, or dropped by a client that went away).
 //! [`log`] writes every log line (the access line's included) in logfmt or as JSON;
 //! [`webhooks`] counts the webhook relay's events and writes a line per delivery attempt.
@@ -19,7 +19,7 @@ pub use metrics::{Finish, Metrics, RequestStats};
 
 use crate::http::idle::IdleTimeout;
 
-/// How an answer's body ended: what the access line and `lingo_requests_total` say.
+/// How a response's body ended: what the access line and `lingo_requests_total` say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Everything was sent.
@@ -48,7 +48,7 @@ impl Outcome {
         }
     }
 
-    /// Whether the upstream's side broke the answer (counted as a `mid_stream` error).
+    /// Whether the upstream's side broke the response (counted as a `mid_stream` error).
     pub const fn is_upstream_failure(self) -> bool {
         matches!(
             self,
@@ -56,7 +56,7 @@ impl Outcome {
         )
     }
 
-    /// What a body error that cut an answer means: the idle limit, or another failure.
+    /// What a body error that cut a response means: the idle limit, or another failure.
     pub fn of_error(err: &(dyn std::error::Error + 'static)) -> Outcome {
         let mut source = Some(err);
         while let Some(err) = source {

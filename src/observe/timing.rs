@@ -1,7 +1,7 @@
 //! A histogram of durations that a request observes without a lock.
 //!
 //! prometheus-client's `Histogram` takes a mutex and walks its buckets as `f64`s for each
-//! observation, twice a request (lingo's own time at the answer's head,
+//! observation, twice a request (lingo's own time at the response's head,
 //! the whole duration at its end). Here the bucket is found among whole nanoseconds and
 //! counted with one atomic add, and the sum (seconds, an `f64`) is added by compare and
 //! swap. The count is the buckets' total when read, so `_count` and the `+Inf` bucket

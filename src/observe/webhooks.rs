@@ -31,8 +31,8 @@ mod help {
     pub const STORED: &str = "Webhook events stored for delivery";
     pub const DUPLICATES: &str =
         "Webhook events received again with a webhookId already stored (stored once)";
-    pub const DELIVERED: &str = "Webhook events delivered to the client (a 2xx answer)";
-    pub const ATTEMPTS: &str = "Webhook delivery attempts, by outcome: delivered, status (a non-2xx answer, 3xx included), timeout, unreachable, refused (the destination is not allowed)";
+    pub const DELIVERED: &str = "Webhook events delivered to the client (a 2xx response)";
+    pub const ATTEMPTS: &str = "Webhook delivery attempts, by outcome: delivered, status (a non-2xx response, 3xx included), timeout, unreachable, refused (the destination is not allowed)";
     pub const GIVEN_UP: &str = "Webhook events given up after their last attempt (kept for replay)";
     pub const DEPTH: &str = "Webhook events stored and not yet delivered or given up, by store";
     pub const OLDEST: &str =
@@ -64,7 +64,7 @@ pub struct Attempt<'a> {
     pub path: &'a str,
     /// Counted from 1.
     pub attempt: u32,
-    /// The answer's status; 0 when none came.
+    /// The response's status; 0 when none came.
     pub status: u16,
     pub bytes: u64,
     pub duration_ms: f64,

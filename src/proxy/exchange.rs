@@ -54,7 +54,7 @@ pub struct Exchange<'a> {
     pub stats: Arc<RequestStats>,
 }
 
-/// What is known of a request before it is routed: enough to answer an error in the
+/// What is known of a request before it is routed: enough to render an error in the
 /// dialect its path implies and to log it.
 pub struct Arrival {
     pub request_id: HeaderValue,
@@ -164,14 +164,14 @@ fn request_id(fields: HeaderView<'_>) -> HeaderValue {
         .get(&X_REQUEST_ID)
         .filter(|v| !v.is_empty() && v.len() <= 128 && text(v).is_some())
         // Copied, not shared: the client's header is a slice of the connection's read buffer,
-        // and the id lives as long as the answer (the access line), so sharing it would keep
+        // and the id lives as long as the response (the access line), so sharing it would keep
         // that buffer from being reused while a stream lasts.
         .and_then(|v| HeaderValue::from_bytes(v).ok())
         .unwrap_or_else(new_request_id)
 }
 
 /// A new request id, held by the one allocation all its copies share (the request's, the
-/// answer's and the access line's).
+/// response's and the access line's).
 fn new_request_id() -> HeaderValue {
     HeaderValue::from_maybe_shared(Bytes::from_owner(ids::random_id()))
         .expect("hex is a valid header")

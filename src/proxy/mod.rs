@@ -1,6 +1,6 @@
 //! The proxy: one request's life, read top-down in [`pipeline`]: its [`exchange`], the
 //! [`plan`] decided once, the [`run`] that carries it out, and [`respond`], the only place an
-//! error becomes an answer.
+//! error becomes a response.
 
 pub mod exchange;
 pub mod pipeline;

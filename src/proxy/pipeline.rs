@@ -60,7 +60,7 @@ pub fn handle(
                 let record = Record::new(log, None);
                 return response.map(|body| Body::boxed(Ended::new(body, record)));
             }
-            // Admitted or not, lingo's own endpoints are answered (a full listener still says
+            // Admitted or not, lingo's own endpoints are served (a full listener still says
             // so).
             let (held, refused) = match conn.gate.admit_request(&conn.activity) {
                 Ok(held) => (Some(held), None),
@@ -72,17 +72,17 @@ pub fn handle(
             let result = match phases(served, refused, &mut arrival, &mut log) {
                 Ok(Next::Builtin(builtin)) => {
                     let metrics = reloader.metrics();
-                    let answer = builtin.answer(&snapshot, metrics, req.headers());
-                    Box::pin(answer).await
+                    let responding = builtin.respond(&snapshot, metrics, req.headers());
+                    Box::pin(responding).await
                 }
                 Ok(Next::Run(plan, exchange)) => run::run(plan, &exchange, req).await,
                 Ok(Next::Webhooks(endpoint)) => {
-                    Box::pin(endpoint.answer(reloader.relay(), req)).await
+                    Box::pin(endpoint.respond(reloader.relay(), req)).await
                 }
                 Err(err) => Err(err),
             };
             let metrics = reloader.metrics();
-            let response = respond::answer(result, metrics, &arrival, &mut log);
+            let response = respond::finish(result, metrics, &arrival, &mut log);
             let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
             let record = Record::new(log, Some(finish));
             let (head, body) = response.into_parts();
@@ -105,7 +105,7 @@ enum Next<'a> {
 }
 
 /// The phases after admission: lingo's own endpoints, then route -> authenticate -> plan.
-/// An error is the answer; `arrival.dialect` says how to tell it.
+/// An error is the response; `arrival.dialect` says how to tell it.
 ///
 /// They only decide, and [`handle`] does what they decided: it holds the request, and an
 /// `async` phase given it would hold it too (as passed, and again as moved).

@@ -5,7 +5,7 @@
 //! path it has no translator for, a WebSocket upgrade with a body) is refused here.
 
 use super::exchange::Exchange;
-use super::run::relay;
+use super::run::webhook_relay;
 use crate::base::dialect::Dialect;
 use crate::error::ProxyError;
 use crate::http::h1::fields::parse_length;
@@ -29,7 +29,7 @@ pub enum Plan {
     Translate(Endpoint),
     /// A WebSocket upgrade, tunnelled.
     Tunnel,
-    /// A native model listing, answered with the table's aliases added.
+    /// A native model listing, returned with the table's aliases added.
     ListTags,
     /// A native call that may name a model alias.
     Rename,
@@ -67,7 +67,7 @@ impl Plan {
         Ok(match endpoint {
             Some(endpoint) => Plan::Translate(endpoint),
             None if x.upgrade => Plan::Tunnel,
-            None if relay::relays(x, req.method()) => Plan::Relay,
+            None if webhook_relay::relays(x, req.method()) => Plan::Relay,
             None if native && path == "/api/tags" && table.native_aliases().next().is_some() => {
                 Plan::ListTags
             }

@@ -1,4 +1,4 @@
-//! The one place an error becomes an answer: each dialect's error shape, with its status.
+//! The one place an error becomes a response: each dialect's error shape, with its status.
 //!
 //! Every error lingo produces itself (no route, bad key, upstream down, ...) is rendered by
 //! [`render`] in the dialect of the route the client called, so each client sees the error
@@ -16,9 +16,9 @@ use crate::http::message::Response;
 use crate::observe::{AccessLog, Metrics};
 use crate::upstream::headers::X_REQUEST_ID;
 
-/// The answer to a request: the run's, or its error told in the request's dialect (an
+/// The response to a request: the run's, or its error told in the request's dialect (an
 /// upstream's failure counted); either way with the request id, and its status logged.
-pub fn answer(
+pub fn finish(
     result: Result<Response, ProxyError>,
     metrics: &Metrics,
     arrival: &Arrival,
@@ -274,7 +274,7 @@ mod tests {
                     limit: Duration::from_millis(1500),
                 },
                 504,
-                "upstream `m` did not answer: first-byte timeout of 1500ms fired",
+                "upstream `m` did not respond: first-byte timeout of 1500ms fired",
                 "server_error",
                 Some("upstream_timeout"),
             ),
@@ -289,12 +289,12 @@ mod tests {
                 None,
             ),
             (
-                ProxyError::BadAnswer {
+                ProxyError::BadResponse {
                     upstream: "models".into(),
-                    message: "the answer is not JSON".into(),
+                    message: "the response is not JSON".into(),
                 },
                 502,
-                "upstream `models`: the answer is not JSON",
+                "upstream `models`: the response is not JSON",
                 "server_error",
                 None,
             ),

@@ -186,14 +186,14 @@ mod tests {
             .write_all(b"GET /api/tags HTTP/1.1\r\nhost: lingo\r\nconnection: close\r\n\r\n")
             .await
             .unwrap();
-        let mut answer = String::new();
-        let read = client.read_to_string(&mut answer);
+        let mut response = String::new();
+        let read = client.read_to_string(&mut response);
         // Guards against a hang; never a performance threshold.
         tokio::time::timeout(std::time::Duration::from_secs(20), read)
             .await
-            .expect("the connection was answered and closed")
+            .expect("the connection got a response and closed")
             .unwrap();
-        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
         drop(busy);
     }
 }

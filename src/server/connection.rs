@@ -2,7 +2,7 @@
 //!
 //! A connection is served until the client closes it, it has been idle (no request in
 //! flight) for the idle timeout, or shutdown begins; the last two close it gracefully (HTTP/2
-//! GOAWAY, HTTP/1.1 close after the answer in progress). One whose request head is slower
+//! GOAWAY, HTTP/1.1 close after the response in progress). One whose request head is slower
 //! than the header timeout is dropped (see `limits::activity`). Every open connection holds a
 //! [`DrainGuard`] so that shutdown can wait for the last one, and so that new ones go to the
 //! worker serving fewest (`balance`) and `/metrics` can say where they are.
@@ -263,12 +263,12 @@ async fn first_bytes(
     }
 }
 
-/// A connection over the listener's limit: each request on it is answered 503 with
+/// A connection over the listener's limit: each request on it gets a 503 with
 /// `Retry-After` in the dialect its path implies, and the connection is closed. On a `tls:`
-/// listener the handshake comes first (a TLS client would read a plain answer as garbage),
+/// listener the handshake comes first (a TLS client would read a plain response as garbage),
 /// offering HTTP/1.1 only: an HTTP/2 connection would take any number of requests until the
-/// timeout instead of closing after one answer. Handshake and answer together get at most
-/// [`REFUSE_TIMEOUT`]. Served by hyper-util's connection (one answer, then closed: what it
+/// timeout instead of closing after one response. Handshake and response together get at most
+/// [`REFUSE_TIMEOUT`]. Served by hyper-util's connection (one response, then closed: what it
 /// holds meanwhile does not matter).
 pub async fn refuse(accepted: Accepted, _slot: Slot) {
     let Accepted {
@@ -296,7 +296,7 @@ pub async fn refuse(accepted: Accepted, _slot: Slot) {
         .timer(TokioTimer::new())
         .header_read_timeout(REFUSE_TIMEOUT);
     let tls = listener.and_then(|i| reloader.snapshot().table.listeners.get(i)?.tls.clone());
-    let answer = async move {
+    let responding = async move {
         match tls {
             None => {
                 let _ = builder
@@ -315,7 +315,7 @@ pub async fn refuse(accepted: Accepted, _slot: Slot) {
             }
         }
     };
-    let _ = tokio::time::timeout(REFUSE_TIMEOUT, answer).await;
+    let _ = tokio::time::timeout(REFUSE_TIMEOUT, responding).await;
 }
 
 /// What serving a connection takes once the version it speaks is known.
@@ -360,9 +360,9 @@ impl Session {
                 activity.speaks_http2();
                 let service = service_fn(move |req: hyper::Request<Incoming>| {
                     let req = Request::from(req.map(Body::new));
-                    let answer = pipeline::boxed(Arc::clone(&reloader), Arc::clone(&conn), req);
-                    // hyper writes the map: fields kept as read go into it.
-                    async move { Ok::<_, Infallible>(answer.await.into_hyper()) }
+                    let response = pipeline::boxed(Arc::clone(&reloader), Arc::clone(&conn), req);
+                    // hyper writes the map: raw header fields go into it.
+                    async move { Ok::<_, Infallible>(response.await.into_hyper()) }
                 });
                 let serving = async move {
                     let conn = pin!(settings.http2(TokioIo::new(io), service));
@@ -381,7 +381,7 @@ enum Ending {
 }
 
 /// Polls a connection to its end. When it has been idle too long, or shutdown begins, asks
-/// it to close gracefully and keeps polling so that the answer in progress is finished; when
+/// it to close gracefully and keeps polling so that the response in progress is finished; when
 /// a request head is too slow to arrive, drops it (nothing is in flight on it). The timer
 /// and the shutdown signal are [`Gated`]: most wakes of the task are for the connection.
 ///

@@ -33,7 +33,7 @@ pub struct Settings {
     body_timeout: Duration,
 }
 
-/// A connection that can be asked to finish the answer in progress and close (HTTP/1.1:
+/// A connection that can be asked to finish the response in progress and close (HTTP/1.1:
 /// close after it; HTTP/2: GOAWAY).
 pub trait Graceful: Future {
     fn close_gracefully(self: Pin<&mut Self>);

@@ -1,6 +1,6 @@
 //! A client connection's socket, telling its [`Activity`] when bytes arrive: on an idle
 //! HTTP/1.1 connection the first byte starts the request head's clock (`header_timeout`),
-//! and a write restarts a clock already running (a head pipelined behind an answer still
+//! and a write restarts a clock already running (a head pipelined behind a response still
 //! being written). Writes pass through unchanged, vectored ones included.
 
 use std::io;

@@ -29,9 +29,9 @@ pub const DEFAULT_DRAIN: Duration = Duration::from_secs(30);
 /// Default cap on one upstream NDJSON line: far above any token event, small enough that a
 /// runaway upstream cannot grow lingo's buffer without bound.
 pub const DEFAULT_MAX_LINE: u64 = 1024 * 1024;
-/// Default cap on an upstream answer lingo reads whole (translated non-streamed answers,
-/// web-data answers whose links it re-bases): above any real answer, a bound on memory.
-pub const DEFAULT_MAX_ANSWER: u64 = 64 * 1024 * 1024;
+/// Default cap on an upstream response lingo reads whole (translated non-streamed responses,
+/// web-data responses whose links it re-bases): above any real response, a bound on memory.
+pub const DEFAULT_MAX_RESPONSE: u64 = 64 * 1024 * 1024;
 /// Default upstream timeouts.
 pub const DEFAULT_MAX_HEADER_BYTES: u64 = 64 * 1024;
 pub const DEFAULT_MAX_HEADERS: usize = 100;
@@ -79,7 +79,7 @@ pub struct Listener {
     /// rustls server config (certificate and key already read and checked), ALPN h2 + http/1.1.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The address clients use to reach lingo (`https://proxy.example.com`), for rewriting
-    /// absolute URLs in upstream answers. When absent it is built from the listener's scheme
+    /// absolute URLs in upstream responses. When absent it is built from the listener's scheme
     /// and the client's `Host` header.
     pub public_url: Option<Uri>,
 }
@@ -135,7 +135,7 @@ pub struct MockSpec {
     /// The successive delays between a webhook event's attempts (at most
     /// [`MAX_WEBHOOK_RETRIES`]).
     pub webhook_retry: Option<Vec<Duration>>,
-    /// The time a webhook receiver has to answer.
+    /// The time a webhook receiver has to response.
     pub webhook_timeout: Option<Duration>,
     /// The secret webhook deliveries are signed with.
     pub webhook_secret: Option<Secret>,
@@ -229,8 +229,8 @@ pub struct Limits {
     pub drain: Duration,
     /// Longest NDJSON line accepted from an upstream while translating (`limits.max_line`).
     pub max_line: u64,
-    /// Longest upstream answer lingo reads whole (`limits.max_answer`).
-    pub max_answer: u64,
+    /// Longest upstream response lingo reads whole (`limits.max_response`).
+    pub max_response: u64,
     /// Request header bytes (names, values and line overhead) a request may carry (431).
     pub max_header_bytes: u64,
     /// Header fields a request may carry (431).
@@ -241,9 +241,9 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// The longest silence while a request's body is read (408 past it).
     pub body_timeout: Duration,
-    /// Open connections per listener; more are answered 503 and closed.
+    /// Open connections per listener; more get a 503 and are closed.
     pub max_connections: usize,
-    /// Requests in flight per listener; more are answered 503 with `Retry-After`.
+    /// Requests in flight per listener; more get a 503 with `Retry-After`.
     pub max_in_flight: usize,
 }
 

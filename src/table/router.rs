@@ -1,8 +1,8 @@
-//! Which route answers a path: an exact `path:` beats any `prefix:`, a longer prefix beats a
+//! Which route responds to a path: an exact `path:` beats any `prefix:`, a longer prefix beats a
 //! shorter one, and the first in the file wins a tie.
 //!
 //! Pure and allocation-free: it runs on every request against a table compiled once.
-//! Prefixes match whole segments, so `/v1` never answers for `/v10`.
+//! Prefixes match whole segments, so `/v1` never serves `/v10`.
 
 use super::{PathMatch, Route};
 

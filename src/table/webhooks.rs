@@ -43,7 +43,7 @@ pub struct WebhookSpec {
     pub seal: Option<SealKey>,
     /// The successive delays between a delivery's attempts.
     pub retry: Vec<Duration>,
-    /// A delivery not answered with a 2xx within this time has failed.
+    /// A delivery without a 2xx response within this time has failed.
     pub timeout: Duration,
     /// Ranges deliveries may go to although they are not public addresses.
     pub allow: Vec<Cidr>,
@@ -113,8 +113,8 @@ mod tests {
             ("redis://u:pw@h/2", "redis://u:***@h/2"),
             ("redis://u:p@w@h/2", "redis://u:***@h/2"),
         ];
-        for (url, told) in cases {
-            assert_eq!(StoreAt::Redis(url.into()).to_string(), told, "{url}");
+        for (url, shown) in cases {
+            assert_eq!(StoreAt::Redis(url.into()).to_string(), shown, "{url}");
         }
     }
 }

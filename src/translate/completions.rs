@@ -1,6 +1,6 @@
 //! `/v1/completions` <-> native `/api/generate`.
 //!
-//! A prompt array is a batch: one native request per prompt, answered as choices in prompt
+//! A prompt array is a batch: one native request per prompt, returned as choices in prompt
 //! order. `max_tokens` defaults to 16 (the official API's default); sampling fields are sent
 //! only when set; `echo` puts the prompt in front of the text.
 //!
@@ -21,7 +21,7 @@ use super::ndjson::LineFramer;
 use super::params::{self, err};
 use super::scan::{Scan, Seen};
 use super::sse::{self, field, usage_field};
-use super::translation::Refusal;
+use super::translation::InvalidRequest;
 use super::translation::{FINGERPRINT, LineTranslator, Meta, Translation, UpstreamCall};
 use crate::base::dialect::Dialect;
 use crate::base::usage::{Tally, Usage};
@@ -52,7 +52,10 @@ impl CompletionRequest {
 }
 
 /// Reads a completions request.
-pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionRequest, Refusal> {
+pub fn request(
+    body: &[u8],
+    defaults: &Map<String, Value>,
+) -> Result<CompletionRequest, InvalidRequest> {
     let body = params::object(body)?;
     let model = params::model(&body)?;
     let bad_prompt = || {
@@ -110,7 +113,7 @@ pub fn request(body: &[u8], defaults: &Map<String, Value>) -> Result<CompletionR
     })
 }
 
-/// One native `/api/generate` event (or the whole answer).
+/// One native `/api/generate` event (or the whole response).
 #[derive(Debug, Default, Deserialize)]
 struct Event<'a> {
     #[serde(default, borrow)]
@@ -139,7 +142,7 @@ fn parse_into<'a>(bytes: &'a [u8], event: &mut Event<'a>) -> Result<(), String> 
         .map_err(|e| format!("upstream sent something that is not a native generate event: {e}"))
 }
 
-/// Reads an event with [`Scan`] into `event` (a default one), or answers `None` for serde to
+/// Reads an event with [`Scan`] into `event` (a default one), or returns `None` for serde to
 /// read (see `chat::native::scan_into`).
 fn scan_into<'a>(text: &'a [u8], event: &mut Event<'a>) -> Option<()> {
     let mut seen = Seen::default();
@@ -206,17 +209,17 @@ fn envelope<'a>(meta: &'a Meta, choices: Vec<OutChoice<'a>>, usage: Option<Usage
     }
 }
 
-/// The `text_completion` answer for the whole native answers, one per prompt, and their
+/// The `text_completion` response for the whole native responses, one per prompt, and their
 /// summed usage.
 pub fn completion(
-    answers: &[Bytes],
+    responses: &[Bytes],
     request: &CompletionRequest,
     meta: &Meta,
 ) -> Result<(Bytes, Usage), String> {
     let mut total = Tally::default();
-    let mut choices = Vec::with_capacity(answers.len());
-    for (i, answer) in answers.iter().enumerate() {
-        let event = parse(answer)?;
+    let mut choices = Vec::with_capacity(responses.len());
+    for (i, upstream) in responses.iter().enumerate() {
+        let event = parse(upstream)?;
         if let Some(error) = &event.error {
             return Err(format!("upstream error: {error}"));
         }
@@ -234,7 +237,7 @@ pub fn completion(
         });
     }
     let usage = total.total();
-    let room = answers.iter().map(Bytes::len).sum::<usize>() + 512;
+    let room = responses.iter().map(Bytes::len).sum::<usize>() + 512;
     super::to_json(&envelope(meta, choices, Some(usage)), room)
         .map(|json| (Bytes::from(json), usage))
         .map_err(|e| e.to_string())
@@ -319,7 +322,7 @@ impl CompletionStream {
         }
     }
 
-    /// Which prompt of the batch this stream answers.
+    /// Which prompt of the batch this stream responses.
     pub fn prompt(&self) -> usize {
         self.index as usize
     }
@@ -373,7 +376,7 @@ impl OutChoice<'_> {
     }
 }
 
-/// A completions request as a [`Translation`]: one `/api/generate` per prompt, each answer's
+/// A completions request as a [`Translation`]: one `/api/generate` per prompt, each response's
 /// stream through a [`CompletionStream`], one usage chunk for a batch, then `data: [DONE]`.
 pub struct Completions {
     request: CompletionRequest,
@@ -421,8 +424,8 @@ impl Translation for Completions {
         frames
     }
 
-    fn whole(&self, answers: &[Bytes]) -> Result<(Bytes, Usage), String> {
-        completion(answers, &self.request, &self.meta)
+    fn whole(&self, responses: &[Bytes]) -> Result<(Bytes, Usage), String> {
+        completion(responses, &self.request, &self.meta)
     }
 
     fn upstream_error(&self, status: u16, body: &[u8]) -> (u16, String, Option<&'static str>) {
@@ -572,7 +575,7 @@ mod tests {
         );
     }
 
-    fn native(body: Value) -> Result<Value, Refusal> {
+    fn native(body: Value) -> Result<Value, InvalidRequest> {
         let r = request(body.to_string().as_bytes(), &Map::new())?;
         Ok(serde_json::from_slice(&r.native_body("up", 0)).unwrap())
     }
@@ -768,7 +771,7 @@ mod tests {
     }
 
     #[test]
-    fn answers_and_streams() {
+    fn responses_and_streams() {
         let meta = Meta {
             id: "cmpl-x".into(),
             created: 1,

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::json::Json;
 use super::params::{self, err};
-use super::translation::Refusal;
+use super::translation::InvalidRequest;
 use super::translation::{NoStream, Translation, UpstreamCall};
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
@@ -26,7 +26,7 @@ pub struct EmbedRequest {
 }
 
 /// Reads a chat-completions embeddings request.
-pub fn request(body: &[u8]) -> Result<EmbedRequest, Refusal> {
+pub fn request(body: &[u8]) -> Result<EmbedRequest, InvalidRequest> {
     let body = params::object(body)?;
     let model = params::model(&body)?;
     let bad_input = || {
@@ -115,17 +115,17 @@ struct Legacy {
     embedding: Vec<f32>,
 }
 
-/// The vectors of an `/api/embed` answer and its token count.
+/// The vectors of an `/api/embed` response and its token count.
 pub fn parse_embed(body: &[u8]) -> Result<(Vec<Vec<f32>>, u64), String> {
     let embed: Embed = serde_json::from_slice(body)
-        .map_err(|e| format!("upstream sent an unexpected embed answer: {e}"))?;
+        .map_err(|e| format!("upstream sent an unexpected embed response: {e}"))?;
     Ok((embed.embeddings, embed.prompt_eval_count))
 }
 
-/// The vector of a legacy `/api/embeddings` answer.
+/// The vector of a legacy `/api/embeddings` response.
 pub fn parse_legacy(body: &[u8]) -> Result<Vec<f32>, String> {
     let legacy: Legacy = serde_json::from_slice(body)
-        .map_err(|e| format!("upstream sent an unexpected embeddings answer: {e}"))?;
+        .map_err(|e| format!("upstream sent an unexpected embeddings response: {e}"))?;
     Ok(legacy.embedding)
 }
 
@@ -143,7 +143,7 @@ struct Item<'a> {
     embedding: Vector<'a>,
 }
 
-/// The `object: list` answer (the name the client asked for in `model`).
+/// The `object: list` response (the name the client asked for in `model`).
 pub fn response(vectors: &[Vec<f32>], tokens: u64, model: &str, base64: bool) -> Bytes {
     let data: Vec<Item<'_>> = vectors
         .iter()
@@ -218,13 +218,13 @@ impl Embeddings {
         }
     }
 
-    /// The whole answer from one `/api/embed` answer.
-    fn embedded(&self, answer: &[u8]) -> Result<(Bytes, Usage), String> {
-        let (vectors, tokens) = parse_embed(answer)?;
+    /// The whole response from one `/api/embed` response.
+    fn embedded(&self, upstream_body: &[u8]) -> Result<(Bytes, Usage), String> {
+        let (vectors, tokens) = parse_embed(upstream_body)?;
         let inputs = self.request.inputs.len();
         if vectors.len() != inputs {
             return Err(format!(
-                "answered {} embeddings for {inputs} inputs",
+                "returned {} embeddings for {inputs} inputs",
                 vectors.len()
             ));
         }
@@ -271,11 +271,11 @@ impl Translation for Embeddings {
         Vec::new()
     }
 
-    fn whole(&self, answers: &[Bytes]) -> Result<(Bytes, Usage), String> {
+    fn whole(&self, responses: &[Bytes]) -> Result<(Bytes, Usage), String> {
         if !self.legacy {
-            return self.embedded(answers.first().map_or(&[][..], |a| &a[..]));
+            return self.embedded(responses.first().map_or(&[][..], |a| &a[..]));
         }
-        let vectors = answers
+        let vectors = responses
             .iter()
             .map(|a| parse_legacy(a))
             .collect::<Result<Vec<_>, _>>()?;
@@ -311,7 +311,7 @@ pub fn decode_bytes(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The float32 vector of little-endian base64 (what `encoding_format: base64` answers hold).
+/// The float32 vector of little-endian base64 (what `encoding_format: base64` responses hold).
 pub fn decode_base64(text: &str) -> Option<Vec<f32>> {
     let bytes = decode_bytes(text)?;
     bytes.len().is_multiple_of(4).then(|| {
@@ -402,7 +402,7 @@ mod tests {
     }
 
     #[test]
-    fn an_embeddings_translation_is_answered_whole() {
+    fn an_embeddings_translation_gets_a_whole_response() {
         // The driver never streams it: no stream, no closing frames (no `data: [DONE]`).
         let t = Embeddings::new(request(br#"{"model":"e","input":"a"}"#).unwrap());
         assert!(!t.streams());
@@ -410,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn answers() {
+    fn responses() {
         let out: Value =
             serde_json::from_slice(&response(&[vec![0.5, 1.0]], 4, "alias", false)).unwrap();
         assert_eq!(

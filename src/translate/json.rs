@@ -213,7 +213,7 @@ const MAX_SCAN_DEPTH: usize = 32;
 impl<'a> Json<'a> {
     /// Reads a body as [`parse_json`](crate::translate::parse_json) does, with a [`Scan`]
     /// first, which reads a request in one pass where serde's generic visitor takes several
-    /// times as long. The scan answers `None` for anything it is not sure of (a key with an
+    /// times as long. The scan returns `None` for anything it is not sure of (a key with an
     /// escape, a lone surrogate, a number serde would refuse, deep nesting, ...), and serde
     /// then reads the body: its value or its error, never another.
     pub fn read(body: &'a [u8]) -> serde_json::Result<Json<'a>> {

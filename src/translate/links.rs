@@ -1,13 +1,13 @@
 //! Rewriting the absolute URLs a web-data upstream builds from the `Host` it saw.
 //!
-//! A started crawl or batch answers `"url": "https://<upstream>/v1/crawl/<id>"` and a status
+//! A started crawl or batch responds with `"url": "https://<upstream>/v1/crawl/<id>"` and a status
 //! page `"next": "https://<upstream>/v2/crawl/<id>?skip=40"`. Clients (the v1 Python SDK)
 //! follow these verbatim, so they must name lingo, not the upstream. Only the top-level
 //! `url` and `next` of a JSON object are touched: they are the API's own links in every
-//! documented answer, whereas nested `url`s are scraped pages' addresses.
+//! documented response, whereas nested `url`s are scraped pages' addresses.
 //!
-//! The answer is scanned without building a tree ([`crate::translate::splice`]), and the output is the
-//! original buffer sliced around the replaced values: one answer in memory, no copy.
+//! The response is scanned without building a tree ([`crate::translate::splice`]), and the output is the
+//! original buffer sliced around the replaced values: one response in memory, no copy.
 
 use bytes::Bytes;
 use hyper::Uri;

@@ -2,7 +2,7 @@
 //!
 //! Bytes and values in, bytes and values out: no sockets, no clocks (ids and `created` are
 //! passed in), no tasks. That keeps them table-testable with golden files, and keeps the I/O
-//! shell (`proxy::run::translate`) thin. Each native line is parsed once and each frame
+//! shell (`proxy::run::drive`) thin. Each native line is parsed once and each frame
 //! serialised once.
 //!
 //! Beside serde, two fast paths do the work of a stream: [`scan`] reads native lines and
@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::dialect::{Dialect, paths};
 
 pub use translation::{
-    FINGERPRINT, LineTranslator, Meta, NoStream, Refusal, Translation, UpstreamCall,
+    FINGERPRINT, InvalidRequest, LineTranslator, Meta, NoStream, Translation, UpstreamCall,
 };
 
 /// Parses JSON (an upstream line or response, a client's request) checking its UTF-8 once.
@@ -49,7 +49,7 @@ pub fn parse_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result
 }
 
 /// [`parse_json`] into `out`, trying `scan` first (a [`scan::Scan`] of the shape lingo
-/// expects, over the bytes as they are, which answers `None` where it is not sure that serde
+/// expects, over the bytes as they are, which returns `None` where it is not sure that serde
 /// would read the same; what it wrote into `out` by then is replaced by serde's value, or
 /// left there with serde's error, for the caller to drop).
 ///
@@ -106,9 +106,9 @@ pub enum Endpoint {
     NativeTags,
     /// `/api/show` -> `/v1/models/{id}`.
     NativeShow,
-    /// `/api/ps`: answered by lingo (no model is known to be loaded).
+    /// `/api/ps`: served by lingo (no model is known to be loaded).
     NativePs,
-    /// `/api/version`: answered by lingo ([`native::models::NATIVE_VERSION`]).
+    /// `/api/version`: served by lingo ([`native::models::NATIVE_VERSION`]).
     NativeVersion,
     /// Any web-data `/v1/...` call over a v2-only upstream: [`webdata`] maps the
     /// path, the body and the response (`/v2/...` passes through).
@@ -237,7 +237,7 @@ mod tests {
         content: Cow<'a, str>,
     }
 
-    /// Whatever the reader, the same answer as serde_json's slice reader: the same value, the
+    /// Whatever the reader, the same response as serde_json's slice reader: the same value, the
     /// same refusals, and a line with broken UTF-8 in a field nobody reads still accepted.
     #[test]
     fn parses_as_the_slice_reader_does() {

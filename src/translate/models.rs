@@ -18,11 +18,11 @@ struct Tag {
     modified_at: String,
 }
 
-/// A native `/api/tags` answer, parsed once. Entries are kept whole, so that what lingo does
+/// A native `/api/tags` response, parsed once. Entries are kept whole, so that what lingo does
 /// not read (`capabilities`, `remote_host`, fields a newer server adds) reaches native
 /// clients as the upstream wrote it.
 pub struct TagList {
-    /// The answer's top-level fields but `models`.
+    /// The response's top-level fields but `models`.
     rest: Map<String, Value>,
     entries: Vec<(Tag, Map<String, Value>)>,
 }
@@ -59,7 +59,7 @@ struct List<'a> {
 // === impl TagList ===
 
 impl TagList {
-    /// Reads an `/api/tags` answer; `"models"` missing or `null` is an empty list.
+    /// Reads an `/api/tags` response; `"models"` missing or `null` is an empty list.
     pub fn parse(tags: &[u8]) -> Result<TagList, String> {
         let unexpected = |e: &dyn Display| format!("upstream sent an unexpected model list: {e}");
         let mut rest: Map<String, Value> =
@@ -160,9 +160,9 @@ pub fn tags_with_aliases(own: &TagList, aliases: &[AliasEntry<'_>]) -> Result<By
             .iter()
             .map(|alias| Value::Object(alias_entry(alias))),
     );
-    let mut answer = own.rest.clone();
-    answer.insert("models".into(), Value::Array(models));
-    serde_json::to_vec(&answer)
+    let mut response = own.rest.clone();
+    response.insert("models".into(), Value::Array(models));
+    serde_json::to_vec(&response)
         .map(Bytes::from)
         .map_err(|e| e.to_string())
 }
@@ -197,7 +197,7 @@ pub fn unlisted() -> Map<String, Value> {
     ])
 }
 
-/// One model, from its `/api/show` answer.
+/// One model, from its `/api/show` response.
 pub fn one(id: &str, show: &[u8], owned_by: &str) -> Result<Bytes, String> {
     let show: Show = serde_json::from_slice(show)
         .map_err(|e| format!("upstream sent an unexpected model: {e}"))?;

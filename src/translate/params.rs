@@ -6,25 +6,25 @@
 use serde_json::{Map, Value, json};
 
 use super::json::{Json, Object};
-use super::translation::Refusal;
+use super::translation::InvalidRequest;
 
 /// A 400 naming `param`.
-pub fn err(param: &'static str, message: impl Into<String>) -> Refusal {
-    Refusal {
+pub fn err(param: &'static str, message: impl Into<String>) -> InvalidRequest {
+    InvalidRequest {
         message: message.into(),
         param: Some(param),
     }
 }
 
-fn whole_body(message: String) -> Refusal {
-    Refusal {
+fn whole_body(message: String) -> InvalidRequest {
+    InvalidRequest {
         message,
         param: None,
     }
 }
 
 /// The body as a JSON object, borrowing its strings.
-pub fn object(body: &[u8]) -> Result<Object<'_>, Refusal> {
+pub fn object(body: &[u8]) -> Result<Object<'_>, InvalidRequest> {
     match read(body, Json::read)? {
         Json::Object(o) => Ok(o),
         _ => Err(not_an_object()),
@@ -32,7 +32,7 @@ pub fn object(body: &[u8]) -> Result<Object<'_>, Refusal> {
 }
 
 /// The body as a `serde_json` object (for the native translators, which keep it).
-pub fn value_object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
+pub fn value_object(body: &[u8]) -> Result<Map<String, Value>, InvalidRequest> {
     match read(body, super::parse_json)? {
         Value::Object(map) => Ok(map),
         _ => Err(not_an_object()),
@@ -43,7 +43,7 @@ pub fn value_object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
 fn read<'a, T>(
     body: &'a [u8],
     parse: impl FnOnce(&'a [u8]) -> serde_json::Result<T>,
-) -> Result<T, Refusal> {
+) -> Result<T, InvalidRequest> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(whole_body(
             "the request body is empty; send a JSON request".into(),
@@ -52,12 +52,12 @@ fn read<'a, T>(
     parse(body).map_err(|e| whole_body(format!("the request body is not valid JSON: {e}")))
 }
 
-fn not_an_object() -> Refusal {
+fn not_an_object() -> InvalidRequest {
     whole_body("the request body must be a JSON object".into())
 }
 
 /// The required, non-blank `model`.
-pub fn model(body: &Object) -> Result<String, Refusal> {
+pub fn model(body: &Object) -> Result<String, InvalidRequest> {
     match body.get("model") {
         Some(Json::Str(m)) if !m.trim().is_empty() => Ok(m.as_ref().to_owned()),
         None | Some(Json::Null | Json::Str(_)) => {
@@ -69,7 +69,7 @@ pub fn model(body: &Object) -> Result<String, Refusal> {
 }
 
 /// A boolean field; absent or null is false.
-pub fn flag(map: &Object, key: &'static str) -> Result<bool, Refusal> {
+pub fn flag(map: &Object, key: &'static str) -> Result<bool, InvalidRequest> {
     match map.get(key) {
         None | Some(Json::Null) => Ok(false),
         Some(Json::Bool(b)) => Ok(*b),
@@ -78,7 +78,7 @@ pub fn flag(map: &Object, key: &'static str) -> Result<bool, Refusal> {
 }
 
 /// `stream_options.include_usage`.
-pub fn include_usage(body: &Object) -> Result<bool, Refusal> {
+pub fn include_usage(body: &Object) -> Result<bool, InvalidRequest> {
     match body.get("stream_options") {
         None | Some(Json::Null) => Ok(false),
         Some(Json::Object(o)) => flag(o, "include_usage").map_err(|_| {
@@ -96,7 +96,7 @@ pub fn include_usage(body: &Object) -> Result<bool, Refusal> {
 pub fn options(
     body: &Object,
     defaults: &Map<String, Value>,
-) -> Result<Map<String, Value>, Refusal> {
+) -> Result<Map<String, Value>, InvalidRequest> {
     let mut options = defaults.clone();
     match body.get("options") {
         None | Some(Json::Null) => {}
@@ -155,7 +155,7 @@ pub fn options(
 }
 
 /// A positive integer token limit (`max_tokens`, `max_completion_tokens`).
-pub fn token_limit(body: &Object, key: &'static str) -> Result<Option<u64>, Refusal> {
+pub fn token_limit(body: &Object, key: &'static str) -> Result<Option<u64>, InvalidRequest> {
     match body.get(key) {
         None | Some(Json::Null) => Ok(None),
         Some(v) => v

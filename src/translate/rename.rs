@@ -1,4 +1,4 @@
-//! Model aliases on native routes, the answer side: each answer line's top-level `model` is
+//! Model aliases on native routes, the response side: each response line's top-level `model` is
 //! the alias again. (The request side splices the upstream's name in: see `splice`.)
 
 use std::ops::Range;
@@ -10,7 +10,7 @@ use super::translation::LineTranslator;
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 
-/// Puts the alias back into each answer line's top-level `model`, however the upstream
+/// Puts the alias back into each response line's top-level `model`, however the upstream
 /// spaces its JSON; a line whose `model` is another name (or that is not JSON) is left alone.
 pub struct Rename {
     model: String,

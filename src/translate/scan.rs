@@ -3,11 +3,11 @@
 //!
 //! It exists because serde's generic visitor is most of a streamed translation's work (the
 //! figures are in docs/benchmarks.md), most of it for keys lingo ignores. It reads only what
-//! it is sure of, and its caller answers `None` ("not sure") for anything else: for a native
+//! it is sure of, and its caller returns `None` ("not sure") for anything else: for a native
 //! line, a nested value it does not expect, a number that is not a plain unsigned integer, a
 //! field given twice; for any reader, a key with an escape or past ASCII, a lone surrogate, a
 //! raw control character, a string that is not UTF-8, bytes after the value. The caller then
-//! lets serde read the text, so an answer is never different from serde's: either the same
+//! lets serde read the text, so a response is never different from serde's: either the same
 //! value, or serde's own (value or error). Each reader built on it has a test that walks the
 //! fields of the serde struct it stands in for, so a field added there and not here fails.
 
@@ -88,7 +88,7 @@ impl<'a> Scan<'a> {
     }
 
     /// An object: `member` is called with each key and the scan at its value, which it must
-    /// read (or answer `None`).
+    /// read (or return `None`).
     pub fn object(
         &mut self,
         mut member: impl FnMut(&'a [u8], &mut Self) -> Option<()>,
@@ -118,7 +118,7 @@ impl<'a> Scan<'a> {
         Some(key)
     }
 
-    /// An array: `item` is called with the scan at each value, which it must read (or answer
+    /// An array: `item` is called with the scan at each value, which it must read (or return
     /// `None`).
     pub fn array(&mut self, item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
         self.list(b'[', b']', item)

@@ -6,7 +6,7 @@
 //! borrowing parse (no tree is built) and the new value is spliced in around them.
 //!
 //! [`may_name`] is a search before that parse, because every native pass-through asks
-//! whether its body names an alias and most do not: the search answers at memory speed,
+//! whether its body names an alias and most do not: the search returns at memory speed,
 //! where the parse reads every byte (docs/benchmarks.md has the figure). It reads no serde
 //! struct (it looks for the keys [`find`] is asked for), so it has no fields to keep in step.
 
@@ -328,7 +328,7 @@ mod tests {
     }
 
     /// (body, whether it may name the alias `gpt-4o-mini` or `openai/o1` by the key scan,
-    /// and by the aliases' literals). Whatever the quick answer, it is never `false` where
+    /// and by the aliases' literals). Whatever the quick response, it is never `false` where
     /// the parse finds a top-level alias.
     #[test]
     fn may_name_is_false_only_where_the_parse_finds_no_alias() {

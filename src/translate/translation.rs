@@ -1,8 +1,8 @@
-//! What a translation is, for the one I/O shell that drives them all (`proxy::run::translate`).
+//! What a translation is, for the one I/O shell that drives them all (`proxy::run::drive`).
 //!
 //! A client request, once read, becomes a [`Translation`]: the upstream requests it makes,
-//! the [`LineTranslator`] each answer's stream goes through, the closing frames, and the
-//! whole answer made from whole upstream answers. Usage from several answers is added up by
+//! the [`LineTranslator`] each response's stream goes through, the closing frames, and the
+//! whole response made from whole upstream responses. Usage from several responses is added up by
 //! [`crate::base::usage::Tally`]. Everything here is pure: ids and clocks come in through
 //! [`Meta`].
 
@@ -14,7 +14,7 @@ use super::ndjson::LineFramer;
 use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 
-/// What every chunk and answer of one translated response shares.
+/// What every chunk and response of one translated response shares.
 #[derive(Debug, Clone)]
 pub struct Meta {
     /// `chatcmpl-` or `cmpl-` + a random token.
@@ -25,13 +25,13 @@ pub struct Meta {
     pub model: String,
 }
 
-/// The `system_fingerprint` of lingo's chat-completions answers.
+/// The `system_fingerprint` of lingo's chat-completions responses.
 pub const FINGERPRINT: &str = "fp_lingo";
 
 /// A client request a translator refuses: a 400 in the client's dialect, naming the
 /// parameter at fault (every translator's request errors are this one type).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
+pub struct InvalidRequest {
     pub message: String,
     pub param: Option<&'static str>,
 }
@@ -60,14 +60,14 @@ pub trait LineTranslator: Send + 'static {
     fn room(&self, _framer: &LineFramer) -> usize {
         0
     }
-    /// Frames at the clean end of the upstream body; `Err` when the answer was incomplete.
+    /// Frames at the clean end of the upstream body; `Err` when the response was incomplete.
     fn finish(&mut self) -> Result<Vec<Bytes>, String>;
     /// The dialect its frames are in (a failed stream's last frame is told in it).
     fn dialect(&self) -> Dialect;
     /// The token counts the stream reported, once it has ended.
     fn usage(&self) -> Option<Usage>;
-    /// Which prompt of the request the stream answers: the `n` choices of a chat completion
-    /// all answer prompt 0; a completions batch has one prompt per stream.
+    /// Which prompt of the request the stream responses: the `n` choices of a chat completion
+    /// all response prompt 0; a completions batch has one prompt per stream.
     fn prompt(&self) -> usize {
         0
     }
@@ -75,12 +75,12 @@ pub trait LineTranslator: Send + 'static {
 
 /// One client request, translated.
 pub trait Translation: Send + 'static {
-    /// What each answer's stream goes through.
+    /// What each response's stream goes through.
     type Stream: LineTranslator;
     /// The dialect the upstream must speak (an alias may point at another upstream; the
     /// shell refuses one that speaks something else). Most translations go to native servers.
     const UPSTREAM: Dialect = Dialect::Native;
-    /// The content type of a streamed answer: server-sent events unless the client's dialect
+    /// The content type of a streamed response: server-sent events unless the client's dialect
     /// streams something else (native clients read NDJSON).
     const STREAM_TYPE: &'static str = "text/event-stream";
     /// The model the client named (the shell resolves aliases).
@@ -89,14 +89,14 @@ pub trait Translation: Send + 'static {
     fn streams(&self) -> bool;
     /// The upstream requests, naming the upstream's `model`.
     fn calls(&mut self, model: &str) -> Vec<UpstreamCall>;
-    /// The translator for answer `i`'s stream, of `count`.
+    /// The translator for response `i`'s stream, of `count`.
     fn stream(&self, i: usize, count: usize) -> Self::Stream;
     /// The frames after every stream ended cleanly, with the request's usage if any stream
     /// reported one.
     fn closing(&self, usage: Option<Usage>, count: usize) -> Vec<Bytes>;
-    /// The whole answer from the upstream's whole answers, and its usage.
-    fn whole(&self, answers: &[Bytes]) -> Result<(Bytes, Usage), String>;
-    /// An upstream's error answer re-told: `(status, message, code)`.
+    /// The whole response from the upstream's whole responses, and its usage.
+    fn whole(&self, responses: &[Bytes]) -> Result<(Bytes, Usage), String>;
+    /// An upstream's error response rewritten: `(status, message, code)`.
     fn upstream_error(&self, status: u16, body: &[u8]) -> (u16, String, Option<&'static str>);
 }
 
@@ -123,7 +123,7 @@ impl LineTranslator for NoStream {
     }
 }
 
-const NO_STREAM: &str = "this endpoint does not stream its answers";
+const NO_STREAM: &str = "this endpoint does not stream its responses";
 
 /// A tool call's id when the upstream gave none: derived from the response's own random id,
 /// the choice and the call's number, so that the translator stays pure and the ids stay

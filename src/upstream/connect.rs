@@ -1,7 +1,7 @@
 //! The connect timeout over the whole of getting a connection: name lookup, TCP connect and,
 //! on `https://` upstreams, the TLS handshake. hyper-util's own connect timeout covers only
 //! the TCP connect, so a server that accepts and then never finishes the handshake would
-//! otherwise hold a request until its first-byte timeout and be reported as slow to answer
+//! otherwise hold a request until its first-byte timeout and be reported as slow to respond
 //! rather than unreachable.
 
 use std::future::Future;

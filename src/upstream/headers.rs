@@ -34,7 +34,7 @@ pub struct Forwarding<'a> {
     pub auth: Option<&'a Auth>,
     /// A WebSocket upgrade: keep `Connection: upgrade` and `Upgrade`.
     pub upgrade: bool,
-    /// Ask for the answer unencoded (`Accept-Encoding: identity`): lingo reads it.
+    /// Ask for the response unencoded (`Accept-Encoding: identity`): lingo reads it.
     pub identity: bool,
     /// The body is lingo's own JSON (a translated request): the client's `Content-Type` and
     /// `Content-Encoding` described the client's body and stay behind.
@@ -55,7 +55,7 @@ const MOST_ADDED: usize = 10;
 
 impl Forwarding<'_> {
     /// Whether a client field named `name` stays behind (besides those `Connection` names):
-    /// hop-by-hop fields; `Expect`, which the connection has already answered on the client's
+    /// hop-by-hop fields; `Expect`, which the connection has already handled on the client's
     /// hop (when the body was first read), so the upstream gets the body without being asked;
     /// the framing lingo writes itself; the client's credentials; and every field lingo sets
     /// (`each_added`).
@@ -83,7 +83,7 @@ impl Forwarding<'_> {
     }
 
     /// Each of `headers` that these rules let through to the upstream, lent to `each`: not
-    /// one [`Forwarding::drops`], nor one a `Connection` field names (fields kept as read
+    /// one [`Forwarding::drops`], nor one a `Connection` field names (raw header fields
     /// have left those out as they were read).
     pub fn each_forwarded(&self, headers: HeaderView<'_>, mut each: impl FnMut(&[u8], &[u8])) {
         match headers {
@@ -154,8 +154,8 @@ pub fn to_upstream(headers: &mut HeaderMap, fwd: &Forwarding<'_>) {
 }
 
 /// Rewrites an upstream response's headers for the client: its hop-by-hop fields stay on the
-/// upstream's hop (fields kept as read leave them out as they are read). Its `X-Request-Id`
-/// is lingo's, set on every response, lingo's own included, by `proxy::respond::answer`.
+/// upstream's hop (raw header fields leave them out as they are read). Its `X-Request-Id`
+/// is lingo's, set on every response, lingo's own included, by `proxy::respond::finish`.
 pub fn to_client(headers: &mut HeaderMap, upgrade: bool) {
     remove_hop_by_hop(headers);
     if upgrade {

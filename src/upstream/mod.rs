@@ -39,7 +39,7 @@ use crate::table::{Target, Upstream};
 use headers::Forwarding;
 
 /// lingo's HTTP/1.1 client, reachable only for the differential fuzz target (`fuzz/`), which
-/// reads the same answers through it and through hyper's.
+/// reads the same responses through it and through hyper's.
 #[doc(hidden)]
 pub use h1::{Conn as H1Conn, Home as H1Home, Outgoing as H1Outgoing};
 
@@ -160,7 +160,7 @@ impl UpstreamClient {
                 // The deadline is timed by the connection (`h1::deadline`).
                 return pinned::boxed(|| {
                     let sending = pool.send(req, rules, clock::after(limit), idle);
-                    sending.map(move |sent| told(upstream, sent, body_limit))
+                    sending.map(move |sent| classify_send_error(upstream, sent, body_limit))
                 });
             }
             UpstreamClient::Http {
@@ -185,8 +185,8 @@ impl UpstreamClient {
         });
         let timed = tokio::time::timeout_at(clock::after(limit), sending).map(move |sent| {
             let sent = sent.unwrap_or_else(|_| Err(h1::SendError::FirstByte.into()));
-            let told = told(upstream, sent, body_limit);
-            told.map_err(|err| upload.and_then(|u| u.told()).unwrap_or(err))
+            let result = classify_send_error(upstream, sent, body_limit);
+            result.map_err(|err| upload.and_then(|u| u.client_error()).unwrap_or(err))
         });
         Box::pin(timed)
     }
@@ -205,8 +205,8 @@ where
 /// A sending, boxed (see [`UpstreamClient::send`]).
 pub type Sending<'a> = Pin<Box<dyn Future<Output = Result<Response, ProxyError>> + Send + 'a>>;
 
-/// What a timed sending came to: its answer, or why there is none.
-fn told(
+/// What a timed sending came to: its response, or why there is none.
+fn classify_send_error(
     upstream: &Upstream,
     sent: Result<Response, BoxError>,
     body_limit: u64,
@@ -247,11 +247,11 @@ async fn send_to_mock(
 ) -> Result<Response, ProxyError> {
     let limit = upstream.timeouts.first_byte;
     match tokio::time::timeout(limit, mock::handle(knobs, req)).await {
-        Ok(mock::Answer::Response(response)) => Ok(response),
+        Ok(mock::Handled::Response(response)) => Ok(response),
         // The client's upload failed on its way into the mock, as it would on its way to a
-        // real upstream: the same answer (413 over the route's limit, else 400).
-        Ok(mock::Answer::BadBody(err)) => Err(client_body(err.as_ref(), body_limit)),
-        Ok(mock::Answer::Cut) => Err(ProxyError::Unreachable {
+        // real upstream: the same response (413 over the route's limit, else 400).
+        Ok(mock::Handled::BadBody(err)) => Err(client_body(err.as_ref(), body_limit)),
+        Ok(mock::Handled::Cut) => Err(ProxyError::Unreachable {
             upstream: upstream.name.to_string(),
             reason: mock::MockCut.to_string(),
             detail: String::new(),
@@ -357,7 +357,7 @@ pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
 /// Maps a client error to the error the caller sees. A body that went over its limit while
 /// being streamed up is the caller's fault (413), as is one that stalled (408) or broke off
 /// or was malformed (400); a connect timeout is a timeout (504); any other failure before
-/// an answer means the upstream could not be used (502). The whole cause chain is read for
+/// a response means the upstream could not be used (502). The whole cause chain is read for
 /// each in that order, because the limit error sits *under* hyper's "user body" error.
 pub fn classify(
     upstream: &Upstream,
@@ -376,12 +376,12 @@ pub fn classify(
     if chain().any(uploading) {
         return client_body(err, body_limit);
     }
-    // An answer that came but cannot be read: the upstream was reached, and is at fault.
+    // A response that came but cannot be read: the upstream was reached, and is at fault.
     if let Some(head) = chain().find_map(|e| match e.downcast_ref() {
         Some(h1::SendError::Head(head)) => Some(head),
         _ => None,
     }) {
-        return ProxyError::BadAnswer {
+        return ProxyError::BadResponse {
             upstream: upstream.name.to_string(),
             message: head.to_string(),
         };
@@ -400,7 +400,7 @@ pub fn classify(
     unreachable(upstream, err)
 }
 
-/// Maps a failure while reading an answer's body (before lingo sent anything of it).
+/// Maps a failure while reading a response's body (before lingo sent anything of it).
 pub fn classify_body_error(upstream: &Upstream, err: &(dyn StdError + 'static)) -> ProxyError {
     match err.downcast_ref::<IdleTimeout>() {
         Some(idle) => ProxyError::Timeout {
@@ -426,7 +426,7 @@ fn unreachable(upstream: &Upstream, err: &(dyn StdError + 'static)) -> ProxyErro
     }
 }
 
-/// `text` (an upstream's own words, re-told to the client) without the upstream's key.
+/// `text` (an upstream's own words, rewritten to the client) without the upstream's key.
 pub fn redact<'a>(upstream: &Upstream, text: &'a str) -> std::borrow::Cow<'a, str> {
     match &upstream.auth {
         Some(auth) => auth.key.redact(text),

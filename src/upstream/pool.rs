@@ -3,11 +3,11 @@
 //! hyper-util's pooled client serves every kind of upstream (TLS, ALPN, HTTP/2 sharing), and
 //! pays for it on every request: a checkout future raced against a connect future, a lock and
 //! two SipHashed map lookups by `(scheme, authority)`, a clone of the URI, and a spawned task
-//! per answer that puts the connection back once it is ready again. Here each serving thread
+//! per response that puts the connection back once it is ready again. Here each serving thread
 //! has its own list of idle connections (`base::worker`), spoken to by lingo's own client
 //! (`h1`); a request takes the newest (its socket is the warmest) or opens one, and the
-//! answer's body puts it back when it has been read to its end. A body dropped before its end
-//! takes the connection with it: the connection closes, as it must with an answer unread.
+//! response's body puts it back when it has been read to its end. A body dropped before its end
+//! takes the connection with it: the connection closes, as it must with a response unread.
 //!
 //! A connection idle for [`IDLE`] is closed, when the list is next used or by a sweep every
 //! half of that. One the upstream closed while it waited (its own keep-alive timer) is seen
@@ -50,7 +50,7 @@ struct Idle {
     expires: Instant,
 }
 
-/// Where an answer's connection goes back to: its pool's lists.
+/// Where a response's connection goes back to: its pool's lists.
 struct Home(Arc<Lists>);
 
 // === impl Http1Pool ===
@@ -76,8 +76,8 @@ impl Http1Pool {
     }
 
     /// Sends `req` (its URI's path and query go on the request line) and waits for the
-    /// answer's head until `deadline` (the first-byte limit: `h1::SendError::FirstByte` past
-    /// it). The answer's body fails when nothing comes for `idle`, and returns the connection
+    /// response's head until `deadline` (the first-byte limit: `h1::SendError::FirstByte` past
+    /// it). The response's body fails when nothing comes for `idle`, and returns the connection
     /// to this thread's list at its end.
     ///
     /// The head is written, and an idle connection taken, before the returned future: it

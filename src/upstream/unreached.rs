@@ -10,7 +10,7 @@ use super::h1;
 
 /// What any other failure is told as.
 const FAILED: &str = "the connection failed";
-const CLOSED: &str = "the upstream closed the connection before answering";
+const CLOSED: &str = "the upstream closed the connection before responding";
 
 /// The first cause along `err`'s chain that has words of its own.
 pub fn in_words(err: &(dyn StdError + 'static)) -> String {
@@ -160,9 +160,9 @@ mod tests {
             (Box::new(io::Error::other("something else")), FAILED),
         ];
         for (err, words) in cases {
-            let told = in_words(err.as_ref());
-            assert_eq!(told, words, "{err}");
-            assert!(!told.contains("os error"), "{told}");
+            let got = in_words(err.as_ref());
+            assert_eq!(got, words, "{err}");
+            assert!(!got.contains("os error"), "{got}");
         }
     }
 }

@@ -5,7 +5,7 @@
 //! the body's own error is not in what it returns; its HTTP/1.1 client keeps that error as
 //! the cause. Noted here as the body fails, the client's fault (a body that stalled past
 //! `limits.body_timeout`, broke off, was malformed, or went over the route's limit) is
-//! answered as its own (408, 400, 413), not as an unreachable upstream (502). Only a request
+//! reported as its own (408, 400, 413), not as an unreachable upstream (502). Only a request
 //! with a body is noted (one `Arc` more for it); lingo's own client reads its body itself
 //! and needs none of this.
 
@@ -54,9 +54,9 @@ pub fn noted(req: Request<Body>, limit: u64) -> (Request<Body>, Option<Failure>)
 }
 
 impl Failure {
-    /// The client's fault, when its body failed: that is the answer, whatever the sending
+    /// The client's fault, when its body failed: that is the response, whatever the sending
     /// made of it.
-    pub fn told(&self) -> Option<ProxyError> {
+    pub fn client_error(&self) -> Option<ProxyError> {
         self.0.lock().ok()?.take()
     }
 }

@@ -32,7 +32,7 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// The endpoint `method` and `path` ask for on this listener, if any; `fields` are the
-    /// request's (kept as read, or in its map).
+    /// request's (kept raw, or in its map).
     pub fn find(
         method: &Method,
         path: &str,
@@ -65,8 +65,8 @@ impl Endpoint {
         !matches!(self, Endpoint::Receive { .. })
     }
 
-    /// Answers it.
-    pub async fn answer(self, relay: &Relay, req: Request) -> Result<Response, ProxyError> {
+    /// Responds to it.
+    pub async fn respond(self, relay: &Relay, req: Request) -> Result<Response, ProxyError> {
         match self {
             Endpoint::Receive { token, signature } => {
                 receive::receive(relay, &token, signature.as_deref(), req).await

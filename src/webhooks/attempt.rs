@@ -1,7 +1,7 @@
 //! One delivery attempt, and what follows it: the event's body POSTed to the client's URL
-//! with the client's headers and the signatures, answered with a 2xx within the relay's
+//! with the client's headers and the signatures, acknowledged with a 2xx within the relay's
 //! `timeout` or failed; then the event is forgotten (delivered), due again after the next
-//! delay of the schedule (or the answer's `Retry-After`, when longer, up to
+//! delay of the schedule (or the response's `Retry-After`, when longer, up to
 //! [`RETRY_AFTER_AT_MOST`]), or given up (its schedule is over, or its destination is one
 //! lingo does not deliver to). Each attempt is counted and writes its access line.
 
@@ -23,8 +23,8 @@ use crate::observe::webhooks::Attempt;
 /// The longest wait a receiver's `Retry-After` can ask for.
 pub const RETRY_AFTER_AT_MOST: Duration = Duration::from_secs(60 * 60);
 
-/// The most of an answer's body read (so its connection can carry the next delivery).
-const ANSWER_READ: usize = 64 * 1024;
+/// The most of a response's body read (so its connection can carry the next delivery).
+const RESPONSE_READ: usize = 64 * 1024;
 
 /// How an attempt went.
 #[derive(Debug)]
@@ -94,7 +94,7 @@ async fn settle(
 }
 
 /// The wait before the next attempt after `attempts` failed ones: the schedule's next delay,
-/// or the answer's `Retry-After` when that is longer (up to [`RETRY_AFTER_AT_MOST`]);
+/// or the response's `Retry-After` when that is longer (up to [`RETRY_AFTER_AT_MOST`]);
 /// `None` when the schedule is over.
 fn next_wait(
     schedule: &[Duration],
@@ -130,10 +130,10 @@ async fn attempt(relay: &Relaying, event: &Event) -> Tried {
     let headers = headers(relay, event);
     let body = Bytes::from(event.body.clone());
     let sent = async {
-        let answer = relay.deliverer.post(&url, headers, body).await?;
-        let (head, mut body) = answer.into_parts();
+        let response = relay.deliverer.post(&url, headers, body).await?;
+        let (head, mut body) = response.into_parts();
         let mut read = 0;
-        while read <= ANSWER_READ {
+        while read <= RESPONSE_READ {
             match body.frame().await {
                 Some(Ok(frame)) => read += frame.data_ref().map_or(0, Bytes::len),
                 _ => break,
@@ -145,7 +145,7 @@ async fn attempt(relay: &Relaying, event: &Event) -> Tried {
         Err(_) => Tried::failed(
             "timeout",
             format!(
-                "no answer within {}",
+                "no response within {}",
                 crate::base::units::format_duration(relay.spec.timeout)
             ),
         ),
@@ -161,7 +161,7 @@ async fn attempt(relay: &Relaying, event: &Event) -> Tried {
             outcome: "status",
             status: head.status().as_u16(),
             retry_after: retry_after(head.headers()),
-            error: format!("answered {}", head.status()),
+            error: format!("responded with {}", head.status()),
         },
     }
 }
@@ -206,7 +206,7 @@ fn headers(relay: &Relaying, event: &Event) -> HeaderMap {
     headers
 }
 
-/// An answer's `Retry-After`: seconds, or an HTTP date.
+/// A response's `Retry-After`: seconds, or an HTTP date.
 fn retry_after(headers: HeaderView<'_>) -> Option<Duration> {
     let text = message::text(headers.get(&RETRY_AFTER)?)?.trim();
     if let Ok(seconds) = text.parse::<u64>() {

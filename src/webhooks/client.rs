@@ -2,7 +2,7 @@
 //! roots, connections kept for the next delivery to the same place, redirects never
 //! followed. Its resolver checks every address a name resolves to ([`dest::check`]) and the
 //! connection goes to exactly the checked addresses: the name is not looked up again, so a
-//! DNS answer that changes between the check and the connection (rebinding) changes nothing.
+//! DNS response that changes between the check and the connection (rebinding) changes nothing.
 //! An address written in the URL skips the resolver, so [`Deliverer::post`] checks it first.
 
 use std::future::Future;
@@ -38,12 +38,12 @@ pub struct Deliverer {
     allow: Arc<[Cidr]>,
 }
 
-/// Why a delivery got no answer.
+/// Why a delivery got no response.
 #[derive(Debug)]
 pub enum Failure {
     /// The destination is not allowed.
     Refused(Refused),
-    /// No connection, or it broke before an answer.
+    /// No connection, or it broke before a response.
     Unreachable(String),
 }
 
@@ -88,7 +88,7 @@ impl Deliverer {
         }
     }
 
-    /// POSTs `body` with `headers` to `url`; the answer's head (its body is not read). The
+    /// POSTs `body` with `headers` to `url`; the response's head (its body is not read). The
     /// caller bounds the time it may take.
     pub async fn post(
         &self,
@@ -166,7 +166,7 @@ impl std::fmt::Display for RefusedError {
 
 impl std::error::Error for RefusedError {}
 
-/// What a refused destination says in logs and answers.
+/// What a refused destination says in logs and responses.
 pub fn refusal(refused: &Refused) -> String {
     let addr: IpAddr = refused.addr;
     format!(

@@ -6,7 +6,7 @@
 //! - [`rewrite`]: a job request's `webhook` pointed at lingo's receiver, its destination
 //!   sealed into the URL ([`seal`]); an address lingo would never deliver to is refused here.
 //! - [`receive`]: `POST /lingo/webhooks/<token>` on every listener: the token opened, the
-//!   upstream's signature checked ([`sign`]), the event stored before the answer.
+//!   upstream's signature checked ([`sign`]), the event stored before the response.
 //! - [`store`]: where events wait (an embedded file, or Redis for replicas).
 //! - `worker` and [`attempt`]: delivery, one worker per store: bounded attempts, each
 //!   timed, signed and sent by [`client`] to an address [`dest`] allows; retries on the

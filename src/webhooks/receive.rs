@@ -2,9 +2,9 @@
 //! events to. The token says where the events go (it is all the authentication there is:
 //! the upstream has no lingo key); with the upstream's `verify` secret, the signature is
 //! checked on the raw body before anything is kept. The event is stored (durably) before
-//! the answer, within [`STORE_TIME`], well inside the 10 seconds the upstream waits; a
+//! the response, within [`STORE_TIME`], well inside the 10 seconds the upstream waits; a
 //! store that fails is a 503, so the upstream sends it again. An event whose `webhookId`
-//! was stored before is answered 200 and stored once.
+//! was stored before gets a 200 and stored once.
 
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use crate::http::body;
 use crate::http::message::{Request, Response};
 use crate::translate::webdata;
 
-/// The longest a store may take to keep an event before the upstream is answered 503.
+/// The longest a store may take to keep an event before the upstream gets a 503.
 pub const STORE_TIME: Duration = Duration::from_secs(5);
 
 /// The largest event body taken: the web-data API's own JSON limit.
@@ -107,11 +107,11 @@ fn event(token: &str, to: Destination, body: &Bytes) -> Option<Event> {
         Some(id) if !id.is_empty() && id.len() <= 200 => id.to_owned(),
         _ => derived_id(token, body),
     };
-    let told = to.shape.json_as().and_then(|json_as| {
+    let translated = to.shape.json_as().and_then(|json_as| {
         v1_pages(&mut payload, json_as).then(|| Value::Object(payload).to_string())
     });
-    let body = match told {
-        Some(told) => told,
+    let body = match translated {
+        Some(translated) => translated,
         None => String::from_utf8(body.to_vec()).ok()?,
     };
     let now = now_ms();
@@ -162,7 +162,7 @@ fn refused(status: StatusCode, message: &str) -> ProxyError {
     }
 }
 
-/// The answer when the event could not be kept: the upstream sends it again.
+/// The response when the event could not be kept: the upstream sends it again.
 fn unavailable() -> ProxyError {
     refused(
         StatusCode::SERVICE_UNAVAILABLE,

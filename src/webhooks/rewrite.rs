@@ -45,7 +45,7 @@ pub fn job_kind(path: &str) -> Option<Kind> {
 }
 
 /// `body` with its webhook pointed at the receiver; `Ok(None)` when it goes as it is (no
-/// webhook, not a JSON object: the upstream answers that). `Err`: the schema issue that
+/// webhook, not a JSON object: the upstream refuses that). `Err`: the schema issue that
 /// refuses it.
 pub fn rewrite(
     body: &[u8],

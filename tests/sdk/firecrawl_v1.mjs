@@ -2,7 +2,7 @@
 // `FirecrawlAppV1` class of @mendable/firecrawl-js 4.x) against lingo in front of a web-data
 // v2-only upstream: run by tests/sdk.rs as `node tests/sdk/firecrawl_v1.mjs BASE_URL`, with
 // the package in the gitignored tests/sdk/node_modules (`.ci/run` puts it there with
-// `npm install --no-save --prefix tests/sdk @mendable/firecrawl-js@4`). The upstream answers
+// `npm install --no-save --prefix tests/sdk @mendable/firecrawl-js@4`). The upstream speaks
 // version 2 only, so every v1 shape seen here is lingo's translation.
 //
 // Exits non-zero (with the reason) on the first thing that is not what the client expects.

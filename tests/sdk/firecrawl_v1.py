@@ -1,7 +1,7 @@
 """The official Firecrawl Python SDK's v1 client (`V1FirecrawlApp`, what `Firecrawl(...).v1`
 wraps in firecrawl-py 4.x) against lingo in front of a web-data v2-only upstream: run by
 tests/sdk.rs with lingo's base URL (routes `prefix: /v1` and `prefix: /v2`). The upstream
-answers version 2 only, so every v1 shape seen here is lingo's translation.
+speaks version 2 only, so every v1 shape seen here is lingo's translation.
 
 Exits non-zero (with the reason) on the first thing that is not what the client expects.
 """
@@ -47,7 +47,7 @@ for doc in crawled.data:
 
 # The v1 SDK cannot put extract options in a crawl: it re-validates `scrape_options` as
 # V1ScrapeOptions, which has no `extract`/`jsonOptions` field, so they are dropped. A v1
-# server answered that with its own 400, and so does lingo (v2 would have accepted it).
+# server responded to that with its own 400, and so does lingo (v2 would have accepted it).
 try:
     app.crawl_url(
         "https://example.com",

@@ -45,8 +45,8 @@ for await (const chunk of await client.chat({ model: "llama3", messages: hello, 
 }
 assert.deepEqual(streamedCalls, [["get_weather", { city: "mock" }]]);
 const history = [...hello, called.message, { role: "tool", content: "sunny", tool_name: "get_weather" }];
-const answered = await client.chat({ model: "llama3", messages: history, stream: false });
-assert.equal(answered.message.content, "Lingo is a mock");
+const reply = await client.chat({ model: "llama3", messages: history, stream: false });
+assert.equal(reply.message.content, "Lingo is a mock");
 
 const asJson = await client.chat({ model: "llama3", messages: hello, format: "json", stream: false });
 assert.deepEqual(JSON.parse(asJson.message.content), { answer: "mock" });

@@ -59,8 +59,8 @@ history = hello + [
     called.message,
     {"role": "tool", "content": "sunny", "tool_name": "get_weather"},
 ]
-answered = client.chat(model="llama3", messages=history, stream=False)
-assert answered.message.content == "Lingo is a mock", answered
+reply = client.chat(model="llama3", messages=history, stream=False)
+assert reply.message.content == "Lingo is a mock", reply
 
 as_json = client.chat(model="llama3", messages=hello, format="json", stream=False)
 assert json.loads(as_json.message.content) == {"answer": "mock"}, as_json.message
@@ -80,8 +80,8 @@ assert all(len(e) == 16 for e in embedded.embeddings), embedded
 
 assert client.ps().models == [], client.ps()
 # The Python client has no version call (the JS one does): asked directly.
-with urllib.request.urlopen(sys.argv[1].rstrip("/") + "/api/version") as answer:
-    version = json.load(answer)
+with urllib.request.urlopen(sys.argv[1].rstrip("/") + "/api/version") as response:
+    version = json.load(response)
 assert version == {"version": "0.12.0"}, version
 
 names = [m.model for m in client.list().models]
@@ -93,7 +93,7 @@ assert "completion" in (shown.capabilities or []), shown
 
 try:
     client.chat(model="missing-model", messages=hello, stream=False)
-    raise AssertionError("a missing model answered")
+    raise AssertionError("a missing model got a response")
 except ollama.ResponseError as e:
     assert e.status_code == 404, (e.status_code, e.error)
     assert "missing-model" in e.error, e.error

@@ -7,21 +7,27 @@ use serde_json::Value;
 
 use lingo::http::body::Body;
 
-use super::Answer;
+use super::WholeResponse;
 
-/// An error answer in `dialect`'s shape (`chat`, `native` or `web-data`) with `status`, its
+/// An error response in `dialect`'s shape (`chat`, `native` or `web-data`) with `status`, its
 /// message naming `needle`, and its machine-readable `code` where the dialect has one: the
 /// chat-completions `code` as it is (`None` is `null`), with the `type` the official API gives
 /// the status; the web-data `code` upper-cased (absent for `None`). The native shape is
 /// `{"error": message}` and nothing else.
-pub fn assert_shape(answer: &Answer, dialect: &str, status: u16, code: Option<&str>, needle: &str) {
-    assert_eq!(answer.status, status, "{dialect}: {}", answer.body);
+pub fn assert_shape(
+    response: &WholeResponse,
+    dialect: &str,
+    status: u16,
+    code: Option<&str>,
+    needle: &str,
+) {
+    assert_eq!(response.status, status, "{dialect}: {}", response.body);
     assert_eq!(
-        answer.headers["content-type"], "application/json",
+        response.headers["content-type"], "application/json",
         "{dialect}: {}",
-        answer.body
+        response.body
     );
-    let body = answer.json();
+    let body = response.json();
     let message = match dialect {
         "chat" => {
             let error = &body["error"];
@@ -107,7 +113,7 @@ pub fn assert_failed_stream(body: &str, needle: &str) {
     assert_eq!(last["error"]["type"], "server_error", "{last}");
 }
 
-/// A whole NDJSON answer.
+/// A whole NDJSON response.
 pub fn ndjson_response(body: &'static str) -> Response<Body> {
     Response::builder()
         .header("content-type", "application/x-ndjson")

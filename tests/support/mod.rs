@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 pub mod assert;
-pub mod fields;
+pub mod hyper_headers;
 pub mod pki;
 pub mod receiver;
 pub mod recording;
@@ -18,7 +18,7 @@ pub mod relay;
 #[allow(unused_imports)]
 pub use assert::*;
 #[allow(unused_imports)]
-pub use fields::Fields;
+pub use hyper_headers::HyperHeaders;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -128,7 +128,7 @@ type Handler = Arc<
 >;
 
 impl Backend {
-    /// Starts a backend whose handler gets the whole request (body read) and answers.
+    /// Starts a backend whose handler gets the whole request (body read) and responses.
     pub async fn start<F, Fut>(handler: F) -> Backend
     where
         F: Fn(Seen) -> Fut + Send + Sync + 'static,
@@ -210,7 +210,7 @@ impl Backend {
         Backend { addr, seen }
     }
 
-    /// A backend answering every request with `status` and a JSON `body`.
+    /// A backend responding to every request with `status` and a JSON `body`.
     pub async fn json(status: u16, body: &'static str) -> Backend {
         Backend::start(move |_| async move { json_response(status, body) }).await
     }
@@ -253,34 +253,34 @@ pub fn client() -> Client<HttpConnector, Full<Bytes>> {
     Client::builder(TokioExecutor::new()).build_http()
 }
 
-/// A finished answer.
+/// A finished response.
 #[derive(Debug)]
-pub struct Answer {
+pub struct WholeResponse {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: String,
 }
 
-impl Answer {
+impl WholeResponse {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 }
 
-/// Sends a request and reads the whole answer.
-pub async fn send(req: Request<Full<Bytes>>) -> Answer {
+/// Sends a request and reads the whole response.
+pub async fn send(req: Request<Full<Bytes>>) -> WholeResponse {
     let mut response = client().request(req).await.expect("request failed");
     let headers = std::mem::take(response.fields_mut());
     let (parts, body) = response.into_parts();
     let body = body.collect().await.expect("body failed").to_bytes();
-    Answer {
+    WholeResponse {
         status: parts.status,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
     }
 }
 
-pub async fn get(url: &str) -> Answer {
+pub async fn get(url: &str) -> WholeResponse {
     send(request(Method::GET, url, &[], "")).await
 }
 
@@ -306,7 +306,7 @@ pub fn chat_body(stream: bool) -> String {
 }
 
 /// [`chat_body`] posted to lingo's `/v1/chat/completions`, without a client key.
-pub async fn chat(lingo: &Lingo, stream: bool) -> Answer {
+pub async fn chat(lingo: &Lingo, stream: bool) -> WholeResponse {
     let url = lingo.url("/v1/chat/completions");
     send(request(Method::POST, &url, &[], &chat_body(stream))).await
 }
@@ -316,8 +316,8 @@ pub fn table(rest: &str) -> String {
     format!("listen:\n  - addr: 127.0.0.1:0\n{rest}")
 }
 
-/// A backend whose answers stream exactly the chunks the test sends on the returned
-/// channel, when it sends them (NDJSON content type); the answer ends when the sender is
+/// A backend whose responses stream exactly the chunks the test sends on the returned
+/// channel, when it sends them (NDJSON content type); the response ends when the sender is
 /// dropped. Used to prove that lingo forwards each chunk before the next exists.
 pub async fn scripted_backend() -> (Backend, tokio::sync::mpsc::UnboundedSender<Bytes>) {
     use http_body_util::channel::Channel;
@@ -376,7 +376,7 @@ pub async fn one_request_times(lingo: &Lingo, route: &str) -> (f64, f64) {
     (sum("request_duration"), sum("overhead"))
 }
 
-/// `/metrics` once `ready` holds for it (an answer is recorded on the server a moment after
+/// `/metrics` once `ready` holds for it (a response is recorded on the server a moment after
 /// the client has read its end); fails the test if it never does.
 pub async fn metrics_when(lingo: &Lingo, ready: impl Fn(&str) -> bool) -> String {
     for _ in 0..500 {
@@ -389,7 +389,7 @@ pub async fn metrics_when(lingo: &Lingo, ready: impl Fn(&str) -> bool) -> String
     panic!("metrics never reached the expected state");
 }
 
-/// Writes `request` on `stream` and reads until the end of the answer's head (within 20 s),
+/// Writes `request` on `stream` and reads until the end of the response's head (within 20 s),
 /// which it returns; what follows the head stays unread.
 pub async fn head_of(stream: &mut tokio::net::TcpStream, request: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -398,7 +398,7 @@ pub async fn head_of(stream: &mut tokio::net::TcpStream, request: &str) -> Strin
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         let read = tokio::time::timeout(std::time::Duration::from_secs(20), stream.read(&mut buf));
-        let n = read.await.expect("an answer").unwrap();
+        let n = read.await.expect("a response").unwrap();
         assert!(n > 0, "closed: {}", String::from_utf8_lossy(&head));
         head.extend_from_slice(&buf[..n]);
     }

@@ -1,5 +1,5 @@
 //! A webhook receiver: records each request it gets (when, where, its headers and body)
-//! and answers as its script says (a status, after a delay; a 3xx points elsewhere).
+//! and responds as its script says (a status, after a delay; a 3xx points elsewhere).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,7 +38,7 @@ impl Hit {
 }
 
 impl Receiver {
-    /// Answers each request with `script(hits)`, a status after a delay, where `hits` is
+    /// Responds to each request with `script(hits)`, a status after a delay, where `hits` is
     /// every request it got so far (over every path), this one last.
     pub async fn start(
         script: impl Fn(&[Hit]) -> (u16, Duration) + Send + Sync + 'static,
@@ -50,7 +50,7 @@ impl Receiver {
         .await
     }
 
-    /// The same, the answer also carrying the header fields the script gives.
+    /// The same, the response also carrying the header fields the script gives.
     pub async fn with_headers(
         script: impl Fn(&[Hit]) -> (u16, Duration, Vec<(&'static str, String)>) + Send + Sync + 'static,
     ) -> Receiver {
@@ -70,21 +70,21 @@ impl Receiver {
             };
             async move {
                 tokio::time::sleep(delay).await;
-                let mut answer = Response::builder().status(status);
+                let mut response = Response::builder().status(status);
                 if (300..400).contains(&status) {
-                    answer = answer.header("location", "/redirected");
+                    response = response.header("location", "/redirected");
                 }
                 for (name, value) in fields {
-                    answer = answer.header(name, value);
+                    response = response.header(name, value);
                 }
-                answer.body(Body::empty()).unwrap()
+                response.body(Body::empty()).unwrap()
             }
         })
         .await;
         Receiver { backend, hits }
     }
 
-    /// A receiver that answers every request with 200 at once.
+    /// A receiver that responds to every request with 200 at once.
     pub async fn ok() -> Receiver {
         Receiver::start(|_| (200, Duration::ZERO)).await
     }

@@ -2,9 +2,9 @@
 //! connection, before it parses any of them: the honest judge of what reached an upstream
 //! (a parsing server would hide what it could not read, or what came after an upgrade).
 //!
-//! It answers each request head (and the `Content-Length` body after it) with a small JSON
+//! It responds to each request head (and the `Content-Length` body after it) with a small JSON
 //! `200`, or with `101 Switching Protocols` when the head asks for a WebSocket; after a 101
-//! it only records. A head whose body never comes all the way is never answered.
+//! it only records. A head whose body never comes all the way never gets a response.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -94,7 +94,7 @@ impl Recording {
     }
 }
 
-/// One connection: every read recorded, then each whole request answered; after a 101,
+/// One connection: every read recorded, then each whole request served; after a 101,
 /// only recorded.
 async fn serve(mut stream: TcpStream, record: &Mutex<Vec<u8>>) {
     let (mut pending, mut switched) = (Vec::new(), false);
@@ -117,8 +117,8 @@ async fn serve(mut stream: TcpStream, record: &Mutex<Vec<u8>>) {
             }
             pending.drain(..whole);
             switched = head.contains("upgrade: websocket");
-            let answer = if switched { SWITCHING } else { OK };
-            if stream.write_all(answer).await.is_err() {
+            let response = if switched { SWITCHING } else { OK };
+            if stream.write_all(response).await.is_err() {
                 return;
             }
             if switched {

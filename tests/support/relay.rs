@@ -15,7 +15,7 @@ use ring::hmac;
 use serde_json::Value;
 
 use super::receiver::Hit;
-use super::{Answer, Backend, get, json_response, metric, request, send};
+use super::{Backend, WholeResponse, get, json_response, metric, request, send};
 
 /// The bytes of the client's Standard Webhooks secret, and the secret as the table writes
 /// it (`whsec_` and their base64).
@@ -97,7 +97,7 @@ pub async fn wait_metric(base: &str, name_and_labels: &str, value: f64) {
 }
 
 /// POSTs JSON `body` with `headers`.
-pub async fn post_json(url: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+pub async fn post_json(url: &str, headers: &[(&str, &str)], body: &str) -> WholeResponse {
     let mut all = vec![("content-type", "application/json")];
     all.extend_from_slice(headers);
     send(request(hyper::Method::POST, url, &all, body)).await
@@ -206,12 +206,12 @@ pub const MOCK: &str = "mock: { page_delay: 20ms, webhook_secret: { value: upstr
 pub const ALLOW_LOOPBACK: &str = "      allow: [127.0.0.0/8]\n";
 
 /// Starts a job at `url` as client `key`.
-pub async fn start_job(url: &str, key: &str, body: Value) -> Answer {
+pub async fn start_job(url: &str, key: &str, body: Value) -> WholeResponse {
     let auth = format!("Bearer {key}");
     post_json(url, &[("authorization", &auth)], &body.to_string()).await
 }
 
-/// An upstream that records the job request it got and answers it as a crawl's start.
+/// An upstream that records the job request it got and responds to it as a crawl's start.
 pub async fn scripted_upstream() -> Backend {
     Backend::start(|seen| async move {
         let _ = seen;
@@ -234,7 +234,7 @@ pub fn receiver_url_given(upstream: &Backend) -> String {
 }
 
 /// An event as the upstream sends it, signed with `secret`.
-pub async fn send_event(url: &str, event: &Value, secret: Option<&[u8]>) -> Answer {
+pub async fn send_event(url: &str, event: &Value, secret: Option<&[u8]>) -> WholeResponse {
     let body = event.to_string();
     let signature = secret.map(|s| firecrawl_signature(s, body.as_bytes()));
     let headers: Vec<(&str, &str)> = signature

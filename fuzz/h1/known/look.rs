@@ -45,7 +45,7 @@ pub fn field_lines(bytes: &[u8], name: &[u8]) -> usize {
         .count()
 }
 
-/// A request or an answer: a head and a body.
+/// A request or a response: a head and a body.
 pub trait Message: Clone + PartialEq {
     fn body(&mut self) -> &mut BodyEnd;
 }

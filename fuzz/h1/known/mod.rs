@@ -2,7 +2,7 @@
 //! (what each side made of the bytes) and, where the shape alone could hide another, by what
 //! in the bytes causes it. A difference no rule recognises is a crash: a new finding.
 //!
-//! Two lists for each target ([`requests`], [`answers`]):
+//! Two lists for each target ([`requests`], [`responses`]):
 //!
 //! - `INTENDED`: lingo is stricter than hyper on purpose, each with its reason and the RFC
 //!   section it keeps (lingo may be stricter, never laxer).
@@ -13,19 +13,19 @@
 //! Once a rule recognises the first difference, what follows it is not compared: the two
 //! connections have parted ways (one closed, or read the rest as other requests).
 
-pub mod answers;
+pub mod responses;
 pub mod look;
 pub mod requests;
 
 use super::Fields;
 use super::escaped;
 use super::request::{Seen, Served};
-use super::response::{Answered, Asked};
+use super::response::{Responded, RequestKind};
 use lingo::http::hop::{is_hop_by_hop, names};
 use look::{has, values, without};
 
 /// A known difference, recognised by `matches` (a function of a [`RequestCase`] or an
-/// [`AnswerCase`]).
+/// [`ResponseCase`]).
 pub struct Rule<M> {
     /// What differs.
     pub what: &'static str,
@@ -39,7 +39,7 @@ pub struct Rule<M> {
 }
 
 pub type RequestRule = Rule<fn(&RequestCase<'_>) -> bool>;
-pub type AnswerRule = Rule<fn(&AnswerCase<'_>) -> bool>;
+pub type ResponseRule = Rule<fn(&ResponseCase<'_>) -> bool>;
 
 /// The first request the two servers differ on.
 pub struct RequestCase<'a> {
@@ -53,15 +53,15 @@ pub struct RequestCase<'a> {
     pub before: Option<&'a Seen>,
 }
 
-/// The answer the two clients differ on.
-pub struct AnswerCase<'a> {
+/// The response the two clients differ on.
+pub struct ResponseCase<'a> {
     pub bytes: &'a [u8],
-    pub asked: Asked,
-    pub lingo: &'a Answered,
+    pub request_kind: RequestKind,
+    pub lingo: &'a Responded,
     /// hyper's reading, its fields those passed on (as lingo's).
-    pub hyper: &'a Answered,
-    /// Every field hyper read, the hop-by-hop ones too (none when it read no answer): what
-    /// framed the answer.
+    pub hyper: &'a Responded,
+    /// Every field hyper read, the hop-by-hop ones too (none when it read no response): what
+    /// framed the response.
     pub heard: &'a Fields,
 }
 
@@ -99,14 +99,14 @@ pub fn requests(bytes: &[u8], lingo: &Served, hyper: &Served) {
 
 /// Compares what the two clients made of `bytes`: every difference is a known one, or this
 /// panics with both readings.
-pub fn answers(bytes: &[u8], asked: Asked, lingo: &Answered, hyper: &Answered) {
+pub fn responses(bytes: &[u8], request_kind: RequestKind, lingo: &Responded, hyper: &Responded) {
     if show() {
         eprintln!("lingo: {lingo:?}\nhyper: {hyper:?}");
     }
-    // lingo's client leaves the hop-by-hop fields out of an answer (they stay on the
+    // lingo's client leaves the hop-by-hop fields out of a response (they stay on the
     // upstream's hop): hyper's reading is compared without them too.
     let no_fields = Fields::new();
-    let heard = hyper.answer.as_ref().map_or(&no_fields, |h| &h.fields);
+    let heard = hyper.response.as_ref().map_or(&no_fields, |h| &h.fields);
     let hyper = &passed_on(hyper);
     if lingo == hyper {
         return;
@@ -115,21 +115,21 @@ pub fn answers(bytes: &[u8], asked: Asked, lingo: &Answered, hyper: &Answered) {
     // Transfer-Encoding) is taken out of hyper's reading first.
     let hyper = &without_length_beside_coding(lingo, hyper, heard);
     if lingo == hyper {
-        return known(answers::LENGTH_BESIDE_CODING.what);
+        return known(responses::LENGTH_BESIDE_CODING.what);
     }
-    let case = AnswerCase {
+    let case = ResponseCase {
         bytes,
-        asked,
+        request_kind,
         lingo,
         hyper,
         heard,
     };
-    let mut rules = (answers::INTENDED.iter()).chain(answers::FOUND);
+    let mut rules = (responses::INTENDED.iter()).chain(responses::FOUND);
     if let Some(rule) = rules.find(|rule| (rule.matches)(&case)) {
         return known(rule.what);
     }
     panic!(
-        "an unknown difference from hyper's client ({asked:?}) on b\"{}\"\n\
+        "an unknown difference from hyper's client ({request_kind:?}) on b\"{}\"\n\
          lingo: {lingo:?}\nhyper: {hyper:?}",
         escaped(bytes)
     );
@@ -137,23 +137,23 @@ pub fn answers(bytes: &[u8], asked: Asked, lingo: &Answered, hyper: &Answered) {
 
 /// `read` with only the fields a proxy passes on: not the hop-by-hop ones, nor those its
 /// `Connection` fields name (RFC 9110 §7.6.1), as lingo's client decides both.
-fn passed_on(read: &Answered) -> Answered {
+fn passed_on(read: &Responded) -> Responded {
     let mut read = read.clone();
-    if let Some(answer) = &mut read.answer {
-        let connection: Vec<_> = values(&answer.fields, b"connection").cloned().collect();
-        answer.fields.retain(|(name, _)| {
+    if let Some(response) = &mut read.response {
+        let connection: Vec<_> = values(&response.fields, b"connection").cloned().collect();
+        response.fields.retain(|(name, _)| {
             !is_hop_by_hop(&name.0) && !connection.iter().any(|v| names(&v.0, &name.0))
         });
     }
     read
 }
 
-/// hyper's reading of an answer with both a Transfer-Encoding and a Content-Length, as lingo
-/// reads it by the intended rule ([`answers::LENGTH_BESIDE_CODING`]): the length left out of
+/// hyper's reading of a response with both a Transfer-Encoding and a Content-Length, as lingo
+/// reads it by the intended rule ([`responses::LENGTH_BESIDE_CODING`]): the length left out of
 /// the fields, and the connection not reused where lingo does not reuse it.
-fn without_length_beside_coding(lingo: &Answered, hyper: &Answered, heard: &Fields) -> Answered {
+fn without_length_beside_coding(lingo: &Responded, hyper: &Responded, heard: &Fields) -> Responded {
     let mut read = hyper.clone();
-    if let (Some(l), Some(h)) = (&lingo.answer, &mut read.answer)
+    if let (Some(l), Some(h)) = (&lingo.response, &mut read.response)
         && has(heard, b"transfer-encoding")
         && has(&h.fields, b"content-length")
         && l.fields == without(&h.fields, b"content-length")

@@ -8,10 +8,10 @@ use super::{RequestCase, RequestRule, Rule};
 /// lingo stricter on purpose.
 pub const INTENDED: &[RequestRule] = &[
     Rule {
-        what: "bytes that are no request: hyper closes without an answer (an HTTP/2 preface; \
+        what: "bytes that are no request: hyper closes without a response (an HTTP/2 preface; \
                after a partial head it looks again only once a head's end has come, so a \
-               bare CR, or a 101st field, in a head that never ends is never answered)",
-        lingo: "answers 400 (431 past 100 fields) and closes",
+               bare CR, or a 101st field, in a head that never ends never gets a response)",
+        lingo: "responds with 400 (431 past 100 fields) and closes",
         why: "both refuse the bytes and serve nothing more; lingo says so",
         rfc: "RFC 9112 §2.2 (SHOULD respond with 400 and close), RFC 6585 §5 (431)",
         matches: |c| {
@@ -44,7 +44,7 @@ pub const INTENDED: &[RequestRule] = &[
     Rule {
         what: "a chunk extension with a control byte (or DEL), or a chunk-size line over 4 KiB: \
                hyper reads the body",
-        lingo: "fails the body (the request is answered, the connection closed)",
+        lingo: "fails the body (the request gets a response, the connection closed)",
         why: "an extension is tokens and quoted strings, which hold no control byte; a line \
               another reader could end elsewhere is not read; a recipient limits extensions",
         rfc: "RFC 9112 §7.1.1",
@@ -53,7 +53,7 @@ pub const INTENDED: &[RequestRule] = &[
     Rule {
         what: "a Connection value with a byte outside visible ASCII (obs-text): hyper reads no \
                token in a value it cannot read as text, keeps the connection and reads on",
-        lingo: "reads no token in it either, and closes the connection after the answer",
+        lingo: "reads no token in it either, and closes the connection after the response",
         why: "a `close` may be in the value, and closing is always safe",
         rfc: "RFC 9112 §9.6, RFC 9110 §7.6.1",
         matches: |c| {
@@ -67,7 +67,7 @@ pub const INTENDED: &[RequestRule] = &[
         what: "a trailer section with a bare LF line end (its last, empty line too): hyper \
                reads the body (a trailer line up to its CR, so a next request's head \
                can become trailers)",
-        lingo: "fails the body (the request is answered, the connection closed)",
+        lingo: "fails the body (the request gets a response, the connection closed)",
         why: "the section ends at CRLF CRLF, where every reader finds the same end; a bare \
               LF there is a line end some readers see and others do not",
         rfc: "RFC 9112 §7.1.2, §7.1, §2.2 (a recipient MAY take a bare LF as a line end)",
@@ -104,11 +104,11 @@ pub const INTENDED: &[RequestRule] = &[
     },
     Rule {
         what: "a Content-Length of 2^64-2 or more: hyper refuses it with 431 (its lengths \
-               end at 2^64-3; past 64 bits it answers 400)",
+               end at 2^64-3; past 64 bits it responds with 400)",
         lingo: "refuses it with 400, as every length it does not read",
         why: "both refuse; a number no body length can be is an invalid length, not a field \
               section too large",
-        rfc: "RFC 9110 §8.6, RFC 9112 §6.3 (5) (a server answers an invalid length with 400)",
+        rfc: "RFC 9110 §8.6, RFC 9112 §6.3 (5) (a server responds to an invalid length with 400)",
         matches: |c| {
             c.l.is_none()
                 && c.h.is_none()

@@ -1,11 +1,11 @@
 //! A body's framing (RFC 9112 §6.3, §7.1), decoded from the bytes read so far: by length,
-//! chunked, or up to the close of the connection. The same for a request lingo serves and an
-//! answer it reads.
+//! chunked, or close-delimited. The same for a request lingo serves and a
+//! response it reads.
 //!
 //! Pure: the connection reads into a buffer, and [`Decoder::decode`] takes what it can out of
 //! it. A token stream's chunks come out as slices of the bytes read, without copies; the
 //! chunk-size lines and trailers around them are checked as strictly as hyper checks them
-//! (CRLF line ends, hex sizes that fit in 64 bits), so that an answer cannot be read two ways.
+//! (CRLF line ends, hex sizes that fit in 64 bits), so that a response cannot be read two ways.
 
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::HeaderMap;
@@ -24,7 +24,7 @@ pub enum Decoder {
     /// Chunked, at this point of a chunk.
     Chunked(Chunk),
     /// No framing: the body ends when the upstream closes the connection.
-    ToClose,
+    CloseDelimited,
     /// Read to its end.
     Done,
 }
@@ -112,7 +112,7 @@ impl Decoder {
                     };
                     return Ok(Decoded::Data(data));
                 }
-                Decoder::ToClose => {
+                Decoder::CloseDelimited => {
                     return Ok(take(buf, u64::MAX, onto)
                         .map_or(Decoded::More, |(_, data)| Decoded::Data(data)));
                 }
@@ -152,7 +152,7 @@ impl Decoder {
     /// or else one cut short.
     pub fn closed(&mut self) -> Result<(), BodyError> {
         match *self {
-            Decoder::ToClose | Decoder::Done => {
+            Decoder::CloseDelimited | Decoder::Done => {
                 *self = Decoder::Done;
                 Ok(())
             }
@@ -444,7 +444,13 @@ mod tests {
             (Decoder::Length(3), b"hel", b"hel", false, Ok(())),
             (Decoder::Length(5), b"hel", b"hel", false, Err(Cut)),
             (Decoder::Length(0), b"", b"", false, Ok(())),
-            (Decoder::ToClose, b"all of it", b"all of it", false, Ok(())),
+            (
+                Decoder::CloseDelimited,
+                b"all of it",
+                b"all of it",
+                false,
+                Ok(()),
+            ),
             (CHUNKED, b"5\r\nhello\r\n0\r\n\r\n", b"hello", false, Ok(())),
             (
                 CHUNKED,

@@ -159,7 +159,7 @@ fn only_a_length_or_the_end_says_how_much_is_left() {
     assert_eq!(Decoder::Done.exact(), Some(0));
     assert_eq!(Decoder::Chunked(Chunk::Size).exact(), None);
     assert_eq!(Decoder::Chunked(Chunk::Data(3)).exact(), None);
-    assert_eq!(Decoder::ToClose.exact(), None);
+    assert_eq!(Decoder::CloseDelimited.exact(), None);
     let mut decoder = Decoder::Length(2);
     let mut buf = BytesMut::from(&b"hi"[..]);
     assert_eq!(

@@ -1,6 +1,6 @@
 //! A head's fields (RFC 9112 §5), read the same way for the requests lingo serves and the
 //! responses it reads: where each sits in one frozen copy of the head, built into a map from
-//! it (when they are not kept as read: `h1::raw`), and what they say about framing and
+//! it (when they are not kept raw: `h1::raw`), and what they say about framing and
 //! persistence ([`FramingHeaders`]). Pure.
 
 use std::ops::Range;
@@ -104,7 +104,7 @@ pub struct FramingHeaders {
     /// or one is not a number.
     pub length: Option<Result<u64, ()>>,
     /// More than one `Content-Length` value, in a list or in fields of their own (a request
-    /// with them is refused, as nginx and hyper refuse it; an answer's equal ones are one).
+    /// with them is refused, as nginx and hyper refuse it; a response's equal ones are one).
     pub lengths_repeated: bool,
     /// `Transfer-Encoding`: whether its last coding is `chunked`.
     pub chunked: Option<bool>,
@@ -158,7 +158,7 @@ impl FramingHeaders {
         self.noted(which, value);
     }
 
-    /// What the fields httparse read say, read as they are (for fields kept as read, which
+    /// What the fields httparse read say, read as they are (for raw header fields, which
     /// no map notes).
     pub fn of_fields(fields: &[httparse::Header<'_>]) -> FramingHeaders {
         let mut framing = FramingHeaders::default();

@@ -2,8 +2,8 @@
 //! and the client for upstreams, `upstream::h1`). Pure.
 //!
 //! - [`fields`]: a head's fields built into a map, and what they say about framing;
-//! - [`raw`]: an answer's fields kept as read, for an answer passed on unchanged;
-//! - [`decode`]: a body's framing (by length, chunked, up to the close) decoded from the
+//! - [`raw`]: a response's raw header fields, for a response passed on unchanged;
+//! - [`decode`]: a body's framing (by length, chunked, close-delimited) decoded from the
 //!   bytes read;
 //! - [`read`]: how much room a connection's next read gets.
 

@@ -38,8 +38,8 @@ impl Reads {
         let room = buf.capacity() - buf.len();
         if room < MIN_READ / 4 || (buf.is_empty() && room < self.size) {
             // An empty buffer whose earlier bytes are all gone takes its whole room back
-            // without allocating; the tail a previous answer left was read full first and
-            // then read again, a second call for every streamed answer on a kept connection.
+            // without allocating; the tail a previous response left was read full first and
+            // then read again, a second call for every streamed response on a kept connection.
             buf.reserve(self.size);
         }
         let room = buf.capacity() - buf.len();

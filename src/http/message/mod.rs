@@ -5,10 +5,10 @@
 //! [`Response`] are hyper's head and a body, with those fields beside them (the head's map
 //! then empty): the fields are read through [`Request::headers`] and [`Response::headers`]
 //! ([`HeaderView`]), wherever they are; `headers_mut` puts them in the map first. Reading
-//! hyper's map directly would miss the fields kept as read, so `clippy.toml` refuses it
+//! hyper's map directly would miss the raw header fields, so `clippy.toml` refuses it
 //! everywhere but here.
 //!
-//! The fields kept as read ride beside hyper's head: its extensions would cost an allocation
+//! The raw header fields ride beside hyper's head: its extensions would cost an allocation
 //! a message, and the body's box would hide them from whoever reads the head.
 
 mod view;
@@ -22,23 +22,23 @@ use crate::http::body::Body;
 use crate::http::h1::raw::{Headers, RawHeaders};
 pub use view::{HeaderView, text};
 
-/// A request: hyper's head and a body, its fields in the head's map or kept as read beside
+/// A request: hyper's head and a body, its fields in the head's map or kept raw beside
 /// it.
 #[derive(Debug)]
 pub struct Request<B = Body> {
     head: request::Parts,
     body: B,
-    /// The fields kept as read; the head's map is then empty.
+    /// The raw header fields; the head's map is then empty.
     raw: Option<Box<RawHeaders>>,
 }
 
-/// A response: hyper's head and a body, its fields in the head's map or kept as read beside
+/// A response: hyper's head and a body, its fields in the head's map or kept raw beside
 /// it.
 #[derive(Debug)]
 pub struct Response<B = Body> {
     head: response::Parts,
     body: B,
-    /// The fields kept as read; the head's map is then empty.
+    /// The raw header fields; the head's map is then empty.
     raw: Option<Box<RawHeaders>>,
 }
 
@@ -71,7 +71,7 @@ macro_rules! message {
                 }
             }
 
-            /// Its fields as a map, made of the fields kept as read if they are.
+            /// Its fields as a map, made of the raw header fields if they are.
             pub fn headers_mut(&mut self) -> &mut HeaderMap {
                 let map = &mut self.head.headers;
                 if let Some(raw) = self.raw.take() {
@@ -193,7 +193,7 @@ impl<B> Response<B> {
         hyper::Response::new(body).into()
     }
 
-    /// Sets the field `name`, standing for any of its name: among the fields kept as read
+    /// Sets the field `name`, standing for any of its name: among the raw header fields
     /// when they take it (lingo's request id: see `RawHeaders::insert`), which then need no
     /// map; else in the map.
     pub fn insert_header(&mut self, name: HeaderName, value: HeaderValue) {

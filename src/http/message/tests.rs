@@ -23,7 +23,7 @@ fn section(n: usize) -> String {
         + "\r\n"
 }
 
-/// The fields of `section` as its parser hands them on for `keep` (kept as read when they
+/// The fields of `section` as its parser hands them on for `keep` (kept raw when they
 /// fit), and as a map made of every one of them.
 fn parsed(section: &str, keep: Kind) -> (Headers, HeaderMap) {
     let head = Bytes::copy_from_slice(section.as_bytes());
@@ -48,7 +48,7 @@ fn seen(view: HeaderView<'_>) -> HeaderMap {
     map
 }
 
-/// Whatever the number of fields (kept as read up to `MAX_RAW`, in a map past it), a
+/// Whatever the number of fields (kept raw up to `MAX_RAW`, in a map past it), a
 /// request read as lingo's server reads one shows every field through its one door, the
 /// same in the map `headers_mut` makes and in hyper's request handed on.
 #[test]
@@ -80,7 +80,7 @@ fn a_requests_fields_are_all_read_through_its_headers() {
     }
 }
 
-/// A response kept as read shows the fields passed on, as its map does once its hop-by-hop
+/// A response kept raw shows the fields passed on, as its map does once its hop-by-hop
 /// ones are removed; lingo's request id set among them stands for the response's own, and
 /// hyper's response handed on has them all.
 #[test]

@@ -6,7 +6,7 @@ use hyper::header::{self, CONTENT_LENGTH, HeaderName, HeaderValue};
 use crate::http::h1::fields::is_text;
 use crate::http::h1::raw::{self, Headers, RawHeaders};
 
-/// A request's or a response's header fields, lent: in its map, or kept as read (its map
+/// A request's or a response's header fields, lent: in its map, or kept raw (its map
 /// then empty). Every reader of a message's fields reads them through this
 /// (`message::Request::headers`, `message::Response::headers`).
 #[derive(Clone, Copy, Debug)]
@@ -25,10 +25,10 @@ impl<'a> HeaderView<'a> {
     }
 
     /// The values of every field named `name`, in order.
-    pub fn get_all<'n>(self, name: &'n HeaderName) -> Values<'a, 'n> {
+    pub fn get_all<'n>(self, name: &'n HeaderName) -> HeaderValues<'a, 'n> {
         match self {
-            HeaderView::Map(map) => Values::Map(map.get_all(name).into_iter()),
-            HeaderView::Raw(raw) => Values::Raw(raw.get_all(name)),
+            HeaderView::Map(map) => HeaderValues::Map(map.get_all(name).into_iter()),
+            HeaderView::Raw(raw) => HeaderValues::Raw(raw.get_all(name)),
         }
     }
 
@@ -46,7 +46,7 @@ impl<'a> HeaderView<'a> {
         }
     }
 
-    /// The value of the first `Content-Length` (a request's, kept as read, without a search).
+    /// The value of the first `Content-Length` (a request's, kept raw, without a search).
     pub fn content_length(self) -> Option<&'a [u8]> {
         match self {
             HeaderView::Map(map) => map.get(CONTENT_LENGTH).map(HeaderValue::as_bytes),
@@ -54,7 +54,7 @@ impl<'a> HeaderView<'a> {
         }
     }
 
-    /// The first `Host`, as a map's value (a request's, kept as read, without a search).
+    /// The first `Host`, as a map's value (a request's, kept raw, without a search).
     pub fn host(self) -> Option<HeaderValue> {
         match self {
             HeaderView::Map(map) => map.get(hyper::header::HOST).cloned(),
@@ -75,10 +75,10 @@ impl<'a> HeaderView<'a> {
     }
 
     /// Every field, in order (a map's grouped by name, as it iterates).
-    pub fn iter(self) -> Fields<'a> {
+    pub fn iter(self) -> HeaderIter<'a> {
         match self {
-            HeaderView::Map(map) => Fields::Map(map.iter()),
-            HeaderView::Raw(raw) => Fields::Raw(raw.all()),
+            HeaderView::Map(map) => HeaderIter::Map(map.iter()),
+            HeaderView::Raw(raw) => HeaderIter::Raw(raw.all()),
         }
     }
 
@@ -109,37 +109,37 @@ impl<'a> HeaderView<'a> {
 }
 
 /// The values of the fields of one name (see [`HeaderView::get_all`]).
-pub enum Values<'a, 'n> {
+pub enum HeaderValues<'a, 'n> {
     Map(header::ValueIter<'a, HeaderValue>),
-    Raw(raw::Values<'a, 'n>),
+    Raw(raw::RawHeaderValues<'a, 'n>),
 }
 
-impl<'a> Iterator for Values<'a, '_> {
+impl<'a> Iterator for HeaderValues<'a, '_> {
     type Item = &'a [u8];
 
     fn next(&mut self) -> Option<&'a [u8]> {
         match self {
-            Values::Map(values) => values.next().map(HeaderValue::as_bytes),
-            Values::Raw(values) => values.next(),
+            HeaderValues::Map(values) => values.next().map(HeaderValue::as_bytes),
+            HeaderValues::Raw(values) => values.next(),
         }
     }
 }
 
 /// Every field, as names and values (see [`HeaderView::iter`]).
-pub enum Fields<'a> {
+pub enum HeaderIter<'a> {
     Map(header::Iter<'a, HeaderValue>),
-    Raw(raw::Fields<'a>),
+    Raw(raw::RawHeaderIter<'a>),
 }
 
-impl<'a> Iterator for Fields<'a> {
+impl<'a> Iterator for HeaderIter<'a> {
     type Item = (&'a [u8], &'a [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Fields::Map(fields) => {
+            HeaderIter::Map(fields) => {
                 (fields.next()).map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes()))
             }
-            Fields::Raw(fields) => fields.next(),
+            HeaderIter::Raw(fields) => fields.next(),
         }
     }
 }

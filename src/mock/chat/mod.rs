@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::knobs::Knobs;
 use super::native::{self, MODELS};
 use super::stream::{Drip, Ending};
-use super::{Answer, json_answer};
+use super::{Handled, respond_json};
 use crate::http::body::Body;
 use crate::translate::embeddings::encode_base64;
 use reply::{CREATED, Call, Kind, Reply};
@@ -34,13 +34,13 @@ pub fn error_body(status: u16, message: &str) -> Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
 }
 
-/// An error answer in the official shape.
-pub fn error(status: u16, message: &str) -> Answer {
-    json_answer(status, &error_body(status, message))
+/// An error response in the official shape.
+pub fn error(status: u16, message: &str) -> Handled {
+    respond_json(status, &error_body(status, message))
 }
 
 /// Serves one request on a chat-completions mock.
-pub fn route(method: &Method, path: &str, request: &Value, knobs: &Knobs, model: &str) -> Answer {
+pub fn route(method: &Method, path: &str, request: &Value, knobs: &Knobs, model: &str) -> Handled {
     let needs_model = path != "/v1/models" && !path.starts_with("/v1/models/");
     if needs_model && model.is_empty() {
         return error(400, "you must provide a model parameter");
@@ -62,7 +62,7 @@ fn missing(model: &str) -> String {
     format!("The model `{model}` does not exist or you do not have access to it.")
 }
 
-fn chat(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+fn chat(request: &Value, knobs: &Knobs, model: &str) -> Handled {
     if request["messages"].as_array().is_none_or(Vec::is_empty) {
         return error(400, "messages must be a non-empty array");
     }
@@ -96,7 +96,7 @@ fn chat(request: &Value, knobs: &Knobs, model: &str) -> Answer {
     let limit = request["max_completion_tokens"]
         .as_u64()
         .or(request["max_tokens"].as_u64());
-    answer(reply, request, knobs, limit)
+    respond(reply, request, knobs, limit)
 }
 
 /// Tool call `i` of `tool`: the native mock's arguments, as a JSON string.
@@ -112,7 +112,7 @@ fn call((i, tool): (usize, &Value)) -> Call {
     )
 }
 
-fn text(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+fn text(request: &Value, knobs: &Knobs, model: &str) -> Handled {
     let prompt_ok = match &request["prompt"] {
         Value::String(_) => true,
         Value::Array(p) => !p.is_empty() && p.iter().all(Value::is_string),
@@ -135,11 +135,11 @@ fn text(request: &Value, knobs: &Knobs, model: &str) -> Answer {
         prompt_tokens,
     );
     let limit = request["max_tokens"].as_u64().or(Some(16));
-    answer(reply, request, knobs, limit)
+    respond(reply, request, knobs, limit)
 }
 
-/// Cuts the words at `limit`, then streams or answers whole, as the knobs say.
-fn answer(mut reply: Reply, request: &Value, knobs: &Knobs, limit: Option<u64>) -> Answer {
+/// Cuts the words at `limit`, then streams or responds whole, as the knobs say.
+fn respond(mut reply: Reply, request: &Value, knobs: &Knobs, limit: Option<u64>) -> Handled {
     if let Some(limit) = limit
         .map(|l| l as usize)
         .filter(|l| *l < reply.pieces.len())
@@ -155,16 +155,16 @@ fn answer(mut reply: Reply, request: &Value, knobs: &Knobs, limit: Option<u64>) 
     };
     if request["stream"].as_bool().unwrap_or(false) {
         let body = Body::new(Drip::new(reply, knobs.token_delay, ending));
-        return Answer::ok("text/event-stream", body);
+        return Handled::ok("text/event-stream", body);
     }
     match ending {
-        Ending::Done => json_answer(200, &reply.whole()),
+        Ending::Done => respond_json(200, &reply.whole()),
         Ending::ErrorAfter(n) => error(500, &format!("mock error after {n} tokens")),
-        Ending::CutAfter(_) => Answer::cut(),
+        Ending::CutAfter(_) => Handled::cut(),
     }
 }
 
-fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Answer {
+fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Handled {
     let inputs: Vec<&str> = match &request["input"] {
         Value::String(s) if !s.is_empty() => vec![s.as_str()],
         Value::Array(items)
@@ -210,7 +210,7 @@ fn embeddings(request: &Value, knobs: &Knobs, model: &str) -> Answer {
         })
         .collect();
     let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
-    json_answer(
+    respond_json(
         200,
         &json!({"object": "list", "data": data, "model": model,
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}),
@@ -222,17 +222,17 @@ fn model_entry(id: &str) -> Value {
 }
 
 /// `/v1/models`: the models the native mock lists.
-fn models() -> Answer {
+fn models() -> Handled {
     let data: Vec<Value> = MODELS.iter().map(|m| model_entry(m.name)).collect();
-    json_answer(200, &json!({"object": "list", "data": data}))
+    respond_json(200, &json!({"object": "list", "data": data}))
 }
 
 /// `/v1/models/{id}`: any id (it may contain `/`) but those starting with `missing`.
-fn one_model(id: &str) -> Answer {
+fn one_model(id: &str) -> Handled {
     if id.starts_with("missing") {
         return error(404, &missing(id));
     }
-    json_answer(200, &model_entry(id))
+    respond_json(200, &model_entry(id))
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ pub enum Kind {
 /// One tool call: id, function name, arguments (a JSON text).
 pub type Call = (String, String, String);
 
-/// Everything one answer says, worked out before the first byte.
+/// Everything one response says, worked out before the first byte.
 pub struct Reply {
     pub kind: Kind,
     pub model: String,
@@ -86,7 +86,7 @@ impl Reply {
         }
     }
 
-    /// The non-streamed answer.
+    /// The non-streamed response.
     pub fn whole(&self) -> Value {
         let choice = match self.kind {
             Kind::Chat => {
@@ -103,9 +103,9 @@ impl Reply {
             Kind::Text => json!({"index": 0, "text": self.pieces.concat(), "logprobs": null,
                 "finish_reason": self.finish}),
         };
-        let mut answer = self.envelope(false, json!([choice]));
-        answer["usage"] = self.usage();
-        answer
+        let mut response = self.envelope(false, json!([choice]));
+        response["usage"] = self.usage();
+        response
     }
 
     fn envelope(&self, chunk: bool, choices: Value) -> Value {
@@ -156,7 +156,7 @@ impl Reply {
     }
 }
 
-/// A call in the whole answer's shape.
+/// A call in the whole response's shape.
 fn whole_call(call: &Call) -> Value {
     json!({"id": call.0, "type": "function", "function": {"name": call.1, "arguments": call.2}})
 }

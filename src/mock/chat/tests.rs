@@ -1,4 +1,4 @@
-//! The chat-completions mock: whole answers, errors, models and embeddings, and its streams
+//! The chat-completions mock: whole responses, errors, models and embeddings, and its streams
 //! read back by lingo's own native translator (the two dialects must agree).
 
 use super::*;
@@ -6,8 +6,8 @@ use crate::mock::stream::Script;
 use crate::translate::native::{Meta, NativeStream, Output, Stamp, whole};
 use http_body_util::BodyExt;
 
-async fn body(answer: Answer) -> (u16, String) {
-    let Answer::Response(r) = answer else {
+async fn body(response: Handled) -> (u16, String) {
+    let Handled::Response(r) = response else {
         return (0, String::new());
     };
     let status = r.status().as_u16();
@@ -52,7 +52,7 @@ fn native(sse: &str, output: Output) -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn whole_answers_in_the_official_shapes() {
+async fn whole_responses_in_the_official_shapes() {
     let request = json!({"model": "m", "messages": [{"role": "user", "content": "two words"}],
         "reasoning_effort": "low", "max_tokens": 3});
     let (status, text) = body(route(
@@ -63,17 +63,17 @@ async fn whole_answers_in_the_official_shapes() {
         "m",
     ))
     .await;
-    let answer: Value = serde_json::from_str(&text).unwrap();
+    let response: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(status, 200);
-    assert_eq!(answer["object"], "chat.completion");
-    assert_eq!(answer["choices"][0]["message"]["content"], "Lingo is a");
+    assert_eq!(response["object"], "chat.completion");
+    assert_eq!(response["choices"][0]["message"]["content"], "Lingo is a");
     assert_eq!(
-        answer["choices"][0]["message"]["reasoning_content"],
+        response["choices"][0]["message"]["reasoning_content"],
         "Lingo is a"
     );
-    assert_eq!(answer["choices"][0]["finish_reason"], "length");
+    assert_eq!(response["choices"][0]["finish_reason"], "length");
     assert_eq!(
-        answer["usage"],
+        response["usage"],
         json!({"prompt_tokens": 2, "completion_tokens": 6, "total_tokens": 8})
     );
     let meta = Meta {
@@ -94,12 +94,15 @@ async fn whole_answers_in_the_official_shapes() {
         "m",
     ))
     .await;
-    let answer: Value = serde_json::from_str(&text).unwrap();
+    let response: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
-        (&answer["object"], &answer["choices"][0]["finish_reason"]),
+        (
+            &response["object"],
+            &response["choices"][0]["finish_reason"]
+        ),
         (&json!("text_completion"), &json!("length"))
     );
-    assert_eq!(answer["usage"]["prompt_tokens"], 3);
+    assert_eq!(response["usage"]["prompt_tokens"], 3);
 }
 
 #[tokio::test]
@@ -207,13 +210,13 @@ async fn errors_models_and_embeddings() {
         "e",
     ))
     .await;
-    let answer: Value = serde_json::from_str(&text).unwrap();
+    let response: Value = serde_json::from_str(&text).unwrap();
     let vector = crate::translate::embeddings::decode_base64(
-        answer["data"][1]["embedding"].as_str().unwrap(),
+        response["data"][1]["embedding"].as_str().unwrap(),
     );
     assert_eq!(vector.map(|v| v.len()), Some(4));
     assert_eq!(
-        answer["usage"],
+        response["usage"],
         json!({"prompt_tokens": 3, "total_tokens": 3})
     );
 }

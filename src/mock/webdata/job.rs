@@ -1,9 +1,9 @@
 //! A web-data job's life (crawl, batch scrape, extract): [`PAGES`] pages, one every
 //! `page_delay` from its start, then the end: completed, or failed after `job_fail_after`
-//! pages. Status answers and webhook events follow the same clock, so a page's event goes
+//! pages. Status responses and webhook events follow the same clock, so a page's event goes
 //! out as its page appears in the status.
 //!
-//! With no delay a job has ended when its start is answered, and nothing is kept: its
+//! With no delay a job has ended when its start gets a response, and nothing is kept: its
 //! status is decided by its id alone, whose third group carries where it fails. A paced job
 //! is remembered while it runs (process-wide, as job ids are unique process-wide); a job
 //! with a webhook has a task that sends its events.

@@ -2,7 +2,7 @@
 //! and their webhooks); token and credit usage; in the `{success, data}` shapes of the real
 //! API.
 //!
-//! Like the real server, start answers build their `url` (and status pages their `next`)
+//! Like the real server, start responses build their `url` (and status pages their `next`)
 //! from the `Host` the request carried, so lingo's link re-basing is exercised for real.
 //! A job's life (its pace, its end, its webhook events) is [`job`]'s.
 
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::mock::knobs::Knobs;
 use crate::mock::webhook::{self, JOB_FAILED, Kind};
-use crate::mock::{Answer, error_answer, json_answer};
+use crate::mock::{Handled, respond_error, respond_json};
 use job::{JobPages, State};
 
 /// Pages every mock crawl or batch has.
@@ -23,7 +23,7 @@ pub(super) const PAGES: u64 = 3;
 /// When every mock job's data expires.
 const EXPIRES: &str = "2026-01-02T00:00:00.000Z";
 
-/// Answers a web-data call; `host` is the request's `Host`.
+/// Responds to a web-data call; `host` is the request's `Host`.
 pub fn handle(
     method: &Method,
     path: &str,
@@ -31,7 +31,7 @@ pub fn handle(
     body: &Value,
     host: &str,
     knobs: &Knobs,
-) -> Answer {
+) -> Handled {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     match (method, segments.as_slice()) {
         (&Method::POST, [v @ ("v1" | "v2"), "scrape"]) => scrape(v, body),
@@ -52,10 +52,10 @@ pub fn handle(
         (&Method::POST, ["v1" | "v2", "extract"]) => extract(body, knobs),
         (&Method::GET, ["v1" | "v2", "extract", id]) => extract_status(id),
         (&Method::DELETE, [_, "crawl", _] | [_, "batch", "scrape", _]) => {
-            json_answer(200, &json!({"status": "cancelled"}))
+            respond_json(200, &json!({"status": "cancelled"}))
         }
         (&Method::GET, [_, "crawl", _, "errors"] | [_, "batch", "scrape", _, "errors"]) => {
-            json_answer(200, &json!({"errors": [], "robotsBlocked": []}))
+            respond_json(200, &json!({"errors": [], "robotsBlocked": []}))
         }
         (&Method::GET, ["v1", "team", "token-usage"]) => {
             usage(json!({"remaining_tokens": 1_000_000}))
@@ -69,7 +69,7 @@ pub fn handle(
         (&Method::GET, ["v2", "team", "credit-usage"]) => {
             usage(json!({"remainingCredits": 500_000}))
         }
-        _ => error_answer(404, &format!("Not found: {method} {path}"), true),
+        _ => respond_error(404, &format!("Not found: {method} {path}"), true),
     }
 }
 
@@ -99,27 +99,27 @@ fn family(kind: Kind) -> &'static str {
     }
 }
 
-fn scrape(version: &str, body: &Value) -> Answer {
+fn scrape(version: &str, body: &Value) -> Handled {
     match body["url"].as_str() {
-        Some(url) => json_answer(
+        Some(url) => respond_json(
             200,
             &json!({"success": true, "data": document(url, version)}),
         ),
-        None => error_answer(400, "Bad Request: url is required", true),
+        None => respond_error(400, "Bad Request: url is required", true),
     }
 }
 
-fn start(version: &str, kind: Kind, body: &Value, host: &str, knobs: &Knobs) -> Answer {
+fn start(version: &str, kind: Kind, body: &Value, host: &str, knobs: &Knobs) -> Handled {
     let seeds = body["url"].is_string() || body["urls"].is_array();
     if !seeds {
-        return error_answer(400, "Bad Request: url or urls is required", true);
+        return respond_error(400, "Bad Request: url or urls is required", true);
     }
     let version = self::version(version);
     let pages = || -> JobPages { Box::new(move |i| document(&page_url(i), version)) };
     match begin(kind, body, knobs, 0, pages) {
         Ok(id) => {
             let url = format!("https://{host}/{version}/{}/{id}", family(kind));
-            json_answer(200, &json!({"success": true, "id": id, "url": url}))
+            respond_json(200, &json!({"success": true, "id": id, "url": url}))
         }
         Err(issue) => bad_request(issue),
     }
@@ -149,7 +149,7 @@ pub(super) fn status(
     query: &str,
     host: &str,
     page: impl Fn(u64) -> Value,
-) -> Answer {
+) -> Handled {
     let progress = job::progress(id);
     let (skip, limit, end) = page_range(query, progress.pages);
     let data: Vec<Value> = (skip..end).map(page).collect();
@@ -158,20 +158,20 @@ pub(super) fn status(
         State::Completed => "completed",
         State::Failed => "failed",
     };
-    let mut answer = json!({
+    let mut response = json!({
         "success": true, "status": state, "completed": progress.pages, "total": PAGES,
         "creditsUsed": progress.pages, "expiresAt": EXPIRES, "data": data
     });
     if end < progress.pages || progress.state == State::Running {
         let family = family(kind);
         let next = format!("https://{host}/{version}/{family}/{id}?skip={end}&limit={limit}");
-        answer["next"] = next.into();
+        response["next"] = next.into();
     }
-    json_answer(200, &answer)
+    respond_json(200, &response)
 }
 
 /// Extract's start: one of `urls` or `prompt` is needed, as on the real API.
-fn extract(body: &Value, knobs: &Knobs) -> Answer {
+fn extract(body: &Value, knobs: &Knobs) -> Handled {
     if !(body["urls"].is_array() || body["prompt"].is_string()) {
         let issue = json!({"code": "custom", "path": ["urls"],
             "message": "Either `urls` or `prompt` must be provided"});
@@ -179,22 +179,22 @@ fn extract(body: &Value, knobs: &Knobs) -> Answer {
     }
     let no_pages = || -> JobPages { Box::new(|_| Value::Null) };
     match begin(Kind::Extract, body, knobs, 0, no_pages) {
-        Ok(id) => json_answer(200, &json!({"success": true, "id": id, "urlTrace": []})),
+        Ok(id) => respond_json(200, &json!({"success": true, "id": id, "urlTrace": []})),
         Err(issue) => bad_request(issue),
     }
 }
 
 /// Extract's status: `processing` while it runs, then its data, or `success: false` and
 /// the error when it failed.
-fn extract_status(id: &str) -> Answer {
-    let answer = match job::progress(id).state {
+fn extract_status(id: &str) -> Handled {
+    let response = match job::progress(id).state {
         State::Running => json!({"success": true, "status": "processing", "expiresAt": EXPIRES}),
         State::Completed => json!({"success": true, "status": "completed",
             "data": extract_data(), "expiresAt": EXPIRES}),
         State::Failed => json!({"success": false, "status": "failed", "error": JOB_FAILED,
             "expiresAt": EXPIRES}),
     };
-    json_answer(200, &answer)
+    respond_json(200, &response)
 }
 
 /// What every mock extract finds.
@@ -203,13 +203,13 @@ fn extract_data() -> Value {
 }
 
 /// A 400 as the real API's schema check gives it, with one issue.
-pub(super) fn bad_request(issue: Value) -> Answer {
+pub(super) fn bad_request(issue: Value) -> Handled {
     let body = json!({"success": false, "code": "BAD_REQUEST", "error": "Bad Request", "details": [issue]});
-    json_answer(400, &body)
+    respond_json(400, &body)
 }
 
-fn usage(data: Value) -> Answer {
-    json_answer(200, &json!({"success": true, "data": data}))
+fn usage(data: Value) -> Handled {
+    respond_json(200, &json!({"success": true, "data": data}))
 }
 
 /// `skip`, `limit` and the end of a status page of a job with `pages` so far, from its

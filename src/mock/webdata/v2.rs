@@ -1,9 +1,9 @@
 //! The mock as a version-2-only web-data upstream (`speaks: web-data-v2`): `/v1/...` is a 404,
 //! bodies are checked for v1's spellings (the keys and format strings v1 had and v2 refuses
-//! are 400s, as on v2; other unknown keys are not checked), and answers come in v2's shapes: format objects (json, screenshot, changeTracking)
+//! are 400s, as on v2; other unknown keys are not checked), and responses come in v2's shapes: format objects (json, screenshot, changeTracking)
 //! and `parsers` honoured, map links as objects, search grouped by source, usage in camelCase.
 //!
-//! Answers tell what the request asked for where the real API does (`proxyUsed`,
+//! Responses tell what the request asked for where the real API does (`proxyUsed`,
 //! `cacheState`), so tests through lingo can see which defaults lingo made explicit. Job ids
 //! carry the formats they were started with (the fourth group of the UUID), so status pages
 //! stay deterministic without state.
@@ -15,7 +15,7 @@ use super::job::JobPages;
 use super::{PAGES, bad_request, begin, page_url};
 use crate::mock::knobs::Knobs;
 use crate::mock::webhook::Kind;
-use crate::mock::{Answer, error_answer, json_answer};
+use crate::mock::{Handled, respond_error, respond_json};
 
 /// Keys v1 had and v2 refuses, wherever scrape or crawl options stand.
 const V1_ONLY: [&str; 12] = [
@@ -49,7 +49,7 @@ const FORMATS: [&str; 9] = [
 /// The bit of a job id's fourth group that says the job asked for a json format.
 const JSON_FLAG: u64 = 1;
 
-/// Answers a call to a v2-only upstream; what v1 and v2 share goes to the common mock.
+/// Responds to a call to a v2-only upstream; what v1 and v2 share goes to the common mock.
 pub fn handle(
     method: &Method,
     path: &str,
@@ -57,11 +57,11 @@ pub fn handle(
     body: &Value,
     host: &str,
     knobs: &Knobs,
-) -> Answer {
+) -> Handled {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     if segments.first() != Some(&"v2") {
         let message = format!("Cannot {method} {path}: this upstream serves version 2 only");
-        return error_answer(404, &message, true);
+        return respond_error(404, &message, true);
     }
     if let Some(issue) = strict(body) {
         return bad_request(issue);
@@ -89,9 +89,9 @@ pub fn handle(
 }
 
 /// `{"success": true, ...fields}`.
-fn ok(mut fields: Value) -> Answer {
+fn ok(mut fields: Value) -> Handled {
     fields["success"] = Value::Bool(true);
-    json_answer(200, &fields)
+    respond_json(200, &fields)
 }
 
 /// v2's strict schemas: the issue with a v1-only key or v1 format string, in v2's words.
@@ -137,10 +137,10 @@ fn kind(format: &Value) -> Option<&str> {
         .or_else(|| format.get("type").and_then(Value::as_str))
 }
 
-fn scrape(body: &Value) -> Answer {
+fn scrape(body: &Value) -> Handled {
     match (body["url"].as_str(), body.as_object()) {
         (Some(url), Some(options)) => ok(json!({"data": document(url, options)})),
-        _ => error_answer(400, "Bad Request: url is required", true),
+        _ => respond_error(400, "Bad Request: url is required", true),
     }
 }
 
@@ -238,7 +238,7 @@ fn flags(id: &str) -> u64 {
 }
 
 /// Starts a crawl or batch whose pages have the formats of `options`.
-fn start(job: Kind, options: &Value, body: &Value, host: &str, knobs: &Knobs) -> Answer {
+fn start(job: Kind, options: &Value, body: &Value, host: &str, knobs: &Knobs) -> Handled {
     let wants_json = options
         .as_object()
         .is_some_and(|o| formats(o).iter().any(|f| kind(f) == Some("json")));
@@ -264,11 +264,11 @@ fn page_maker(flags: u64) -> impl Fn(u64) -> Value + Send + 'static {
     move |i| document(&page_url(i), &options)
 }
 
-fn status(job: Kind, id: &str, query: &str, host: &str) -> Answer {
+fn status(job: Kind, id: &str, query: &str, host: &str) -> Handled {
     super::status("v2", job, id, query, host, page_maker(flags(id)))
 }
 
-fn active() -> Answer {
+fn active() -> Handled {
     ok(json!({"crawls": [{
         "id": "00000000-0000-4000-8001-000000000000", "teamId": "mock",
         "url": "https://example.com", "created_at": "2026-01-01T00:00:00.000Z",
@@ -278,9 +278,9 @@ fn active() -> Answer {
     }]}))
 }
 
-fn map(body: &Value) -> Answer {
+fn map(body: &Value) -> Handled {
     let Some(url) = body["url"].as_str() else {
-        return error_answer(400, "Bad Request: url is required", true);
+        return respond_error(400, "Bad Request: url is required", true);
     };
     let base = url.trim_end_matches('/');
     let links = ["", "/about", "/docs"]
@@ -290,7 +290,7 @@ fn map(body: &Value) -> Answer {
     ok(json!({"links": links}))
 }
 
-fn search(body: &Value) -> Answer {
+fn search(body: &Value) -> Handled {
     let query = body["query"].as_str().unwrap_or_default();
     let limit = body["limit"].as_u64().unwrap_or(5).min(PAGES);
     let limit = if query.contains("noresults") {

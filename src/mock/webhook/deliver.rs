@@ -1,6 +1,6 @@
 //! Delivering one event: the body serialised once (what is signed is exactly what is sent),
 //! a first attempt the job waits for (so a healthy receiver sees a job's events in order),
-//! then the retries on a task of their own, each after its delay, until one is answered
+//! then the retries on a task of their own, each after its delay, until one gets a response
 //! with a 2xx or the schedule ends.
 
 use std::time::Duration;
@@ -85,9 +85,9 @@ impl Prepared {
         let sent = send::post(&self.url, &self.headers, self.body.clone());
         let outcome = match tokio::time::timeout(timeout, sent).await {
             Ok(Ok(status)) if status.is_success() => return true,
-            Ok(Ok(status)) => format!("answered {status}"),
+            Ok(Ok(status)) => format!("responded with {status}"),
             Ok(Err(err)) => err.to_string(),
-            Err(_) => format!("no answer within {timeout:?}"),
+            Err(_) => format!("no response within {timeout:?}"),
         };
         tracing::debug!(url = %self.url, webhook_id = %self.id, attempt = n, %outcome, "mock webhook attempt failed");
         false

@@ -1,7 +1,7 @@
 //! Webhooks as the web-data contract sends them: a job started with a `webhook` has its
 //! events (`<kind>.started`, a `<kind>.page` per page, `<kind>.completed` or
 //! `<kind>.failed`) POSTed to the webhook's URL as JSON, with its headers and a signature
-//! when the mock has a secret; an attempt that is not answered with a 2xx within the reply
+//! when the mock has a secret; an attempt that gets no 2xx response within the reply
 //! time is retried on the schedule, then given up.
 //!
 //! `config` checks a request's `webhook` ([`parse`]); `deliver` sends events ([`deliver()`]:

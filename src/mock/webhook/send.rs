@@ -1,6 +1,6 @@
 //! One delivery attempt: a POST over a connection of its own (HTTP/1.1, TLS for `https`
-//! with the bundled web PKI roots), whose answer's status is all that counts. Redirects are
-//! not followed: a 3xx is an answer like any other non-2xx.
+//! with the bundled web PKI roots), whose response's status is all that counts. Redirects are
+//! not followed: a 3xx is a response like any other non-2xx.
 
 use std::sync::{Arc, OnceLock};
 
@@ -19,7 +19,7 @@ use crate::http::message::Request;
 /// Why an attempt failed before a status came back.
 pub type AttemptError = Box<dyn std::error::Error + Send + Sync>;
 
-/// POSTs `body` with `headers` to `url` and gives the answer's status. The caller bounds
+/// POSTs `body` with `headers` to `url` and gives the response's status. The caller bounds
 /// the time it may take.
 pub async fn post(url: &Uri, headers: &HeaderMap, body: Bytes) -> Result<StatusCode, AttemptError> {
     let host = url.host().ok_or("the URL has no host")?;
@@ -48,7 +48,7 @@ pub async fn post(url: &Uri, headers: &HeaderMap, body: Bytes) -> Result<StatusC
     }
 }
 
-/// Sends `request` on `io` and waits for the answer's head, driving the connection
+/// Sends `request` on `io` and waits for the response's head, driving the connection
 /// meanwhile; the connection closes when this returns.
 async fn exchange<I>(
     io: I,
@@ -58,13 +58,13 @@ where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sender, connection) = http1::handshake(TokioIo::new(io)).await?;
-    let answer = sender.send_request(request);
+    let response = sender.send_request(request);
     tokio::pin!(connection);
     tokio::select! {
-        answer = answer => Ok(answer?.status()),
+        response = response => Ok(response?.status()),
         ended = &mut connection => match ended {
             Err(err) => Err(err.into()),
-            Ok(()) => Err("the connection closed before an answer".into()),
+            Ok(()) => Err("the connection closed before a response".into()),
         },
     }
 }

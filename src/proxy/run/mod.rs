@@ -1,26 +1,26 @@
 //! Running a plan: each way a request can go, one module each.
 //!
-//! [`pass`] forwards unchanged; [`relay`] points a job's webhook at lingo first; [`tunnel`] tunnels a WebSocket; [`rename`] and [`tags`] serve
-//! model aliases on native routes; [`translate`] drives every translation (chat,
+//! [`pass`] forwards unchanged; [`webhook_relay`] points a job's webhook at lingo first; [`tunnel`] tunnels a WebSocket; [`rename`] and [`tags`] serve
+//! model aliases on native routes; [`drive`] drives every translation (chat,
 //! completions, [`embeddings`], and [`native`] clients over a chat-completions upstream;
 //! their model listings in [`native_models`]; web-data v1 clients over a v2-only upstream
 //! in [`webdata`]),
 //! re-framing streams through [`reframe`]; [`models`]
 //! translates the model listings; [`shared`] is what they all use.
 
+pub mod drive;
 pub mod embeddings;
 pub mod models;
 pub mod native;
 pub mod native_models;
 pub mod pass;
 pub mod reframe;
-pub mod relay;
 pub mod rename;
 pub mod shared;
 pub mod tags;
-pub mod translate;
 pub mod tunnel;
 pub mod webdata;
+pub mod webhook_relay;
 
 use super::exchange::Exchange;
 use super::plan::Plan;
@@ -39,8 +39,8 @@ pub type Running<'a> = Sending<'a>;
 /// would hold the plan and the request beside the box, in every request's pipeline state.
 pub fn run<'a>(plan: Plan, x: &'a Exchange<'_>, req: Request) -> Running<'a> {
     match plan {
-        Plan::Translate(Endpoint::ChatCompletions) => pinned::boxed(|| translate::chat(x, req)),
-        Plan::Translate(Endpoint::Completions) => pinned::boxed(|| translate::completions(x, req)),
+        Plan::Translate(Endpoint::ChatCompletions) => pinned::boxed(|| drive::chat(x, req)),
+        Plan::Translate(Endpoint::Completions) => pinned::boxed(|| drive::completions(x, req)),
         Plan::Translate(Endpoint::Embeddings) => pinned::boxed(|| embeddings::handle(x, req)),
         Plan::Translate(Endpoint::Models) => pinned::boxed(|| models::list(x)),
         Plan::Translate(Endpoint::Model) => pinned::boxed(|| models::one(x, x.path())),
@@ -62,8 +62,8 @@ pub fn run<'a>(plan: Plan, x: &'a Exchange<'_>, req: Request) -> Running<'a> {
         Plan::Tunnel => pinned::boxed(|| tunnel::proxy(x, req)),
         Plan::ListTags => pinned::boxed(|| tags::handle(x, req)),
         Plan::Rename => pinned::boxed(|| rename::handle(x, req)),
-        Plan::Relay => pinned::boxed(|| relay::job(x, req)),
-        Plan::Pass => pinned::boxed(|| pass::relay(x, req)),
+        Plan::Relay => pinned::boxed(|| webhook_relay::job(x, req)),
+        Plan::Pass => pinned::boxed(|| pass::forward_raw(x, req)),
     }
 }
 
@@ -82,7 +82,7 @@ mod tests {
     #[test]
     fn a_pass_throughs_ways_fit_a_small_block() {
         let ways = [
-            ("pass", future_size(pass::relay::<Body>)),
+            ("pass", future_size(pass::forward_raw::<Body>)),
             ("rename", future_size(rename::handle)),
         ];
         for (way, size) in ways {

@@ -10,15 +10,15 @@ use crate::http::message::Response;
 use crate::proxy::exchange::Exchange;
 use crate::translate::{chat, models};
 
-type Answer = Result<Response, ProxyError>;
+type ResponseResult = Result<Response, ProxyError>;
 
 /// The route upstream's models, then the table's aliases.
-pub async fn list(call: &Exchange<'_>) -> Answer {
+pub async fn list(call: &Exchange<'_>) -> ResponseResult {
     let (upstream, client) = (
         call.upstream,
         &call.snapshot.peer(call.route.upstream).client,
     );
-    let answer = send(
+    let response = send(
         call,
         upstream,
         client,
@@ -27,11 +27,11 @@ pub async fn list(call: &Exchange<'_>) -> Answer {
         "/api/tags",
         Bytes::new(),
     );
-    let answer = answer.await?;
-    if !answer.status().is_success() {
-        return Err(upstream_failure(&call.stats, upstream, answer, chat::upstream_error).await);
+    let response = response.await?;
+    if !response.status().is_success() {
+        return Err(upstream_failure(&call.stats, upstream, response, chat::upstream_error).await);
     }
-    let tags = whole(call, upstream, answer.into_body()).await?;
+    let tags = whole(call, upstream, response.into_body()).await?;
     let table = &call.snapshot.table;
     let mut aliases: Vec<(&str, &str)> = table
         .models
@@ -45,12 +45,12 @@ pub async fn list(call: &Exchange<'_>) -> Answer {
 }
 
 /// One model (`path` is `/v1/models/<id>`; the id may contain `/`).
-pub async fn one(call: &Exchange<'_>, path: &str) -> Answer {
+pub async fn one(call: &Exchange<'_>, path: &str) -> ResponseResult {
     let id = percent_decode(path.trim_start_matches("/v1/models/"));
     let (index, upstream, model) = resolve(call, &id);
     let client = &call.snapshot.peer(index).client;
     let body = Bytes::from(json!({"model": model}).to_string());
-    let answer = send(
+    let response = send(
         call,
         upstream,
         client,
@@ -60,10 +60,10 @@ pub async fn one(call: &Exchange<'_>, path: &str) -> Answer {
         body,
     )
     .await?;
-    if !answer.status().is_success() {
-        return Err(upstream_failure(&call.stats, upstream, answer, chat::upstream_error).await);
+    if !response.status().is_success() {
+        return Err(upstream_failure(&call.stats, upstream, response, chat::upstream_error).await);
     }
-    let show = whole(call, upstream, answer.into_body()).await?;
+    let show = whole(call, upstream, response.into_body()).await?;
     let body = models::one(&id, &show, &call.snapshot.table.owned_by)
         .map_err(|m| bad_gateway(upstream, m))?;
     Ok(json(body))

@@ -4,13 +4,13 @@
 //! The I/O left here is what the pure translators are handed: the client's body, the clock
 //! (a [`Now`] reading the wall clock and the time since the request arrived), ids for history
 //! tool calls without one, and the log line for options the upstream is not sent. A request
-//! with nothing to generate (or embed) is answered without asking the upstream, as natively.
+//! with nothing to generate (or embed) gets a response without asking the upstream, as natively.
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::drive::{run, streaming, target};
 use super::shared::{json, read_body};
-use super::translate::{run, streaming, target};
 use crate::base::ids;
 use crate::error::ProxyError;
 use crate::http::body::Body;
@@ -18,12 +18,12 @@ use crate::http::message::{HeaderView, Request, Response};
 use crate::proxy::exchange::Exchange;
 use crate::translate::Translation;
 use crate::translate::models::rfc3339_nanos;
-use crate::translate::native::{self, Embed, Generation, Now, Refusal, Stamp, Translated};
+use crate::translate::native::{self, Embed, Generation, NativeError, Now, Stamp, Translated};
 
-type Answer = Result<Response, ProxyError>;
+type ResponseResult = Result<Response, ProxyError>;
 
 /// Serves `/api/chat`.
-pub async fn chat(x: &Exchange<'_>, req: Request) -> Answer {
+pub async fn chat(x: &Exchange<'_>, req: Request) -> ResponseResult {
     let now = clock(Instant::now());
     let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
@@ -33,7 +33,7 @@ pub async fn chat(x: &Exchange<'_>, req: Request) -> Answer {
 }
 
 /// Serves `/api/generate`.
-pub async fn generate(x: &Exchange<'_>, req: Request) -> Answer {
+pub async fn generate(x: &Exchange<'_>, req: Request) -> ResponseResult {
     let now = clock(Instant::now());
     let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
@@ -42,7 +42,7 @@ pub async fn generate(x: &Exchange<'_>, req: Request) -> Answer {
 }
 
 /// Serves `/api/embed` (`legacy: false`) and `/api/embeddings` (`legacy: true`).
-pub async fn embed(x: &Exchange<'_>, req: Request, legacy: bool) -> Answer {
+pub async fn embed(x: &Exchange<'_>, req: Request, legacy: bool) -> ResponseResult {
     let now = clock(Instant::now());
     let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
@@ -59,16 +59,16 @@ pub async fn embed(x: &Exchange<'_>, req: Request, legacy: bool) -> Answer {
     run(x, head.headers(), t).await
 }
 
-/// Runs a chat or generate translation, or answers a load-only request itself.
-async fn generation(x: &Exchange<'_>, headers: HeaderView<'_>, t: Generation) -> Answer {
+/// Runs a chat or generate translation, or responds to a load-only request itself.
+async fn generation(x: &Exchange<'_>, headers: HeaderView<'_>, t: Generation) -> ResponseResult {
     log_dropped(t.request());
     if t.request().load_only() {
         target(x, t.model(), Generation::UPSTREAM)?;
-        let answer = t.load_answer();
+        let response = t.load_response();
         if t.streams() {
-            return Ok(streaming(Body::full(answer), Generation::STREAM_TYPE));
+            return Ok(streaming(Body::full(response), Generation::STREAM_TYPE));
         }
-        return Ok(json(answer));
+        return Ok(json(response));
     }
     run(x, headers, t).await
 }
@@ -83,7 +83,7 @@ fn log_dropped(request: &Translated) {
     }
 }
 
-/// The wall clock and the time since `started`, for the answers' `created_at` and durations.
+/// The wall clock and the time since `started`, for the responses' `created_at` and durations.
 fn clock(started: Instant) -> Now {
     Arc::new(move || Stamp {
         created_at: rfc3339_nanos(
@@ -97,7 +97,7 @@ fn clock(started: Instant) -> Now {
 
 /// A native request lingo refuses: rendered `{"error": ...}` with the route's (native)
 /// dialect; every refusal of the native translators is a 400.
-fn refused(err: Refusal) -> ProxyError {
+fn refused(err: NativeError) -> ProxyError {
     ProxyError::Invalid {
         message: err.message,
         param: None,

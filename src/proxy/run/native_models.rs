@@ -14,12 +14,12 @@ use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
 use crate::translate::native::{self, models};
 
-type Answer = Result<Response, ProxyError>;
+type ResponseResult = Result<Response, ProxyError>;
 
 /// The route upstream's `/v1/models` as `/api/tags`, then the table's aliases on
 /// chat-completions upstreams (in name order; each described by its target's entry when the
 /// route's upstream lists it, else by an empty one).
-pub async fn tags(x: &Exchange<'_>) -> Answer {
+pub async fn tags(x: &Exchange<'_>) -> ResponseResult {
     let list = get(x, x.route.upstream, x.upstream, paths::MODELS).await?;
     let table = &x.snapshot.table;
     let mut aliases: Vec<(&str, &str)> = table
@@ -35,7 +35,7 @@ pub async fn tags(x: &Exchange<'_>) -> Answer {
 
 /// `POST /api/show` (`model`, or the older `name`): the model's `/v1/models/{id}` on the
 /// upstream its name (an alias, maybe) resolves to, described under the client's name.
-pub async fn show(x: &Exchange<'_>, req: Request) -> Answer {
+pub async fn show(x: &Exchange<'_>, req: Request) -> ResponseResult {
     let body = read_body(req.into_body(), x.route.max_body).await?;
     let name = model_name(&body)?;
     let (index, upstream, model) = resolve(x, &name);
@@ -46,22 +46,22 @@ pub async fn show(x: &Exchange<'_>, req: Request) -> Answer {
         });
     }
     let path = format!("{}/{}", paths::MODELS, path_escape(&model));
-    let answer = get(x, index, upstream, &path).await?;
-    let body = models::show(&name, &answer).map_err(|m| bad_gateway(upstream, m))?;
+    let response = get(x, index, upstream, &path).await?;
+    let body = models::show(&name, &response).map_err(|m| bad_gateway(upstream, m))?;
     Ok(json(body))
 }
 
 /// `/api/ps`: no model is known to be loaded (a chat-completions server does not say).
-pub fn ps() -> Answer {
+pub fn ps() -> ResponseResult {
     Ok(json(models::ps()))
 }
 
 /// `/api/version`: the native API version lingo translates.
-pub fn version() -> Answer {
+pub fn version() -> ResponseResult {
     Ok(json(models::version()))
 }
 
-/// A `GET` to a chat-completions upstream, its answer read whole; an error answer re-told
+/// A `GET` to a chat-completions upstream, its response read whole; an error response rewritten
 /// in the native shape with its status.
 async fn get(
     x: &Exchange<'_>,
@@ -70,15 +70,15 @@ async fn get(
     path: &str,
 ) -> Result<Bytes, ProxyError> {
     let client = &x.snapshot.peer(index).client;
-    let answer = send(x, upstream, client, Method::GET, None, path, Bytes::new()).await?;
-    if !answer.status().is_success() {
-        let retell = |status, body: &[u8]| {
+    let response = send(x, upstream, client, Method::GET, None, path, Bytes::new()).await?;
+    if !response.status().is_success() {
+        let in_dialect = |status, body: &[u8]| {
             let (status, message) = native::upstream_message(status, body);
             (status, message, None)
         };
-        return Err(upstream_failure(&x.stats, upstream, answer, retell).await);
+        return Err(upstream_failure(&x.stats, upstream, response, in_dialect).await);
     }
-    whole(x, upstream, answer.into_body()).await
+    whole(x, upstream, response.into_body()).await
 }
 
 /// The model an `/api/show` body names (`model`, else `name`), or a native 400.

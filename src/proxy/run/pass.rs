@@ -24,7 +24,7 @@ use crate::upstream::{self, headers};
 /// Forwards `req` to the call's upstream and streams the response back, its fields in its
 /// map.
 ///
-/// This and [`relay`] return `exchange`'s future itself: an `async` wrapper would be one
+/// This and [`forward_raw`] return `exchange`'s future itself: an `async` wrapper would be one
 /// more state as large, copied once more when the request starts.
 pub fn forward<'a, B>(
     call: &'a Exchange<'_>,
@@ -39,7 +39,7 @@ where
 
 /// [`forward`], for a caller that hands the response on as it is: its fields may stay as
 /// read (`http::h1::raw`) until the client's connection writes them.
-pub fn relay<'a, B>(
+pub fn forward_raw<'a, B>(
     call: &'a Exchange<'_>,
     req: Request<B>,
 ) -> impl Future<Output = Result<Response, ProxyError>> + Send + 'a
@@ -62,7 +62,7 @@ where
     B::Error: Into<BoxError>,
 {
     async move {
-        // Fields kept as read are written by lingo's HTTP/1.1 connection; hyper's HTTP/2 one
+        // Raw header fields are written by lingo's HTTP/1.1 connection; hyper's HTTP/2 one
         // would need them made into a map after all.
         let as_read = as_read && req.version() != Version::HTTP_2;
         let web_data = call.upstream.speaks.is_web_data();
@@ -158,7 +158,7 @@ fn is_json(headers: HeaderView<'_>) -> bool {
         })
 }
 
-/// Reads a JSON response (up to `limits.max_answer`; the API's own status pages stop at
+/// Reads a JSON response (up to `limits.max_response`; the API's own status pages stop at
 /// 10 MiB) and re-bases its links onto the address the client used. A response over the cap
 /// is passed on as read so far plus the rest, unchanged (and logged).
 async fn rebase<B>(
@@ -169,7 +169,7 @@ async fn rebase<B>(
 where
     B: http_body::Body<Data = Bytes, Error = BoxError> + Send + Unpin + 'static,
 {
-    let cap = usize::try_from(call.snapshot.table.limits.max_answer).unwrap_or(usize::MAX);
+    let cap = usize::try_from(call.snapshot.table.limits.max_response).unwrap_or(usize::MAX);
     // Reading is the upstream's time; re-basing, lingo's.
     let waiting = call.stats.waiting();
     let read = read_up_to(call.upstream, body, cap).await;
@@ -178,7 +178,7 @@ where
         Read::Whole(whole) => whole,
         Read::Over(body) => {
             tracing::warn!(
-                "web-data answer over limits.max_answer ({cap} bytes): links not re-based"
+                "web-data response over limits.max_response ({cap} bytes): links not re-based"
             );
             return Ok(body);
         }

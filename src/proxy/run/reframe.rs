@@ -54,7 +54,7 @@ pin_project! {
         translator: T,
         queue: Frames,
         state: State,
-        // The upstream's key, kept out of the error messages lingo re-tells.
+        // The upstream's key, kept out of the error messages lingo translates.
         key: Option<Secret>,
         // Where a failure is reported, so the access line and metrics tell it.
         stats: Option<Arc<RequestStats>>,
@@ -68,7 +68,7 @@ struct Failure {
 }
 
 impl Failure {
-    /// The upstream's own error, or an answer lingo could not read.
+    /// The upstream's own error, or a response lingo could not read.
     fn upstream(message: String) -> Self {
         Failure {
             outcome: Outcome::UpstreamFailed,

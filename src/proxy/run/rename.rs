@@ -1,7 +1,7 @@
 //! Model aliases on native pass-through routes.
 //!
 //! A native request for an alias (`"model": "gpt-4o-mini"`) is sent to the alias's upstream
-//! with the upstream's model name, and every `model` in the answer (each NDJSON line of a
+//! with the upstream's model name, and every `model` in the response (each NDJSON line of a
 //! stream, as it arrives) is the alias again. Requests for other models pass through
 //! unchanged. Only the endpoints that name a model read the request body, and only when the
 //! table has aliases.
@@ -37,7 +37,7 @@ pub fn handle<'a>(
     async move {
         let body = read_body(std::mem::take(req.body_mut()), call.route.max_body).await?;
         let Some((index, alias, model, renamed)) = resolve(call, &body) else {
-            return pass::relay(call, req.map(|_| Full::new(body))).await;
+            return pass::forward_raw(call, req.map(|_| Full::new(body))).await;
         };
         let upstream = call.snapshot.table.upstream(index);
         if upstream.speaks != Dialect::Native {
@@ -58,7 +58,7 @@ pub fn handle<'a>(
     }
 }
 
-/// The answer of `upstream` to a request for `alias` (sent as `model`), every `model` in it
+/// The response of `upstream` to a request for `alias` (sent as `model`), every `model` in it
 /// the alias again.
 fn renaming(
     call: &Exchange<'_>,

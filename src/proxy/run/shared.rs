@@ -99,12 +99,12 @@ pub async fn upstream_failure(
     stats: &RequestStats,
     upstream: &Upstream,
     response: Response,
-    retell: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
+    in_dialect: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
 ) -> ProxyError {
     let status = response.status().as_u16();
     let retry_after = response.headers().value(&RETRY_AFTER);
     let body = error_body(stats, response).await;
-    retold(upstream, status, &body, retry_after, retell)
+    translate_upstream_error(upstream, status, &body, retry_after, in_dialect)
 }
 
 /// An error response's body: small, so read whole, but bounded (64 KiB) so that a broken
@@ -116,16 +116,16 @@ pub async fn error_body(stats: &RequestStats, response: Response) -> Bytes {
     body.unwrap_or_default()
 }
 
-/// An upstream's error response re-told in the client's dialect, the upstream's key kept
+/// An upstream's error response rewritten in the client's dialect, the upstream's key kept
 /// out.
-pub fn retold(
+pub fn translate_upstream_error(
     upstream: &Upstream,
     status: u16,
     body: &[u8],
     retry_after: Option<HeaderValue>,
-    retell: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
+    in_dialect: impl Fn(u16, &[u8]) -> (u16, String, Option<&'static str>),
 ) -> ProxyError {
-    let (status, message, code) = retell(status, body);
+    let (status, message, code) = in_dialect(status, body);
     ProxyError::Upstream {
         status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
         message: upstream::redact(upstream, &message).into_owned(),
@@ -134,7 +134,7 @@ pub fn retold(
     }
 }
 
-/// Reads a whole upstream response's `body`: one in memory, at most `limits.max_answer` of
+/// Reads a whole upstream response's `body`: one in memory, at most `limits.max_response` of
 /// it (an upstream that never stops must not grow lingo without bound); the idle limit
 /// applies. The time it takes is the upstream's, not lingo's.
 pub async fn whole(
@@ -142,13 +142,13 @@ pub async fn whole(
     upstream: &Upstream,
     body: Body,
 ) -> Result<Bytes, ProxyError> {
-    let limit = call.snapshot.table.limits.max_answer;
+    let limit = call.snapshot.table.limits.max_response;
     let waiting = call.stats.waiting();
     let read = read_all(body, usize::try_from(limit).unwrap_or(usize::MAX)).await;
     drop(waiting);
     read.map_err(|e| {
         if e.is::<http_body_util::LengthLimitError>() {
-            let message = format!("the answer is over limits.max_answer ({limit} bytes)");
+            let message = format!("the response is over limits.max_response ({limit} bytes)");
             return bad_gateway(upstream, message);
         }
         upstream::classify_body_error(upstream, e.as_ref())
@@ -157,7 +157,7 @@ pub async fn whole(
 
 /// An upstream response lingo could not read as what it should be.
 pub fn bad_gateway(upstream: &Upstream, message: String) -> ProxyError {
-    ProxyError::BadAnswer {
+    ProxyError::BadResponse {
         upstream: upstream.name.to_string(),
         message: upstream::redact(upstream, &message).into_owned(),
     }

@@ -8,7 +8,7 @@
 //! untouched (no body read).
 //!
 //! The route's upstream and every other upstream an alias points at are asked concurrently.
-//! The route's upstream failing is the client's error, re-told as pass-through would show it
+//! The route's upstream failing is the client's error, rewritten as pass-through would show it
 //! (its status, a native `{"error"}`, its key redacted); another upstream failing only costs
 //! its aliases their details (logged).
 
@@ -31,11 +31,11 @@ use crate::translate::models::{self, AliasEntry, TagList};
 /// One upstream's model list, or why there is none.
 type Fetched = Result<Bytes, ProxyError>;
 
-/// Answers `GET /api/tags` with the route upstream's list and one entry per usable alias;
+/// Responds to `GET /api/tags` with the route upstream's list and one entry per usable alias;
 /// other methods (`HEAD` included: there is no list to merge) pass through.
 pub async fn handle(call: &Exchange<'_>, req: Request) -> Result<Response, ProxyError> {
     if req.method() != Method::GET {
-        return pass::relay(call, req).await;
+        return pass::forward_raw(call, req).await;
     }
     let own_index = call.route.upstream;
     let (aliases, others) = plan(&call.snapshot.table, own_index);
@@ -53,7 +53,7 @@ pub async fn handle(call: &Exchange<'_>, req: Request) -> Result<Response, Proxy
     let lists: Vec<(usize, Option<TagList>)> = others
         .iter()
         .zip(fetched)
-        .map(|(&index, answer)| (index, readable(call, index, answer)))
+        .map(|(&index, response)| (index, readable(call, index, response)))
         .collect();
     let listed_by = |index: usize| {
         if index == own_index {
@@ -92,14 +92,14 @@ fn plan(table: &RouteTable, own_index: usize) -> (Vec<(&str, &ModelAlias)>, Vec<
     (aliases, others)
 }
 
-/// One upstream's `/api/tags`, read whole (under `limits.max_answer`), with the client's
-/// end-to-end headers and the upstream's own key. An error answer becomes the error
+/// One upstream's `/api/tags`, read whole (under `limits.max_response`), with the client's
+/// end-to-end headers and the upstream's own key. An error response becomes the error
 /// pass-through would show: its status and message, the upstream's key redacted.
 async fn fetch(call: &Exchange<'_>, index: usize, headers: HeaderView<'_>, path: &str) -> Fetched {
     let upstream = call.snapshot.table.upstream(index);
     let client = &call.snapshot.peer(index).client;
     let headers = Some(headers);
-    let answer = send(
+    let response = send(
         call,
         upstream,
         client,
@@ -108,18 +108,19 @@ async fn fetch(call: &Exchange<'_>, index: usize, headers: HeaderView<'_>, path:
         path,
         Bytes::new(),
     );
-    let answer = answer.await?;
-    if !answer.status().is_success() {
-        return Err(upstream_failure(&call.stats, upstream, answer, chat::upstream_error).await);
+    let response = response.await?;
+    if !response.status().is_success() {
+        return Err(upstream_failure(&call.stats, upstream, response, chat::upstream_error).await);
     }
-    whole(call, upstream, answer.into_body()).await
+    whole(call, upstream, response.into_body()).await
 }
 
 /// Another upstream's list, when it could be had and read; a warning when not (its aliases
 /// are still listed, without their target's details).
-fn readable(call: &Exchange<'_>, index: usize, answer: Fetched) -> Option<TagList> {
+fn readable(call: &Exchange<'_>, index: usize, response: Fetched) -> Option<TagList> {
     let upstream = call.snapshot.table.upstream(index);
-    let list = answer.and_then(|tags| TagList::parse(&tags).map_err(|m| bad_gateway(upstream, m)));
+    let list =
+        response.and_then(|tags| TagList::parse(&tags).map_err(|m| bad_gateway(upstream, m)));
     match list {
         Ok(list) => Some(list),
         Err(err) => {

@@ -2,7 +2,7 @@
 //!
 //! The upgrade request gets the same header treatment as any request, plus one rule for the
 //! web-data JS SDK, which sends its key as the WebSocket subprotocol: when the upstream has a
-//! key, the offered subprotocol is replaced by that key going up, and the 101 answer names the
+//! key, the offered subprotocol is replaced by that key going up, and the 101 response names the
 //! client's own offer coming down, so the client's handshake succeeds and the upstream key
 //! never reaches it. After the 101, bytes are copied both ways until either side closes.
 
@@ -34,7 +34,7 @@ pub async fn proxy(call: &Exchange<'_>, req: Request) -> Result<Response, ProxyE
 }
 
 /// A web-data v1 watcher on a v2-only upstream: tunnelled like [`proxy`], but the
-/// upstream's text frames are re-told by `frames` on the way down. No extension (compression)
+/// upstream's text frames are rewritten by `frames` on the way down. No extension (compression)
 /// is offered, so that the frames stay readable.
 pub async fn watcher(
     call: &Exchange<'_>,

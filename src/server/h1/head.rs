@@ -30,13 +30,13 @@ const MAX_TARGET: usize = (u16::MAX - 1) as usize;
 /// A request head, read.
 #[derive(Debug)]
 pub struct Head {
-    /// Its method, target, version and fields (kept as read when they fit: `http::h1::raw`).
+    /// Its method, target, version and fields (kept raw when they fit: `http::h1::raw`).
     pub request: Request<()>,
     /// How its body is framed.
     pub body: Decoder,
     /// Whether the connection can carry another request after this one's response.
     pub keep_alive: bool,
-    /// `Expect: 100-continue`: the client waits for a go-ahead before sending the body.
+    /// `Expect: 100-continue`: the client waits for a `100 Continue` before sending the body.
     pub expects_continue: bool,
     /// An upgrade is asked for (`Connection: upgrade` with `Upgrade`) by a request without a
     /// body: only such a connection is ever handed over, so that no unread body can become
@@ -54,9 +54,9 @@ pub enum Parsed {
     Partial,
 }
 
-/// A head lingo does not read: answered with this status, then the connection is closed.
+/// A head lingo does not read: refused with this status, then the connection is closed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub enum BadHead {
     #[error("malformed request head ({0})")]
     Malformed(String),
     #[error("request head too large")]
@@ -73,17 +73,17 @@ pub enum Framing {
     Length(u64),
     Chunked,
     /// Up to the close of the connection (an HTTP/1.0 client, length unknown).
-    ToClose,
+    CloseDelimited,
 }
 
 // === impl Refusal ===
 
-impl Refusal {
+impl BadHead {
     pub fn status(&self) -> StatusCode {
         match self {
-            Refusal::Malformed(_) => StatusCode::BAD_REQUEST,
-            Refusal::TooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            Refusal::TargetTooLong => StatusCode::URI_TOO_LONG,
+            BadHead::Malformed(_) => StatusCode::BAD_REQUEST,
+            BadHead::TooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            BadHead::TargetTooLong => StatusCode::URI_TOO_LONG,
         }
     }
 }
@@ -92,7 +92,7 @@ impl Refusal {
 
 /// Takes a request head out of `buf` if it is all there: at most `max_fields` fields and
 /// `max_head` bytes.
-pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<Parsed, Refusal> {
+pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<Parsed, BadHead> {
     let mut stack = [const { MaybeUninit::uninit() }; STACK_FIELDS];
     let mut heap = Vec::new();
     let fields = if max_fields <= STACK_FIELDS {
@@ -108,7 +108,7 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
             return Err(too_large(buf, max_head));
         }
         Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
-        Err(httparse::Error::TooManyHeaders) => return Err(Refusal::TooLarge),
+        Err(httparse::Error::TooManyHeaders) => return Err(BadHead::TooLarge),
         Err(err) => return Err(malformed(err)),
     };
     if len > max_head {
@@ -122,7 +122,7 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
         Method::from_bytes(req.method.unwrap_or_default().as_bytes()).map_err(malformed)?;
     let target = req.path.unwrap_or_default().as_bytes();
     if target.len() > MAX_TARGET {
-        return Err(Refusal::TargetTooLong);
+        return Err(BadHead::TargetTooLong);
     }
     let start = target.as_ptr() as usize - buf.as_ptr() as usize;
     let target = start..start + target.len();
@@ -133,7 +133,7 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     let bytes = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(bytes.slice(target)).map_err(malformed)?;
     let attached = pending.attach(bytes, 0);
-    let (headers, said) = attached.map_err(|e| Refusal::Malformed(e.to_string()))?;
+    let (headers, said) = attached.map_err(|e| BadHead::Malformed(e.to_string()))?;
     let (body, reusable) = framing(&said, version)?;
     let (mut parts, ()) = hyper::Request::new(()).into_parts();
     parts.method = method;
@@ -150,12 +150,12 @@ pub fn parse(buf: &mut BytesMut, max_fields: usize, max_head: usize) -> Result<P
     }))
 }
 
-/// A head over `max_head` bytes: 414 when its request line alone is (nginx's answer to a
+/// A head over `max_head` bytes: 414 when its request line alone is (nginx's response to a
 /// request line that outgrows its buffer), else 431.
-fn too_large(buf: &[u8], max_head: usize) -> Refusal {
+fn too_large(buf: &[u8], max_head: usize) -> BadHead {
     match memchr::memchr(b'\n', &buf[..buf.len().min(max_head)]) {
-        None => Refusal::TargetTooLong,
-        Some(_) => Refusal::TooLarge,
+        None => BadHead::TargetTooLong,
+        Some(_) => BadHead::TooLarge,
     }
 }
 
@@ -171,15 +171,15 @@ fn read<'h, 'b>(
     (req, parsed)
 }
 
-fn malformed(err: impl std::fmt::Display) -> Refusal {
-    Refusal::Malformed(err.to_string())
+fn malformed(err: impl std::fmt::Display) -> BadHead {
+    BadHead::Malformed(err.to_string())
 }
 
 /// The body's framing (RFC 9112 §6.1, §6.3) and whether the connection may be reused after
 /// it. A request with neither field has no body. RFC 9110 §8.6 lets a recipient take a list
 /// of equal lengths as one; refused here, so that no server behind lingo that reads the list
 /// another way can be given a body framed otherwise than lingo framed it.
-fn framing(said: &FramingHeaders, version: Version) -> Result<(Decoder, bool), Refusal> {
+fn framing(said: &FramingHeaders, version: Version) -> Result<(Decoder, bool), BadHead> {
     if said.lengths_repeated {
         return Err(malformed("more than one content-length"));
     }
@@ -246,7 +246,7 @@ pub fn write(out: &mut BytesMut, head: &ResponseHead<'_>) {
                 out.put_slice(b"\r\n");
             }
         }
-        Framing::ToClose => {}
+        Framing::CloseDelimited => {}
     }
     if !dated {
         field(out, b"date", &(head.date)());
@@ -260,7 +260,7 @@ pub fn write(out: &mut BytesMut, head: &ResponseHead<'_>) {
 }
 
 /// Writes the fields but the framing ones (and `Connection` when the connection closes);
-/// says whether one was `Date`, and whether one was `Connection`. Fields kept as read are
+/// says whether one was `Date`, and whether one was `Connection`. Raw header fields are
 /// the ones passed on, hop-by-hop ones already left out (`Connection` among them).
 fn fields(out: &mut BytesMut, headers: HeaderView<'_>, keep_alive: bool) -> (bool, bool) {
     let map = match headers {
@@ -310,7 +310,7 @@ mod tests {
     use hyper::HeaderMap;
     use hyper::header::HeaderValue;
 
-    fn head(raw: &str) -> Result<Head, Refusal> {
+    fn head(raw: &str) -> Result<Head, BadHead> {
         match parse(&mut BytesMut::from(raw), 100, 8192)? {
             Parsed::Head(head) => Ok(head),
             Parsed::Partial => panic!("partial: {raw:?}"),
@@ -415,13 +415,13 @@ mod tests {
         assert!(matches!(parse(&mut buf, 100, 8192), Ok(Parsed::Partial)));
         let mut big = BytesMut::from("GET / HTTP/1.1\r\n");
         big.extend_from_slice(&[b'a'; 100]);
-        assert_eq!(parse(&mut big, 100, 64).unwrap_err(), Refusal::TooLarge);
+        assert_eq!(parse(&mut big, 100, 64).unwrap_err(), BadHead::TooLarge);
         // A request line that alone outgrows the head's limit is 414, not 431 (complete or
         // not); so is a target past `MAX_TARGET` in a head within it.
         let long_line = format!("GET /{} HTTP/1.1\r\n", "a".repeat(100));
         for raw in [long_line.clone(), format!("{long_line}host: a\r\n\r\n")] {
             let refused = parse(&mut BytesMut::from(raw.as_str()), 100, 64).unwrap_err();
-            assert_eq!(refused, Refusal::TargetTooLong);
+            assert_eq!(refused, BadHead::TargetTooLong);
             assert_eq!(refused.status(), StatusCode::URI_TOO_LONG);
         }
         let at_most = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(MAX_TARGET - 1));
@@ -429,10 +429,10 @@ mod tests {
         let big = 2 * MAX_TARGET;
         assert!(parse(&mut BytesMut::from(at_most.as_str()), 100, big).is_ok());
         let refused = parse(&mut BytesMut::from(past.as_str()), 100, big).unwrap_err();
-        assert_eq!(refused, Refusal::TargetTooLong);
+        assert_eq!(refused, BadHead::TargetTooLong);
         let many = format!("GET / HTTP/1.1\r\n{}\r\n", "a: b\r\n".repeat(4));
         let too_many = parse(&mut BytesMut::from(many.as_str()), 3, 8192);
-        assert_eq!(too_many.unwrap_err(), Refusal::TooLarge);
+        assert_eq!(too_many.unwrap_err(), BadHead::TooLarge);
         for raw in [
             "GET / HTTP/1.1\r\nfo o: b\r\n\r\n",
             "GET / HTTP/1.1\r\na:\r\n b\r\n\r\n",
@@ -442,7 +442,7 @@ mod tests {
         }
     }
 
-    /// Up to `MAX_RAW` fields are kept as read, more go into the map; either way every field
+    /// Up to `MAX_RAW` fields are kept raw, more go into the map; either way every field
     /// is there, a chunked body's `Content-Length` left out, and the framing read from them.
     #[test]
     fn fields_kept_as_read_up_to_max_raw_then_in_the_map() {
@@ -456,7 +456,7 @@ mod tests {
             assert_eq!(head.body, Decoder::Chunked(Chunk::Size), "{n}");
             let fields = head.request.headers();
             let kept = matches!(fields, HeaderView::Raw(_));
-            assert_eq!(kept, n <= MAX_RAW, "{n}: kept as read or not");
+            assert_eq!(kept, n <= MAX_RAW, "{n}: kept raw or not");
             assert_eq!(fields.len(), n - 1, "{n}: all but the length");
             assert!(!fields.contains(&CONTENT_LENGTH), "{n}");
             assert_eq!(fields.get(&"x-2".parse().unwrap()), Some(&b"v2"[..]), "{n}");
@@ -465,7 +465,7 @@ mod tests {
         }
     }
 
-    /// A 200's head, its fields kept as read as a response's are, as written.
+    /// A 200's head, its raw header fields as a response's are, as written.
     fn kept_as_read(raw: &RawHeaders, version: Version, framing: Framing) -> String {
         let mut out = BytesMut::new();
         let head = ResponseHead {
@@ -480,7 +480,7 @@ mod tests {
         String::from_utf8(out.to_vec()).unwrap()
     }
 
-    /// Fields kept as read are written as they are: their `Date` is the response's, their
+    /// Raw header fields are written as they are: their `Date` is the response's, their
     /// length is written only for a response without a body (a `HEAD`'s), and hop-by-hop
     /// ones never. lingo's request id set among them (`RawHeaders::insert`) stands for
     /// theirs: written once, after the fields read.
@@ -516,7 +516,7 @@ mod tests {
     }
 
     /// A response without a body (a `HEAD`'s, a 304) says its length as one number, whether
-    /// its fields are in the map or kept as read: a list of equal lengths becomes one, and
+    /// its fields are in the map or kept raw: a list of equal lengths becomes one, and
     /// lengths that disagree or are no number are not written at all.
     #[test]
     fn a_bodyless_responses_length_is_one_number_or_none() {

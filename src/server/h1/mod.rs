@@ -1,25 +1,25 @@
 //! lingo's own HTTP/1.1 server connection.
 //!
 //! One task reads a head, calls the service, and writes the response; the request's body
-//! reads the socket itself as it is polled ([`inbound`]); and a connection between requests
+//! reads the socket itself as it is polled ([`incoming`]); and a connection between requests
 //! or between two tokens of a response holds no buffer at all. (hyper's server keeps two
 //! fixed buffers for every connection's whole life, and hands each request body over a
 //! channel from the connection's task.)
 //!
-//! - [`head`]: the request head read (its fields kept as read when they fit: see
+//! - [`head`]: the request head read (its raw header fields when they fit: see
 //!   `http::message`) and the response head written (pure);
-//! - [`wire`]: the socket and the bytes read, shared with the body being read;
-//! - [`inbound`]: the request's body;
-//! - [`answer`]: writing the response, gathered into as few writes as it allows.
+//! - [`conn`]: the socket and the bytes read, shared with the body being read;
+//! - [`incoming`]: the request's body;
+//! - [`response`]: writing the response, gathered into as few writes as it allows.
 //!
 //! The request's framing is read as hyper reads it (its parser, its rules); a head that cannot
-//! be read is answered 400 (431 when too large) and the connection closed. An upgrade (a
+//! be read gets a 400 (431 when too large) and the connection closed. An upgrade (a
 //! WebSocket) gets the socket once its 101 is written (`crate::http::upgrade`).
 
-mod answer;
+mod conn;
 mod head;
-mod inbound;
-mod wire;
+mod incoming;
+mod response;
 
 use std::future::poll_fn;
 use std::pin::{Pin, pin};
@@ -37,10 +37,10 @@ use crate::http::body::{Body, BoxError};
 use crate::http::h1::decode::Decoder;
 use crate::http::message::{HeaderView, Request, Response};
 use crate::http::upgrade::{self, Upgraded};
-use answer::Asked;
-use head::{Head, Parsed, Refusal};
-use inbound::Inbound;
-use wire::{Shared, Wire, lock};
+use conn::{ConnState, Shared, lock};
+use head::{BadHead, Head, Parsed};
+use incoming::IncomingBody;
+use response::RequestContext;
 
 /// The head limits: at most this many fields and bytes (hyper's own limits were these);
 /// and the longest silence while a request's body is read (`limits.body_timeout`).
@@ -53,7 +53,7 @@ pub struct Limits {
 
 pin_project! {
     /// A connection served to its end; [`Connection::close_gracefully`] asks it to close once
-    /// the answer in progress is written (at once, between requests).
+    /// the response in progress is written (at once, between requests).
     pub struct Connection<F> {
         closing: Arc<AtomicBool>,
         #[pin]
@@ -77,7 +77,7 @@ impl<F> Connection<F> {
     }
 }
 
-/// Serves `io` with `service` until the client closes, a request or its answer fails, or a
+/// Serves `io` with `service` until the client closes, a request or its response fails, or a
 /// graceful close is asked for.
 pub fn connection<I, S, F>(
     io: I,
@@ -90,13 +90,16 @@ where
     F: Future<Output = Response>,
 {
     let closing = Arc::new(AtomicBool::new(false));
-    let wire: Shared<I> = Arc::new(std::sync::Mutex::new(Wire::new(io, limits.body_timeout)));
-    let serving = serve(wire, service, limits, Arc::clone(&closing));
+    let conn: Shared<I> = Arc::new(std::sync::Mutex::new(ConnState::new(
+        io,
+        limits.body_timeout,
+    )));
+    let serving = serve(conn, service, limits, Arc::clone(&closing));
     Connection { closing, serving }
 }
 
 async fn serve<I, S, F>(
-    wire: Shared<I>,
+    conn: Shared<I>,
     mut service: S,
     limits: Limits,
     closing: Arc<AtomicBool>,
@@ -111,79 +114,79 @@ where
     loop {
         // Polled here, not in a function of its own: each `async` layer a head came out of,
         // and each `?`, would copy it once more.
-        let head = match poll_fn(|cx| next_head(&wire, limits, &closing, cx)).await {
+        let head = match poll_fn(|cx| next_head(&conn, limits, &closing, cx)).await {
             Ok(Some(head)) => head,
             Ok(None) => return Ok(()),
-            Err(failed) => return Err(fail(&wire, failed).await),
+            Err(failed) => return Err(fail(&conn, failed).await),
         };
-        let (answer, asked, handover) = begin(&wire, head, &mut service, &closing);
-        let Some(response) = watching(&wire, answer).await else {
-            return Ok(()); // the client left before its answer
+        let (response, context, handover) = begin(&conn, head, &mut service, &closing);
+        let Some(response) = watching(&conn, response).await else {
+            return Ok(()); // the client left before its response
         };
-        let prepared = answer::prepare(&wire, response, asked);
+        let prepared = response::prepare(&conn, response, context);
         let (keep_alive, switched) = (prepared.keep_alive, prepared.switched);
-        answer::send(&wire, prepared).await?;
+        response::send(&conn, prepared).await?;
         if switched {
             // The connection is the new protocol's now; a 101 no upgrade asked for ends it.
             match handover {
-                Some(handover) => hand_over(&wire, handover),
-                None => shut(&wire).await,
+                Some(handover) => hand_over(&conn, handover),
+                None => shut(&conn).await,
             }
             return Ok(());
         }
-        if !keep_alive || !lock(&wire).drained() {
-            shut(&wire).await;
+        if !keep_alive || !lock(&conn).drained() {
+            shut(&conn).await;
             return Ok(());
         }
     }
 }
 
-/// Why no request came, as the connection's error: a head that cannot be read is answered
+/// Why no request came, as the connection's error: a head that cannot be read gets a response
 /// first, and the connection ends.
-async fn fail<I>(wire: &Shared<I>, failed: Failed) -> BoxError
+async fn fail<I>(conn: &Shared<I>, failed: Failed) -> BoxError
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
     match failed {
         Failed::Refused(refusal) => {
-            refuse(wire, &refusal).await;
+            refuse(conn, &refusal).await;
             refusal.into()
         }
         Failed::Io(err) => err.into(),
     }
 }
 
-/// Starts a request: what its answer will be, what it asked of it, and where an upgrade's
+/// Starts a request: what its response will be, what it asked of it, and where an upgrade's
 /// connection goes.
 fn begin<I, S, F>(
-    wire: &Shared<I>,
+    conn: &Shared<I>,
     head: Head,
     service: &mut S,
     closing: &AtomicBool,
-) -> (F, Asked, Option<upgrade::Handover>)
+) -> (F, RequestContext, Option<upgrade::Handover>)
 where
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     S: FnMut(Request) -> F,
 {
-    let asked = Asked {
+    let context = RequestContext {
         head_request: head.request.method() == Method::HEAD,
         version: head.request.version(),
         keep_alive: head.keep_alive && !closing.load(Ordering::Relaxed),
     };
-    let (request, handover) = request(wire, head);
-    (service(request), asked, handover)
+    let (request, handover) = request(conn, head);
+    (service(request), context, handover)
 }
 
 /// Why no request came.
 enum Failed {
-    Refused(Refusal),
+    Refused(BadHead),
     Io(std::io::Error),
 }
 
 /// The next request head: `None` when the client closed between requests, or a graceful
 /// close was asked for while no request had begun.
 fn next_head<I>(
-    wire: &Shared<I>,
+    conn: &Shared<I>,
     limits: Limits,
     closing: &AtomicBool,
     cx: &mut Context<'_>,
@@ -191,12 +194,12 @@ fn next_head<I>(
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut wire = lock(wire);
+    let mut conn = lock(conn);
     loop {
-        if !wire.buf.is_empty() {
-            match head::parse(&mut wire.buf, limits.max_fields, limits.max_head) {
+        if !conn.buf.is_empty() {
+            match head::parse(&mut conn.buf, limits.max_fields, limits.max_head) {
                 Ok(Parsed::Head(head)) => {
-                    wire.release_room();
+                    conn.release_room();
                     return Poll::Ready(Ok(Some(head)));
                 }
                 Ok(Parsed::Partial) => {}
@@ -205,7 +208,7 @@ where
         } else if closing.load(Ordering::Relaxed) {
             return Poll::Ready(Ok(None));
         }
-        match ready!(wire.poll_fill(cx)) {
+        match ready!(conn.poll_fill(cx)) {
             Ok(0) => return Poll::Ready(Ok(None)),
             Ok(_) => {}
             Err(err) => return Poll::Ready(Err(Failed::Io(err))),
@@ -215,21 +218,21 @@ where
 
 /// The request a head begins: its body reads from the connection, and an upgrade request
 /// carries where its upgraded connection will come from.
-fn request<I>(wire: &Shared<I>, head: Head) -> (Request, Option<upgrade::Handover>)
+fn request<I>(conn: &Shared<I>, head: Head) -> (Request, Option<upgrade::Handover>)
 where
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let number = {
-        let mut w = lock(wire);
+        let mut w = lock(conn);
         w.request += 1;
         w.body = head.body;
-        w.go_ahead = head.expects_continue.then_some(0);
+        w.continue_written = head.expects_continue.then_some(0);
         (w.broken, w.body_due) = (false, None);
         w.request
     };
     let body = match head.body {
         Decoder::Done => Body::empty(),
-        _ => Body::boxed(Inbound::new(Arc::clone(wire), number)),
+        _ => Body::boxed(IncomingBody::new(Arc::clone(conn), number)),
     };
     let mut request = Request::from_parts(head.request, body);
     let handover = head.upgrade.then(|| {
@@ -240,17 +243,17 @@ where
     (request, handover)
 }
 
-/// `answer` to its end, or `None` when the client closes first (its request body read).
-async fn watching<I, F: Future>(wire: &Shared<I>, answer: F) -> Option<F::Output>
+/// `response` to its end, or `None` when the client closes first (its request body read).
+async fn watching<I, F: Future>(conn: &Shared<I>, response: F) -> Option<F::Output>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut answer = pin!(answer);
+    let mut response = pin!(response);
     poll_fn(|cx| {
-        if let Poll::Ready(out) = answer.as_mut().poll(cx) {
+        if let Poll::Ready(out) = response.as_mut().poll(cx) {
             return Poll::Ready(Some(out));
         }
-        match lock(wire).poll_client_gone(cx) {
+        match lock(conn).poll_client_gone(cx) {
             Poll::Ready(true) => Poll::Ready(None),
             _ => Poll::Pending,
         }
@@ -259,19 +262,19 @@ where
 }
 
 /// Gives the socket, and what was read past the head, to the upgrade.
-fn hand_over<I>(wire: &Shared<I>, handover: upgrade::Handover)
+fn hand_over<I>(conn: &Shared<I>, handover: upgrade::Handover)
 where
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let mut wire = lock(wire);
-    if let Some(io) = wire.io.take() {
-        let read = std::mem::take(&mut wire.buf).freeze();
+    let mut conn = lock(conn);
+    if let Some(io) = conn.io.take() {
+        let read = std::mem::take(&mut conn.buf).freeze();
         let _ = handover.send(Upgraded::new(Box::new(io), read));
     }
 }
 
-/// A head lingo does not read: answered with its status (no body), and the connection closed.
-async fn refuse<I>(wire: &Shared<I>, refusal: &Refusal)
+/// A head lingo does not read: refused with its status (no body), and the connection closed.
+async fn refuse<I>(conn: &Shared<I>, refusal: &BadHead)
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
@@ -282,19 +285,19 @@ where
         headers: HeaderView::Map(&hyper::HeaderMap::new()),
         framing: head::Framing::Length(0),
         keep_alive: false,
-        date: answer::date,
+        date: response::date,
     };
     head::write(&mut out, &response);
-    let _ = answer::write_head(wire, out).await;
-    shut(wire).await;
+    let _ = response::write_head(conn, out).await;
+    shut(conn).await;
 }
 
 /// Closes the write side (a TLS connection says `close_notify`).
-async fn shut<I>(wire: &Shared<I>)
+async fn shut<I>(conn: &Shared<I>)
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    let _ = poll_fn(|cx| match lock(wire).io.as_mut() {
+    let _ = poll_fn(|cx| match lock(conn).io.as_mut() {
         Some(io) => Pin::new(io).poll_shutdown(cx),
         None => Poll::Ready(Ok(())),
     })

@@ -1,5 +1,5 @@
 //! The HTTP/1.1 connection over an in-memory socket: framing both ways, pipelining, the
-//! go-ahead, streamed answers written as they come, a client that leaves, graceful closes,
+//! `100 Continue`, streamed responses written as they come, a client that leaves, graceful closes,
 //! refused heads and upgrades.
 
 use std::time::Duration;
@@ -24,7 +24,7 @@ const LIMITS: Limits = Limits {
 /// Not a threshold: a guard so that a hung exchange fails with a message.
 const GUARD: Duration = Duration::from_secs(10);
 
-/// Echoes the request: method, path and body, as a whole answer.
+/// Echoes the request: method, path and body, as a whole response.
 async fn echo(req: Request<Body>) -> Response<Body> {
     let line = format!("{} {} ", req.method(), req.uri());
     let body = read_all(req.into_body(), 1 << 20).await;
@@ -85,7 +85,7 @@ async fn read_to_end(client: &mut DuplexStream) -> String {
 }
 
 #[tokio::test]
-async fn pipelined_requests_are_answered_in_order_with_their_bodies() {
+async fn pipelined_requests_get_responses_in_order_with_their_bodies() {
     let (mut client, served) = start(echo);
     let two = "POST /a HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\nabc\
                POST /b HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n\
@@ -96,7 +96,7 @@ async fn pipelined_requests_are_answered_in_order_with_their_bodies() {
     let bodies: Vec<&str> = all
         .split("HTTP/1.1 200 OK\r\n")
         .skip(1)
-        .map(|answer| answer.split_once("\r\n\r\n").unwrap().1)
+        .map(|response| response.split_once("\r\n\r\n").unwrap().1)
         .collect();
     assert_eq!(bodies, ["POST /a abc", "POST /b def", "GET /c "], "{all}");
     assert!(all.contains("content-length: 11\r\n"), "{all}");
@@ -113,7 +113,7 @@ async fn the_service_reads_every_field_of_a_request() {
     let listed = |req: Request<Body>| {
         let fields = req.headers();
         let kept = matches!(fields, HeaderView::Raw(_));
-        let mut seen = format!("{} fields, kept as read: {kept}\n", fields.len());
+        let mut seen = format!("{} fields, kept raw: {kept}\n", fields.len());
         for i in 1..fields.len() {
             let name = hyper::header::HeaderName::from_bytes(format!("x-{i}").as_bytes());
             for value in fields.get_all(&name.unwrap()) {
@@ -131,11 +131,7 @@ async fn the_service_reads_every_field_of_a_request() {
         let want: String = (1..n).map(|i| format!("x-{i}: v{i}\n")).collect();
         let body = all.split_once("\r\n\r\n").unwrap().1;
         let kept = n <= MAX_RAW;
-        assert_eq!(
-            body,
-            format!("{n} fields, kept as read: {kept}\n{want}"),
-            "{n}"
-        );
+        assert_eq!(body, format!("{n} fields, kept raw: {kept}\n{want}"), "{n}");
         served.await.unwrap().unwrap();
     }
 }
@@ -148,14 +144,14 @@ async fn a_client_that_expects_100_continue_gets_it_once_the_body_is_read() {
     let go = read_until(&mut client, "\r\n\r\n").await;
     assert_eq!(go, "HTTP/1.1 100 Continue\r\n\r\n");
     client.write_all(b"body").await.unwrap();
-    let answer = read_until(&mut client, "POST /up body").await;
-    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    let response = read_until(&mut client, "POST /up body").await;
+    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
     drop(client);
     served.await.unwrap().unwrap();
 }
 
 /// A body that brings nothing for `body_timeout` while it is read fails, saying which limit
-/// fired, and its answer closes the connection (the rest of the body will not be read);
+/// fired, and its response closes the connection (the rest of the body will not be read);
 /// one that keeps bringing bytes, each within the limit, is read whole however long it
 /// takes in all. The clock is paused: the limit fires when nothing else can happen.
 #[tokio::test(start_paused = true)]
@@ -200,30 +196,34 @@ async fn a_body_silent_for_the_body_timeout_fails_and_its_connection_closes() {
     served.await.unwrap().unwrap();
 }
 
-/// An answer given without reading the body owes no go-ahead, and a body that never came
-/// cannot be skipped: the connection is closed after the answer.
+/// A response given without reading the body owes no `100 Continue`, and a body that never came
+/// cannot be skipped: the connection is closed after the response.
 #[tokio::test]
-async fn an_answer_without_reading_the_body_skips_the_go_ahead_and_closes() {
+async fn a_response_without_reading_the_body_skips_the_100_continue_and_closes() {
     let (mut client, served) = start(|_req| async { Response::new(Body::full("no")) });
     let head = "POST /up HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 4\r\n\r\n";
     client.write_all(head.as_bytes()).await.unwrap();
-    let answer = read_to_end(&mut client).await;
-    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
-    assert!(answer.ends_with("\r\n\r\nno"), "{answer}");
+    let response = read_to_end(&mut client).await;
+    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+    assert!(response.ends_with("\r\n\r\nno"), "{response}");
     served.await.unwrap().unwrap();
     // A body that was all there is read past, and the connection kept.
     let (mut client, served) = start(|_req| async { Response::new(Body::full("no")) });
     let two = "POST /a HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nab\
                GET /b HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
     client.write_all(two.as_bytes()).await.unwrap();
-    let answers = read_to_end(&mut client).await;
-    assert_eq!(answers.matches("HTTP/1.1 200 OK").count(), 2, "{answers}");
+    let responses = read_to_end(&mut client).await;
+    assert_eq!(
+        responses.matches("HTTP/1.1 200 OK").count(),
+        2,
+        "{responses}"
+    );
     served.await.unwrap().unwrap();
 }
 
 type Tokens = Sender<Bytes, BoxError>;
 
-/// A service whose answers are streamed: each answer's sender goes to the test.
+/// A service whose responses are streamed: each response's sender goes to the test.
 fn streaming() -> (
     impl FnMut(Request<Body>) -> std::future::Ready<Response<Body>> + Send + 'static,
     mpsc::UnboundedReceiver<Tokens>,
@@ -244,16 +244,16 @@ async fn send(tokens: &mut Tokens, token: &'static str) {
         .unwrap();
 }
 
-/// A streamed answer's frames go out as they come, chunked, and its end ends the chunks.
+/// A streamed response's frames go out as they come, chunked, and its end ends the chunks.
 #[tokio::test]
-async fn a_streamed_answer_is_written_token_by_token_and_chunked() {
-    let (service, mut answers) = streaming();
+async fn a_streamed_response_is_written_token_by_token_and_chunked() {
+    let (service, mut responses) = streaming();
     let (mut client, served) = start(service);
     client
         .write_all(b"GET /s HTTP/1.1\r\nhost: x\r\n\r\n")
         .await
         .unwrap();
-    let mut tokens = answers.recv().await.unwrap();
+    let mut tokens = responses.recv().await.unwrap();
     let head = read_until(&mut client, "\r\n\r\n").await;
     assert!(head.contains("transfer-encoding: chunked\r\n"), "{head}");
     for token in ["one", "two", "three"] {
@@ -270,13 +270,13 @@ async fn a_streamed_answer_is_written_token_by_token_and_chunked() {
     served.await.unwrap().unwrap();
 }
 
-/// To an HTTP/1.0 client a stream of unknown length is sent as it is, up to the close.
+/// To an HTTP/1.0 client a stream of unknown length is sent as it is, close-delimited.
 #[tokio::test]
 async fn an_http10_client_gets_a_stream_up_to_the_close() {
-    let (service, mut answers) = streaming();
+    let (service, mut responses) = streaming();
     let (mut client, served) = start(service);
     client.write_all(b"GET /s HTTP/1.0\r\n\r\n").await.unwrap();
-    let mut tokens = answers.recv().await.unwrap();
+    let mut tokens = responses.recv().await.unwrap();
     send(&mut tokens, "one").await;
     send(&mut tokens, "two").await;
     drop(tokens);
@@ -287,17 +287,17 @@ async fn an_http10_client_gets_a_stream_up_to_the_close() {
     served.await.unwrap().unwrap();
 }
 
-/// A client that closes during a stream ends it: the answer's body is dropped (and with it
+/// A client that closes during a stream ends it: the response's body is dropped (and with it
 /// the upstream request behind it).
 #[tokio::test]
 async fn a_client_that_leaves_ends_its_stream() {
-    let (service, mut answers) = streaming();
+    let (service, mut responses) = streaming();
     let (mut client, served) = start(service);
     client
         .write_all(b"GET /s HTTP/1.1\r\nhost: x\r\n\r\n")
         .await
         .unwrap();
-    let mut tokens = answers.recv().await.unwrap();
+    let mut tokens = responses.recv().await.unwrap();
     send(&mut tokens, "one").await;
     read_until(&mut client, "one\r\n").await;
     drop(client);
@@ -312,11 +312,11 @@ async fn a_client_that_leaves_ends_its_stream() {
     assert!(sent.is_err(), "the body was not dropped");
 }
 
-/// Graceful close: an idle connection closes at once; one with an answer in progress closes
+/// Graceful close: an idle connection closes at once; one with a response in progress closes
 /// after it.
 #[tokio::test]
-async fn a_graceful_close_waits_for_the_answer_in_progress() {
-    let (service, mut answers) = streaming();
+async fn a_graceful_close_waits_for_the_response_in_progress() {
+    let (service, mut responses) = streaming();
     let (mut client, server) = tokio::io::duplex(64 * 1024);
     let (close, closed) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(async move {
@@ -332,7 +332,7 @@ async fn a_graceful_close_waits_for_the_answer_in_progress() {
         .write_all(b"GET /s HTTP/1.1\r\nhost: x\r\n\r\n")
         .await
         .unwrap();
-    let mut tokens = answers.recv().await.unwrap();
+    let mut tokens = responses.recv().await.unwrap();
     read_until(&mut client, "\r\n\r\n").await;
     close.send(()).unwrap();
     send(&mut tokens, "last").await;
@@ -349,7 +349,7 @@ async fn a_graceful_close_waits_for_the_answer_in_progress() {
 }
 
 #[tokio::test]
-async fn unreadable_heads_are_answered_and_the_connection_closed() {
+async fn unreadable_heads_get_a_response_and_the_connection_closed() {
     let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(9000));
     let large = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "a".repeat(9000));
     let cases = [
@@ -421,11 +421,11 @@ async fn an_upgrade_gets_the_socket_and_what_came_after_the_head() {
 }
 
 /// A request that asks to upgrade but carries a body is no upgrade: it has no upgraded
-/// connection to wait for, a 101 answered to it ends the connection, and its body never
+/// connection to wait for, a 101 sent in response to it ends the connection, and its body never
 /// becomes the new protocol's first bytes.
 #[tokio::test]
 async fn an_upgrade_with_a_body_never_gets_the_socket() {
-    let (tell, mut told) = mpsc::unbounded_channel();
+    let (tell, mut heard) = mpsc::unbounded_channel();
     let service = move |mut req: Request<Body>| {
         let upgraded = upgrade::on(&mut req);
         let tell = tell.clone();
@@ -452,7 +452,7 @@ async fn an_upgrade_with_a_body_never_gets_the_socket() {
             "{all}"
         );
         served.await.unwrap().unwrap();
-        assert_eq!(told.recv().await, Some(false), "{framing}");
+        assert_eq!(heard.recv().await, Some(false), "{framing}");
     }
 }
 
@@ -470,12 +470,12 @@ async fn a_body_left_behind_reads_nothing_of_the_next_request() {
                POST /b HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\nbcd";
     client.write_all(two.as_bytes()).await.unwrap();
     let first = bodies.recv().await.unwrap();
-    // The second request is read only once the first one's answer is written.
+    // The second request is read only once the first one's response is written.
     let second = bodies.recv().await.unwrap();
     let err = read_all(first, 100).await.unwrap_err();
     assert!(err.to_string().contains("another request"), "{err}");
     drop(client);
-    // The second body was read past (it had all come) once its answer was written.
+    // The second body was read past (it had all come) once its response was written.
     assert_eq!(read_all(second, 100).await.unwrap(), "");
     served.await.unwrap().unwrap();
 }
@@ -499,7 +499,7 @@ impl http_body::Body for Ready {
 /// Tokens gathered for one write are still written when the body fails after them; the
 /// chunked body is then left without its end, so that the client sees it cut short.
 #[tokio::test]
-async fn tokens_before_a_failure_reach_the_client_and_the_answer_stays_unfinished() {
+async fn tokens_before_a_failure_reach_the_client_and_the_response_stays_unfinished() {
     let (mut client, served) = start(|_req| {
         let frames = [
             Ok(Bytes::from_static(b"one")),
@@ -518,9 +518,9 @@ async fn tokens_before_a_failure_reach_the_client_and_the_answer_stays_unfinishe
     assert!(failed.to_string().contains("body failed"), "{failed}");
 }
 
-/// A `HEAD` request's answer has no body, but says the length of the one lingo made.
+/// A `HEAD` request's response has no body, but says the length of the one lingo made.
 #[tokio::test]
-async fn a_head_answer_says_its_length_and_sends_no_body() {
+async fn a_head_response_says_its_length_and_sends_no_body() {
     let (mut client, served) = start(echo);
     let two = "HEAD /h HTTP/1.1\r\nhost: x\r\n\r\nGET /g HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
     client.write_all(two.as_bytes()).await.unwrap();
@@ -534,10 +534,10 @@ async fn a_head_answer_says_its_length_and_sends_no_body() {
     served.await.unwrap().unwrap();
 }
 
-/// A client that closes while its answer is still being made ends the request: the
+/// A client that closes while its response is still being made ends the request: the
 /// service's future is dropped (and with it the upstream request it waits on).
 #[tokio::test]
-async fn a_client_that_leaves_before_its_answer_ends_the_request() {
+async fn a_client_that_leaves_before_its_response_ends_the_request() {
     let (dropped_tx, dropped_rx) = tokio::sync::oneshot::channel::<()>();
     let guard = std::sync::Mutex::new(Some(dropped_tx));
     let (mut client, served) = start(move |_req| {
@@ -568,10 +568,10 @@ async fn a_client_that_leaves_before_its_answer_ends_the_request() {
     );
 }
 
-/// An answer with no `Date` gets lingo's: now, as an IMF-fixdate (the cached value is
+/// A response with no `Date` gets lingo's: now, as an IMF-fixdate (the cached value is
 /// remade when the second changes).
 #[tokio::test]
-async fn an_answer_without_a_date_gets_the_current_one() {
+async fn a_response_without_a_date_gets_the_current_one() {
     let (mut client, served) = start(echo);
     client
         .write_all(b"GET /d HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
@@ -621,27 +621,27 @@ impl<B: http_body::Body + Unpin> http_body::Body for Late<B> {
     }
 }
 
-/// An answer whose body says it has ended once its last frame is taken is written whole
-/// without a poll for its end (the end's work, an answer's record and its upstream
+/// A response whose body says it has ended once its last frame is taken is written whole
+/// without a poll for its end (the end's work, a response's record and its upstream
 /// connection put back, is left to the body's drop, after the write), framed by length
 /// (its size told, or all of it ready with the head) or chunked (its size untold and
 /// nothing ready with the head), and the connection goes on to the next request.
 #[tokio::test]
-async fn an_answer_that_told_its_end_is_written_whole_and_not_polled_again() {
-    use crate::http::body::Told;
+async fn a_response_that_signalled_its_end_is_written_whole_and_not_polled_again() {
+    use crate::http::body::SingleFrameBody;
     use std::sync::atomic::Ordering::SeqCst;
     let drops = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let kept = std::sync::Arc::clone(&drops);
     let (mut client, served) = start(move |req| {
-        let (told, dropped) = Told::new("whole");
+        let (single, dropped) = SingleFrameBody::new("whole");
         kept.lock().unwrap().push(dropped);
         let body = match req.uri().path() {
             "/b" => Body::boxed(Late {
-                inner: told.of_unknown_size(),
+                inner: single.of_unknown_size(),
                 waited: false,
             }),
-            "/c" => Body::boxed(told.of_unknown_size()),
-            _ => Body::boxed(told),
+            "/c" => Body::boxed(single.of_unknown_size()),
+            _ => Body::boxed(single),
         };
         async move { Response::new(body) }
     });
@@ -649,13 +649,13 @@ async fn an_answer_that_told_its_end_is_written_whole_and_not_polled_again() {
                  GET /b HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
     client.write_all(three.as_bytes()).await.unwrap();
     let all = read_to_end(&mut client).await;
-    let answers: Vec<&str> = all.split("HTTP/1.1 200 OK\r\n").skip(1).collect();
-    assert_eq!(answers.len(), 3, "{all:?}");
-    for by_length in &answers[..2] {
+    let responses: Vec<&str> = all.split("HTTP/1.1 200 OK\r\n").skip(1).collect();
+    assert_eq!(responses.len(), 3, "{all:?}");
+    for by_length in &responses[..2] {
         assert!(by_length.contains("content-length: 5\r\n"), "{by_length}");
         assert!(by_length.ends_with("\r\n\r\nwhole"), "{by_length}");
     }
-    let chunked = answers[2];
+    let chunked = responses[2];
     assert!(
         chunked.contains("transfer-encoding: chunked\r\n"),
         "{chunked}"
@@ -670,19 +670,19 @@ async fn an_answer_that_told_its_end_is_written_whole_and_not_polled_again() {
     assert!(drops.iter().all(|dropped| dropped.load(SeqCst)));
 }
 
-/// A client that does not take an answer's last bytes at once (it is not reading) gets them
-/// after the body is dropped: it keeps neither the answer's record waiting nor an upstream
+/// A client that does not take a response's last bytes at once (it is not reading) gets them
+/// after the body is dropped: it keeps neither the response's record waiting nor an upstream
 /// connection out of its pool until it reads.
 #[tokio::test]
 async fn a_client_that_does_not_read_keeps_no_finished_body() {
-    use crate::http::body::Told;
+    use crate::http::body::SingleFrameBody;
     use std::sync::atomic::Ordering::SeqCst;
-    let (told, dropped) = Told::new("an answer longer than the socket's room");
-    let mut told = Some(told);
+    let (single, dropped) = SingleFrameBody::new("a response longer than the socket's room");
+    let mut single = Some(single);
     let (mut client, server) = tokio::io::duplex(16);
     let service = move |_req| {
-        let told = told.take().expect("one request");
-        async move { Response::new(Body::boxed(told)) }
+        let single = single.take().expect("one request");
+        async move { Response::new(Body::boxed(single)) }
     };
     let served = tokio::spawn(connection(server, service, LIMITS));
     let ask = "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
@@ -693,10 +693,10 @@ async fn a_client_that_does_not_read_keeps_no_finished_body() {
         }
     })
     .await
-    .expect("the body is dropped while its client has not read its answer");
+    .expect("the body is dropped while its client has not read its response");
     let all = read_to_end(&mut client).await;
     assert!(
-        all.ends_with("\r\n\r\nan answer longer than the socket's room"),
+        all.ends_with("\r\n\r\na response longer than the socket's room"),
         "{all}"
     );
     served.await.unwrap().unwrap();

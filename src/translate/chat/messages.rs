@@ -4,14 +4,14 @@
 //! (any `data:image/*;base64,` URL, any case) and `input_audio` become that message's
 //! `images`. `content: null` is `""`; `developer` is sent as `system`; assistant tool-call
 //! arguments (a JSON string) become objects; a tool result keeps its `tool_call_id` and
-//! gets the name of the call it answers.
+//! gets the name of the call it responds to.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::translate::Refusal;
+use crate::translate::InvalidRequest;
 use crate::translate::json::{Json, Object};
 
 /// One native message, borrowing from the client's.
@@ -45,15 +45,15 @@ struct NativeFunction<'a> {
     arguments: Json<'a>,
 }
 
-fn bad(message: String) -> Refusal {
-    Refusal {
+fn bad(message: String) -> InvalidRequest {
+    InvalidRequest {
         message,
         param: Some("messages"),
     }
 }
 
 /// Translates every message, in order.
-pub fn translate<'a>(messages: &'a [Json<'a>]) -> Result<Vec<NativeMessage<'a>>, Refusal> {
+pub fn translate<'a>(messages: &'a [Json<'a>]) -> Result<Vec<NativeMessage<'a>>, InvalidRequest> {
     let names = tool_call_names(messages);
     messages
         .iter()
@@ -81,7 +81,7 @@ fn message<'a>(
     i: usize,
     m: &'a Json<'a>,
     names: &HashMap<&'a str, &'a str>,
-) -> Result<NativeMessage<'a>, Refusal> {
+) -> Result<NativeMessage<'a>, InvalidRequest> {
     let Some(m) = m.as_object() else {
         return Err(bad(format!("messages[{i}] must be an object")));
     };
@@ -112,7 +112,11 @@ fn message<'a>(
 }
 
 /// An assistant's thinking and tool calls.
-fn assistant<'a>(i: usize, m: &'a Object<'a>, out: &mut NativeMessage<'a>) -> Result<(), Refusal> {
+fn assistant<'a>(
+    i: usize,
+    m: &'a Object<'a>,
+    out: &mut NativeMessage<'a>,
+) -> Result<(), InvalidRequest> {
     let thinking = ["reasoning", "reasoning_content"]
         .iter()
         .find_map(|k| m.get(k)?.as_str());
@@ -123,7 +127,7 @@ fn assistant<'a>(i: usize, m: &'a Object<'a>, out: &mut NativeMessage<'a>) -> Re
     Ok(())
 }
 
-/// A tool result's call id, and the name of the call it answers.
+/// A tool result's call id, and the name of the call it responds to.
 fn tool<'a>(m: &'a Object<'a>, names: &HashMap<&'a str, &'a str>, out: &mut NativeMessage<'a>) {
     let id = m.get("tool_call_id").and_then(Json::as_str);
     out.tool_call_id = id;
@@ -137,7 +141,7 @@ fn tool<'a>(m: &'a Object<'a>, names: &HashMap<&'a str, &'a str>, out: &mut Nati
 fn content<'a>(
     i: usize,
     content: Option<&'a Json<'a>>,
-) -> Result<(Cow<'a, str>, Vec<String>), Refusal> {
+) -> Result<(Cow<'a, str>, Vec<String>), InvalidRequest> {
     let parts = match content {
         None | Some(Json::Null) => return Ok((Cow::Borrowed(""), Vec::new())),
         Some(Json::Str(s)) => return Ok((Cow::Borrowed(s), Vec::new())),
@@ -190,7 +194,7 @@ fn content<'a>(
 }
 
 /// The bare base64 of a `data:image/...;base64,` URL.
-fn image(at: &str, url: &str) -> Result<String, Refusal> {
+fn image(at: &str, url: &str) -> Result<String, InvalidRequest> {
     let lower = url.get(..12).unwrap_or(url).to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
         return Err(bad(format!(
@@ -213,7 +217,7 @@ fn image(at: &str, url: &str) -> Result<String, Refusal> {
 }
 
 /// `data` with line breaks removed, if it is standard base64.
-fn base64(at: &str, data: &str) -> Result<String, Refusal> {
+fn base64(at: &str, data: &str) -> Result<String, InvalidRequest> {
     let clean: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     let valid = !clean.is_empty()
         && clean.len().is_multiple_of(4)
@@ -229,7 +233,7 @@ fn base64(at: &str, data: &str) -> Result<String, Refusal> {
 }
 
 /// Assistant tool calls -> native: arguments string -> object (`""`/`"null"` -> `{}`).
-fn tool_calls<'a>(i: usize, calls: &'a Json<'a>) -> Result<Vec<NativeCall<'a>>, Refusal> {
+fn tool_calls<'a>(i: usize, calls: &'a Json<'a>) -> Result<Vec<NativeCall<'a>>, InvalidRequest> {
     let calls = calls
         .as_array()
         .ok_or_else(|| bad(format!("messages[{i}].tool_calls must be an array")))?;

@@ -73,7 +73,7 @@ pub fn parse_into<'a>(bytes: &'a [u8], event: &mut Event<'a>) -> Result<(), Stri
 }
 
 /// Reads an event with [`Scan`] (a token's line or a plain response) into `event` (a default
-/// one), or answers `None` for serde to read: tool calls, log probabilities and anything
+/// one), or returns `None` for serde to read: tool calls, log probabilities and anything
 /// unexpected.
 fn scan_into<'a>(text: &'a [u8], event: &mut Event<'a>) -> Option<()> {
     let mut seen = Seen::default();
@@ -280,8 +280,9 @@ mod tests {
             assert!(scan(line.as_bytes()).is_none(), "{line}");
             // What the scan wrote before it gave up is not what serde then reads.
             let ours = parse(line.as_bytes()).map(|e| format!("{e:?}"));
-            let told = |e| format!("upstream sent something that is not a native chat event: {e}");
-            assert_eq!(ours, serde(line).map_err(told), "{line}");
+            let message =
+                |e| format!("upstream sent something that is not a native chat event: {e}");
+            assert_eq!(ours, serde(line).map_err(message), "{line}");
         }
     }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::messages::{self, NativeMessage};
-use crate::translate::Refusal;
+use crate::translate::InvalidRequest;
 use crate::translate::json::{Json, Object};
 use crate::translate::params::{self, err};
 
@@ -103,7 +103,7 @@ impl ChatRequest {
 }
 
 /// Translates a chat-completions body.
-pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, Refusal> {
+pub fn request(body: &[u8], defaults: &RouteDefaults) -> Result<ChatRequest, InvalidRequest> {
     // The native request is about the client's size: room for it made once.
     let room = body.len() + 64;
     let body = params::object(body)?;
@@ -140,7 +140,7 @@ fn native<'a>(
     messages: Vec<NativeMessage<'a>>,
     stream: bool,
     defaults: &RouteDefaults,
-) -> Result<Native<'a>, Refusal> {
+) -> Result<Native<'a>, InvalidRequest> {
     let mut options = params::options(body, &defaults.options)?;
     // `max_completion_tokens` is the current name; `max_tokens` the older one.
     let limit = match params::token_limit(body, "max_completion_tokens")? {
@@ -165,7 +165,7 @@ fn native<'a>(
 }
 
 /// `response_format` -> native `format`.
-fn format<'a>(body: &'a Object<'a>) -> Result<Option<Cow<'a, Json<'a>>>, Refusal> {
+fn format<'a>(body: &'a Object<'a>) -> Result<Option<Cow<'a, Json<'a>>>, InvalidRequest> {
     let Some(rf) = body.get("response_format").filter(|v| !v.is_null()) else {
         return Ok(None);
     };
@@ -188,7 +188,7 @@ fn format<'a>(body: &'a Object<'a>) -> Result<Option<Cow<'a, Json<'a>>>, Refusal
 }
 
 /// `tools` as they are, filtered by `tool_choice`.
-fn tools<'a>(body: &'a Object<'a>) -> Result<Option<Vec<&'a Json<'a>>>, Refusal> {
+fn tools<'a>(body: &'a Object<'a>) -> Result<Option<Vec<&'a Json<'a>>>, InvalidRequest> {
     let tools = match body.get("tools") {
         None | Some(Json::Null) => return Ok(None),
         Some(Json::Array(t)) => t,
@@ -224,7 +224,7 @@ fn tools<'a>(body: &'a Object<'a>) -> Result<Option<Vec<&'a Json<'a>>>, Refusal>
 }
 
 /// `reasoning.effort` / `reasoning_effort` -> `think`; an explicit `think` wins.
-fn think<'a>(body: &'a Object<'a>) -> Result<Option<Cow<'a, Json<'a>>>, Refusal> {
+fn think<'a>(body: &'a Object<'a>) -> Result<Option<Cow<'a, Json<'a>>>, InvalidRequest> {
     if let Some(think) = body.get("think").filter(|v| !v.is_null()) {
         return Ok(Some(Cow::Borrowed(think)));
     }

@@ -1,4 +1,4 @@
-//! Native `/api/chat` answers -> chat-completions answers, whole and streamed.
+//! Native `/api/chat` responses -> chat-completions responses, whole and streamed.
 //!
 //! Matches what the official API emits: one `id` and `created` per completion, `role` on the
 //! first delta only, tool calls whole in one delta with lingo's own `index` and ids
@@ -80,7 +80,7 @@ fn text<'a>(s: &'a Option<std::borrow::Cow<'a, str>>) -> Option<&'a str> {
     s.as_deref().filter(|t| !t.is_empty())
 }
 
-// --- whole answers ---
+// --- whole responses ---
 
 #[derive(Serialize)]
 struct Completion<'a> {
@@ -120,10 +120,10 @@ struct OutMessage<'a> {
     tool_calls: Vec<OutCall<'a>>,
 }
 
-/// The `chat.completion` object for the native answers of the `n` choices, in order, and
+/// The `chat.completion` object for the native responses of the `n` choices, in order, and
 /// their summed usage (for lingo's token counters).
-pub fn completion(answers: &[Bytes], meta: &Meta) -> Result<(Bytes, Usage), String> {
-    let events = answers
+pub fn completion(responses: &[Bytes], meta: &Meta) -> Result<(Bytes, Usage), String> {
+    let events = responses
         .iter()
         .map(|a| native::parse(a))
         .collect::<Result<Vec<_>, _>>()?;
@@ -160,7 +160,7 @@ pub fn completion(answers: &[Bytes], meta: &Meta) -> Result<(Bytes, Usage), Stri
         choices,
         usage: usage.total(),
     };
-    let room = answers.iter().map(Bytes::len).sum::<usize>() + 512;
+    let room = responses.iter().map(Bytes::len).sum::<usize>() + 512;
     let json = if completion.choices.iter().all(Choice::is_plain) {
         let mut json = Vec::with_capacity(room);
         completion.write_plain(&mut json);
@@ -491,20 +491,20 @@ impl ChunkChoice<'_> {
     }
 }
 
-/// A native error answer (before any byte was sent) as (status, message, code).
+/// A native error response (before any byte was sent) as (status, message, code).
 pub fn upstream_error(status: u16, body: &[u8]) -> (u16, String, Option<&'static str>) {
     let status = if status >= 400 { status } else { 502 };
     let message = match serde_json::from_slice::<serde_json::Value>(body) {
         Ok(v) => match v.get("error") {
             Some(serde_json::Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
-            None => format!("upstream answered {status} without an error message"),
+            None => format!("upstream responded with {status} without an error message"),
         },
         Err(_) => {
             let text = String::from_utf8_lossy(body);
             let text = text.trim();
             if text.is_empty() {
-                format!("upstream answered {status}")
+                format!("upstream responded with {status}")
             } else {
                 text.chars().take(1000).collect()
             }

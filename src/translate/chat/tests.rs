@@ -1,13 +1,13 @@
 //! Table-driven cases of the chat translators: each request rule, each refusal with its
-//! `param`, and whole answers.
+//! `param`, and whole responses.
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::translate::{Meta, Refusal};
+use crate::translate::{InvalidRequest, Meta};
 
-fn translate(body: Value) -> Result<Map<String, Value>, Refusal> {
+fn translate(body: Value) -> Result<Map<String, Value>, InvalidRequest> {
     let defaults = RouteDefaults {
         options: json!({"num_ctx": 4096, "temperature": 0.5})
             .as_object()
@@ -336,17 +336,17 @@ fn bad_messages_are_refused() {
 }
 
 #[test]
-fn whole_answers() {
+fn whole_responses() {
     let meta = Meta {
         id: "chatcmpl-x".into(),
         created: 1,
         model: "alias".into(),
     };
-    let answers = [
+    let responses = [
         Bytes::from_static(br#"{"model":"m","message":{"role":"assistant","content":"Hi","thinking":"t"},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}"#),
         Bytes::from_static(br#"{"model":"m","message":{"role":"assistant","content":"","tool_calls":[{"function":{"index":0,"name":"f","arguments":{"b":1,"a":2}}}]},"done":true,"done_reason":"length"}"#),
     ];
-    let out: Value = serde_json::from_slice(&completion(&answers, &meta).unwrap().0).unwrap();
+    let out: Value = serde_json::from_slice(&completion(&responses, &meta).unwrap().0).unwrap();
     assert_eq!(out["model"], "alias");
     assert_eq!(
         out["choices"][0]["message"],
@@ -404,11 +404,15 @@ fn upstream_errors_keep_status_and_message() {
             br#"{"error":"blob not found"}"#,
             (500, "blob not found", None),
         ),
-        (500, b"", (500, "upstream answered 500", None)),
+        (500, b"", (500, "upstream responded with 500", None)),
         (
             200,
             br#"{"x":1}"#,
-            (502, "upstream answered 502 without an error message", None),
+            (
+                502,
+                "upstream responded with 502 without an error message",
+                None,
+            ),
         ),
     ];
     for (status, body, (want_status, want_message, want_code)) in cases {

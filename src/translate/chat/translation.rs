@@ -1,5 +1,5 @@
 //! A chat completion as a [`Translation`]: `n` identical `/api/chat` requests (one per
-//! choice), each answer's stream through a [`ChatStream`], one usage chunk for all choices
+//! choice), each response's stream through a [`ChatStream`], one usage chunk for all choices
 //! when several were asked for (as the official API sends), then `data: [DONE]`.
 
 use bytes::Bytes;
@@ -62,8 +62,8 @@ impl Translation for Chat {
         frames
     }
 
-    fn whole(&self, answers: &[Bytes]) -> Result<(Bytes, Usage), String> {
-        completion(answers, &self.meta)
+    fn whole(&self, responses: &[Bytes]) -> Result<(Bytes, Usage), String> {
+        completion(responses, &self.meta)
     }
 
     fn upstream_error(&self, status: u16, body: &[u8]) -> (u16, String, Option<&'static str>) {

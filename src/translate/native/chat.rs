@@ -1,5 +1,5 @@
-//! `/api/chat` -> `/v1/chat/completions`, and the answer back: `super::stream` (a
-//! `NativeStream` of `/api/chat` lines) or `super::answer` (`stream: false`).
+//! `/api/chat` -> `/v1/chat/completions`, and the response back: `super::stream` (a
+//! `NativeStream` of `/api/chat` lines) or `super::response` (`stream: false`).
 //!
 //! Sent: `model`, `messages` (images as `data:` parts, tool calls with string arguments and
 //! ids, `thinking` as `reasoning_content`, tool results with their call's id), `stream` (native default true;
@@ -11,19 +11,19 @@
 use serde_json::{Map, Value};
 
 use super::params::{self, Extras};
-use super::{CHAT_PATH, Refusal, Translated, messages};
+use super::{CHAT_PATH, NativeError, Translated, messages};
 
 /// Translates an `/api/chat` body; `ids` makes ids for history tool calls that have none.
 pub fn request(
     body: &[u8],
     extras: Extras,
     ids: &mut dyn FnMut() -> String,
-) -> Result<Translated, Refusal> {
+) -> Result<Translated, NativeError> {
     let (body, model) = params::object(body)?;
     let messages = match body.get("messages") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(m)) => messages::translate(m, ids)?,
-        Some(_) => return Err(Refusal::bad("messages must be an array")),
+        Some(_) => return Err(NativeError::bad("messages must be an array")),
     };
     let stream = params::stream(&body)?;
     let mut out = Map::new();
@@ -37,7 +37,7 @@ pub fn request(
         Some(tools @ Value::Array(_)) => {
             out.insert("tools".into(), tools.clone());
         }
-        Some(_) => return Err(Refusal::bad("tools must be an array")),
+        Some(_) => return Err(NativeError::bad("tools must be an array")),
     }
     common(&body, &mut out)?;
     let dropped = params::options(&body, &mut out, extras)?;
@@ -55,7 +55,7 @@ pub fn request(
 pub(super) fn common(
     body: &Map<String, Value>,
     out: &mut Map<String, Value>,
-) -> Result<(), Refusal> {
+) -> Result<(), NativeError> {
     if let Some(format) = params::format(body)? {
         out.insert("response_format".into(), format);
     }

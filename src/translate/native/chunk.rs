@@ -8,14 +8,14 @@ use serde_json::value::RawValue;
 
 use crate::base::usage::Usage;
 
-/// One SSE event (`chat.completion.chunk`, `text_completion`) or a whole answer.
+/// One SSE event (`chat.completion.chunk`, `text_completion`) or a whole response.
 #[derive(Debug, Deserialize)]
 pub struct Chunk<'a> {
     #[serde(default, borrow)]
     pub choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
     pub usage: Option<Counts>,
-    /// An error object (or string) instead of an answer.
+    /// An error object (or string) instead of a response.
     #[serde(default, borrow)]
     pub error: Option<&'a RawValue>,
 }
@@ -27,7 +27,7 @@ pub struct Choice<'a> {
     /// A stream's change (`chat.completion.chunk`).
     #[serde(default, borrow)]
     pub delta: Option<Message<'a>>,
-    /// A whole answer's message (`chat.completion`).
+    /// A whole response's message (`chat.completion`).
     #[serde(default, borrow)]
     pub message: Option<Message<'a>>,
     /// A text completion's text.
@@ -51,7 +51,7 @@ pub struct Message<'a> {
     pub tool_calls: Option<Vec<Call<'a>>>,
 }
 
-/// A tool call, whole (answers) or a fragment of one (streams).
+/// A tool call, whole (responses) or a fragment of one (streams).
 #[derive(Debug, Deserialize)]
 pub struct Call<'a> {
     #[serde(default)]
@@ -103,11 +103,11 @@ impl<'a> Chunk<'a> {
             .or_else(|| choices.iter().find(|c| c.index.is_none()))
     }
 
-    /// The message of an error event or answer, if it is one.
+    /// The message of an error event or response, if it is one.
     pub fn error(&self) -> Option<String> {
         let raw = self.error?;
         let value: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
-        (!value.is_null()).then(|| super::answer::error_message(&value))
+        (!value.is_null()).then(|| super::response::error_message(&value))
     }
 }
 

@@ -1,10 +1,10 @@
 //! `/api/embed` and the legacy `/api/embeddings` -> `/v1/embeddings` (`encoding_format:
-//! "float"` always: native clients read numbers), and the answers back.
+//! "float"` always: native clients read numbers), and the responses back.
 //!
 //! `/api/embed` sends `input` (a string or an array of strings) and `dimensions`; the legacy
 //! endpoint's `prompt` is the one `input`. Ignored: `truncate` (a chat-completions server
 //! truncates or refuses by its own rule), `options` and `keep_alive`. An empty input (`""`,
-//! `[]`) embeds nothing, as natively: [`Translated::load_only`] is set and the shell answers
+//! `[]`) embeds nothing, as natively: [`Translated::load_only`] is set and the shell responds with
 //! [`empty`] without asking the upstream.
 
 use std::time::Duration;
@@ -12,14 +12,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::answer::nanos;
 use super::params;
-use super::{EMBEDDINGS_PATH, Refusal, Translated};
+use super::response::nanos;
+use super::{EMBEDDINGS_PATH, NativeError, Translated};
 use crate::base::usage::Usage;
 use crate::translate::embeddings::decode_base64;
 
 /// Translates an `/api/embed` body.
-pub fn request(body: &[u8]) -> Result<Translated, Refusal> {
+pub fn request(body: &[u8]) -> Result<Translated, NativeError> {
     let (body, model) = params::object(body)?;
     let input = match body.get("input") {
         Some(Value::String(s)) => vec![s.clone()],
@@ -27,8 +27,8 @@ pub fn request(body: &[u8]) -> Result<Translated, Refusal> {
             .iter()
             .map(|i| i.as_str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| Refusal::bad("invalid input type"))?,
-        _ => return Err(Refusal::bad("invalid input type")),
+            .ok_or_else(|| NativeError::bad("invalid input type"))?,
+        _ => return Err(NativeError::bad("invalid input type")),
     };
     let empty = input.iter().all(String::is_empty);
     let mut out = upstream(&model, json!(input));
@@ -37,18 +37,18 @@ pub fn request(body: &[u8]) -> Result<Translated, Refusal> {
         Some(d) if d.as_u64().is_some_and(|d| d > 0) => {
             out.insert("dimensions".into(), d.clone());
         }
-        Some(_) => return Err(Refusal::bad("dimensions must be a positive integer")),
+        Some(_) => return Err(NativeError::bad("dimensions must be a positive integer")),
     }
     Ok(translated(model, out, empty))
 }
 
 /// Translates a legacy `/api/embeddings` body (`prompt`: one string).
-pub fn legacy_request(body: &[u8]) -> Result<Translated, Refusal> {
+pub fn legacy_request(body: &[u8]) -> Result<Translated, NativeError> {
     let (body, model) = params::object(body)?;
     let prompt = match body.get("prompt") {
         None | Some(Value::Null) => "",
         Some(Value::String(s)) => s.as_str(),
-        Some(_) => return Err(Refusal::bad("prompt must be a string")),
+        Some(_) => return Err(NativeError::bad("prompt must be a string")),
     };
     let out = upstream(&model, prompt.into());
     Ok(translated(model, out, prompt.is_empty()))
@@ -73,12 +73,13 @@ fn translated(model: String, body: Map<String, Value>, empty: bool) -> Translate
     }
 }
 
-/// The vectors of a `/v1/embeddings` answer in input order (by `index`; base64 vectors are
+/// The vectors of a `/v1/embeddings` response in input order (by `index`; base64 vectors are
 /// read too, should the upstream ignore `encoding_format`), and its usage.
 pub fn vectors(body: &[u8]) -> Result<(Vec<Vec<f32>>, Usage), String> {
-    let unexpected = |what: &str| format!("upstream sent an unexpected embeddings answer: {what}");
-    let answer: Value = serde_json::from_slice(body).map_err(|e| unexpected(&e.to_string()))?;
-    let data = answer
+    let unexpected =
+        |what: &str| format!("upstream sent an unexpected embeddings response: {what}");
+    let response: Value = serde_json::from_slice(body).map_err(|e| unexpected(&e.to_string()))?;
+    let data = response
         .get("data")
         .and_then(Value::as_array)
         .ok_or_else(|| unexpected("no data"))?;
@@ -99,16 +100,16 @@ pub fn vectors(body: &[u8]) -> Result<(Vec<Vec<f32>>, Usage), String> {
         ));
     }
     items.sort_by_key(|(index, _)| *index);
-    let usage = answer
+    let usage = response
         .get("usage")
-        .map(super::answer::usage_of)
+        .map(super::response::usage_of)
         .unwrap_or_default();
     Ok((items.into_iter().map(|(_, v)| v).collect(), usage))
 }
 
-/// The `/api/embed` answer: `model` (the client's name), `embeddings`, durations and
+/// The `/api/embed` response: `model` (the client's name), `embeddings`, durations and
 /// `prompt_eval_count` (the upstream's `prompt_tokens`; left out when 0, as natively).
-pub fn answer(body: &[u8], model: &str, elapsed: Duration) -> Result<(Bytes, Usage), String> {
+pub fn response(body: &[u8], model: &str, elapsed: Duration) -> Result<(Bytes, Usage), String> {
     let (embeddings, usage) = vectors(body)?;
     let mut out = json!({"model": model, "embeddings": embeddings,
         "total_duration": nanos(elapsed), "load_duration": 0});
@@ -118,8 +119,8 @@ pub fn answer(body: &[u8], model: &str, elapsed: Duration) -> Result<(Bytes, Usa
     Ok((Bytes::from(out.to_string()), usage))
 }
 
-/// The legacy `/api/embeddings` answer: `{"embedding": [...]}` (the first vector).
-pub fn legacy_answer(body: &[u8]) -> Result<(Bytes, Usage), String> {
+/// The legacy `/api/embeddings` response: `{"embedding": [...]}` (the first vector).
+pub fn legacy_response(body: &[u8]) -> Result<(Bytes, Usage), String> {
     let (embeddings, usage) = vectors(body)?;
     let first = embeddings.into_iter().next().unwrap_or_default();
     Ok((
@@ -128,7 +129,7 @@ pub fn legacy_answer(body: &[u8]) -> Result<(Bytes, Usage), String> {
     ))
 }
 
-/// The answer to an empty input: `{"model", "embeddings": []}` (`/api/embed`) or
+/// The response to an empty input: `{"model", "embeddings": []}` (`/api/embed`) or
 /// `{"embedding": []}` (legacy).
 pub fn empty(model: &str, legacy: bool) -> Bytes {
     let out = if legacy {

@@ -1,12 +1,12 @@
 //! `/api/generate` -> a chat completion (`system` and the prompt as one user turn, with its
 //! `images`), or `/v1/completions` when the client asks for the prompt as it is (`raw: true`)
-//! or for fill-in-the-middle (`suffix`), which only a text completion can do. The answer
-//! comes back through `super::stream` or `super::answer` (either path's answers are read). The final
+//! or for fill-in-the-middle (`suffix`), which only a text completion can do. The response
+//! comes back through `super::stream` or `super::response` (either path's responses are read). The final
 //! line has no `context` (there is none to give).
 //!
-//! `context` (the deprecated token array of an earlier answer) is a 400 naming it when it is
+//! `context` (the deprecated token array of an earlier response) is a 400 naming it when it is
 //! not empty: no chat-completions upstream takes tokens back, and silently dropping it would
-//! lose the conversation the client thinks it continues. lingo's answers carry no `context`,
+//! lose the conversation the client thinks it continues. lingo's responses carry no `context`,
 //! so a client that sends back what it got sends none. `template` is refused the same way
 //! (the upstream applies its own). With `raw` or `suffix`, `system`, `images` and `format`
 //! are refused (a text completion has no place for them) and `think` is ignored. Beware: a
@@ -17,15 +17,15 @@
 use serde_json::{Map, Value, json};
 
 use super::params::{self, Extras};
-use super::{CHAT_PATH, COMPLETIONS_PATH, Refusal, Translated, messages};
+use super::{CHAT_PATH, COMPLETIONS_PATH, NativeError, Translated, messages};
 
 /// Translates an `/api/generate` body.
-pub fn request(body: &[u8], extras: Extras) -> Result<Translated, Refusal> {
+pub fn request(body: &[u8], extras: Extras) -> Result<Translated, NativeError> {
     let (body, model) = params::object(body)?;
     let text = |key: &str| match body.get(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(Refusal::bad(format!("{key} must be a string"))),
+        Some(_) => Err(NativeError::bad(format!("{key} must be a string"))),
     };
     let (prompt, suffix, system) = (text("prompt")?, text("suffix")?, text("system")?);
     if body
@@ -33,12 +33,12 @@ pub fn request(body: &[u8], extras: Extras) -> Result<Translated, Refusal> {
         .and_then(Value::as_array)
         .is_some_and(|c| !c.is_empty())
     {
-        return Err(Refusal::bad(
+        return Err(NativeError::bad(
             "context is not supported: this route's upstream speaks chat-completions, which takes no token context; send the conversation to /api/chat instead",
         ));
     }
     if !text("template")?.is_empty() {
-        return Err(Refusal::bad(
+        return Err(NativeError::bad(
             "template is not supported: this route's upstream applies its own prompt template",
         ));
     }
@@ -77,7 +77,7 @@ fn chat(
     prompt: &str,
     system: &str,
     images: Option<&Value>,
-) -> Result<(), Refusal> {
+) -> Result<(), NativeError> {
     let mut turns = Vec::new();
     if !system.is_empty() {
         turns.push(json!({"role": "system", "content": system}));
@@ -104,9 +104,9 @@ fn completion(
     suffix: &str,
     system: &str,
     has_images: bool,
-) -> Result<(), Refusal> {
+) -> Result<(), NativeError> {
     let refuse = |field: &str| {
-        Err(Refusal::bad(format!(
+        Err(NativeError::bad(format!(
             "{field} is not supported with raw or suffix: they are sent as a text completion"
         )))
     };

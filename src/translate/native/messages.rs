@@ -5,21 +5,21 @@
 //! get string `arguments` and an id (kept, or made by the caller's generator: chat-completions
 //! servers match results to calls by id); `thinking` goes back as `reasoning_content`. A tool
 //! result keeps its `tool_call_id`, or, as native clients often send only `tool_name`, gets
-//! the id of the first unanswered call of that name (else the first unanswered call).
+//! the id of the first without a response call of that name (else the first without a response call).
 
 use serde_json::{Map, Value, json};
 
-use super::Refusal;
+use super::NativeError;
 use crate::translate::embeddings::decode_bytes;
 
-/// Calls of the latest assistant message not yet answered: (id, name).
+/// Calls of the latest assistant message not yet followed by a tool result: (id, name).
 type Pending = Vec<(String, String)>;
 
 /// Translates every message, in order; `ids` makes a tool-call id when a call has none.
 pub fn translate(
     messages: &[Value],
     ids: &mut dyn FnMut() -> String,
-) -> Result<Vec<Value>, Refusal> {
+) -> Result<Vec<Value>, NativeError> {
     let mut pending = Pending::new();
     messages
         .iter()
@@ -33,8 +33,8 @@ fn message(
     m: &Value,
     pending: &mut Pending,
     ids: &mut dyn FnMut() -> String,
-) -> Result<Value, Refusal> {
-    let bad = |what: &str| Refusal::bad(format!("messages[{i}]{what}"));
+) -> Result<Value, NativeError> {
+    let bad = |what: &str| NativeError::bad(format!("messages[{i}]{what}"));
     let m = m.as_object().ok_or_else(|| bad(" must be an object"))?;
     let role = match m.get("role").and_then(Value::as_str) {
         Some(r @ ("system" | "user" | "assistant" | "tool" | "developer")) => r,
@@ -58,13 +58,13 @@ fn message(
 }
 
 /// The text, or parts when there are images: the text first (if any), then each image.
-fn content(i: usize, text: &str, images: Option<&Value>) -> Result<Value, Refusal> {
+fn content(i: usize, text: &str, images: Option<&Value>) -> Result<Value, NativeError> {
     let images = match images {
         None | Some(Value::Null) => return Ok(text.into()),
         Some(Value::Array(images)) if images.is_empty() => return Ok(text.into()),
         Some(Value::Array(images)) => images,
         Some(_) => {
-            return Err(Refusal::bad(format!(
+            return Err(NativeError::bad(format!(
                 "messages[{i}].images must be an array"
             )));
         }
@@ -75,7 +75,7 @@ fn content(i: usize, text: &str, images: Option<&Value>) -> Result<Value, Refusa
     }
     for (j, image) in images.iter().enumerate() {
         let url = image.as_str().and_then(data_uri).ok_or_else(|| {
-            Refusal::bad(format!("messages[{i}].images[{j}] is not a base64 string"))
+            NativeError::bad(format!("messages[{i}].images[{j}] is not a base64 string"))
         })?;
         parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
     }
@@ -124,7 +124,7 @@ fn assistant(
     out: &mut Map<String, Value>,
     pending: &mut Pending,
     ids: &mut dyn FnMut() -> String,
-) -> Result<(), Refusal> {
+) -> Result<(), NativeError> {
     if let Some(thinking) = m
         .get("thinking")
         .and_then(Value::as_str)
@@ -137,7 +137,7 @@ fn assistant(
         Some(Value::Array(calls)) if calls.is_empty() => return Ok(()),
         Some(Value::Array(calls)) => calls,
         Some(_) => {
-            return Err(Refusal::bad(format!(
+            return Err(NativeError::bad(format!(
                 "messages[{i}].tool_calls must be an array"
             )));
         }
@@ -147,7 +147,7 @@ fn assistant(
     for (j, call) in calls.iter().enumerate() {
         let name = call.pointer("/function/name").and_then(Value::as_str);
         let name = name.ok_or_else(|| {
-            Refusal::bad(format!("messages[{i}].tool_calls[{j}] needs function.name"))
+            NativeError::bad(format!("messages[{i}].tool_calls[{j}] needs function.name"))
         })?;
         let id = match call.get("id").and_then(Value::as_str) {
             Some(id) if !id.is_empty() => id.to_owned(),

@@ -1,17 +1,16 @@
 //! Native clients over a chat-completions upstream: `/api/chat`, `/api/generate`,
 //! `/api/embed(dings)`, `/api/tags`, `/api/show`, `/api/version`, `/api/ps` in, the official
-//! `/v1/*` shapes out, and the answers back. Pure and sans-IO like the other translators:
+//! `/v1/*` shapes out, and the responses back. Pure and sans-IO like the other translators:
 //! ids, timestamps and measured durations come in as arguments ([`Stamp`], id closures).
 //!
-//! - [`chat`]: `/api/chat` -> `/v1/chat/completions`, and the answer (streamed or whole).
+//! - [`chat`]: `/api/chat` -> `/v1/chat/completions`, and the response (streamed or whole).
 //! - [`generate`]: `/api/generate` -> a chat completion, or `/v1/completions` (`raw`, `suffix`).
 //! - [`embed`]: `/api/embed` and `/api/embeddings` -> `/v1/embeddings`.
 //! - [`models`]: `/api/tags`, `/api/show`, `/api/version`, `/api/ps`; management refused.
 //! - [`NativeStream`]: SSE lines in (behind the same `LineFramer`), NDJSON lines out.
 //! - [`Generation`], [`Embed`]: the above as [`crate::translate::Translation`]s, for the
-//!   one driver (`proxy::run::translate`).
+//!   one driver (`proxy::run::drive`).
 
-mod answer;
 pub mod chat;
 mod chunk;
 pub mod embed;
@@ -20,16 +19,17 @@ mod messages;
 pub mod models;
 mod params;
 mod request;
+mod response;
 mod stream;
 mod translation;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-pub use answer::{Meta, Output, Stamp, done_reason, whole};
 pub use messages::{data_uri, sniff};
 pub use params::{EXTRA_OPTIONS, Extras};
 pub use request::Translated;
+pub use response::{Meta, Output, Stamp, done_reason, whole};
 pub use stream::{Clock, NativeStream};
 pub use translation::{Embed, Generation, Now};
 
@@ -40,19 +40,19 @@ pub const COMPLETIONS_PATH: &str = crate::base::dialect::paths::COMPLETIONS;
 /// The upstream path of embeddings.
 pub const EMBEDDINGS_PATH: &str = crate::base::dialect::paths::EMBEDDINGS;
 
-/// A request lingo refuses, answered in the native shape (`{"error": ...}`) with `status`.
+/// A request lingo refuses, rendered in the native shape (`{"error": ...}`) with `status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub struct NativeError {
     pub status: u16,
     pub message: String,
 }
 
 // === impl Refusal ===
 
-impl Refusal {
+impl NativeError {
     /// A 400: the client's request is at fault.
     pub fn bad(message: impl Into<String>) -> Self {
-        Refusal {
+        NativeError {
             status: 400,
             message: message.into(),
         }
@@ -64,15 +64,15 @@ impl Refusal {
     }
 }
 
-/// `{"error": message}`: the native error shape, whole answers and stream lines alike (a
+/// `{"error": message}`: the native error shape, whole responses and stream lines alike (a
 /// stream line adds the newline).
 pub fn error_body(message: &str) -> Bytes {
     Bytes::from(json!({ "error": message }).to_string())
 }
 
-/// A chat-completions error answer (status + `{"error":{"message",...}}`) as the native
+/// A chat-completions error response (status + `{"error":{"message",...}}`) as the native
 /// (status, `{"error":"<message>"}`) a native client reads. The status is kept; a non-error
-/// status (an upstream that answered garbage with 200) is a 502. A body that is not the
+/// status (an upstream that sent garbage with 200) is a 502. A body that is not the
 /// official shape still says something: `{"error":"..."}`, `{"message":...}`, or its text.
 pub fn upstream_error(status: u16, body: &[u8]) -> (u16, Bytes) {
     let (status, message) = upstream_message(status, body);
@@ -85,11 +85,11 @@ pub fn upstream_message(status: u16, body: &[u8]) -> (u16, String) {
     let status = if status >= 400 { status } else { 502 };
     let message = match serde_json::from_slice::<Value>(body) {
         Ok(v) => match v.get("error").or_else(|| v.get("message")) {
-            Some(error) if !error.is_null() => answer::error_message(error),
-            _ => format!("upstream answered {status} without an error message"),
+            Some(error) if !error.is_null() => response::error_message(error),
+            _ => format!("upstream responded with {status} without an error message"),
         },
         Err(_) => match String::from_utf8_lossy(body).trim() {
-            "" => format!("upstream answered {status}"),
+            "" => format!("upstream responded with {status}"),
             text => text.chars().take(1000).collect(),
         },
     };

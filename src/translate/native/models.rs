@@ -27,7 +27,7 @@ fn entry_of(item: &Value) -> Option<Entry> {
     })
 }
 
-/// The native `/api/tags` answer: every model of the `/v1/models` answer, then one entry
+/// The native `/api/tags` response: every model of the `/v1/models` response, then one entry
 /// per alias (`(alias, target)`, in the order given) copied from its target's entry (an
 /// unlisted target gives the empty entry native alias listings use).
 pub fn tags(models: &[u8], aliases: &[(&str, &str)]) -> Result<Bytes, String> {
@@ -68,8 +68,8 @@ fn native_entry(id: &str, created: u64) -> Map<String, Value> {
     }
 }
 
-/// The native `/api/show` answer for `name` (what the client asked for) from the upstream's
-/// `/v1/models/{id}` answer. The template, system prompt and Modelfile are the upstream's
+/// The native `/api/show` response for `name` (what the client asked for) from the upstream's
+/// `/v1/models/{id}` response. The template, system prompt and Modelfile are the upstream's
 /// own business: empty. `capabilities` says `completion` and `tools`, what a chat
 /// completion offers; lingo cannot know more.
 pub fn show(name: &str, model: &[u8]) -> Result<Bytes, String> {
@@ -78,7 +78,7 @@ pub fn show(name: &str, model: &[u8]) -> Result<Bytes, String> {
     let entry = entry_of(&model).ok_or("upstream sent a model without an id")?;
     let details = details(&entry.id);
     let family = details["family"].as_str().unwrap_or("").to_owned();
-    let answer = json!({
+    let response = json!({
         "model": name,
         "modified_at": rfc3339(entry.created),
         "license": "", "modelfile": "", "parameters": "", "template": "", "system": "",
@@ -86,10 +86,10 @@ pub fn show(name: &str, model: &[u8]) -> Result<Bytes, String> {
         "model_info": {"general.architecture": family, "general.basename": basename(&entry.id)},
         "capabilities": ["completion", "tools"],
     });
-    Ok(Bytes::from(answer.to_string()))
+    Ok(Bytes::from(response.to_string()))
 }
 
-/// The native server version lingo answers `/api/version` with: the API whose fields it
+/// The native server version lingo responds to `/api/version` with: the API whose fields it
 /// translates (`think`, streamed tool calls, `/api/embed` with `dimensions`, `logprobs`).
 /// Native clients compare it to turn features on, so it is a native version, not lingo's.
 pub const NATIVE_VERSION: &str = "0.12.0";

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Refusal;
+use super::NativeError;
 
 /// What to do with a native option a chat-completions upstream may not know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,25 +50,26 @@ pub const EXTRA_OPTIONS: [(&str, &str); 8] = [
 ];
 
 /// The body as a JSON object (read as every translator reads it), and its required `model`.
-pub fn object(body: &[u8]) -> Result<(Map<String, Value>, String), Refusal> {
-    let map = crate::translate::params::value_object(body).map_err(|e| Refusal::bad(e.message))?;
+pub fn object(body: &[u8]) -> Result<(Map<String, Value>, String), NativeError> {
+    let map =
+        crate::translate::params::value_object(body).map_err(|e| NativeError::bad(e.message))?;
     match map.get("model") {
         Some(Value::String(m)) if !m.trim().is_empty() => {
             let model = m.clone();
             Ok((map, model))
         }
-        None | Some(Value::Null | Value::String(_)) => Err(Refusal::bad("model is required")),
+        None | Some(Value::Null | Value::String(_)) => Err(NativeError::bad("model is required")),
         // Told apart from a missing one: the client sent a model, of the wrong type.
-        Some(_) => Err(Refusal::bad("model must be a string")),
+        Some(_) => Err(NativeError::bad("model must be a string")),
     }
 }
 
 /// Native `stream`: absent or null is **true**.
-pub fn stream(body: &Map<String, Value>) -> Result<bool, Refusal> {
+pub fn stream(body: &Map<String, Value>) -> Result<bool, NativeError> {
     match body.get("stream") {
         None | Some(Value::Null) => Ok(true),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(Refusal::bad("stream must be a boolean")),
+        Some(_) => Err(NativeError::bad("stream must be a boolean")),
     }
 }
 
@@ -89,11 +90,11 @@ pub fn options(
     body: &Map<String, Value>,
     out: &mut Map<String, Value>,
     extras: Extras,
-) -> Result<Vec<String>, Refusal> {
+) -> Result<Vec<String>, NativeError> {
     let options = match body.get("options") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Object(o)) => o,
-        Some(_) => return Err(Refusal::bad("options must be an object")),
+        Some(_) => return Err(NativeError::bad("options must be an object")),
     };
     let mut dropped = Vec::new();
     for (key, value) in options.iter().filter(|(_, v)| !v.is_null()) {
@@ -113,42 +114,48 @@ pub fn options(
     Ok(dropped)
 }
 
-fn refused(option: &str) -> Refusal {
-    Refusal::bad(format!(
+fn refused(option: &str) -> NativeError {
+    NativeError::bad(format!(
         "option \"{option}\" is not supported by this route's chat-completions upstream"
     ))
 }
 
-fn number(key: &str, value: &Value) -> Result<Value, Refusal> {
+fn number(key: &str, value: &Value) -> Result<Value, NativeError> {
     match value {
         Value::Number(_) => Ok(value.clone()),
-        _ => Err(Refusal::bad(format!("option \"{key}\" must be a number"))),
+        _ => Err(NativeError::bad(format!(
+            "option \"{key}\" must be a number"
+        ))),
     }
 }
 
 /// `num_predict` -> `max_tokens`; -1 (no limit) and -2 (fill the context) send none.
-fn max_tokens(value: &Value, out: &mut Map<String, Value>) -> Result<Option<Value>, Refusal> {
+fn max_tokens(value: &Value, out: &mut Map<String, Value>) -> Result<Option<Value>, NativeError> {
     match value.as_i64() {
         Some(n) if n > 0 => Ok(out.insert("max_tokens".into(), n.into())),
         Some(_) => Ok(None),
-        None => Err(Refusal::bad("option \"num_predict\" must be an integer")),
+        None => Err(NativeError::bad(
+            "option \"num_predict\" must be an integer",
+        )),
     }
 }
 
 /// `stop`: an array of strings (a lone string is taken as one).
-fn stop(value: &Value, out: &mut Map<String, Value>) -> Result<Option<Value>, Refusal> {
+fn stop(value: &Value, out: &mut Map<String, Value>) -> Result<Option<Value>, NativeError> {
     match value {
         Value::String(s) => Ok(out.insert("stop".into(), vec![s.clone()].into())),
         Value::Array(items) if items.iter().all(Value::is_string) => {
             Ok(out.insert("stop".into(), value.clone()))
         }
-        _ => Err(Refusal::bad("option \"stop\" must be an array of strings")),
+        _ => Err(NativeError::bad(
+            "option \"stop\" must be an array of strings",
+        )),
     }
 }
 
 /// `format`: `"json"` -> `json_object`; a schema -> `json_schema` named `response`, the
 /// schema verbatim; absent, null or `""` -> none.
-pub fn format(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
+pub fn format(body: &Map<String, Value>) -> Result<Option<Value>, NativeError> {
     match body.get("format") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
@@ -159,7 +166,7 @@ pub fn format(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
             "type": "json_schema",
             "json_schema": {"name": "response", "schema": schema},
         }))),
-        Some(_) => Err(Refusal::bad(
+        Some(_) => Err(NativeError::bad(
             "format must be \"json\" or a JSON schema object",
         )),
     }
@@ -170,7 +177,7 @@ pub fn format(body: &Map<String, Value>) -> Result<Option<Value>, Refusal> {
 /// models that do not reason, where native `think: false` is always safe; `low`, `medium`,
 /// `high` pass; `max` (native only) is `high`, the highest effort every reasoning upstream
 /// takes.
-pub fn think(body: &Map<String, Value>) -> Result<Option<&'static str>, Refusal> {
+pub fn think(body: &Map<String, Value>) -> Result<Option<&'static str>, NativeError> {
     match body.get("think") {
         None | Some(Value::Null | Value::Bool(false)) => Ok(None),
         Some(Value::Bool(true)) => Ok(Some("medium")),
@@ -178,11 +185,11 @@ pub fn think(body: &Map<String, Value>) -> Result<Option<&'static str>, Refusal>
             "low" => Ok(Some("low")),
             "medium" => Ok(Some("medium")),
             "high" | "max" => Ok(Some("high")),
-            other => Err(Refusal::bad(format!(
+            other => Err(NativeError::bad(format!(
                 "invalid think value: \"{other}\" (must be true, false, \"low\", \"medium\", \"high\" or \"max\")"
             ))),
         },
-        Some(_) => Err(Refusal::bad("think must be a boolean or a string")),
+        Some(_) => Err(NativeError::bad("think must be a boolean or a string")),
     }
 }
 

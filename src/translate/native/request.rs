@@ -25,7 +25,7 @@ impl Translated {
         self.path
     }
 
-    /// The model name the client asked for (answers are labelled with it).
+    /// The model name the client asked for (responses are labelled with it).
     pub fn model(&self) -> &str {
         &self.model
     }
@@ -47,7 +47,7 @@ impl Translated {
     }
 
     /// Nothing to generate (`messages: []`, `prompt: ""`): the native server only loads the
-    /// model. The shell answers [`super::Meta::load_answer`] without asking the upstream.
+    /// model. The shell responds with [`super::Meta::load_response`] without asking the upstream.
     pub fn load_only(&self) -> bool {
         self.load_only
     }

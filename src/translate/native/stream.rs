@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::answer::{self, End, Meta, Piece, Stamp};
 use super::chunk::{Call, Choice, Chunk};
+use super::response::{self, End, Meta, Piece, Stamp};
 use crate::base::usage::Usage;
 use crate::translate::chat::StreamError;
 
@@ -158,7 +158,7 @@ impl NativeStream {
             .partition(|c| done(c));
         self.calls = rest;
         for call in ready {
-            let native = answer::native_call(self.emitted, &call.id, &call.name, &call.arguments);
+            let native = response::native_call(self.emitted, &call.id, &call.name, &call.arguments);
             piece
                 .tool_calls
                 .push(native.map_err(StreamError::Malformed)?);
@@ -173,7 +173,7 @@ impl NativeStream {
         self.complete(|_| true, &mut piece)?;
         self.ended = true;
         let stamp = (self.clock)();
-        let reason = answer::done_reason(self.finish_reason.as_deref());
+        let reason = response::done_reason(self.finish_reason.as_deref());
         let end = End::new(
             reason,
             stamp.elapsed,

@@ -16,7 +16,7 @@ fn ids() -> impl FnMut() -> String {
     }
 }
 
-fn chat_json(body: Value, extras: Extras) -> Result<Value, Refusal> {
+fn chat_json(body: Value, extras: Extras) -> Result<Value, NativeError> {
     let t = chat::request(body.to_string().as_bytes(), extras, &mut ids())?;
     Ok(Value::Object(t.json().clone()))
 }
@@ -403,7 +403,7 @@ fn streams_end_cleanly_or_fail() {
 }
 
 #[test]
-fn whole_answers() {
+fn whole_responses() {
     let meta = Meta {
         model: "alias".into(),
         output: Output::Chat,
@@ -445,7 +445,7 @@ fn whole_answers() {
             .contains("no")
     );
     assert!(whole(br#"{"choices":[]}"#, &meta, &stamp(1)).is_err());
-    let load: Value = serde_json::from_slice(&meta.load_answer(&stamp(2))).unwrap();
+    let load: Value = serde_json::from_slice(&meta.load_response(&stamp(2))).unwrap();
     assert_eq!(
         (&load["done_reason"], &load["response"]),
         (&json!("load"), &json!(""))
@@ -502,8 +502,8 @@ fn embeddings() {
     ] {
         assert!(embed::request(body.as_bytes()).is_err(), "{body}");
     }
-    let answer = br#"{"object":"list","data":[{"object":"embedding","index":1,"embedding":"AACAPw=="},{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"usage":{"prompt_tokens":4,"total_tokens":4}}"#;
-    let (bytes, usage) = embed::answer(answer, "alias", Duration::from_millis(2)).unwrap();
+    let response = br#"{"object":"list","data":[{"object":"embedding","index":1,"embedding":"AACAPw=="},{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"usage":{"prompt_tokens":4,"total_tokens":4}}"#;
+    let (bytes, usage) = embed::response(response, "alias", Duration::from_millis(2)).unwrap();
     assert_eq!(usage.prompt_tokens, 4);
     assert_eq!(
         serde_json::from_slice::<Value>(&bytes).unwrap(),
@@ -511,10 +511,10 @@ fn embeddings() {
         "embeddings": [[0.5, 0.25], [1.0]], "total_duration": 2_000_000, "load_duration": 0, "prompt_eval_count": 4})
     );
     assert_eq!(
-        embed::legacy_answer(answer).unwrap().0,
+        embed::legacy_response(response).unwrap().0,
         "{\"embedding\":[0.5,0.25]}"
     );
-    assert!(embed::answer(b"{}", "m", Duration::ZERO).is_err());
+    assert!(embed::response(b"{}", "m", Duration::ZERO).is_err());
     assert_eq!(embed::empty("m", false), r#"{"embeddings":[],"model":"m"}"#);
     assert_eq!(embed::empty("m", true), r#"{"embedding":[]}"#);
 }
@@ -600,18 +600,18 @@ fn errors() {
         (400, r#"{"error":"plain"}"#, 400, "plain"),
         (429, r#"{"message":"slow down"}"#, 429, "slow down"),
         (500, "upstream exploded", 500, "upstream exploded"),
-        (503, "", 503, "upstream answered 503"),
+        (503, "", 503, "upstream responded with 503"),
         (
             500,
             r#"{"error":null,"message":null}"#,
             500,
-            "upstream answered 500 without an error message",
+            "upstream responded with 500 without an error message",
         ),
         (
             200,
             "{}",
             502,
-            "upstream answered 502 without an error message",
+            "upstream responded with 502 without an error message",
         ),
     ] {
         let (got_status, got) = upstream_error(status, body.as_bytes());
@@ -641,7 +641,7 @@ fn empty_lists_and_ids() {
     assert_eq!(messages[0]["content"], "hi");
     assert!(messages[1].get("tool_calls").is_none(), "{sent}");
     assert_eq!(messages[2]["tool_calls"][0]["id"], "call_made1");
-    // A tool result without a name or an id answers the oldest pending call.
+    // A tool result without a name or an id responds to the oldest pending call.
     assert_eq!(messages[3]["tool_call_id"], "call_made1");
 }
 
@@ -694,7 +694,7 @@ fn a_prompt_without_images_is_generated() {
 }
 
 #[test]
-fn answers_end_without_a_newline_and_leave_zero_counts_out() {
+fn responses_end_without_a_newline_and_leave_zero_counts_out() {
     let meta = Meta {
         model: "alias".into(),
         output: Output::Chat,
@@ -703,7 +703,7 @@ fn answers_end_without_a_newline_and_leave_zero_counts_out() {
         "message": {"role": "assistant", "content": "hi"}}]});
     let (bytes, _) = whole(body.to_string().as_bytes(), &meta, &stamp(5)).unwrap();
     assert_eq!(bytes.last(), Some(&b'}'));
-    let (bytes, _) = embed::answer(
+    let (bytes, _) = embed::response(
         br#"{"data":[{"index":0,"embedding":[1]}],"usage":{"prompt_tokens":0}}"#,
         "m",
         Duration::ZERO,

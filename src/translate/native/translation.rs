@@ -1,7 +1,7 @@
-//! The native endpoints as [`Translation`]s, so that the one driver (`proxy::run::translate`)
+//! The native endpoints as [`Translation`]s, so that the one driver (`proxy::run::drive`)
 //! runs them like every other endpoint: [`Generation`] (`/api/chat`, `/api/generate`) and
 //! [`Embed`] (`/api/embed`, `/api/embeddings`). They only tie the request translators to the
-//! answer translators; the clock comes in as [`Now`], so they stay pure.
+//! response translators; the clock comes in as [`Now`], so they stay pure.
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use crate::base::dialect::Dialect;
 use crate::base::usage::Usage;
 use crate::translate::translation::{NoStream, Translation, UpstreamCall};
 
-/// The caller's clock, shared: whole answers and every stream line read it.
+/// The caller's clock, shared: whole responses and every stream line read it.
 pub type Now = Arc<dyn Fn() -> Stamp + Send + Sync>;
 
 /// The NDJSON content type of native streams.
@@ -52,10 +52,10 @@ impl Generation {
         &self.request
     }
 
-    /// The answer to a request with nothing to generate (see [`Translated::load_only`]):
+    /// The response to a request with nothing to generate (see [`Translated::load_only`]):
     /// one `done_reason: "load"` line, streamed (with its newline) or whole (without).
-    pub fn load_answer(&self) -> Bytes {
-        let mut line = self.meta.load_answer(&(self.now)()).to_vec();
+    pub fn load_response(&self) -> Bytes {
+        let mut line = self.meta.load_response(&(self.now)()).to_vec();
         if !self.request.stream() {
             line.pop();
         }
@@ -94,9 +94,9 @@ impl Translation for Generation {
         Vec::new()
     }
 
-    fn whole(&self, answers: &[Bytes]) -> Result<(Bytes, Usage), String> {
-        let answer = answers.first().ok_or("upstream sent no answer")?;
-        super::whole(answer, &self.meta, &(self.now)())
+    fn whole(&self, responses: &[Bytes]) -> Result<(Bytes, Usage), String> {
+        let response = responses.first().ok_or("upstream sent no response")?;
+        super::whole(response, &self.meta, &(self.now)())
     }
 
     fn upstream_error(&self, status: u16, body: &[u8]) -> (u16, String, Option<&'static str>) {
@@ -134,7 +134,7 @@ impl Embed {
         }
     }
 
-    /// The answer to an empty input, without asking the upstream (as natively), if it is one.
+    /// The response to an empty input, without asking the upstream (as natively), if it is one.
     pub fn empty(&self) -> Option<Bytes> {
         let model = self.request.model();
         self.request
@@ -171,12 +171,12 @@ impl Translation for Embed {
         Vec::new()
     }
 
-    fn whole(&self, answers: &[Bytes]) -> Result<(Bytes, Usage), String> {
-        let answer = answers.first().ok_or("upstream sent no answer")?;
+    fn whole(&self, responses: &[Bytes]) -> Result<(Bytes, Usage), String> {
+        let response = responses.first().ok_or("upstream sent no response")?;
         if self.legacy {
-            return embed::legacy_answer(answer);
+            return embed::legacy_response(response);
         }
-        embed::answer(answer, self.request.model(), (self.now)().elapsed)
+        embed::response(response, self.request.model(), (self.now)().elapsed)
     }
 
     fn upstream_error(&self, status: u16, body: &[u8]) -> (u16, String, Option<&'static str>) {
@@ -239,7 +239,7 @@ mod tests {
     }
 
     #[test]
-    fn load_only_answers_whole_without_newline() {
+    fn load_only_responds_whole_without_newline() {
         let request = super::super::chat::request(
             br#"{"model":"m","stream":false}"#,
             super::super::Extras::Pass,
@@ -248,13 +248,13 @@ mod tests {
         .unwrap();
         let t = Generation::chat(request, now());
         assert!(t.request().load_only());
-        let answer: serde_json::Value = serde_json::from_slice(&t.load_answer()).unwrap();
-        assert_eq!(answer["done_reason"], "load");
-        assert!(!t.load_answer().ends_with(b"\n"));
+        let response: serde_json::Value = serde_json::from_slice(&t.load_response()).unwrap();
+        assert_eq!(response["done_reason"], "load");
+        assert!(!t.load_response().ends_with(b"\n"));
     }
 
     #[test]
-    fn empty_embed_input_is_answered_without_the_upstream() {
+    fn empty_embed_input_gets_a_response_without_the_upstream() {
         let request = embed::request(br#"{"model":"e","input":[]}"#).unwrap();
         let t = Embed::new(request, now());
         assert_eq!(t.empty().unwrap(), embed::empty("e", false));
@@ -273,8 +273,8 @@ mod tests {
         let t = Generation::chat(request, now());
         assert_eq!(t.model(), "alias");
         assert!(!t.streams());
-        let answer = br#"{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Hi"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#;
-        let (whole, usage) = t.whole(&[Bytes::from_static(answer)]).unwrap();
+        let response = br#"{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Hi"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#;
+        let (whole, usage) = t.whole(&[Bytes::from_static(response)]).unwrap();
         let whole: serde_json::Value = serde_json::from_slice(&whole).unwrap();
         assert_eq!(whole["message"]["content"], "Hi");
         assert_eq!(usage, Usage::new(1, 2));
@@ -288,8 +288,8 @@ mod tests {
         let calls = embed.calls("up");
         let sent: serde_json::Value = serde_json::from_slice(&calls[0].body).unwrap();
         assert_eq!((calls.len(), &sent["model"]), (1, &serde_json::json!("up")));
-        let answer = br#"{"data":[{"index":0,"embedding":[0.5]}],"usage":{"prompt_tokens":2}}"#;
-        let (whole, usage) = embed.whole(&[Bytes::from_static(answer)]).unwrap();
+        let response = br#"{"data":[{"index":0,"embedding":[0.5]}],"usage":{"prompt_tokens":2}}"#;
+        let (whole, usage) = embed.whole(&[Bytes::from_static(response)]).unwrap();
         let whole: serde_json::Value = serde_json::from_slice(&whole).unwrap();
         assert_eq!(whole["embeddings"], serde_json::json!([[0.5]]));
         assert_eq!(usage.prompt_tokens, 2);

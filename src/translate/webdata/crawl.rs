@@ -4,12 +4,12 @@
 use serde_json::{Map, Value, json};
 
 use super::JsonAs;
-use super::Refusal;
+use super::V1Error;
 use super::keys::{self, at};
 use super::scrape::{self, Place};
 
 /// A crawl body translated in place; where its documents' json results are to be read.
-pub(super) fn crawl(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
+pub(super) fn crawl(obj: &mut Map<String, Value>) -> Result<JsonAs, V1Error> {
     keys::check(
         obj,
         &[],
@@ -27,7 +27,7 @@ pub(super) fn crawl(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
 }
 
 /// A map body translated in place.
-pub(super) fn map(obj: &mut Map<String, Value>) -> Result<(), Refusal> {
+pub(super) fn map(obj: &mut Map<String, Value>) -> Result<(), V1Error> {
     keys::check(
         obj,
         &[],
@@ -43,7 +43,7 @@ pub(super) fn map(obj: &mut Map<String, Value>) -> Result<(), Refusal> {
 }
 
 /// What crawl and map share: backward links, sitemap, path depth.
-fn crawler(obj: &mut Map<String, Value>, map: bool) -> Result<(), Refusal> {
+fn crawler(obj: &mut Map<String, Value>, map: bool) -> Result<(), V1Error> {
     if let Some(backward) = obj.remove("allowBackwardLinks") {
         // v1 let `crawlEntireDomain` override its deprecated alias.
         obj.entry("crawlEntireDomain").or_insert(backward);
@@ -53,12 +53,12 @@ fn crawler(obj: &mut Map<String, Value>, map: bool) -> Result<(), Refusal> {
 }
 
 /// `ignoreSitemap` (and map's `sitemapOnly`) -> `sitemap`; false means v2's default.
-fn sitemap(obj: &mut Map<String, Value>, map: bool) -> Result<(), Refusal> {
+fn sitemap(obj: &mut Map<String, Value>, map: bool) -> Result<(), V1Error> {
     keys::one_of(obj, &[], &["ignoreSitemap", "sitemapOnly"], "sitemap")?;
     let only = flag(obj, "sitemapOnly")?;
     let skip = flag(obj, "ignoreSitemap")?;
     if only && !map {
-        return Err(Refusal::unknown_keys(&[], vec!["sitemapOnly".into()]));
+        return Err(V1Error::unknown_keys(&[], vec!["sitemapOnly".into()]));
     }
     if only {
         obj.insert("sitemap".into(), json!("only"));
@@ -69,11 +69,11 @@ fn sitemap(obj: &mut Map<String, Value>, map: bool) -> Result<(), Refusal> {
 }
 
 /// Takes out a boolean switch (absent or null is false).
-fn flag(obj: &mut Map<String, Value>, key: &'static str) -> Result<bool, Refusal> {
+fn flag(obj: &mut Map<String, Value>, key: &'static str) -> Result<bool, V1Error> {
     match obj.remove(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(b),
-        Some(_) => Err(Refusal::field(&[key], format!("{key} must be a boolean"))),
+        Some(_) => Err(V1Error::field(&[key], format!("{key} must be a boolean"))),
     }
 }
 
@@ -81,19 +81,19 @@ fn flag(obj: &mut Map<String, Value>, key: &'static str) -> Result<bool, Refusal
 /// no v2 field. It is emulated with an `excludePaths` pattern rejecting deeper paths, and a
 /// start URL deeper than `maxDepth` itself gets v1's own 400. It is never mapped to
 /// `maxDiscoveryDepth`, which counts link hops instead.
-fn max_depth(obj: &mut Map<String, Value>) -> Result<(), Refusal> {
+fn max_depth(obj: &mut Map<String, Value>) -> Result<(), V1Error> {
     let Some(depth) = obj.remove("maxDepth") else {
         return Ok(());
     };
     let Some(depth) = depth.as_u64() else {
-        return Err(Refusal::field(
+        return Err(V1Error::field(
             &["maxDepth"],
             "maxDepth must be a non-negative integer",
         ));
     };
     let start = path_depth(obj.get("url").and_then(Value::as_str).unwrap_or_default());
     if start > depth {
-        return Err(Refusal::field(
+        return Err(V1Error::field(
             &["url"],
             "URL depth exceeds the specified maxDepth",
         ));
@@ -105,7 +105,7 @@ fn max_depth(obj: &mut Map<String, Value>) -> Result<(), Refusal> {
     {
         Value::Array(list) => list,
         _ => {
-            return Err(Refusal::field(
+            return Err(V1Error::field(
                 &at(&[], "excludePaths"),
                 "excludePaths must be an array of strings",
             ));

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::JsonAs;
-use super::Refusal;
+use super::V1Error;
 use super::keys::{self, at};
 
 /// Every format a v1 scrape accepts.
@@ -48,7 +48,7 @@ pub(super) fn to_v2(
     folded: &Folded,
     path: &[&str],
     search: bool,
-) -> Result<(Vec<Value>, JsonAs), Refusal> {
+) -> Result<(Vec<Value>, JsonAs), V1Error> {
     let names = names(formats, path, search)?;
     rules(&names, folded, path)?;
     let mut out = Vec::with_capacity(names.len());
@@ -74,10 +74,10 @@ pub(super) fn to_v2(
 }
 
 /// The format names, each checked against v1's list.
-fn names<'a>(formats: &'a Value, path: &[&str], search: bool) -> Result<Vec<&'a str>, Refusal> {
+fn names<'a>(formats: &'a Value, path: &[&str], search: bool) -> Result<Vec<&'a str>, V1Error> {
     let path = at(path, "formats");
     let Some(list) = formats.as_array() else {
-        return Err(Refusal::field(&path, "formats must be an array of strings"));
+        return Err(V1Error::field(&path, "formats must be an array of strings"));
     };
     let allowed = if search {
         V1_SEARCH_FORMATS
@@ -87,22 +87,22 @@ fn names<'a>(formats: &'a Value, path: &[&str], search: bool) -> Result<Vec<&'a 
     list.iter()
         .map(|f| match f.as_str() {
             Some(name) if allowed.contains(&name) => Ok(name),
-            Some(name) => Err(Refusal::field(
+            Some(name) => Err(V1Error::field(
                 &path,
                 format!(
                     "'{name}' is not a v1 format here (one of {})",
                     allowed.join(", ")
                 ),
             )),
-            None => Err(Refusal::field(&path, "v1 formats are strings")),
+            None => Err(V1Error::field(&path, "v1 formats are strings")),
         })
         .collect()
 }
 
 /// v1's own 400s that v2 no longer raises.
-fn rules(names: &[&str], folded: &Folded, path: &[&str]) -> Result<(), Refusal> {
+fn rules(names: &[&str], folded: &Folded, path: &[&str]) -> Result<(), V1Error> {
     let has = |n: &str| names.contains(&n);
-    let fail = |key: &'static str, message: &str| Err(Refusal::field(&at(path, key), message));
+    let fail = |key: &'static str, message: &str| Err(V1Error::field(&at(path, key), message));
     // v1's `extractRefine`: each format and its options go together, both ways.
     if has("extract") && folded.extract.is_none() {
         return fail("extract", "the extract format needs extract options");
@@ -138,10 +138,10 @@ fn rules(names: &[&str], folded: &Folded, path: &[&str]) -> Result<(), Refusal> 
 }
 
 /// The one json format object: from `jsonOptions` if given, else from `extract`.
-fn json_format(folded: &Folded, path: &[&str]) -> Result<Value, Refusal> {
+fn json_format(folded: &Folded, path: &[&str]) -> Result<Value, V1Error> {
     let (key, options) = match (&folded.json_options, &folded.extract) {
         (Some(json), Some(extract)) if json != extract => {
-            return Err(Refusal::field(
+            return Err(V1Error::field(
                 &at(path, "extract"),
                 "give either extract or jsonOptions: v2 has one json format",
             ));
@@ -149,7 +149,7 @@ fn json_format(folded: &Folded, path: &[&str]) -> Result<Value, Refusal> {
         (Some(json), _) => ("jsonOptions", json),
         (None, Some(extract)) => ("extract", extract),
         (None, None) => {
-            return Err(Refusal::field(
+            return Err(V1Error::field(
                 &at(path, "jsonOptions"),
                 "the json format needs jsonOptions",
             ));
@@ -162,13 +162,13 @@ fn json_format(folded: &Folded, path: &[&str]) -> Result<Value, Refusal> {
         return Err(fire_1(&at(&path, "agent")));
     }
     if options.contains_key("temperature") {
-        return Err(Refusal::field(
+        return Err(V1Error::field(
             &at(&path, "temperature"),
             "temperature has no v2 equivalent on this upstream",
         ));
     }
     if options.get("mode").is_some_and(|m| m != "llm") {
-        return Err(Refusal::field(&at(&path, "mode"), "mode must be \"llm\""));
+        return Err(V1Error::field(&at(&path, "mode"), "mode must be \"llm\""));
     }
     // `mode` has one value and `systemPrompt` was replaced by v1 servers themselves (2a).
     let mut out = json!({"type": "json"});
@@ -181,7 +181,7 @@ fn json_format(folded: &Folded, path: &[&str]) -> Result<Value, Refusal> {
 }
 
 /// The changeTracking format object, from `changeTrackingOptions` (or v1's defaults).
-fn change_tracking(folded: &Folded, path: &[&str]) -> Result<Value, Refusal> {
+fn change_tracking(folded: &Folded, path: &[&str]) -> Result<Value, V1Error> {
     let mut out = json!({"type": "changeTracking", "modes": [], "tag": null});
     if let Some(options) = &folded.change_tracking {
         let path = at(path, "changeTrackingOptions");
@@ -201,14 +201,14 @@ fn copy_present(from: &Map<String, Value>, to: &mut Value, names: &[&str]) {
     }
 }
 
-pub(super) fn object<'a>(v: &'a Value, path: &[&str]) -> Result<&'a Map<String, Value>, Refusal> {
+pub(super) fn object<'a>(v: &'a Value, path: &[&str]) -> Result<&'a Map<String, Value>, V1Error> {
     v.as_object()
-        .ok_or_else(|| Refusal::field(path, "must be an object"))
+        .ok_or_else(|| V1Error::field(path, "must be an object"))
 }
 
 /// The FIRE-1 agent: no v2 home.
-pub(super) fn fire_1(path: &[&str]) -> Refusal {
-    Refusal::field(path, "agent (FIRE-1) is not supported by this upstream")
+pub(super) fn fire_1(path: &[&str]) -> V1Error {
+    V1Error::field(path, "agent (FIRE-1) is not supported by this upstream")
 }
 
 /// v2 scrape options as v1 shows them (active crawls' `options.scrapeOptions`): format

@@ -23,14 +23,14 @@ pub struct Frames {
     raw: bool,
 }
 
-/// The longest frame a watcher holds to re-tell, whatever `limits.max_answer` says: a
+/// The longest frame a watcher holds to re-tell, whatever `limits.max_response` says: a
 /// status frame carries one page of documents, and each open watcher may hold this much.
 pub const MAX_FRAME: usize = 16 << 20;
 
 // === impl Frames ===
 
 impl Frames {
-    /// `max` is the longest frame held to be re-told (capped at `MAX_FRAME`).
+    /// `max` is the longest frame held to be rewritten (capped at `MAX_FRAME`).
     pub fn new(json_as: JsonAs, max: usize) -> Self {
         Frames {
             buf: BytesMut::new(),
@@ -40,7 +40,7 @@ impl Frames {
         }
     }
 
-    /// The bytes to send on after `data` arrived: every frame now complete, re-told.
+    /// The bytes to send on after `data` arrived: every frame now complete, rewritten.
     pub fn push(&mut self, data: &[u8]) -> Bytes {
         if self.raw {
             return Bytes::copy_from_slice(data);
@@ -59,7 +59,7 @@ impl Frames {
                 break;
             }
             let frame = self.buf.split_to(header + len).freeze();
-            out.extend_from_slice(&self.retell(frame, header));
+            out.extend_from_slice(&self.rewrite(frame, header));
         }
         out.freeze()
     }
@@ -69,8 +69,8 @@ impl Frames {
         self.buf.split().freeze()
     }
 
-    /// One complete frame, re-told if it is a whole, unmasked, uncompressed text message.
-    fn retell(&self, frame: Bytes, header: usize) -> Bytes {
+    /// One complete frame, rewritten if it is a whole, unmasked, uncompressed text message.
+    fn rewrite(&self, frame: Bytes, header: usize) -> Bytes {
         let masked = frame[1] & 0x80 != 0;
         if frame[0] != WHOLE_TEXT || masked {
             return frame;

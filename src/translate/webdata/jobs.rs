@@ -15,9 +15,9 @@ pub const TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// The longest job id remembered.
 pub const MAX_ID: usize = 128;
 
-/// A bounded, expiring `job id -> JsonAs` memory. Only jobs whose answer differs from the
+/// A bounded, expiring `job id -> JsonAs` memory. Only jobs whose response differs from the
 /// stateless default need remembering; forgetting one costs an extra `extract` copy, not a
-/// wrong answer.
+/// wrong response.
 #[derive(Debug)]
 pub struct Jobs {
     entries: HashMap<String, (JsonAs, Instant)>,
@@ -42,7 +42,7 @@ impl Jobs {
     /// Remembers `id`'s formats at `now`, forgetting expired and (past capacity) oldest jobs.
     /// The order list bounds the entries, stale places (a re-remembered id) included.
     pub fn remember(&mut self, id: &str, json_as: JsonAs, now: Instant) {
-        // Ids come from the upstream's answer: a v2 id is a UUID, so a long one is not kept
+        // Ids come from the upstream's response: a v2 id is a UUID, so a long one is not kept
         // (the capacity bounds entries, this their bytes).
         if self.capacity == 0 || json_as == JsonAs::Unknown || id.len() > MAX_ID {
             return;
@@ -94,9 +94,9 @@ impl Jobs {
     }
 }
 
-/// The job id of a crawl or batch start answer (`{"success": true, "id": ...}`).
-pub fn job_id(answer: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(answer).ok()?;
+/// The job id of a crawl or batch start response (`{"success": true, "id": ...}`).
+pub fn job_id(response: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(response).ok()?;
     v.get("id")?.as_str().map(str::to_owned)
 }
 

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Refusal;
+use super::V1Error;
 
 /// Scrape options kept as they are.
 pub(super) const SCRAPE_KEPT: &[&str] = &[
@@ -159,7 +159,7 @@ pub(super) fn check(
     path: &[&str],
     lists: &[&[&str]],
     prefixes: &[&str],
-) -> Result<(), Refusal> {
+) -> Result<(), V1Error> {
     let unknown: Vec<String> = obj
         .keys()
         .filter(|k| !lists.iter().any(|list| list.contains(&k.as_str())))
@@ -169,7 +169,7 @@ pub(super) fn check(
     if unknown.is_empty() {
         Ok(())
     } else {
-        Err(Refusal::unknown_keys(path, unknown))
+        Err(V1Error::unknown_keys(path, unknown))
     }
 }
 
@@ -186,9 +186,9 @@ pub(super) fn one_of(
     path: &[&str],
     v1: &[&str],
     v2: &str,
-) -> Result<(), Refusal> {
+) -> Result<(), V1Error> {
     match v1.iter().find(|k| obj.contains_key(**k)) {
-        Some(old) if obj.contains_key(v2) => Err(Refusal::field(
+        Some(old) if obj.contains_key(v2) => Err(V1Error::field(
             &at(path, v2),
             format!("give either {old} (v1) or {v2} (v2), not both"),
         )),

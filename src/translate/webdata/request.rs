@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::keys;
 use super::scrape::{self, Place};
-use super::{Call, JsonAs, Refusal, crawl};
+use super::{Call, JsonAs, V1Error, crawl};
 
 /// v1's scrape timeout default (scrape and batch, top level).
 const SCRAPE_TIMEOUT_MS: u64 = 30_000;
@@ -24,8 +24,8 @@ pub struct Translated {
 }
 
 /// Translates the body of a `call` (see [`mod@super::route`]).
-pub fn request(call: Call, body: &[u8]) -> Result<Translated, Refusal> {
-    let handler: fn(&mut Map<String, Value>) -> Result<JsonAs, Refusal> = match call {
+pub fn request(call: Call, body: &[u8]) -> Result<Translated, V1Error> {
+    let handler: fn(&mut Map<String, Value>) -> Result<JsonAs, V1Error> = match call {
         Call::Scrape => scrape_body,
         Call::Batch => batch,
         Call::Crawl => crawl::crawl,
@@ -47,8 +47,8 @@ pub fn request(call: Call, body: &[u8]) -> Result<Translated, Refusal> {
     };
     let mut obj = match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(obj)) => obj,
-        Ok(_) => return Err(Refusal::field(&[], "the body must be a JSON object")),
-        Err(_) => return Err(Refusal::malformed()),
+        Ok(_) => return Err(V1Error::field(&[], "the body must be a JSON object")),
+        Err(_) => return Err(V1Error::malformed()),
     };
     let json_as = handler(&mut obj)?;
     let body = serde_json::to_vec(&obj).unwrap_or_default();
@@ -59,7 +59,7 @@ pub fn request(call: Call, body: &[u8]) -> Result<Translated, Refusal> {
 }
 
 /// `POST /v1/scrape`: the scrape options at the top level, `timeout` 30000 by default.
-fn scrape_body(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
+fn scrape_body(obj: &mut Map<String, Value>) -> Result<JsonAs, V1Error> {
     keys::check(
         obj,
         &[],
@@ -80,7 +80,7 @@ fn scrape_body(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
 
 /// `POST /v1/batch/scrape`: flat scrape options plus the batch's own fields; v1 failed the
 /// whole batch on an invalid URL, v2 drops it unless told otherwise.
-fn batch(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
+fn batch(obj: &mut Map<String, Value>) -> Result<JsonAs, V1Error> {
     keys::check(
         obj,
         &[],
@@ -102,7 +102,7 @@ fn batch(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
 }
 
 /// `POST /v1/search`: its own fields are the same in v2; the scrape options translate.
-fn search(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
+fn search(obj: &mut Map<String, Value>) -> Result<JsonAs, V1Error> {
     keys::check(obj, &[], &[keys::SEARCH, keys::ENVELOPE], &[])?;
     let place = Place {
         timeout: None,
@@ -112,7 +112,7 @@ fn search(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
 }
 
 /// `POST /v1/extract`: no FIRE-1 agent; v1's timeout and invalid-URL defaults made explicit.
-fn extract(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
+fn extract(obj: &mut Map<String, Value>) -> Result<JsonAs, V1Error> {
     keys::check(
         obj,
         &[],
@@ -120,7 +120,7 @@ fn extract(obj: &mut Map<String, Value>) -> Result<JsonAs, Refusal> {
         keys::EXTRACT_PREFIXES,
     )?;
     if obj.get("agent").is_some_and(|a| !a.is_null()) {
-        return Err(Refusal::field(
+        return Err(V1Error::field(
             &["agent"],
             "agent (FIRE-1) is not supported by this upstream",
         ));

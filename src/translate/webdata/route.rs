@@ -1,9 +1,9 @@
 //! The path map: which v2 request a v1 request becomes, and what kind of call it is
-//! (the kind decides how its body and its answer are translated).
+//! (the kind decides how its body and its response are translated).
 
-use super::Refusal;
+use super::V1Error;
 
-/// What a v1 request is, for the body and answer translators.
+/// What a v1 request is, for the body and response translators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
     /// `POST /v1/scrape`.
@@ -30,7 +30,7 @@ pub enum Call {
     TokenUsage,
     /// `GET /v1/team/credit-usage`.
     CreditUsage,
-    /// Same body and answer in both versions: cancel, error lists, extract status,
+    /// Same body and response in both versions: cancel, error lists, extract status,
     /// historical usage, queue status, concurrency check.
     Same,
 }
@@ -48,18 +48,18 @@ const NO_COUNTERPART: [&str; 5] = ["llmstxt", "deep-research", "x402", "schedule
 
 /// The v2 request for `method path?query`, a v1 path. A v1 endpoint with no v2 counterpart
 /// is a 501 naming the path; a path that is no v1 endpoint (or not with this method) is a 404.
-pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<Route, Refusal> {
+pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<Route, V1Error> {
     let Some(rest) = path.strip_prefix("/v1/") else {
-        return Err(Refusal::not_found(method, path));
+        return Err(V1Error::not_found(method, path));
     };
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     if segments
         .first()
         .is_some_and(|first| NO_COUNTERPART.contains(first))
     {
-        return Err(Refusal::no_counterpart(path));
+        return Err(V1Error::no_counterpart(path));
     }
-    let call = call(method, &segments).ok_or_else(|| Refusal::not_found(method, path))?;
+    let call = call(method, &segments).ok_or_else(|| V1Error::not_found(method, path))?;
     let mut v2 = match (call, segments.as_slice()) {
         (Call::Active, _) => "/v2/crawl/active".to_owned(),
         // The errors endpoint ignores the job's kind, and `/v2/crawl/:id/errors` is served by

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::JsonAs;
-use super::Refusal;
+use super::V1Error;
 use super::formats::{self, Folded};
 use super::keys::{self, at};
 
@@ -26,7 +26,7 @@ pub(super) fn translate(
     obj: &mut Map<String, Value>,
     path: &[&str],
     place: Place,
-) -> Result<JsonAs, Refusal> {
+) -> Result<JsonAs, V1Error> {
     if obj.get("agent").is_some_and(|a| !a.is_null()) {
         return Err(formats::fire_1(&at(path, "agent")));
     }
@@ -56,13 +56,13 @@ pub(super) fn translate(
 }
 
 /// `parsePDF` -> `parsers`, always explicit.
-fn parsers(obj: &mut Map<String, Value>, path: &[&str]) -> Result<(), Refusal> {
+fn parsers(obj: &mut Map<String, Value>, path: &[&str]) -> Result<(), V1Error> {
     super::keys::one_of(obj, path, &["parsePDF"], "parsers")?;
     let parsers = match obj.remove("parsePDF") {
         Some(Value::Bool(false)) => json!([]),
         Some(Value::Bool(true)) | None => json!(["pdf"]),
         Some(_) => {
-            return Err(Refusal::field(
+            return Err(V1Error::field(
                 &at(path, "parsePDF"),
                 "parsePDF must be a boolean",
             ));
@@ -80,14 +80,14 @@ fn location(obj: &mut Map<String, Value>) {
 }
 
 /// `__experimental_cache` -> `maxAge`.
-fn cache(obj: &mut Map<String, Value>, path: &[&str]) -> Result<(), Refusal> {
+fn cache(obj: &mut Map<String, Value>, path: &[&str]) -> Result<(), V1Error> {
     match obj.remove("__experimental_cache") {
         Some(Value::Bool(true)) => {
             obj.entry("maxAge").or_insert(json!(EXPERIMENTAL_CACHE_MS));
         }
         Some(Value::Bool(false)) | None => {}
         Some(_) => {
-            return Err(Refusal::field(
+            return Err(V1Error::field(
                 &at(path, "__experimental_cache"),
                 "__experimental_cache must be a boolean",
             ));
@@ -112,12 +112,12 @@ pub(super) fn nested(
     obj: &mut Map<String, Value>,
     default: Map<String, Value>,
     place: Place,
-) -> Result<JsonAs, Refusal> {
+) -> Result<JsonAs, V1Error> {
     let path = ["scrapeOptions"];
     let mut options = match obj.remove("scrapeOptions") {
         None | Some(Value::Null) => default,
         Some(Value::Object(options)) => options,
-        Some(_) => return Err(Refusal::field(&path, "must be an object")),
+        Some(_) => return Err(V1Error::field(&path, "must be an object")),
     };
     keys::check(
         &options,

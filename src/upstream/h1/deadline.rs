@@ -1,4 +1,4 @@
-//! The first-byte deadline, then the idle limit between the answer's frames, timed by one
+//! The first-byte deadline, then the idle limit between the response's frames, timed by one
 //! timer a connection keeps from request to request.
 //!
 //! A timeout around each request would put a timer into tokio's wheel and take it out again
@@ -7,7 +7,7 @@
 //! once per limit, as lingo's client connections' timers are (`limits::activity`). It is
 //! polled only where sending or reading the head would wait (`Conn::poll_fill_by_deadline`,
 //! the upload's `refused`), not on every poll of the exchange. Once the head is read, the
-//! deadline is the end of the idle limit, moved on by each frame of the answer
+//! deadline is the end of the idle limit, moved on by each frame of the response
 //! ([`Deadline::renew`]) and polled where its body would wait. A sleep fires on the runtime
 //! it was made on, so one is kept only on a worker thread (`base::worker`), whose
 //! connections stay on it; elsewhere (`LINGO_WORKERS=0`, the control runtime) each request
@@ -15,7 +15,7 @@
 //!
 //! While its connection waits in the pool, the sleep keeps the waker of the last task that
 //! polled it (that request's client connection), until it fires (waking that task once, for
-//! nothing: at the last answer's idle deadline, or the head's first-byte one) or the
+//! nothing: at the last response's idle deadline, or the head's first-byte one) or the
 //! connection is used again, closed or expires (`pool::IDLE`): that task's memory is held
 //! as long.
 
@@ -28,7 +28,7 @@ use tokio::time::{Instant, Sleep, sleep_until};
 use crate::base::worker;
 
 /// A connection's timer: the first-byte deadline of its request, then the idle limit of its
-/// answer's body.
+/// response's body.
 #[derive(Default)]
 pub struct Deadline {
     /// The current request's deadline.
@@ -52,7 +52,7 @@ impl Deadline {
         }
     }
 
-    /// A later deadline of the same request, on the same task (its answer's head or a frame
+    /// A later deadline of the same request, on the same task (its response's head or a frame
     /// of its body came: the idle limit runs from it), only noted: the sleep, set for the
     /// earlier one, moves on when it fires.
     pub fn renew(&mut self, at: Instant) {
@@ -151,7 +151,7 @@ pub mod tests {
         let mut deadline = Deadline::default();
         deadline.set(Instant::now() + LIMIT);
         assert!(!passed(&mut deadline).await);
-        // The request is answered; its connection waits past that deadline.
+        // The request gets a response; its connection waits past that deadline.
         tokio::time::advance(LIMIT * 2).await;
         let next = Instant::now() + LIMIT;
         deadline.set(next);

@@ -96,7 +96,7 @@ mod tests {
         assert_eq!(got, ["10.0.0.1:1", "[::1]:1", "10.0.0.2:1"].map(addr));
     }
 
-    /// What each address does when dialled (by its port): 1 never answers, 2 refuses at
+    /// What each address does when dialled (by its port): 1 never responds, 2 refuses at
     /// once, 3 connects after 10 ms; the order of the attempts is kept.
     fn script(
         tried: Arc<Mutex<Vec<u16>>>,
@@ -125,8 +125,8 @@ mod tests {
         &'static [u16],
     );
 
-    /// An address that never answers holds the next one back only for the head start; one
-    /// that refuses, not at all; with none left, the last failure is the answer.
+    /// An address that never responds holds the next one back only for the head start; one
+    /// that refuses, not at all; with none left, the last failure is the response.
     #[tokio::test(start_paused = true)]
     async fn a_silent_address_holds_the_next_back_only_for_its_head_start() {
         let cases: &[Case] = &[

@@ -57,11 +57,11 @@ pub enum Parsed {
 /// A response head lingo cannot read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeadError {
-    #[error("malformed answer head from the upstream ({0})")]
+    #[error("malformed response head from the upstream ({0})")]
     Malformed(String),
-    #[error("the upstream's answer head is too large")]
+    #[error("the upstream's response head is too large")]
     TooLarge,
-    #[error("invalid content-length in the upstream's answer")]
+    #[error("invalid content-length in the upstream's response")]
     ContentLength,
     #[error("the upstream switched protocols (101) unasked")]
     Switched,
@@ -141,14 +141,14 @@ fn wants_length(method: &Method) -> bool {
 
 /// Takes a response head out of `buf` if it is all there. `head_request`: the request was a
 /// `HEAD`, so the response has no body whatever its fields say. `as_read`: the response is
-/// passed on unchanged, and its fields may be kept as read (`http::h1::raw`).
+/// passed on unchanged, and its fields may be kept raw (`http::h1::raw`).
 pub fn parse_response(
     buf: &mut BytesMut,
     head_request: bool,
     as_read: bool,
 ) -> Result<Parsed, HeadError> {
     let mut fields = [const { MaybeUninit::uninit() }; MAX_FIELDS];
-    let (answer, parsed) = read(buf, &mut fields);
+    let (response, parsed) = read(buf, &mut fields);
     let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => return Err(HeadError::TooLarge),
@@ -156,8 +156,8 @@ pub fn parse_response(
         Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooLarge),
         Err(err) => return Err(HeadError::Malformed(err.to_string())),
     };
-    let code = answer.code.unwrap_or_default();
-    let version = version_of(&answer);
+    let code = response.code.unwrap_or_default();
+    let version = version_of(&response);
     if code == 101 {
         return Err(HeadError::Switched);
     }
@@ -169,7 +169,7 @@ pub fn parse_response(
     // The fields indexed where they are, before the head leaves the buffer.
     let (mut room, mut heap) = (None, Vec::new());
     let keep = as_read.then_some(Kind::Response);
-    let pending = PendingHeaders::index(buf, len, answer.headers, keep, (&mut room, &mut heap));
+    let pending = PendingHeaders::index(buf, len, response.headers, keep, (&mut room, &mut heap));
     let bytes = buf.split_to(len).freeze();
     // Kept as read (lingo's request id is then set among them: `RawHeaders::insert`), or in
     // a map with room for the fields lingo adds.
@@ -194,19 +194,19 @@ pub fn parse_response(
     }))
 }
 
-/// What an answer that begins before the request's end asks of the rest of the request.
+/// What a response that begins before the request's end asks of the rest of the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Early {
-    /// A success that keeps its connection: the rest is sent, then the answer read.
+    /// A success that keeps its connection: the rest is sent, then the response read.
     KeepSending,
     /// Anything else (a refusal, a success that closes the connection, bytes that are no
-    /// answer): the rest is not sent, and reading the head says what came.
+    /// response): the rest is not sent, and reading the head says what came.
     StopSending,
 }
 
 /// What the front of `buf` says while a request is still being sent (`None`: not enough
-/// yet). Interim answers before it are taken out: a `100 Continue` or `103 Early Hints` says
-/// nothing about the upload. RFC 9112 §9.6: a client stops sending only for an answer that
+/// yet). Interim responses before it are taken out: a `100 Continue` or `103 Early Hints` says
+/// nothing about the upload. RFC 9112 §9.6: a client stops sending only for a response that
 /// says the server does not want the rest, or will close the connection.
 pub fn early(buf: &mut BytesMut) -> Result<Option<Early>, HeadError> {
     loop {
@@ -248,27 +248,27 @@ fn status_code(buf: &[u8]) -> Option<u16> {
     Some(digits.iter().fold(0, |n, d| n * 10 + u16::from(d - b'0')))
 }
 
-/// Whether the answer head at the front of `buf` closes its connection after it, read
+/// Whether the response head at the front of `buf` closes its connection after it, read
 /// without taking it out; `None` while the head is not all there. A head that cannot be read
 /// counts as closing (reading it again later says what is wrong).
 fn closes(buf: &[u8]) -> Option<bool> {
     let mut fields = [const { MaybeUninit::uninit() }; MAX_FIELDS];
-    let (answer, parsed) = read(buf, &mut fields);
+    let (response, parsed) = read(buf, &mut fields);
     match parsed {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => return None,
         _ => return Some(true),
     }
     let mut said = FramingHeaders::default();
-    for field in answer.headers.iter() {
+    for field in response.headers.iter() {
         if field.name.eq_ignore_ascii_case("connection") {
             said.connection(field.value);
         }
     }
-    Some(!said.keeps_alive(version_of(&answer)))
+    Some(!said.keeps_alive(version_of(&response)))
 }
 
-/// httparse's reading of the answer head `buf` starts with, its fields in `fields`:
+/// httparse's reading of the response head `buf` starts with, its fields in `fields`:
 /// uninitialised room, which httparse fills as it finds them (zeroing all 100 cost more than
 /// parsing a small head; so did making that room in a function of its own, which returned
 /// it by copy).
@@ -276,45 +276,45 @@ fn read<'h, 'b>(
     buf: &'b [u8],
     fields: &'h mut [MaybeUninit<httparse::Header<'b>>],
 ) -> (httparse::Response<'h, 'b>, httparse::Result<usize>) {
-    let mut answer = httparse::Response::new(&mut []);
+    let mut response = httparse::Response::new(&mut []);
     let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
-        &mut answer,
+        &mut response,
         buf,
         fields,
     );
-    (answer, parsed)
+    (response, parsed)
 }
 
-fn version_of(answer: &httparse::Response<'_, '_>) -> Version {
-    match answer.version {
+fn version_of(response: &httparse::Response<'_, '_>) -> Version {
+    match response.version {
         Some(0) => Version::HTTP_10,
         _ => Version::HTTP_11,
     }
 }
 
 /// The body's framing, and whether it ends on its own (else the connection's close ends
-/// it). RFC 9112 §6.3: no body for some answers; then `Transfer-Encoding` over
+/// it). RFC 9112 §6.3: no body for some responses; then `Transfer-Encoding` over
 /// `Content-Length` (and then the connection cannot be reused, §6.1), a `Transfer-Encoding`
 /// that is no list of codings an error; a list of equal lengths is one length, differing
-/// ones are an error; neither: up to the close.
+/// ones are an error; neither: close-delimited.
 fn framing(said: &FramingHeaders, no_body: bool) -> Result<(Decoder, bool), HeadError> {
     if no_body {
         return Ok((Decoder::Done, true));
     }
     if said.codings_unreadable {
-        // Read as not chunked (up to the close), the body would end elsewhere than where a
-        // reader that finds `chunked` in the value ends it: faulty framing, no answer.
+        // Read as not chunked (close-delimited), the body would end elsewhere than where a
+        // reader that finds `chunked` in the value ends it: faulty framing, no response.
         return Err(HeadError::Malformed(
             "transfer-encoding that is no list of codings".into(),
         ));
     }
     match (said.chunked, said.length) {
         (Some(true), length) => Ok((Decoder::Chunked(Chunk::Size), length.is_none())),
-        (Some(false), _) => Ok((Decoder::ToClose, false)),
+        (Some(false), _) => Ok((Decoder::CloseDelimited, false)),
         (None, Some(Ok(0))) => Ok((Decoder::Done, true)),
         (None, Some(Ok(n))) => Ok((Decoder::Length(n), true)),
         (None, Some(Err(()))) => Err(HeadError::ContentLength),
-        (None, None) => Ok((Decoder::ToClose, false)),
+        (None, None) => Ok((Decoder::CloseDelimited, false)),
     }
 }
 
@@ -344,7 +344,7 @@ mod tests {
         map
     }
 
-    /// The head read into a map; read again with its fields kept as read, it must be framed,
+    /// The head read into a map; read again with its raw header fields, it must be framed,
     /// kept alive and refused alike, and have the same fields.
     fn parse(raw: &str, head_request: bool) -> Result<Parsed, HeadError> {
         let mapped = parse_response(&mut BytesMut::from(raw), head_request, false);
@@ -361,7 +361,7 @@ mod tests {
             (Err(m), Err(k)) => assert_eq!(m, k, "{raw:?}"),
             (Ok(Parsed::Partial), Ok(Parsed::Partial))
             | (Ok(Parsed::Interim), Ok(Parsed::Interim)) => {}
-            _ => panic!("{raw:?}: {mapped:?}, kept as read {kept:?}"),
+            _ => panic!("{raw:?}: {mapped:?}, kept raw {kept:?}"),
         }
         mapped
     }
@@ -373,9 +373,9 @@ mod tests {
         }
     }
 
-    /// Framing and persistence by RFC 9112 §6.3 and §9.3, one answer head each.
+    /// Framing and persistence by RFC 9112 §6.3 and §9.3, one response head each.
     #[test]
-    fn answers_are_framed_by_the_rfc_order() {
+    fn responses_are_framed_by_the_rfc_order() {
         let cases: &[(&str, Decoder, bool)] = &[
             (
                 "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n",
@@ -409,10 +409,10 @@ mod tests {
             ),
             (
                 "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\n\r\n",
-                Decoder::ToClose,
+                Decoder::CloseDelimited,
                 false,
             ),
-            ("HTTP/1.1 200 OK\r\n\r\n", Decoder::ToClose, false),
+            ("HTTP/1.1 200 OK\r\n\r\n", Decoder::CloseDelimited, false),
             ("HTTP/1.1 204 No Content\r\n\r\n", Decoder::Done, true),
             (
                 "HTTP/1.1 304 Not Modified\r\ncontent-length: 9\r\n\r\n",
@@ -512,7 +512,7 @@ mod tests {
     }
 
     #[test]
-    fn interim_answers_are_dropped_and_partial_heads_wait() {
+    fn interim_responses_are_dropped_and_partial_heads_wait() {
         let mut buf =
             BytesMut::from("HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\nHTTP/1.1 200 OK\r\n");
         assert!(matches!(
@@ -531,10 +531,10 @@ mod tests {
         assert_eq!(&buf[..], b"rest");
     }
 
-    /// While a request is sent: interim answers are taken out, a success that keeps its
+    /// While a request is sent: interim responses are taken out, a success that keeps its
     /// connection lets the upload go on, anything else stops it.
     #[test]
-    fn early_answers_say_whether_the_upload_goes_on() {
+    fn early_responses_say_whether_the_upload_goes_on() {
         use Early::*;
         let cases: &[(&str, Option<Early>, usize)] = &[
             ("", None, 0),
@@ -560,7 +560,7 @@ mod tests {
             ),
             ("HTTP/1.0 200 OK\r\n\r\n", Some(StopSending), 19),
             ("HTTP/1.1 101 Switching\r\n\r\n", Some(StopSending), 26),
-            ("garbage, not an answer", Some(StopSending), 22),
+            ("garbage, not a response", Some(StopSending), 23),
         ];
         for (raw, want, left) in cases {
             let mut buf = BytesMut::from(*raw);
@@ -633,7 +633,7 @@ mod tests {
 
     /// The header rules applied as the head is written give the fields that applying them
     /// to the map first gives, whatever the rules and whatever the client sent: the client's
-    /// fields as the request's own, or lent to the rules in a map or kept as read.
+    /// fields as the request's own, or lent to the rules in a map or kept raw.
     #[test]
     fn rules_written_are_the_rules_applied_to_the_map() {
         use crate::base::secret::{Secret, SecretSource};

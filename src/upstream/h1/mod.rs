@@ -1,7 +1,7 @@
 //! lingo's own HTTP/1.1 client, for plain `http://` upstreams (the sidecar's case).
 //!
 //! A request's own task writes the request and reads the response: the response's body
-//! ([`Answer`]) holds the connection and reads it as it is polled, and a connection between
+//! ([`ResponseBody`]) holds the connection and reads it as it is polled, and a connection between
 //! requests is just a socket and an empty buffer, handed back by the body at its end. (hyper's
 //! client drives each connection from a task of its own, with fixed buffers, and hands
 //! requests and frames to it over channels.) A response passed on unchanged keeps its
@@ -9,9 +9,9 @@
 //!
 //! - [`head`]: the request head lingo writes and the response head it reads, and how that
 //!   response's body is framed (pure; the fields and the body's decoding are `http::h1`'s);
-//! - [`upload`]: writing the request's body, watching for an answer that comes before its end;
+//! - [`upload`]: writing the request's body, watching for a response that comes before its end;
 //! - [`dial`]: a host's addresses tried with happy eyeballs;
-//! - [`deadline`]: the first-byte deadline, then the idle limit between the answer's frames,
+//! - [`deadline`]: the first-byte deadline, then the idle limit between the response's frames,
 //!   on a timer each connection keeps.
 //!
 //! What is not here: upgrades (a WebSocket goes through hyper's client), HTTP/2, TLS.
@@ -52,7 +52,7 @@ pub struct Outgoing {
     body: Body,
     framing: head::Framing,
     head_request: bool,
-    /// Whether the response's fields may be kept as read (`http::h1::raw`).
+    /// Whether the response's fields may be kept raw (`http::h1::raw`).
     as_read: bool,
 }
 
@@ -60,7 +60,7 @@ impl Outgoing {
     /// Writes `req`'s head (its URI's path and query in origin form). `host` is the `Host`
     /// of a request without one; `rules`, the header rules its fields and the client's are
     /// forwarded by (see `head::write_request`), and whether the response's fields may be
-    /// kept as read.
+    /// kept raw.
     pub fn new(req: Request, host: &str, rules: Option<&Forwarding<'_>>) -> Outgoing {
         let (head, body) = req.into_parts();
         let framing = upload::framing(&body);
@@ -89,24 +89,24 @@ pub struct Conn {
     deadline: Deadline,
 }
 
-/// Why a request got no answer.
+/// Why a request got no response.
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
     #[error("upstream connection failed: {0}")]
     Io(#[from] io::Error),
     #[error(transparent)]
     Head(#[from] HeadError),
-    #[error("the upstream closed the connection before answering")]
+    #[error("the upstream closed the connection before responding")]
     Closed,
     /// The client's body failed on its way up (its fault, not the upstream's).
     #[error("the request body failed: {0}")]
     Upload(#[source] BoxError),
-    /// No answer head before the first-byte deadline.
-    #[error("no answer head before the first-byte deadline")]
+    /// No response head before the first-byte deadline.
+    #[error("no response head before the first-byte deadline")]
     FirstByte,
 }
 
-/// Where a connection goes when its answer has been read to the end.
+/// Where a connection goes when its response has been read to the end.
 pub trait Home: Send + Unpin + 'static {
     fn put_back(self, conn: Conn);
 }
@@ -141,8 +141,8 @@ impl Conn {
         matches!(self.io.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 
-    /// Sends a request whose head is written ([`Outgoing`]) and reads the answer's head by
-    /// `deadline` (else [`SendError::FirstByte`]); the answer's body reads the rest from this
+    /// Sends a request whose head is written ([`Outgoing`]) and reads the response's head by
+    /// `deadline` (else [`SendError::FirstByte`]); the response's body reads the rest from this
     /// connection, failing with [`IdleTimeout`] when nothing comes for `idle` (between two
     /// frames, or from the head to the first), and gives the connection to `home` if it can
     /// carry another request.
@@ -160,17 +160,17 @@ impl Conn {
             head_request,
             as_read,
         } = req;
-        // Every wait until the answer's head is timed by it (`poll_fill_by_deadline`).
+        // Every wait until the response's head is timed by it (`poll_fill_by_deadline`).
         self.deadline.set(deadline);
         let sent = upload::send(&mut self, out, body, framing).await?;
         let head = self.read_head(head_request, as_read).await?;
-        // An answer that came before the request's end leaves the request's rest unsent: the
+        // A response that came before the request's end leaves the request's rest unsent: the
         // connection cannot carry another.
         let keep_alive = head.keep_alive && sent == upload::Sent::All;
         // From here the timer times the silences of the response's body (no `Idle` wrapper:
         // a box, a timer and a layer more for every frame).
         self.deadline.renew(clock::after(idle));
-        let body = Answer {
+        let body = ResponseBody {
             conn: Some(self),
             decoder: head.body,
             keep_alive,
@@ -213,7 +213,7 @@ impl Conn {
         release_room(&mut self.buf);
     }
 
-    /// [`Conn::poll_fill`] before the answer's head: while nothing comes, the first-byte
+    /// [`Conn::poll_fill`] before the response's head: while nothing comes, the first-byte
     /// deadline may pass ([`SendError::FirstByte`]).
     fn poll_fill_by_deadline(&mut self, cx: &mut Context<'_>) -> Poll<Result<usize, SendError>> {
         match self.poll_fill(cx) {
@@ -238,8 +238,8 @@ impl Conn {
     }
 }
 
-/// An answer's body: read from its connection as it is polled.
-struct Answer<H: Home> {
+/// A response's body: read from its connection as it is polled.
+struct ResponseBody<H: Home> {
     /// `None` once the body has ended or failed.
     conn: Option<Conn>,
     decoder: Decoder,
@@ -252,9 +252,9 @@ struct Answer<H: Home> {
     idle: Duration,
 }
 
-impl<H: Home> Answer<H> {
+impl<H: Home> ResponseBody<H> {
     /// The body is read: its connection goes home if it can carry another request (the
-    /// upstream sent nothing past this answer), else it is closed.
+    /// upstream sent nothing past this response), else it is closed.
     fn finish(&mut self) {
         if let (Some(mut conn), Some(home)) = (self.conn.take(), self.home.take())
             && self.keep_alive
@@ -354,7 +354,7 @@ impl<H: Home> Answer<H> {
     }
 }
 
-impl<H: Home> Drop for Answer<H> {
+impl<H: Home> Drop for ResponseBody<H> {
     /// A body dropped at its end gives its connection back: its readers do not poll it for
     /// an end it has told them (`is_end_stream`), and one that was empty from the start is
     /// never polled. One dropped before its end takes its connection with it.
@@ -365,7 +365,7 @@ impl<H: Home> Drop for Answer<H> {
     }
 }
 
-impl<H: Home> http_body::Body for Answer<H> {
+impl<H: Home> http_body::Body for ResponseBody<H> {
     type Data = Bytes;
     type Error = BoxError;
 

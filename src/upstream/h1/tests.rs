@@ -33,10 +33,10 @@ impl Shelf {
 }
 
 /// An upstream that reads until `until` has arrived, keeps what it read, then writes
-/// `answer` and keeps the connection open until the client closes it.
+/// `response` and keeps the connection open until the client closes it.
 async fn upstream(
     until: &'static [u8],
-    answer: &'static [u8],
+    raw: &'static [u8],
 ) -> (String, tokio::task::JoinHandle<Vec<u8>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
@@ -49,7 +49,7 @@ async fn upstream(
             assert!(n > 0, "closed before {until:?}: {seen:?}");
             seen.extend_from_slice(&chunk[..n]);
         }
-        stream.write_all(answer).await.unwrap();
+        stream.write_all(raw).await.unwrap();
         let mut rest = Vec::new();
         let _ = stream.read_to_end(&mut rest).await;
         seen
@@ -77,7 +77,7 @@ async fn send(
         ),
     )
     .await
-    .expect("an answer")
+    .expect("a response")
 }
 
 async fn read(response: Response<Body>) -> Result<Bytes, BoxError> {
@@ -95,8 +95,8 @@ fn post(body: Body) -> Request {
 
 #[tokio::test]
 async fn a_whole_request_goes_up_and_its_connection_goes_home() {
-    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello";
-    let (address, upstream) = upstream(b"{}", answer).await;
+    let raw = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello";
+    let (address, upstream) = upstream(b"{}", raw).await;
     let shelf = Shelf::default();
     let response = send(&address, post(Body::full("{}")), &shelf)
         .await
@@ -113,12 +113,12 @@ async fn a_whole_request_goes_up_and_its_connection_goes_home() {
 /// A request body that says it has ended once its last frame is taken goes up whole and is
 /// not polled for its end.
 #[tokio::test]
-async fn a_body_that_told_its_end_goes_up_without_a_poll_for_it() {
-    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-    let (address, upstream) = upstream(b"whole", answer).await;
+async fn a_body_that_signalled_its_end_goes_up_without_a_poll_for_it() {
+    let raw = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let (address, upstream) = upstream(b"whole", raw).await;
     let shelf = Shelf::default();
-    let (told, _) = crate::http::body::Told::new("whole");
-    let response = send(&address, post(Body::boxed(told)), &shelf).await;
+    let (single, _) = crate::http::body::SingleFrameBody::new("whole");
+    let response = send(&address, post(Body::boxed(single)), &shelf).await;
     assert_eq!(read(response.unwrap()).await.unwrap(), "ok");
     drop(shelf);
     let seen = upstream.await.unwrap();
@@ -130,8 +130,8 @@ async fn a_body_that_told_its_end_goes_up_without_a_poll_for_it() {
 /// what the header rules keep from the upstream (a client's credentials).
 #[tokio::test]
 async fn a_streamed_request_goes_up_chunked_without_its_trailers() {
-    let answer = b"HTTP/1.1 204 No Content\r\n\r\n";
-    let (address, upstream) = upstream(b"0\r\n\r\n", answer).await;
+    let raw = b"HTTP/1.1 204 No Content\r\n\r\n";
+    let (address, upstream) = upstream(b"0\r\n\r\n", raw).await;
     let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
     tokio::spawn(async move {
         for part in ["ab", "cde"] {
@@ -147,7 +147,7 @@ async fn a_streamed_request_goes_up_chunked_without_its_trailers() {
     assert_eq!(response.status(), 204);
     assert!(http_body::Body::is_end_stream(response.body()));
     drop(response);
-    assert_eq!(shelf.len(), 1, "an empty answer read to its end");
+    assert_eq!(shelf.len(), 1, "an empty response read to its end");
     drop(shelf);
     let seen = String::from_utf8(upstream.await.unwrap()).unwrap();
     let body = "transfer-encoding: chunked\r\n\r\n2\r\nab\r\n3\r\ncde\r\n0\r\n\r\n";
@@ -155,9 +155,9 @@ async fn a_streamed_request_goes_up_chunked_without_its_trailers() {
 }
 
 /// An upstream that says `100 Continue` (or `103 Early Hints`) before it reads the body
-/// still gets the whole body, and the final answer comes back.
+/// still gets the whole body, and the final response comes back.
 #[tokio::test]
-async fn interim_answers_during_the_upload_do_not_stop_it() {
+async fn interim_responses_during_the_upload_do_not_stop_it() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
     let upstream = tokio::spawn(async move {
@@ -168,14 +168,14 @@ async fn interim_answers_during_the_upload_do_not_stop_it() {
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n";
         stream.write_all(interim).await.unwrap();
         read_until(&mut stream, &mut seen, b"0\r\n\r\n").await;
-        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\ndone";
-        stream.write_all(answer).await.unwrap();
+        let raw = b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\ndone";
+        stream.write_all(raw).await.unwrap();
         seen
     });
     let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
     tokio::spawn(async move {
         tx.send_data(Bytes::from("first")).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(50)).await; // the interim answers come
+        tokio::time::sleep(Duration::from_millis(50)).await; // the interim responses come
         tx.send_data(Bytes::from("second")).await.unwrap();
     });
     let shelf = Shelf::default();
@@ -189,7 +189,7 @@ async fn interim_answers_during_the_upload_do_not_stop_it() {
     );
 }
 
-/// An upstream that begins a successful answer before it has the whole request (it streams
+/// An upstream that begins a successful response before it has the whole request (it streams
 /// while it reads) gets the rest of the request: only a refusal stops an upload.
 #[tokio::test]
 async fn a_success_before_the_uploads_end_still_gets_the_rest() {
@@ -207,7 +207,7 @@ async fn a_success_before_the_uploads_end_still_gets_the_rest() {
     let (mut tx, rx) = Channel::<Bytes, BoxError>::new(1);
     tokio::spawn(async move {
         tx.send_data(Bytes::from("first")).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(50)).await; // the answer begins
+        tokio::time::sleep(Duration::from_millis(50)).await; // the response begins
         tx.send_data(Bytes::from("second")).await.unwrap();
     });
     let shelf = Shelf::default();
@@ -240,12 +240,12 @@ async fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, until: &[u8]) {
     }
 }
 
-/// An upstream that answers before the upload's end (here after its head) is heard: its
-/// answer comes back, not a reset, and the connection is not used again.
+/// An upstream that responds before the upload's end (here after its head) is heard: its
+/// response comes back, not a reset, and the connection is not used again.
 #[tokio::test]
-async fn an_answer_before_the_uploads_end_is_read() {
-    let answer = b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\n\r\n";
-    let (address, upstream) = upstream(b"\r\n\r\n", answer).await;
+async fn a_response_before_the_uploads_end_is_read() {
+    let raw = b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\n\r\n";
+    let (address, upstream) = upstream(b"\r\n\r\n", raw).await;
     let (rx, sending) = endless_upload();
     let shelf = Shelf::default();
     let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
@@ -256,11 +256,11 @@ async fn an_answer_before_the_uploads_end_is_read() {
     drop(upstream);
 }
 
-/// Bytes after an answer's end (nothing was asked for them) make its connection unusable.
+/// Bytes after a response's end (nothing was asked for them) make its connection unusable.
 #[tokio::test]
-async fn bytes_past_an_answer_keep_its_connection_from_going_home() {
-    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n";
-    let (address, _upstream) = upstream(b"\r\n\r\n", answer).await;
+async fn bytes_past_a_response_keep_its_connection_from_going_home() {
+    let raw = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n";
+    let (address, _upstream) = upstream(b"\r\n\r\n", raw).await;
     let shelf = Shelf::default();
     let response = send(&address, get(), &shelf).await;
     let body = read(response.unwrap()).await.unwrap();
@@ -270,14 +270,14 @@ async fn bytes_past_an_answer_keep_its_connection_from_going_home() {
 /// A body cut short is an error for whoever reads it, never a short body that looks whole.
 #[tokio::test]
 async fn a_body_cut_short_fails_its_reader() {
-    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc";
+    let raw = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc";
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
     tokio::spawn(async move {
         let (mut stream, _): (TcpStream, _) = listener.accept().await.unwrap();
         let mut head = [0u8; 1024];
         let _ = stream.read(&mut head).await;
-        stream.write_all(answer).await.unwrap();
+        stream.write_all(raw).await.unwrap();
     });
     let shelf = Shelf::default();
     let response = send(&address, get(), &shelf).await;
@@ -298,7 +298,7 @@ async fn chunks_already_read_leave_as_one_frame() {
     let mut conn = Conn::open(&address, PATIENCE).await.unwrap();
     conn.buf = BytesMut::from(&b"2\r\nab\r\n3\r\ncde\r\n1\r\nf\r\n0\r\nx-t: 1\r\n\r\n"[..]);
     let shelf = Shelf::default();
-    let mut body = Answer {
+    let mut body = ResponseBody {
         conn: Some(conn),
         decoder: Decoder::Chunked(crate::http::h1::decode::Chunk::Size),
         keep_alive: true,
@@ -322,11 +322,11 @@ async fn chunks_already_read_leave_as_one_frame() {
 }
 
 /// A success that says it closes its connection, before the upload's end, ends the upload:
-/// the upstream will not read the rest (RFC 9112 §9.6), and its answer comes back.
+/// the upstream will not read the rest (RFC 9112 §9.6), and its response comes back.
 #[tokio::test]
 async fn a_success_that_closes_before_the_uploads_end_stops_it() {
-    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
-    let (address, _upstream) = upstream(b"\r\n\r\n", answer).await;
+    let raw = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+    let (address, _upstream) = upstream(b"\r\n\r\n", raw).await;
     let (rx, sending) = endless_upload();
     let shelf = Shelf::default();
     let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
@@ -336,9 +336,9 @@ async fn a_success_that_closes_before_the_uploads_end_stops_it() {
 }
 
 /// One connection, three requests, each timed by its own deadline on the timer the
-/// connection keeps: the first answered at once; the second answered after the first's
+/// connection keeps: the first got its response at once; the second got its response after the first's
 /// deadline has passed (the kept timer fired for it meanwhile) but before its own; the
-/// third never answered, and failed at its deadline, not before. (The answered ones have a
+/// third never got one, and failed at its deadline, not before. (Those that got one have a
 /// second each: room on a loaded machine.)
 #[tokio::test]
 async fn each_request_on_a_kept_connection_has_its_own_deadline() {
@@ -354,7 +354,7 @@ async fn each_request_on_a_kept_connection_has_its_own_deadline() {
             let mut seen = Vec::new();
             read_until(&mut stream, &mut seen, b"\r\n\r\n").await;
             let Some(delay) = delay else {
-                let _ = stream.read_to_end(&mut seen).await; // never answers
+                let _ = stream.read_to_end(&mut seen).await; // never responds
                 return;
             };
             tokio::time::sleep(delay).await;
@@ -383,16 +383,16 @@ async fn fails_at_the_first_byte(sending: impl Future<Output = Result<Response<B
         .await
         .expect("an end within patience")
     else {
-        panic!("an answer that never came");
+        panic!("a response that never came");
     };
     assert!(matches!(err, SendError::FirstByte), "{err}");
 }
 
-/// An upstream that sends interim answers without end fails at the deadline, long before
+/// An upstream that sends interim responses without end fails at the deadline, long before
 /// it stops. (When such a socket never makes the read wait, tokio's budget for the task runs
 /// out first: `deadline`'s own test pins that the deadline is seen then too.)
 #[tokio::test]
-async fn endless_interim_answers_fail_at_the_deadline() {
+async fn endless_interim_responses_fail_at_the_deadline() {
     const FLOOD: Duration = Duration::from_secs(6);
     // On a thread of its own, so that it writes while lingo's task reads.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -426,9 +426,9 @@ async fn endless_interim_answers_fail_at_the_deadline() {
 /// on; a body that then stalls still fails at the first-byte deadline.
 #[tokio::test]
 async fn a_stall_after_an_early_success_fails_at_the_deadline() {
-    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-    let (address, _upstream) = upstream(b"{", answer).await;
-    // A second: room for the early answer to come first on a loaded machine.
+    let raw = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let (address, _upstream) = upstream(b"{", raw).await;
+    // A second: room for the early response to come first on a loaded machine.
     stall_until_the_deadline(&address, Duration::from_secs(1)).await;
 }
 
@@ -441,7 +441,7 @@ async fn a_stalled_upload_fails_at_the_first_byte_deadline() {
     tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await.unwrap();
         let mut seen = Vec::new();
-        let _ = stream.read_to_end(&mut seen).await; // never answers
+        let _ = stream.read_to_end(&mut seen).await; // never responds
     });
     stall_until_the_deadline(&address, Duration::from_millis(200)).await;
 }
@@ -459,12 +459,12 @@ async fn stall_until_the_deadline(address: &str, limit: Duration) {
     drop(tx);
 }
 
-/// An answer's body fails with the idle error when the upstream goes silent for the idle
+/// A response's body fails with the idle error when the upstream goes silent for the idle
 /// limit, and its connection is closed then, not sent home. The limit runs from the last frame,
 /// not from the head: frames that come within it keep the body going past it. On a worker
 /// (the connection's timer kept) and off one (a timer of its own).
 #[tokio::test]
-async fn a_silence_of_the_idle_limit_fails_the_answer() {
+async fn a_silence_of_the_idle_limit_fails_the_response() {
     const IDLE: Duration = Duration::from_millis(800);
     const GAP: Duration = Duration::from_millis(300);
     for slot in [1, 0] {

@@ -5,7 +5,7 @@
 //! `http::write_buf`): a whole body (every translated request, most uploads) goes out with
 //! its head in one write, a streamed one a write per burst. While the request waits (for the
 //! client's next bytes, or for the upstream to take more) the connection is watched: an
-//! upstream that answers before the request's end (a 413 to an upload too big for it) is
+//! upstream that responds before the request's end (a 413 to an upload too big for it) is
 //! read, not left to reset a write.
 
 use std::future::poll_fn;
@@ -26,8 +26,8 @@ use crate::http::write_buf::{Added, WriteBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sent {
     All,
-    /// The upstream began its answer before the request's end; the rest was not sent.
-    Answered,
+    /// The upstream began its response before the request's end; the rest was not sent.
+    Responded,
 }
 
 /// How a body is framed: by its exact length when it knows it, else chunked.
@@ -47,7 +47,7 @@ enum Next {
     End,
     /// The body has nothing now: write what is held before waiting.
     Idle,
-    /// The upstream refused the request before its end (its answer's first bytes are in the
+    /// The upstream refused the request before its end (its response's first bytes are in the
     /// connection's buffer).
     Refused,
 }
@@ -60,8 +60,8 @@ struct Upload<'a> {
     framing: Framing,
     /// Body bytes so far.
     sent: u64,
-    /// Whether the connection is watched for an answer: until one that accepts the request
-    /// begins (then the rest of the request is sent before its answer is read).
+    /// Whether the connection is watched for a response: until one that accepts the request
+    /// begins (then the rest of the request is sent before its response is read).
     watching: bool,
 }
 
@@ -88,7 +88,7 @@ pub async fn send(
             Next::Frame(frame) => match frame.into_data() {
                 // A body that says it has ended is not polled for its end (a poll more
                 // through its layers, for nothing). Asked only once its length is sent: a
-                // client's body answers under its connection's lock, which a streamed
+                // client's body tells it under its connection's lock, which a streamed
                 // upload's every chunk would otherwise take once more.
                 Ok(data) => match up.add(data).await? {
                     Sent::All if up.length_sent() && body.is_end_stream() => {
@@ -100,10 +100,10 @@ pub async fn send(
             },
             Next::End => return up.end().await,
             Next::Idle => up.flush().await?,
-            Next::Refused => Sent::Answered,
+            Next::Refused => Sent::Responded,
         };
-        if sent == Sent::Answered {
-            return Ok(Sent::Answered);
+        if sent == Sent::Responded {
+            return Ok(Sent::Responded);
         }
     }
 }
@@ -128,7 +128,7 @@ impl Upload<'_> {
     }
 
     /// Ready when the upstream has refused the request before its end (see [`head::early`]).
-    /// Pending otherwise, with the connection's read side watched until an answer that wants
+    /// Pending otherwise, with the connection's read side watched until a response that wants
     /// the rest begins (then its rest waits in the socket until the request is sent), until
     /// the first-byte deadline passes: every wait of an upload comes here (and a socket that
     /// never makes it wait spends the task's budget, outside which the deadline is polled).
@@ -160,10 +160,10 @@ impl Upload<'_> {
             Added::Held => Ok(Sent::All),
             Added::Full => self.flush().await,
             Added::Large(mut data) => {
-                if self.flush().await? == Sent::Answered
-                    || self.write_all(&mut data).await? == Sent::Answered
+                if self.flush().await? == Sent::Responded
+                    || self.write_all(&mut data).await? == Sent::Responded
                 {
-                    return Ok(Sent::Answered);
+                    return Ok(Sent::Responded);
                 }
                 self.buf.large_written();
                 Ok(Sent::All)
@@ -200,14 +200,14 @@ impl Upload<'_> {
                 match Pin::new(&mut self.conn.io).poll_write(cx, bytes.chunk()) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(Err(write_zero())),
                     Poll::Ready(Ok(n)) => bytes.advance(n),
-                    // An answer has begun: the upstream may have closed once it was sent
-                    // (a reset then fails the write); the answer is read, not lost.
+                    // A response has begun: the upstream may have closed once it was sent
+                    // (a reset then fails the write); the response is read, not lost.
                     Poll::Ready(Err(_)) if !self.conn.buf.is_empty() => {
-                        return Poll::Ready(Ok(Sent::Answered));
+                        return Poll::Ready(Ok(Sent::Responded));
                     }
                     Poll::Ready(Err(err)) => return Poll::Ready(Err(err.into())),
                     Poll::Pending => {
-                        return self.refused(cx).map(|r| r.map(|()| Sent::Answered));
+                        return self.refused(cx).map(|r| r.map(|()| Sent::Responded));
                     }
                 }
             }

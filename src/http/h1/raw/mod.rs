@@ -1,4 +1,4 @@
-//! A head's header fields kept as read ([`RawHeaders`]): the unparsed header block of a
+//! A head's raw header fields ([`RawHeaders`]): the unparsed header block of a
 //! request lingo's HTTP/1.1 server read, or of a response its HTTP/1.1 client read to pass
 //! on. Pure.
 //!
@@ -26,7 +26,7 @@ pub const MAX_RAW: usize = 32;
 /// One bit per field.
 type Bits = u32;
 
-/// A head's header fields as its parser hands them on: in a map, or kept as read.
+/// A head's header fields as its parser hands them on: in a map, or kept raw.
 #[derive(Debug)]
 pub enum Headers {
     Map(HeaderMap),
@@ -46,7 +46,7 @@ pub enum Kind {
 /// A head's fields as httparse read them, indexed while the head's bytes are still in the
 /// read buffer; [`PendingHeaders::attach`] joins the head's bytes once they are taken out.
 pub enum PendingHeaders<'r> {
-    /// To be kept as read, with what they say about framing.
+    /// To be kept raw, with what they say about framing.
     Raw {
         raw: Box<RawHeaders>,
         /// A `Connection` field may name others to leave out.
@@ -58,7 +58,7 @@ pub enum PendingHeaders<'r> {
 }
 
 impl<'r> PendingHeaders<'r> {
-    /// The `fields` httparse read from the head `buf` starts with (`len` bytes): kept as read
+    /// The `fields` httparse read from the head `buf` starts with (`len` bytes): kept raw
     /// for `keep` when they fit ([`RawHeaders::fits`]), else noted for a map, in `room` (made
     /// only then, as zeroing it costs) or, past it, in `heap`.
     pub fn index(
@@ -112,7 +112,7 @@ impl<'r> PendingHeaders<'r> {
 /// asking it about each field (see [`RawHeaders::leave_named`]).
 const ASKED_AT_MOST: usize = 4096;
 
-/// Where one field's name and value sit in the head (a head kept as read is under 64 KiB).
+/// Where one field's name and value sit in the head (a head kept raw is under 64 KiB).
 #[derive(Clone, Copy, Default)]
 struct Field {
     name: (u16, u16),
@@ -230,7 +230,7 @@ impl RawHeaders {
         };
     }
 
-    /// Whether `fields` fields of a head of `len` bytes can be kept as read.
+    /// Whether `fields` fields of a head of `len` bytes can be kept raw.
     pub fn fits(fields: usize, len: usize) -> bool {
         fields <= MAX_RAW && len <= usize::from(u16::MAX)
     }
@@ -420,8 +420,8 @@ impl RawHeaders {
     }
 
     /// Every field a reader sees, in the order read (lingo's own last).
-    pub fn all(&self) -> Fields<'_> {
-        Fields {
+    pub fn all(&self) -> RawHeaderIter<'_> {
+        RawHeaderIter {
             raw: self,
             bits: self.visible,
             added: self.added.as_ref(),
@@ -429,9 +429,9 @@ impl RawHeaders {
     }
 
     /// The values of every field a reader sees named `name`, in order.
-    pub fn get_all<'r, 'n>(&'r self, name: &'n HeaderName) -> Values<'r, 'n> {
+    pub fn get_all<'r, 'n>(&'r self, name: &'n HeaderName) -> RawHeaderValues<'r, 'n> {
         let added = self.added.as_ref().filter(|(added, _)| added == name);
-        Values {
+        RawHeaderValues {
             raw: self,
             lower: name.as_str().as_bytes(),
             next: 0,
@@ -477,7 +477,7 @@ impl RawHeaders {
             ) {
                 (Ok(name), Some(value)) => drop(map.append(name, value)),
                 // httparse checks names and values as the map does (see the tests): not met.
-                _ => tracing::error!("a field kept as read could not be made a map's"),
+                _ => tracing::error!("a field kept raw could not be made a map's"),
             }
         }
         if let Some((name, value)) = &self.added {
@@ -496,14 +496,14 @@ fn indices(mut bits: Bits) -> impl Iterator<Item = usize> {
 }
 
 /// Every field a reader sees, in order, as names and values (see [`RawHeaders::all`]).
-pub struct Fields<'r> {
+pub struct RawHeaderIter<'r> {
     raw: &'r RawHeaders,
     /// The fields read not yet handed out.
     bits: Bits,
     added: Option<&'r (HeaderName, HeaderValue)>,
 }
 
-impl<'r> Iterator for Fields<'r> {
+impl<'r> Iterator for RawHeaderIter<'r> {
     type Item = (&'r [u8], &'r [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -519,7 +519,7 @@ impl<'r> Iterator for Fields<'r> {
 
 /// The values of the fields a reader sees of one name, in order (see
 /// [`RawHeaders::get_all`]).
-pub struct Values<'r, 'n> {
+pub struct RawHeaderValues<'r, 'n> {
     raw: &'r RawHeaders,
     /// The name, lowercase.
     lower: &'n [u8],
@@ -529,7 +529,7 @@ pub struct Values<'r, 'n> {
     added: Option<&'r [u8]>,
 }
 
-impl<'r> Iterator for Values<'r, '_> {
+impl<'r> Iterator for RawHeaderValues<'r, '_> {
     type Item = &'r [u8];
 
     fn next(&mut self) -> Option<&'r [u8]> {
@@ -565,7 +565,7 @@ pub(crate) fn spans_of(section: &str) -> (Bytes, Vec<Span>, FramingHeaders) {
     (head, spans, framing)
 }
 
-/// [`spans_of`], and the fields kept as read for `kind` (`None` past what `RawHeaders`
+/// [`spans_of`], and the raw header fields for `kind` (`None` past what `RawHeaders`
 /// keeps).
 #[cfg(test)]
 pub(crate) fn indexed(

@@ -192,7 +192,7 @@ fn many_fields_or_a_long_head_are_not_kept_as_read() {
     assert_eq!(read("\r\n", Kind::Request).len(), 0);
 }
 
-/// Fields kept as read are not checked again: every byte httparse lets into a name or a
+/// Raw header fields are not checked again: every byte httparse lets into a name or a
 /// value (all of them, one at a time) is one the map's types take too, so that a map made
 /// of them later cannot fail.
 #[test]
@@ -247,7 +247,7 @@ fn framing_read_from_bytes_is_the_maps() {
     }
 }
 
-/// A request's fields kept as read are its map's, every one (hop-by-hop ones too) but a
+/// A request's raw header fields are its map's, every one (hop-by-hop ones too) but a
 /// chunked body's length: counted, looked up by name, and put in a map.
 #[test]
 fn every_field_kept_is_the_maps() {

@@ -1,8 +1,8 @@
-//! Table-driven tests of the v1 -> v2 translation: the path map, request bodies, answers.
+//! Table-driven tests of the v1 -> v2 translation: the path map, request bodies, responses.
 
-mod answer;
 mod hostile;
 mod request;
+mod response;
 mod route;
 
 use serde_json::Value;

@@ -103,7 +103,7 @@ async fn events_outlive_the_process_that_stored_them() {
 
 /// Changes asked for at once are all made (one commit takes many).
 #[tokio::test]
-async fn many_puts_at_once_are_each_answered() {
+async fn many_puts_at_once_each_get_a_response() {
     let dir = tempfile::tempdir().unwrap();
     let store = Embedded::open(&dir.path().join("s.redb")).unwrap();
     let puts = (0..200).map(|i| store.put(event(&format!("e{i}"), now_ms())));

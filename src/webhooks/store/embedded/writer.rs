@@ -1,5 +1,5 @@
 //! The embedded store's one writer: it takes every change waiting, makes them in one write
-//! transaction, commits it (on disk when the commit returns) and only then answers each.
+//! transaction, commits it (on disk when the commit returns) and only then acknowledges each.
 
 use redb::{Database, ReadableTable, Table, WriteTransaction};
 use tokio::sync::{mpsc, oneshot};
@@ -32,29 +32,29 @@ pub enum Done {
     Replayed(usize),
 }
 
-type Asked = (Change, oneshot::Sender<Result<Done, StoreError>>);
+type PendingChange = (Change, oneshot::Sender<Result<Done, StoreError>>);
 
 /// Makes changes until every sender is gone.
-pub fn run(db: &Database, mut rx: mpsc::UnboundedReceiver<Asked>) {
+pub fn run(db: &Database, mut rx: mpsc::UnboundedReceiver<PendingChange>) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < MOST_AT_ONCE {
             match rx.try_recv() {
-                Ok(asked) => batch.push(asked),
+                Ok(pending) => batch.push(pending),
                 Err(_) => break,
             }
         }
-        let (changes, answers): (Vec<Change>, Vec<_>) = batch.into_iter().unzip();
+        let (changes, responses): (Vec<Change>, Vec<_>) = batch.into_iter().unzip();
         match commit(db, changes) {
             Ok(dones) => {
-                for (answer, done) in answers.into_iter().zip(dones) {
-                    let _ = answer.send(Ok(done));
+                for (response, done) in responses.into_iter().zip(dones) {
+                    let _ = response.send(Ok(done));
                 }
             }
             Err(err) => {
                 tracing::error!("the webhook store could not commit: {err}");
-                for answer in answers {
-                    let _ = answer.send(Err(StoreError(err.to_string())));
+                for response in responses {
+                    let _ = response.send(Err(StoreError(err.to_string())));
                 }
             }
         }

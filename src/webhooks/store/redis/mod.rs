@@ -8,14 +8,14 @@
 //! [`SEEN_FOR`], with the event: a repeat is stored once).
 //!
 //! - put: one script: `SET seen:<id> NX EX`, then `XADD` (acknowledged by Redis before the
-//!   upstream is answered).
+//!   upstream gets a response).
 //! - claim: the retries due moved to the stream (one script), the entries another replica
 //!   claimed and has not settled for the stale time taken over (`XAUTOCLAIM`: a replica that
 //!   died leaves its events to the others), then new entries (`XREADGROUP`).
 //! - settle: one transaction: `XACK` and `XDEL`, and the event rescheduled (`ZADD due`) or
 //!   kept as given up (`HSET given_up`).
 //!
-//! A Redis that restarted empty has no group: reads answer `NOGROUP`, and the group is made
+//! A Redis that restarted empty has no group: reads response `NOGROUP`, and the group is made
 //! again on the next claim (which the worker makes after its pause, not at once). lingo says
 //! once, when it first connects, if the server does not write an append-only file: events
 //! acknowledged to the upstream then live in Redis's memory until its next snapshot.

@@ -1,5 +1,5 @@
-//! Native answer lines: what a chat-completions answer (a chunk, or a whole completion)
-//! becomes for a native client, and the whole (`stream: false`) answers.
+//! Native response lines: what a chat-completions response (a chunk, or a whole completion)
+//! becomes for a native client, and the whole (`stream: false`) response.
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::chunk::{self, Choice, Chunk};
 use crate::base::usage::Usage;
 
-/// What every line of one native answer shares.
+/// What every line of one native response shares.
 #[derive(Debug, Clone)]
 pub struct Meta {
     /// The model name the client asked for (an alias stays an alias).
@@ -156,9 +156,9 @@ impl Meta {
         Bytes::from(out)
     }
 
-    /// The answer to a request with nothing to generate (no messages, an empty prompt): the
+    /// The response to a request with nothing to generate (no messages, an empty prompt): the
     /// native server loads the model and says `done_reason: "load"`.
-    pub fn load_answer(&self, stamp: &Stamp) -> Bytes {
+    pub fn load_response(&self, stamp: &Stamp) -> Bytes {
         let end = End::new("load".into(), stamp.elapsed, None, Usage::default());
         self.line(stamp, &Piece::default(), Some(&end))
     }
@@ -168,7 +168,7 @@ impl Meta {
 
 impl End {
     /// `first` is when the first generated piece arrived (the rest is generation time); a
-    /// whole answer has none, and all its time counts as generation.
+    /// whole response has none, and all its time counts as generation.
     pub fn new(
         done_reason: String,
         total: Duration,
@@ -229,11 +229,11 @@ pub fn usage_of(usage: &Value) -> Usage {
 /// A whole (`stream: false`) chat completion or text completion as one native object, and
 /// its usage (for lingo's token counters). An `{"error": ...}` body is an `Err`.
 pub fn whole(body: &[u8], meta: &Meta, stamp: &Stamp) -> Result<(Bytes, Usage), String> {
-    let answer = Chunk::parse(body)?;
-    if let Some(error) = answer.error() {
+    let response = Chunk::parse(body)?;
+    if let Some(error) = response.error() {
         return Err(format!("upstream error: {error}"));
     }
-    let choice = answer
+    let choice = response
         .choice_zero()
         .ok_or("upstream sent a completion without choices")?;
     let message = choice.message.as_ref().or(choice.delta.as_ref());
@@ -246,7 +246,7 @@ pub fn whole(body: &[u8], meta: &Meta, stamp: &Stamp) -> Result<(Bytes, Usage), 
         let id = call.id.as_deref().unwrap_or("");
         piece.tool_calls.push(native_call(i, id, name, arguments)?);
     }
-    let usage = answer.usage.as_ref().map(Usage::from).unwrap_or_default();
+    let usage = response.usage.as_ref().map(Usage::from).unwrap_or_default();
     let reason = done_reason(choice.finish_reason.as_deref());
     let end = End::new(reason, stamp.elapsed, None, usage);
     let mut line = meta.line(stamp, &piece, Some(&end));

@@ -1,7 +1,7 @@
 //! A request's body, read from the connection as it is polled: no task, channel or buffer
 //! of its own between the socket and whoever reads it (hyper's server hands each piece of a
 //! body over a channel from the connection's task). A body silent for `limits.body_timeout`
-//! while it is waited for fails with [`crate::http::idle::BodyTimeout`] (see `wire`).
+//! while it is waited for fails with [`crate::http::idle::BodyTimeout`] (see `conn`).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -10,13 +10,13 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::wire::{Shared, Wire, lock};
+use super::conn::{ConnState, Shared, lock};
 use crate::http::body::BoxError;
 use crate::http::h1::decode::{BodyError, Decoded, Decoder};
 
 /// A request body that cannot be read as framed: the client's fault.
 #[derive(Debug, thiserror::Error)]
-pub enum InboundError {
+pub enum IncomingBodyError {
     #[error("the client closed the connection before the end of the body")]
     Cut,
     #[error("invalid chunked encoding in the request body")]
@@ -29,48 +29,48 @@ pub enum InboundError {
     Io(#[from] std::io::Error),
 }
 
-impl From<BodyError> for InboundError {
+impl From<BodyError> for IncomingBodyError {
     fn from(err: BodyError) -> Self {
         match err {
-            BodyError::Cut => InboundError::Cut,
-            BodyError::ChunkSize | BodyError::ChunkEnd => InboundError::Chunked,
-            BodyError::Trailers(_) => InboundError::Trailers,
+            BodyError::Cut => IncomingBodyError::Cut,
+            BodyError::ChunkSize | BodyError::ChunkEnd => IncomingBodyError::Chunked,
+            BodyError::Trailers(_) => IncomingBodyError::Trailers,
         }
     }
 }
 
 /// The body of request number `request` on its connection.
-pub struct Inbound<I> {
-    wire: Shared<I>,
+pub struct IncomingBody<I> {
+    conn: Shared<I>,
     request: u64,
 }
 
-impl<I> Inbound<I> {
-    pub fn new(wire: Shared<I>, request: u64) -> Self {
-        Inbound { wire, request }
+impl<I> IncomingBody<I> {
+    pub fn new(conn: Shared<I>, request: u64) -> Self {
+        IncomingBody { conn, request }
     }
 }
 
 type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
 
-fn fail(err: impl Into<InboundError>) -> Polled {
+fn fail(err: impl Into<IncomingBodyError>) -> Polled {
     Poll::Ready(Some(Err(Box::new(err.into()))))
 }
 
 /// The body's next frame, read from the connection as far as it has one; while nothing
 /// comes, the body's silence is timed (`BodyTimeout` past `limits.body_timeout`).
 fn poll_body<I: AsyncRead + AsyncWrite + Unpin>(
-    wire: &mut Wire<I>,
+    conn: &mut ConnState<I>,
     cx: &mut Context<'_>,
 ) -> Polled {
-    // The client waits for the go-ahead once its body is asked for (hyper's rule too).
-    match wire.poll_go_ahead(cx) {
+    // The client waits for the `100 Continue` once its body is asked for (hyper's rule too).
+    match conn.poll_go_ahead(cx) {
         Poll::Ready(Ok(())) => {}
         Poll::Ready(Err(err)) => return fail(err),
         Poll::Pending => return Poll::Pending,
     }
     loop {
-        match wire.body.decode(&mut wire.buf) {
+        match conn.body.decode(&mut conn.buf) {
             Ok(Decoded::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
             Ok(Decoded::Trailers(fields)) => {
                 return Poll::Ready(Some(Ok(Frame::trailers(*fields))));
@@ -79,17 +79,17 @@ fn poll_body<I: AsyncRead + AsyncWrite + Unpin>(
             Ok(Decoded::More) => {}
             Err(err) => return fail(err),
         }
-        match wire.poll_fill(cx) {
+        match conn.poll_fill(cx) {
             Poll::Ready(Ok(0)) => {
-                let closed = wire.body.closed();
+                let closed = conn.body.closed();
                 return fail(closed.err().unwrap_or(BodyError::Cut));
             }
             // The body moved: its next wait is timed afresh.
-            Poll::Ready(Ok(_)) => wire.body_due = None,
+            Poll::Ready(Ok(_)) => conn.body_due = None,
             Poll::Ready(Err(err)) => return fail(err),
             Poll::Pending => {
-                wire.release_room();
-                return match wire.poll_body_stalled(cx) {
+                conn.release_room();
+                return match conn.poll_body_stalled(cx) {
                     // Itself, not wrapped: whoever tells the client finds it in the chain.
                     Poll::Ready(stalled) => Poll::Ready(Some(Err(Box::new(stalled)))),
                     Poll::Pending => Poll::Pending,
@@ -99,31 +99,31 @@ fn poll_body<I: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-impl<I: AsyncRead + AsyncWrite + Unpin + Send + 'static> http_body::Body for Inbound<I> {
+impl<I: AsyncRead + AsyncWrite + Unpin + Send + 'static> http_body::Body for IncomingBody<I> {
     type Data = Bytes;
     type Error = BoxError;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
-        let mut wire = lock(&self.wire);
-        if wire.request != self.request {
-            return fail(InboundError::Gone);
+        let mut conn = lock(&self.conn);
+        if conn.request != self.request {
+            return fail(IncomingBodyError::Gone);
         }
-        let polled = poll_body(&mut wire, cx);
+        let polled = poll_body(&mut conn, cx);
         if let Poll::Ready(Some(Err(_))) = polled {
-            wire.broken = true;
+            conn.broken = true;
         }
         polled
     }
 
     fn is_end_stream(&self) -> bool {
-        let wire = lock(&self.wire);
-        wire.request != self.request || wire.body == Decoder::Done
+        let conn = lock(&self.conn);
+        conn.request != self.request || conn.body == Decoder::Done
     }
 
     fn size_hint(&self) -> SizeHint {
-        let wire = lock(&self.wire);
-        let left = match wire.request == self.request {
-            true => wire.body.exact(),
+        let conn = lock(&self.conn);
+        let left = match conn.request == self.request {
+            true => conn.body.exact(),
             false => Some(0),
         };
         match left {

@@ -1,4 +1,4 @@
-//! What lingo answers a v1 client instead of translating its request: the v1 error envelope
+//! What lingo sends a v1 client instead of translating its request: the v1 error envelope
 //! `{"success": false, "error": ..., "details": [...]}`, with zod-like issues in `details`
 //! (`code`, `path`, `message`) so that SDKs that print `details` name the field at fault.
 
@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 /// A v1 request lingo will not send on: the status, the `error` text and the `details`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
+pub struct V1Error {
     pub status: u16,
     /// v1's `code` (`BAD_REQUEST`, `BAD_REQUEST_INVALID_JSON`) where v1 sends one.
     pub code: Option<&'static str>,
@@ -17,11 +17,11 @@ pub struct Refusal {
 
 // === impl Refusal ===
 
-impl Refusal {
+impl V1Error {
     /// A 400 about the field at `path` (`["scrapeOptions", "agent"]`).
     pub fn field(path: &[&str], message: impl Into<String>) -> Self {
         let message = message.into();
-        Refusal {
+        V1Error {
             code: Some("BAD_REQUEST"),
             status: 400,
             error: format!("Bad Request: {message}"),
@@ -33,7 +33,7 @@ impl Refusal {
     /// the message v1 servers give).
     pub fn unknown_keys(path: &[&str], keys: Vec<String>) -> Self {
         let message = "Unrecognized key in body -- please review the v1 API documentation for request body changes";
-        Refusal {
+        V1Error {
             code: Some("BAD_REQUEST"),
             status: 400,
             error: format!("Bad Request: unrecognized key(s) {}", quoted(&keys)),
@@ -43,9 +43,9 @@ impl Refusal {
         }
     }
 
-    /// A body that is not JSON: v1's own answer to it.
+    /// A body that is not JSON: v1's own response to it.
     pub fn malformed() -> Self {
-        Refusal {
+        V1Error {
             code: Some("BAD_REQUEST_INVALID_JSON"),
             status: 400,
             error: "Bad request, malformed JSON".into(),
@@ -55,7 +55,7 @@ impl Refusal {
 
     /// A v1 endpoint v2 has no counterpart for.
     pub fn no_counterpart(path: &str) -> Self {
-        Refusal {
+        V1Error {
             code: None,
             status: 501,
             error: format!("{path} has no v2 equivalent on this upstream"),
@@ -65,7 +65,7 @@ impl Refusal {
 
     /// A path that is no v1 endpoint at all (or not with this method).
     pub fn not_found(method: &str, path: &str) -> Self {
-        Refusal {
+        V1Error {
             code: None,
             status: 404,
             error: format!("{method} {path} is not a v1 endpoint lingo can translate"),

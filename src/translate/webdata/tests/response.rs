@@ -1,4 +1,4 @@
-//! Answers, v2 -> v1; the WebSocket frames; the job memory.
+//! Responses, v2 -> v1; the WebSocket frames; the job memory.
 
 use std::time::{Duration, Instant};
 
@@ -8,8 +8,8 @@ use super::*;
 
 const BASE: &str = "http://lingo:8080";
 
-fn answering(call: Call, json_as: JsonAs) -> Answering<'static> {
-    Answering {
+fn response_context(call: Call, json_as: JsonAs) -> ResponseContext<'static> {
+    ResponseContext {
         call,
         json_as,
         public_base: BASE,
@@ -17,14 +17,18 @@ fn answering(call: Call, json_as: JsonAs) -> Answering<'static> {
     }
 }
 
-/// The v1 answer (parsed) for a v2 answer; `None` when it goes on unchanged.
-fn told(call: Call, json_as: JsonAs, status: u16, v2: &Value) -> Option<Value> {
-    let out = answer(&answering(call, json_as), status, v2.to_string().as_bytes())?;
+/// The v1 response (parsed) for a v2 response; `None` when it goes on unchanged.
+fn v1_of(call: Call, json_as: JsonAs, status: u16, v2: &Value) -> Option<Value> {
+    let out = response(
+        &response_context(call, json_as),
+        status,
+        v2.to_string().as_bytes(),
+    )?;
     Some(serde_json::from_slice(&out).unwrap())
 }
 
 #[test]
-fn answers_per_endpoint() {
+fn responses_per_endpoint() {
     let doc = |extra: Value| {
         let mut d = json!({"markdown": "# m", "metadata": {"sourceURL": "https://e.com"}});
         for (k, v) in extra.as_object().unwrap() {
@@ -235,7 +239,7 @@ fn answers_per_endpoint() {
         ),
     ];
     for (name, call, json_as, v2, v1) in cases {
-        assert_eq!(told(call, json_as, 200, &v2), v1, "{name}");
+        assert_eq!(v1_of(call, json_as, 200, &v2), v1, "{name}");
     }
 }
 
@@ -270,14 +274,18 @@ fn errors_keep_status_and_envelope() {
     for call in [Call::Scrape, Call::CrawlStatus, Call::Map, Call::TokenUsage] {
         for (status, v2, v1) in &cases {
             assert_eq!(
-                &told(call, JsonAs::Extract, *status, v2),
+                &v1_of(call, JsonAs::Extract, *status, v2),
                 v1,
                 "{call:?} {status}"
             );
         }
     }
     assert_eq!(
-        answer(&answering(Call::Scrape, JsonAs::Extract), 502, b"<html>"),
+        response(
+            &response_context(Call::Scrape, JsonAs::Extract),
+            502,
+            b"<html>"
+        ),
         None
     );
 }
@@ -361,7 +369,7 @@ fn jobs_are_remembered_bounded_and_expiring() {
 }
 
 #[test]
-fn job_ids_from_answers_and_paths() {
+fn job_ids_from_responses_and_paths() {
     assert_eq!(
         job_id(br#"{"success":true,"id":"j1","url":"x"}"#).as_deref(),
         Some("j1")
@@ -415,11 +423,11 @@ fn watcher_frames_are_retold_whole_however_they_arrive() {
     let bytewise: Vec<usize> = (1..stream.len()).collect();
     assert_eq!(through_frames(&stream, &bytewise, 1 << 20), want);
     // A frame over the limit, and everything after it, goes on untouched; one of exactly the
-    // limit is still re-told.
+    // limit is still rewritten.
     assert_eq!(through_frames(&stream, &[3], 100), stream);
     assert_eq!(through_frames(&stream, &[3], doc.len()), want);
     assert_eq!(through_frames(&stream, &[3], doc.len() - 1), stream);
-    // A lone document frame is re-told as soon as it is whole, not left to `finish`.
+    // A lone document frame is rewritten as soon as it is whole, not left to `finish`.
     assert_eq!(
         through_frames(&encode(0x81, doc.as_bytes()), &[], 1 << 20),
         encode(0x81, want_doc.as_bytes()).to_vec()

@@ -2,19 +2,19 @@
 
 use super::super::response::Read;
 use super::look::*;
-use super::{AnswerRule, Rule};
+use super::{ResponseRule, Rule};
 
 /// Taken out of hyper's reading before the other rules are tried, since it combines with
 /// each of them (see `without_length_beside_coding`).
-pub const LENGTH_BESIDE_CODING: AnswerRule = Rule {
-    what: "an answer with both Transfer-Encoding and Content-Length: hyper keeps both fields \
+pub const LENGTH_BESIDE_CODING: ResponseRule = Rule {
+    what: "a response with both Transfer-Encoding and Content-Length: hyper keeps both fields \
            and reuses the connection",
     lingo: "leaves the Content-Length out of the fields, reads by Transfer-Encoding, and does \
             not reuse the connection",
-    why: "the length is not the body's (an intermediary removes it before passing the answer \
-          on), and such an answer is handled as an error",
+    why: "the length is not the body's (an intermediary removes it before passing the response \
+          on), and such a response is handled as an error",
     rfc: "RFC 9112 §6.3 (3), §6.1",
-    matches: |c| match (&c.lingo.answer, &c.hyper.answer) {
+    matches: |c| match (&c.lingo.response, &c.hyper.response) {
         (Some(l), Some(h)) => {
             has(c.heard, b"transfer-encoding")
                 && has(&h.fields, b"content-length")
@@ -30,15 +30,15 @@ pub const LENGTH_BESIDE_CODING: AnswerRule = Rule {
 };
 
 /// lingo stricter on purpose.
-pub const INTENDED: &[AnswerRule] = &[
+pub const INTENDED: &[ResponseRule] = &[
     Rule {
         what: "a 101 to a request that asked for no upgrade: hyper reads it",
-        lingo: "refuses the answer",
+        lingo: "refuses the response",
         why: "lingo's client asks for no upgrade here (WebSockets go through hyper's); a \
-              switch not asked for is no answer",
+              switch not asked for is no response",
         rfc: "RFC 9110 §15.2.2 (MUST NOT switch to a protocol not asked for), §7.8",
         matches: |c| {
-            c.lingo.answer.is_none() && c.hyper.answer.as_ref().is_some_and(|h| h.status == 101)
+            c.lingo.response.is_none() && c.hyper.response.as_ref().is_some_and(|h| h.status == 101)
         },
     },
     LENGTH_BESIDE_CODING,
@@ -49,26 +49,26 @@ pub const INTENDED: &[AnswerRule] = &[
         why: "a `close` may be in the value, and not reusing is always safe",
         rfc: "RFC 9112 §9.6, RFC 9110 §7.6.1",
         matches: |c| {
-            c.lingo.answer == c.hyper.answer
+            c.lingo.response == c.hyper.response
                 && !c.lingo.reused
                 && c.hyper.reused
-                && c.lingo.answer.is_some()
+                && c.lingo.response.is_some()
                 && opaque_connection(c.heard)
         },
     },
     Rule {
-        what: "an HTTP/1.0 answer with Transfer-Encoding and no body (to a HEAD, a 204, a \
+        what: "an HTTP/1.0 response with Transfer-Encoding and no body (to a HEAD, a 204, a \
                304): hyper reads it (it looks at no framing there)",
-        lingo: "refuses the answer",
+        lingo: "refuses the response",
         why: "an HTTP/1.0 message with Transfer-Encoding has faulty framing, whatever the \
-              answer's kind",
+              response's kind",
         rfc: "RFC 9112 §6.1 (MUST treat the framing as faulty)",
         matches: |c| {
-            c.lingo.answer.is_none()
-                && c.hyper.answer.as_ref().is_some_and(|h| {
+            c.lingo.response.is_none()
+                && c.hyper.response.as_ref().is_some_and(|h| {
                     h.version == "HTTP/1.0"
                         && has(c.heard, b"transfer-encoding")
-                        && (c.asked.head || h.status == 204 || h.status == 304)
+                        && (c.request_kind.head || h.status == 204 || h.status == 304)
                 })
         },
     },
@@ -80,7 +80,7 @@ pub const INTENDED: &[AnswerRule] = &[
               another reader could end elsewhere is not read; a recipient limits extensions",
         rfc: "RFC 9112 §7.1.1",
         matches: |c| {
-            failed_here_read_there(c.lingo.answer.as_ref(), c.hyper.answer.as_ref())
+            failed_here_read_there(c.lingo.response.as_ref(), c.hyper.response.as_ref())
                 && odd_extension(c.bytes)
         },
     },
@@ -92,25 +92,25 @@ pub const INTENDED: &[AnswerRule] = &[
               LF there is a line end some readers see and others do not",
         rfc: "RFC 9112 §7.1.2, §7.1, §2.2 (a recipient MAY take a bare LF as a line end)",
         matches: |c| {
-            failed_here_read_there(c.lingo.answer.as_ref(), c.hyper.answer.as_ref())
+            failed_here_read_there(c.lingo.response.as_ref(), c.hyper.response.as_ref())
                 && bare_lf_trailer(c.bytes)
         },
     },
     Rule {
         what: "a Transfer-Encoding value with a byte outside visible ASCII (obs-text) on an \
-               answer with a body: hyper reads the body by the last field (up to the close \
+               response with a body: hyper reads the body by the last field (close-delimited \
                when that value has such a byte)",
-        lingo: "refuses the answer (faulty framing: no answer, the connection not reused)",
+        lingo: "refuses the response (faulty framing: no response, the connection not reused)",
         why: "a coding is a token, which has no such byte: the value is no list of codings, \
               and a reader that finds `chunked` in it ends the body elsewhere",
         rfc: "RFC 9112 §6.1, §6.3, §7, RFC 9110 §5.6.1",
         matches: |c| {
-            c.lingo.answer.is_none()
-                && c.hyper.answer.is_some()
+            c.lingo.response.is_none()
+                && c.hyper.response.is_some()
                 && values(c.heard, b"transfer-encoding").any(opaque)
         },
     },
 ];
 
 /// **Expected for now**: differences this target found, neither fixed nor decided yet.
-pub const FOUND: &[AnswerRule] = &[];
+pub const FOUND: &[ResponseRule] = &[];

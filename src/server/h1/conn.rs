@@ -1,9 +1,9 @@
 //! The connection's socket and the bytes read from it, shared by the connection (which reads
-//! heads and writes answers) and the request body on its way (which may be polled by another
+//! heads and writes responses) and the request body on its way (which may be polled by another
 //! task, hyper's client for a TLS upstream). Each is polled in turn, never at once: the
-//! connection reads only once the body is read, and writes only the answer.
+//! connection reads only once the body is read, and writes only the response.
 //!
-//! A connection waiting for its next request, or for the next token of a streamed answer,
+//! A connection waiting for its next request, or for the next token of a streamed response,
 //! holds no read buffer: a read into nothing is made on the stack and what it brought is
 //! copied into room of its size (hyper keeps 8 KiB a connection for its whole life).
 //!
@@ -39,7 +39,7 @@ const WATCH_READ: usize = 512;
 pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// The socket and what was read from it.
-pub struct Wire<I> {
+pub struct ConnState<I> {
     /// `None` once handed over to an upgrade.
     pub io: Option<I>,
     /// Bytes read and not yet used.
@@ -49,8 +49,8 @@ pub struct Wire<I> {
     /// Which request the body is: a body left behind by an earlier request reads nothing.
     pub request: u64,
     /// How much of [`CONTINUE`] is written, while it is owed.
-    pub go_ahead: Option<usize>,
-    /// The current request's body failed (it cannot be read to its end): its answer says
+    pub continue_written: Option<usize>,
+    /// The current request's body failed (it cannot be read to its end): its response says
     /// `Connection: close`.
     pub broken: bool,
     /// When the body waited for now has been silent too long (`None`: not timed yet).
@@ -60,24 +60,24 @@ pub struct Wire<I> {
     reads: Reads,
 }
 
-pub type Shared<I> = Arc<Mutex<Wire<I>>>;
+pub type Shared<I> = Arc<Mutex<ConnState<I>>>;
 
-pub fn lock<I>(wire: &Shared<I>) -> MutexGuard<'_, Wire<I>> {
-    wire.lock()
+pub fn lock<I>(conn: &Shared<I>) -> MutexGuard<'_, ConnState<I>> {
+    conn.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 // === impl Wire ===
 
-impl<I: AsyncRead + AsyncWrite + Unpin> Wire<I> {
+impl<I: AsyncRead + AsyncWrite + Unpin> ConnState<I> {
     /// `io`, whose request bodies may be silent for `body_timeout` at most.
     pub fn new(io: I, body_timeout: Duration) -> Self {
-        Wire {
+        ConnState {
             io: Some(io),
             buf: BytesMut::new(),
             body: Decoder::Done,
             request: 0,
-            go_ahead: None,
+            continue_written: None,
             broken: false,
             body_due: None,
             body_timeout,
@@ -129,7 +129,7 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Wire<I> {
         release_room(&mut self.buf);
     }
 
-    /// Ready(true) when the client has closed (or its socket failed) while an answer is
+    /// Ready(true) when the client has closed (or its socket failed) while a response is
     /// being made. Only watched once the request's body is read and nothing of the next
     /// request is here: bytes that come are kept for the next request, and watching stops.
     pub fn poll_client_gone(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
@@ -172,16 +172,16 @@ impl<I: AsyncRead + AsyncWrite + Unpin> Wire<I> {
 
     /// Writes what is left of a `100 Continue` being sent.
     pub fn poll_go_ahead(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let Some(at) = self.go_ahead else {
+        let Some(at) = self.continue_written else {
             return Poll::Ready(Ok(()));
         };
         let mut rest = &CONTINUE[at..];
         let written = self.poll_write_all(cx, &mut rest);
-        self.go_ahead = (!rest.is_empty()).then(|| CONTINUE.len() - rest.len());
+        self.continue_written = (!rest.is_empty()).then(|| CONTINUE.len() - rest.len());
         written
     }
 
-    /// After an answer: whether the request's body is all read, reading what of it is already
+    /// After a response: whether the request's body is all read, reading what of it is already
     /// here (hyper's rule: a body left unread is drained only as far as it has arrived;
     /// otherwise the connection cannot be reused).
     pub fn drained(&mut self) -> bool {

@@ -1,4 +1,4 @@
-//! v2 answers told back in v1's shapes, per endpoint. Error envelopes keep their
+//! v2 responses rewritten in v1's shapes, per endpoint. Error envelopes keep their
 //! status and shape; a body that is not what the endpoint documents is passed on unchanged.
 
 use bytes::Bytes;
@@ -11,7 +11,7 @@ use crate::translate::links;
 /// Where a v1 client reads a json result (`formats: ["extract"]` vs `["json"]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JsonAs {
-    /// `data.json`, as v2 answers it (the client asked for `json`, or for no json at all).
+    /// `data.json`, as v2 sends it (the client asked for `json`, or for no json at all).
     Json,
     /// `data.extract`: the client asked for `extract` only.
     Extract,
@@ -20,9 +20,9 @@ pub enum JsonAs {
     Unknown,
 }
 
-/// What an answer's translation needs besides the answer.
+/// What a response's translation needs besides the response.
 #[derive(Debug, Clone, Copy)]
-pub struct Answering<'a> {
+pub struct ResponseContext<'a> {
     pub call: Call,
     pub json_as: JsonAs,
     /// lingo's address as the client used it: `scheme://authority`.
@@ -31,8 +31,8 @@ pub struct Answering<'a> {
     pub base_path: &'a str,
 }
 
-/// The v1 answer for a v2 answer with `status`; `None` when it goes on unchanged.
-pub fn answer(at: &Answering<'_>, status: u16, body: &[u8]) -> Option<Bytes> {
+/// The v1 response for a v2 response with `status`; `None` when it goes on unchanged.
+pub fn response(at: &ResponseContext<'_>, status: u16, body: &[u8]) -> Option<Bytes> {
     let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(body) else {
         return None;
     };
@@ -44,7 +44,7 @@ pub fn answer(at: &Answering<'_>, status: u16, body: &[u8]) -> Option<Bytes> {
     changed.then(|| Bytes::from(serde_json::to_vec(&obj).unwrap_or_default()))
 }
 
-/// The wait a rate-limited answer's message names ("... please retry after 25s, resets at
+/// The wait a rate-limited response's message names ("... please retry after 25s, resets at
 /// ..."): the API sends no `Retry-After` header, so lingo adds one from it.
 pub fn retry_after(body: &[u8]) -> Option<u64> {
     let v: Value = serde_json::from_slice(body).ok()?;
@@ -82,8 +82,8 @@ pub fn documents_v1(data: &mut Value, json_as: JsonAs) -> bool {
         .fold(false, |changed, doc| document(doc, json_as) | changed)
 }
 
-/// A 2xx answer, per endpoint; whether anything changed.
-fn success(at: &Answering<'_>, obj: &mut Map<String, Value>) -> bool {
+/// A 2xx response, per endpoint; whether anything changed.
+fn success(at: &ResponseContext<'_>, obj: &mut Map<String, Value>) -> bool {
     match at.call {
         Call::Scrape | Call::ScrapeStatus => obj
             .get_mut("data")
@@ -134,7 +134,7 @@ fn documents(obj: &mut Map<String, Value>, json_as: JsonAs) -> bool {
 }
 
 /// An API link re-based onto lingo, its `/v2/` turned back into `/v1/` (query kept).
-fn relink(obj: &mut Map<String, Value>, key: &str, at: &Answering<'_>) -> bool {
+fn relink(obj: &mut Map<String, Value>, key: &str, at: &ResponseContext<'_>) -> bool {
     let Some(Value::String(link)) = obj.get(key) else {
         return false;
     };
@@ -239,7 +239,7 @@ fn snake_case(obj: &mut Map<String, Value>, names: &[(&str, &str)]) -> bool {
     changed
 }
 
-/// An error answer: same status and envelope; v2's "review the v2 API documentation" points
+/// An error response: same status and envelope; v2's "review the v2 API documentation" points
 /// a v1 client at the wrong docs, so it says v1.
 fn error(obj: &mut Map<String, Value>) -> bool {
     let Some(Value::Array(details)) = obj.get_mut("details") else {

@@ -1,5 +1,5 @@
-//! Writing an answer: its head, then its body as the body has it, framed by length, chunked,
-//! or (to an HTTP/1.0 client, length unknown) up to the close.
+//! Writing a response: its head, then its body as the body has it, framed by length, chunked,
+//! or (to an HTTP/1.0 client, length unknown) close-delimited.
 //!
 //! The body's frames are joined into writes in a [`WriteBuf`] (`http::write_buf` says how
 //! a frame gets here and when it is written): a whole response leaves with its head in one
@@ -19,33 +19,33 @@ use hyper::header::{CONNECTION, CONTENT_LENGTH};
 use hyper::{StatusCode, Version};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::conn::{CONTINUE, Shared, lock};
 use super::head::{self, Framing};
-use super::wire::{CONTINUE, Shared, lock};
 use crate::base::clock;
 use crate::http::body::{Body, BoxError};
 use crate::http::h1::fields::{FramingHeaders, parse_length};
 use crate::http::message::{HeaderView, Response};
 use crate::http::write_buf::{Added, FLUSH_AT, WriteBuf};
 
-/// What the request said about its answer.
+/// What the request said about its response.
 #[derive(Clone, Copy, Debug)]
-pub struct Asked {
+pub struct RequestContext {
     pub head_request: bool,
     pub version: Version,
-    /// Whether the connection may carry another request after this answer.
+    /// Whether the connection may carry another request after this response.
     pub keep_alive: bool,
 }
 
-/// Why an answer was not written to its end.
+/// Why a response was not written to its end.
 #[derive(Debug, thiserror::Error)]
-pub enum AnswerError {
-    #[error("writing the answer failed: {0}")]
+pub enum ResponseError {
+    #[error("writing the response failed: {0}")]
     Io(#[from] io::Error),
-    #[error("the client closed the connection during the answer")]
+    #[error("the client closed the connection during the response")]
     ClientGone,
-    #[error("the answer's body failed: {0}")]
+    #[error("the response's body failed: {0}")]
     Body(BoxError),
-    #[error("the answer's body did not match its content-length")]
+    #[error("the response's body did not match its content-length")]
     Length,
 }
 
@@ -57,7 +57,7 @@ enum Next {
     Idle,
 }
 
-/// An answer whose head is made: what is left to send. Its fields are not held for a
+/// A response whose head is made: what is left to send. Its fields are not held for a
 /// stream's life, and the connection's state while it streams is only this and the body's
 /// own (a connection's task is as large as its largest state, for its whole life).
 pub struct Prepared {
@@ -67,48 +67,49 @@ pub struct Prepared {
     framing: Framing,
     /// What the body had ready when the head was made.
     ready: Ready,
-    /// Whether the connection can carry another request after this answer.
+    /// Whether the connection can carry another request after this response.
     pub keep_alive: bool,
     /// A `101 Switching Protocols`: the connection is the new protocol's after the head.
     pub switched: bool,
 }
 
 /// Makes `response`'s head, ready to be sent with its body.
-pub fn prepare<I>(wire: &Shared<I>, response: Response, asked: Asked) -> Prepared {
+pub fn prepare<I>(conn: &Shared<I>, response: Response, context: RequestContext) -> Prepared {
     let (mut head, mut body) = response.into_parts();
     let status = head.status();
     let said = ResponseFraming::of(head.headers());
-    let (framing, ready) = framing_and_ready(status, said.length, &mut body, asked);
+    let (framing, ready) = framing_and_ready(status, said.length, &mut body, context);
     // A `HEAD` request's response says the length its `GET` would have, when the body lingo
     // made for it knows it (an empty one may stand for a body of unknown length).
-    if asked.head_request && !said.declared {
+    if context.head_request && !said.declared {
         match body.size_hint().exact() {
             Some(n) if n > 0 => head.insert_header(CONTENT_LENGTH, n.into()),
             _ => {}
         }
     }
     // A `100 Continue` half written is finished first; one not begun is owed no more.
-    let (go_ahead, broken) = {
-        let mut wire = lock(wire);
-        (wire.go_ahead.take(), wire.broken)
+    let (continue_written, broken) = {
+        let mut conn = lock(conn);
+        (conn.continue_written.take(), conn.broken)
     };
-    // An answer that says `Connection: close` (lingo's own, to a request it will not read
+    // A response that says `Connection: close` (lingo's own, to a request it will not read
     // the rest of), or to a request whose body failed, closes the connection after it.
-    let keep_alive = asked.keep_alive && framing != Framing::ToClose && !said.close && !broken;
+    let keep_alive =
+        context.keep_alive && framing != Framing::CloseDelimited && !said.close && !broken;
     // Room for the head, and for a whole body that comes in one write with it.
     let whole = match framing {
         Framing::Length(n) => usize::try_from(n).ok(),
         _ => Some(ready.len),
     };
     let mut out = BytesMut::with_capacity(512 + whole.filter(|&n| n <= FLUSH_AT).unwrap_or(0));
-    if let Some(at) = go_ahead
+    if let Some(at) = continue_written
         && at > 0
     {
         out.put_slice(&CONTINUE[at..]);
     }
     let response_head = head::ResponseHead {
         status,
-        version: asked.version,
+        version: context.version,
         headers: head.headers(),
         framing,
         keep_alive,
@@ -125,8 +126,8 @@ pub fn prepare<I>(wire: &Shared<I>, response: Response, asked: Asked) -> Prepare
     }
 }
 
-/// Sends a prepared answer to its end.
-pub async fn send<I>(wire: &Shared<I>, prepared: Prepared) -> Result<(), AnswerError>
+/// Sends a prepared response to its end.
+pub async fn send<I>(conn: &Shared<I>, prepared: Prepared) -> Result<(), ResponseError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
@@ -139,20 +140,20 @@ where
     } = prepared;
     let mut buf = WriteBuf::new(out, framing == Framing::Chunked);
     match framing {
-        Framing::None => flush(wire, &mut buf).await,
-        _ => send_body(wire, &mut body, buf, framing, ready).await,
+        Framing::None => flush(conn, &mut buf).await,
+        _ => send_body(conn, &mut body, buf, framing, ready).await,
     }
 }
 
 /// Writes the body after the head `buf` holds, framed by `framing`: first what it had
 /// `ready`, then its frames as they come.
 async fn send_body<I>(
-    wire: &Shared<I>,
+    conn: &Shared<I>,
     body: &mut Body,
     mut buf: WriteBuf,
     framing: Framing,
     ready: Ready,
-) -> Result<(), AnswerError>
+) -> Result<(), ResponseError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
@@ -161,23 +162,23 @@ where
         _ => None,
     };
     for data in ready.first.into_iter().chain(ready.more) {
-        add(wire, &mut buf, data).await?;
+        add(conn, &mut buf, data).await?;
     }
     match ready.end {
-        Some(Ok(())) => return end(wire, body, buf, left).await,
+        Some(Ok(())) => return end(conn, body, buf, left).await,
         Some(Err(err)) => {
-            flush(wire, &mut buf).await?;
-            return Err(AnswerError::Body(err));
+            flush(conn, &mut buf).await?;
+            return Err(ResponseError::Body(err));
         }
         None => {}
     }
     loop {
-        let next = match poll_fn(|cx| next(wire, body, !buf.is_empty(), cx)).await {
+        let next = match poll_fn(|cx| next(conn, body, !buf.is_empty(), cx)).await {
             Ok(next) => next,
             // What came before a failure is the client's: written, then the connection is
-            // closed without the body's end, so the client sees the answer cut short.
-            Err(err @ AnswerError::Body(_)) => {
-                flush(wire, &mut buf).await?;
+            // closed without the body's end, so the client sees the response cut short.
+            Err(err @ ResponseError::Body(_)) => {
+                flush(conn, &mut buf).await?;
                 return Err(err);
             }
             Err(err) => return Err(err),
@@ -185,45 +186,45 @@ where
         match next {
             Next::Data(data) => {
                 if let Some(left) = &mut left {
-                    *left = (left.checked_sub(data.len() as u64)).ok_or(AnswerError::Length)?;
+                    *left = (left.checked_sub(data.len() as u64)).ok_or(ResponseError::Length)?;
                 }
-                add(wire, &mut buf, data).await?;
+                add(conn, &mut buf, data).await?;
                 if body.is_end_stream() {
-                    return end(wire, body, buf, left).await;
+                    return end(conn, body, buf, left).await;
                 }
             }
-            Next::Idle => flush(wire, &mut buf).await?,
-            Next::End => return end(wire, body, buf, left).await,
+            Next::Idle => flush(conn, &mut buf).await?,
+            Next::End => return end(conn, body, buf, left).await,
         }
     }
 }
 
 /// The body's end: what is held written, with the closing chunk when chunked. Also called
 /// once a body says it has ended (`is_end_stream`) without being polled for its end, so that
-/// what its end sets off when it is dropped (the answer's record, its upstream connection put
-/// back) runs after the write, not on the answer's way to its client. A client that does not
+/// what its end sets off when it is dropped (the response's record, its upstream connection put
+/// back) runs after the write, not on the response's way to its client. A client that does not
 /// take the last bytes at once (it is not reading) gets them after the body is dropped: it
-/// keeps no upstream connection out of its pool, nor the answer's record waiting.
+/// keeps no upstream connection out of its pool, nor the response's record waiting.
 async fn end<I>(
-    wire: &Shared<I>,
+    conn: &Shared<I>,
     body: &mut Body,
     mut buf: WriteBuf,
     left: Option<u64>,
-) -> Result<(), AnswerError>
+) -> Result<(), ResponseError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
     buf.end();
     let mut out = buf.take();
-    let written = poll_fn(|cx| Poll::Ready(lock(wire).poll_write_all(cx, &mut out))).await;
+    let written = poll_fn(|cx| Poll::Ready(lock(conn).poll_write_all(cx, &mut out))).await;
     if let Poll::Ready(written) = written {
         written?;
     } else {
         *body = Body::empty();
-        poll_fn(|cx| lock(wire).poll_write_all(cx, &mut out)).await?;
+        poll_fn(|cx| lock(conn).poll_write_all(cx, &mut out)).await?;
     }
     match left {
-        Some(left) if left > 0 => Err(AnswerError::Length),
+        Some(left) if left > 0 => Err(ResponseError::Length),
         _ => Ok(()),
     }
 }
@@ -234,10 +235,10 @@ fn framing_and_ready(
     status: StatusCode,
     declared: Option<u64>,
     body: &mut Body,
-    asked: Asked,
+    context: RequestContext,
 ) -> (Framing, Ready) {
-    let framing = framing(status, declared, body, asked);
-    if !matches!(framing, Framing::Chunked | Framing::ToClose) {
+    let framing = framing(status, declared, body, context);
+    if !matches!(framing, Framing::Chunked | Framing::CloseDelimited) {
         return (framing, Ready::default());
     }
     let ready = Ready::take(body);
@@ -296,11 +297,16 @@ impl Ready {
     }
 }
 
-/// How the body goes on the wire (RFC 9112 §6.3): none for a `HEAD` request's answer, 1xx,
-/// 204 and 304; else the answer's own `Content-Length` if it has one, or the body's exact
-/// size; else chunked, or up to the close for an HTTP/1.0 client.
-fn framing(status: StatusCode, declared: Option<u64>, body: &Body, asked: Asked) -> Framing {
-    let no_body = asked.head_request
+/// How the body goes on the wire (RFC 9112 §6.3): none for a `HEAD` request's response, 1xx,
+/// 204 and 304; else the response's own `Content-Length` if it has one, or the body's exact
+/// size; else chunked, or close-delimited for an HTTP/1.0 client.
+fn framing(
+    status: StatusCode,
+    declared: Option<u64>,
+    body: &Body,
+    context: RequestContext,
+) -> Framing {
+    let no_body = context.head_request
         || status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
@@ -309,13 +315,13 @@ fn framing(status: StatusCode, declared: Option<u64>, body: &Body, asked: Asked)
     }
     match declared.or_else(|| body.size_hint().exact()) {
         Some(n) => Framing::Length(n),
-        None if asked.version == Version::HTTP_10 => Framing::ToClose,
+        None if context.version == Version::HTTP_10 => Framing::CloseDelimited,
         None => Framing::Chunked,
     }
 }
 
 /// What a response's own fields say about its framing and its connection: read in one pass
-/// over a map (a lookup of each costs more); kept as read, noted as they were read (their
+/// over a map (a lookup of each costs more); kept raw, noted as they were read (their
 /// `Connection`, hop-by-hop, was the upstream's and is not passed on).
 struct ResponseFraming {
     /// It has a `Content-Length`.
@@ -355,11 +361,11 @@ impl ResponseFraming {
 /// drops, and hyper sent only the trailers it named); when it has none yet, [`Next::Idle`] if bytes are
 /// held, else a wait on both the body and the client's close.
 fn next<I>(
-    wire: &Shared<I>,
+    conn: &Shared<I>,
     body: &mut Body,
     holding: bool,
     cx: &mut Context<'_>,
-) -> Poll<Result<Next, AnswerError>>
+) -> Poll<Result<Next, ResponseError>>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
@@ -370,12 +376,12 @@ where
                 Ok(data) => return Poll::Ready(Ok(Next::Data(data))),
                 Err(_trailers) => continue,
             },
-            Poll::Ready(Some(Err(err))) => return Poll::Ready(Err(AnswerError::Body(err))),
+            Poll::Ready(Some(Err(err))) => return Poll::Ready(Err(ResponseError::Body(err))),
             Poll::Ready(None) => return Poll::Ready(Ok(Next::End)),
             Poll::Pending if holding => return Poll::Ready(Ok(Next::Idle)),
             Poll::Pending => {
-                return match lock(wire).poll_client_gone(cx) {
-                    Poll::Ready(true) => Poll::Ready(Err(AnswerError::ClientGone)),
+                return match lock(conn).poll_client_gone(cx) {
+                    Poll::Ready(true) => Poll::Ready(Err(ResponseError::ClientGone)),
                     _ => Poll::Pending,
                 };
             }
@@ -384,16 +390,16 @@ where
 }
 
 /// Adds a data frame to what is held, and writes what [`WriteBuf::add`] asks for.
-async fn add<I>(wire: &Shared<I>, buf: &mut WriteBuf, data: Bytes) -> Result<(), AnswerError>
+async fn add<I>(conn: &Shared<I>, buf: &mut WriteBuf, data: Bytes) -> Result<(), ResponseError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
     match buf.add(data) {
         Added::Held => Ok(()),
-        Added::Full => flush(wire, buf).await,
+        Added::Full => flush(conn, buf).await,
         Added::Large(mut data) => {
-            flush(wire, buf).await?;
-            poll_fn(|cx| lock(wire).poll_write_all(cx, &mut data)).await?;
+            flush(conn, buf).await?;
+            poll_fn(|cx| lock(conn).poll_write_all(cx, &mut data)).await?;
             buf.large_written();
             Ok(())
         }
@@ -401,24 +407,24 @@ where
 }
 
 /// Writes what `buf` holds.
-async fn flush<I>(wire: &Shared<I>, buf: &mut WriteBuf) -> Result<(), AnswerError>
+async fn flush<I>(conn: &Shared<I>, buf: &mut WriteBuf) -> Result<(), ResponseError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
     if !buf.is_empty() {
         let mut held = buf.take();
-        poll_fn(|cx| lock(wire).poll_write_all(cx, &mut held)).await?;
+        poll_fn(|cx| lock(conn).poll_write_all(cx, &mut held)).await?;
         buf.written(held);
     }
     Ok(())
 }
 
 /// Writes `out` (a head with no body, on a connection that closes after it).
-pub async fn write_head<I>(wire: &Shared<I>, out: BytesMut) -> Result<(), AnswerError>
+pub async fn write_head<I>(conn: &Shared<I>, out: BytesMut) -> Result<(), ResponseError>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    flush(wire, &mut WriteBuf::new(out, false)).await
+    flush(conn, &mut WriteBuf::new(out, false)).await
 }
 
 /// The `Date` field's value, formatted once a second per thread. An IMF-fixdate is always

@@ -6,7 +6,7 @@
 use hyper::HeaderMap;
 
 /// A hyper message's fields.
-pub trait Fields {
+pub trait HyperHeaders {
     fn fields(&self) -> &HeaderMap;
     fn fields_mut(&mut self) -> &mut HeaderMap;
 }
@@ -18,7 +18,7 @@ macro_rules! fields {
             clippy::disallowed_methods,
             reason = "hyper made these messages: their fields are all in the map"
         )]
-        impl<B> Fields for hyper::$message<B> {
+        impl<B> HyperHeaders for hyper::$message<B> {
             fn fields(&self) -> &HeaderMap {
                 self.headers()
             }

@@ -1,10 +1,10 @@
 //! The one I/O shell of every translation (see [`Translation`]).
 //!
 //! Read the client's body, let the endpoint's pure translator read it, resolve the model
-//! alias, send the upstream requests concurrently and check their answers before anything
-//! is sent to the client (an upstream error keeps its status); then re-frame each answer's
+//! alias, send the upstream requests concurrently and check their responses before anything
+//! is sent to the client (an upstream error keeps its status); then re-frame each response's
 //! stream as it arrives ([`Reframe`], merged by [`Merged`]), or read them whole and let the
-//! translator assemble the answer.
+//! translator assemble the response.
 
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
@@ -21,15 +21,15 @@ use crate::http::join::join_all;
 use crate::http::message::{HeaderView, Request, Response};
 use crate::proxy::exchange::Exchange;
 use crate::table::Upstream;
-use crate::translate::Refusal;
+use crate::translate::InvalidRequest;
 use crate::translate::chat::{self, Chat, RouteDefaults};
 use crate::translate::completions::{self, Completions};
 use crate::translate::{Meta, Translation, UpstreamCall};
 
-type Answer = Result<Response, ProxyError>;
+type ResponseResult = Result<Response, ProxyError>;
 
 /// Serves `/v1/chat/completions`.
-pub async fn chat(x: &Exchange<'_>, req: Request) -> Answer {
+pub async fn chat(x: &Exchange<'_>, req: Request) -> ResponseResult {
     let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let defaults = RouteDefaults {
@@ -41,7 +41,7 @@ pub async fn chat(x: &Exchange<'_>, req: Request) -> Answer {
 }
 
 /// Serves `/v1/completions`.
-pub async fn completions(x: &Exchange<'_>, req: Request) -> Answer {
+pub async fn completions(x: &Exchange<'_>, req: Request) -> ResponseResult {
     let (head, body) = req.into_parts();
     let body = read_body(body, x.route.max_body).await?;
     let request = completions::request(&body, &x.route.options).map_err(invalid)?;
@@ -49,16 +49,23 @@ pub async fn completions(x: &Exchange<'_>, req: Request) -> Answer {
     run(x, head.headers(), Completions::new(request, meta)).await
 }
 
-/// Runs a translation: its upstream requests, then its streamed or whole answer.
-pub async fn run<T: Translation>(x: &Exchange<'_>, headers: HeaderView<'_>, mut t: T) -> Answer {
+/// Runs a translation: its upstream requests, then its streamed or whole response.
+pub async fn run<T: Translation>(
+    x: &Exchange<'_>,
+    headers: HeaderView<'_>,
+    mut t: T,
+) -> ResponseResult {
     let (index, upstream, model) = target(x, t.model(), T::UPSTREAM)?;
     let calls = t.calls(&model);
-    let answers = send_all(x, index, headers, calls).await;
-    let answers = checked(x, upstream, answers, &t).await?;
+    let responses = send_all(x, index, headers, calls).await;
+    let responses = checked(x, upstream, responses, &t).await?;
     if t.streams() {
-        return Ok(streaming(streamed(x, upstream, t, answers), T::STREAM_TYPE));
+        return Ok(streaming(
+            streamed(x, upstream, t, responses),
+            T::STREAM_TYPE,
+        ));
     }
-    answered(x, upstream, &t, answers).await
+    assemble(x, upstream, &t, responses).await
 }
 
 /// Where the client's model goes: the alias's upstream and its name there, or the route's;
@@ -81,13 +88,13 @@ pub fn target<'a>(
     Ok((index, upstream, upstream_model))
 }
 
-/// Sends every upstream request at once; the answers' heads, in order.
+/// Sends every upstream request at once; the responses' heads, in order.
 pub async fn send_all(
     x: &Exchange<'_>,
     index: usize,
     headers: HeaderView<'_>,
     calls: Vec<UpstreamCall>,
-) -> Vec<Answer> {
+) -> Vec<ResponseResult> {
     let peer = x.snapshot.peer(index);
     let send = |call: UpstreamCall| {
         send_native(x, &peer.spec, &peer.client, headers, call.path, call.body)
@@ -101,61 +108,64 @@ pub async fn send_all(
     let sends = calls
         .into_iter()
         .map(|call| {
-            Box::pin(send(call)) as std::pin::Pin<Box<dyn Future<Output = Answer> + Send + '_>>
+            Box::pin(send(call))
+                as std::pin::Pin<Box<dyn Future<Output = ResponseResult> + Send + '_>>
         })
         .collect();
     join_all(sends).await
 }
 
 /// The responses' bodies, if every one of them is a success; else the first failure,
-/// re-told. A success's fields are not read: its head is let go here, not when a stream
+/// rewritten. A success's fields are not read: its head is let go here, not when a stream
 /// ends.
 pub async fn checked<T: Translation>(
     x: &Exchange<'_>,
     upstream: &Upstream,
-    answers: Vec<Answer>,
+    responses: Vec<ResponseResult>,
     t: &T,
 ) -> Result<Vec<Body>, ProxyError> {
-    let mut ok = Vec::with_capacity(answers.len());
-    for answer in answers {
-        let answer = answer?;
-        if !answer.status().is_success() {
-            let retell = |status, body: &[u8]| t.upstream_error(status, body);
-            return Err(upstream_failure(&x.stats, upstream, answer, retell).await);
+    let mut ok = Vec::with_capacity(responses.len());
+    for response in responses {
+        let response = response?;
+        if !response.status().is_success() {
+            let in_dialect = |status, body: &[u8]| t.upstream_error(status, body);
+            return Err(upstream_failure(&x.stats, upstream, response, in_dialect).await);
         }
-        ok.push(answer.into_body());
+        ok.push(response.into_body());
     }
     Ok(ok)
 }
 
-/// The answers' streams re-framed as they arrive, merged, then the translation's closing.
+/// The responses' streams re-framed as they arrive, merged, then the translation's closing.
 fn streamed<T: Translation>(
     x: &Exchange<'_>,
     upstream: &Upstream,
     t: T,
-    answers: Vec<Body>,
+    responses: Vec<Body>,
 ) -> Body {
     let max_line = usize::try_from(x.snapshot.table.limits.max_line).unwrap_or(usize::MAX);
-    let count = answers.len();
-    let streams = answers
+    let count = responses.len();
+    let streams = responses
         .into_iter()
         .enumerate()
-        .map(|(i, answer)| Reframe::new(answer, max_line, t.stream(i, count)).redacting(upstream))
+        .map(|(i, response)| {
+            Reframe::new(response, max_line, t.stream(i, count)).redacting(upstream)
+        })
         .collect();
     let closing: Closing = Box::new(move |usage| t.closing(usage, count));
     Body::boxed(Merged::new(streams, closing, Arc::clone(&x.stats)))
 }
 
 /// The whole responses read, the whole response assembled, its usage counted.
-pub async fn answered<T: Translation>(
+pub async fn assemble<T: Translation>(
     x: &Exchange<'_>,
     upstream: &Upstream,
     t: &T,
-    answers: Vec<Body>,
-) -> Answer {
-    let mut wholes = Vec::with_capacity(answers.len());
-    for answer in answers {
-        wholes.push(whole(x, upstream, answer).await?);
+    responses: Vec<Body>,
+) -> ResponseResult {
+    let mut wholes = Vec::with_capacity(responses.len());
+    for response in responses {
+        wholes.push(whole(x, upstream, response).await?);
     }
     let (body, usage) = t.whole(&wholes).map_err(|m| bad_gateway(upstream, m))?;
     x.stats.used(usage);
@@ -174,7 +184,7 @@ fn meta(prefix: &str, model: &str) -> Meta {
 }
 
 /// A client request lingo refuses: 400, naming the parameter at fault.
-pub fn invalid(err: Refusal) -> ProxyError {
+pub fn invalid(err: InvalidRequest) -> ProxyError {
     ProxyError::Invalid {
         message: err.message,
         param: err.param.map(Into::into),
