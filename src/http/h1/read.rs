@@ -58,3 +58,59 @@ pub fn release_room(buf: &mut BytesMut) {
         *buf = BytesMut::new();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many bytes one read takes from a peer that always has more (`repeat`), or from
+    /// `short`'s few bytes, into `buf` as it is.
+    fn read(reads: &mut Reads, buf: &mut BytesMut, short: Option<&[u8]>) -> usize {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let poll = match short {
+            Some(mut bytes) => reads.poll_into(&mut bytes, buf, &mut cx),
+            None => reads.poll_into(&mut tokio::io::repeat(b'x'), buf, &mut cx),
+        };
+        match poll {
+            Poll::Ready(Ok(n)) => n,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A read that fills its room doubles the next one's, up to 64 KiB; a read that does not
+    /// brings it back to 4 KiB.
+    #[test]
+    fn reads_grow_while_they_fill_their_room() {
+        let (mut reads, mut buf) = (Reads::default(), BytesMut::new());
+        let mut sizes = Vec::new();
+        for _ in 0..6 {
+            sizes.push(read(&mut reads, &mut buf, None));
+            buf.clear();
+        }
+        assert_eq!(sizes, [4096, 8192, 16384, 32768, 65536, 65536]);
+        assert_eq!(read(&mut reads, &mut buf, Some(b"a few")), 5);
+        buf.clear();
+        release_room(&mut buf);
+        assert_eq!(read(&mut reads, &mut buf, None), MIN_READ);
+        // A read that fills the room left after bytes already held counts as filling too.
+        let (mut reads, mut buf) = (Reads::default(), BytesMut::with_capacity(2 * MIN_READ));
+        buf.resize(MIN_READ + MIN_READ / 2, b'h');
+        assert_eq!(read(&mut reads, &mut buf, None), MIN_READ / 2);
+        buf.clear();
+        release_room(&mut buf);
+        assert_eq!(read(&mut reads, &mut buf, None), 2 * MIN_READ);
+    }
+
+    /// A buffer holding bytes gets more room when under a quarter of the smallest read is
+    /// left, and reads into what it has otherwise.
+    #[test]
+    fn little_room_left_is_grown_first() {
+        for (left, grown) in [(100, true), (MIN_READ / 4 - 1, true), (MIN_READ / 4, false)] {
+            let mut buf = BytesMut::with_capacity(MIN_READ);
+            buf.resize(buf.capacity() - left, b'h');
+            let n = read(&mut Reads::default(), &mut buf, None);
+            assert_eq!(n > left, grown, "{left} bytes of room");
+            assert!(n >= left, "{left} bytes of room, {n} read");
+        }
+    }
+}
