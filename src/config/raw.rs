@@ -194,8 +194,6 @@ pub struct Limits {
     pub max_body: Option<At<String>>,
     pub drain: Option<At<String>>,
     pub max_line: Option<At<String>>,
-    /// `max_answer` is its spelling before 0.2, still read so that older tables load.
-    #[serde(alias = "max_answer")]
     pub max_response: Option<At<String>>,
     pub max_header_bytes: Option<At<String>>,
     pub max_headers: Option<At<u64>>,

@@ -675,17 +675,6 @@ fn extra_options_is_a_policy_of_native_routes_over_chat_completions() {
     ]);
 }
 
-/// Tables written before the key was named `max_response` still load, with the same meaning.
-#[test]
-fn max_answer_is_read_as_max_response() {
-    let limits = |yaml: &str| ok(&with_base(yaml)).limits.max_response;
-    assert_eq!(limits("limits: { max_answer: 2MiB }\n"), 2 * 1024 * 1024);
-    assert_eq!(
-        limits("limits: { max_answer: 2MiB }\n"),
-        limits("limits: { max_response: 2MiB }\n")
-    );
-}
-
 #[test]
 fn a_small_max_response_is_a_warning_where_web_data_v1_is_translated() {
     let table = |limits: &str| {
