@@ -147,7 +147,13 @@ fn a_field_set_stands_for_the_responses() {
     let mut raw = read(section, Kind::Response);
     let set = HeaderValue::from_static("lingos");
     let id = HeaderName::from_static("x-request-id");
-    let writers = [CONTENT_LENGTH, DATE, CONNECTION, TRANSFER_ENCODING, KEEP_ALIVE];
+    let writers = [
+        CONTENT_LENGTH,
+        DATE,
+        CONNECTION,
+        TRANSFER_ENCODING,
+        KEEP_ALIVE,
+    ];
     for name in writers.iter().chain([&id]) {
         assert_eq!(raw.takes(name), *name == id, "{name}");
     }
