@@ -19,7 +19,8 @@ use crate::http::body::Body;
 use crate::http::message::{HeaderView, Response};
 use crate::observe::metrics::{self, Metrics};
 use crate::runtime::Snapshot;
-use crate::table::Target;
+use crate::table::{Backend, Target};
+use crate::upstream::backends::Member;
 
 /// How long `/readyz` waits for an upstream to accept a TCP connection.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -68,7 +69,11 @@ impl Builtin {
             ),
             Builtin::Readyz => readyz(snapshot).await,
             Builtin::Metrics => {
-                let mut response = Response::new(Body::full(Bytes::from(metrics.render())));
+                let mut text = metrics.render();
+                let backends = (snapshot.peers().iter()).map(|p| (&*p.spec, &*p.backends));
+                let at = text.rfind("# EOF").unwrap_or(text.len());
+                text.insert_str(at, &crate::upstream::report::render(backends));
+                let mut response = Response::new(Body::full(Bytes::from(text)));
                 response.headers_mut().insert(
                     CONTENT_TYPE,
                     HeaderValue::from_static(metrics::CONTENT_TYPE),
@@ -79,13 +84,18 @@ impl Builtin {
     }
 }
 
-/// Ready when every upstream accepts a TCP connection (`mock:` ones always do): 200, or 503
-/// naming the ones that do not.
+/// Ready when every upstream can be used: one backend accepts a TCP connection (`mock:` ones
+/// always do), or among several, one is in service. 200, or 503 naming the ones that cannot.
 async fn readyz(snapshot: &Snapshot) -> Response {
-    let probes = snapshot.table.upstreams.iter().map(|upstream| async move {
-        let state = match &upstream.target {
-            Target::Mock(_) => Ok(()),
-            Target::Url(url) => probe(url).await,
+    let probes = snapshot.peers().iter().map(|peer| async move {
+        let upstream = &peer.spec;
+        let state = match (&upstream.backends[..], peer.backends.members()) {
+            ([one], _) => match &one.target {
+                Target::Mock(_) => Ok(()),
+                Target::Url(url) => probe(url).await,
+            },
+            _ if peer.backends.any_in_service() => Ok(()),
+            (backends, members) => Err(states(backends, members)),
         };
         (upstream.name.to_string(), state)
     });
@@ -130,6 +140,14 @@ async fn probe(url: &hyper::Uri) -> Result<(), String> {
             crate::base::units::format_duration(PROBE_TIMEOUT)
         )),
     }
+}
+
+/// Why no backend of an upstream is in service: each one's state.
+fn states(backends: &[Backend], members: &[Member]) -> String {
+    let each: Vec<String> = (backends.iter().zip(members))
+        .map(|(b, m)| format!("{} {}", b.label, m.state.state_word()))
+        .collect();
+    format!("no backend in service ({})", each.join(", "))
 }
 
 fn json(status: StatusCode, value: &Value) -> Response {

@@ -7,9 +7,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::table::{RouteTable, Upstream};
+use crate::table::{Backend, RouteTable, Upstream};
 use crate::translate::webdata::{self, Jobs};
-use crate::upstream::UpstreamClient;
+use crate::upstream::backends::{Backends, Member};
+use crate::upstream::health::BackendState;
+use crate::upstream::{UpstreamClient, probe};
 use crate::webhooks::Settings;
 
 /// Everything derived from one version of the file, swapped as one.
@@ -27,9 +29,9 @@ pub struct Snapshot {
 pub struct Peer {
     /// Its compiled settings.
     pub spec: Arc<Upstream>,
-    /// Its pooled connections (or its mock); shared with the tables before it while it is
-    /// reached the same way.
-    pub client: Arc<UpstreamClient>,
+    /// Its backends: each one's pooled connections (or its mock), shared with the tables
+    /// before it while it is reached the same way, and its state, kept while it stays.
+    pub backends: Arc<Backends>,
     /// Learnt that it has only the legacy `/api/embeddings` (forgotten on reload).
     legacy_embeddings: AtomicBool,
     /// The v1 formats of the crawls and batches web-data v1 clients started on it (a
@@ -51,16 +53,21 @@ impl Snapshot {
     /// by one upstream at most: by its namesake if that one is served alike, else by the
     /// first in table order that is.
     pub fn new(table: RouteTable, generation: u64, before: Option<&Snapshot>) -> Self {
-        let clients = kept(&table.upstreams, before.map_or(&[], |b| &b.peers[..]));
-        let peers = table
-            .upstreams
-            .iter()
-            .zip(clients)
-            .map(|(spec, client)| Peer {
-                spec: Arc::clone(spec),
-                client: client.unwrap_or_else(|| Arc::new(UpstreamClient::new(spec))),
-                legacy_embeddings: AtomicBool::new(false),
-                jobs: Mutex::new(Jobs::new(JOBS_REMEMBERED, webdata::TTL)),
+        let mut kept = Left::of(before.map_or(&[], |b| &b.peers[..])).keep(&table.upstreams);
+        let peers = (table.upstreams.iter().zip(&mut kept))
+            .map(|(spec, kept)| {
+                let mut kept = kept.drain(..);
+                let keep = |_: &Backend| kept.next().unwrap_or_default();
+                let backends = Arc::new(Backends::new(spec, keep));
+                if backends.members().len() > 1 {
+                    probe::spawn(Arc::clone(spec), Arc::downgrade(&backends));
+                }
+                Peer {
+                    spec: Arc::clone(spec),
+                    backends,
+                    legacy_embeddings: AtomicBool::new(false),
+                    jobs: Mutex::new(Jobs::new(JOBS_REMEMBERED, webdata::TTL)),
+                }
             })
             .collect();
         Snapshot {
@@ -81,23 +88,72 @@ impl Snapshot {
     }
 }
 
-/// For each of `upstreams`, the client of one of `before`'s peers it keeps (see
-/// [`Snapshot::new`]): namesakes are matched first, so that an upstream listed before its
-/// namesake never takes the namesake's pool.
-fn kept(upstreams: &[Arc<Upstream>], before: &[Peer]) -> Vec<Option<Arc<UpstreamClient>>> {
-    let mut left: Vec<Option<&Peer>> = before.iter().map(Some).collect();
-    let mut take = |spec: &Upstream, named: bool| {
-        let fits = |p: &Peer| p.client.serves_alike(spec) && (!named || p.spec.name == spec.name);
-        let at = left.iter().position(|p| p.is_some_and(fits))?;
-        left[at].take().map(|p| Arc::clone(&p.client))
-    };
-    let mut clients: Vec<_> = upstreams.iter().map(|spec| take(spec, true)).collect();
-    for (client, spec) in clients.iter_mut().zip(upstreams) {
-        if client.is_none() {
-            *client = take(spec, false);
-        }
+/// What a new backend keeps of one before: its client (its pooled connections) and its
+/// state.
+type Kept = (Option<Arc<UpstreamClient>>, Option<Arc<BackendState>>);
+
+/// The backends of a table before, each one's client until a new backend keeps it.
+struct Left<'a> {
+    /// (its upstream, its spec, it while its client is not kept)
+    backends: Vec<(&'a Upstream, &'a Backend, &'a Member, bool)>,
+}
+
+impl<'a> Left<'a> {
+    fn of(peers: &'a [Peer]) -> Left<'a> {
+        let backends = (peers.iter())
+            .flat_map(|p| {
+                let members = p.backends.members().iter();
+                let specs = p.spec.backends.iter().zip(members);
+                specs.map(move |(b, m)| (&*p.spec, b, m, true))
+            })
+            .collect();
+        Left { backends }
     }
-    clients
+
+    /// What each backend of `upstreams` keeps: the state of its namesake (the same upstream,
+    /// the same label), and the client of one before that serves it alike: its namesake's
+    /// upstream's first, then any other's, so that an upstream listed before its namesake
+    /// never takes the namesake's pool. Each client is kept by one backend at most.
+    fn keep(mut self, upstreams: &[Arc<Upstream>]) -> Vec<Vec<Kept>> {
+        let mut kept: Vec<Vec<Kept>> = (upstreams.iter())
+            .map(|u| {
+                u.backends
+                    .iter()
+                    .map(|b| (None, self.state(u, b)))
+                    .collect()
+            })
+            .collect();
+        for named in [true, false] {
+            for (u, kept) in upstreams.iter().zip(&mut kept) {
+                for (b, kept) in u.backends.iter().zip(kept.iter_mut()) {
+                    if kept.0.is_none() {
+                        kept.0 = self.client(u, b, named);
+                    }
+                }
+            }
+        }
+        kept
+    }
+
+    fn state(&self, upstream: &Upstream, backend: &Backend) -> Option<Arc<BackendState>> {
+        (self.backends.iter())
+            .find(|(u, b, ..)| u.name == upstream.name && b.label == backend.label)
+            .map(|(_, _, m, _)| Arc::clone(&m.state))
+    }
+
+    fn client(
+        &mut self,
+        upstream: &Upstream,
+        backend: &Backend,
+        named: bool,
+    ) -> Option<Arc<UpstreamClient>> {
+        let fits = |(u, _, m, left): &(&Upstream, &Backend, &Member, bool)| {
+            *left && (!named || u.name == upstream.name) && m.client.serves_alike(upstream, backend)
+        };
+        let at = self.backends.iter().position(fits)?;
+        self.backends[at].3 = false;
+        Some(Arc::clone(&self.backends[at].2.client))
+    }
 }
 
 // === impl Peer ===
@@ -138,7 +194,8 @@ mod tests {
     /// Which of `before`'s upstreams each of `after`'s kept the client of, by name.
     fn kept_from(before: &Snapshot, after: &Snapshot) -> Vec<Option<String>> {
         let by = |peer: &Peer| {
-            let same = |old: &&Peer| Arc::ptr_eq(&old.client, &peer.client);
+            let client = |p: &Peer| Arc::clone(&p.backends.members()[0].client);
+            let same = |old: &&Peer| Arc::ptr_eq(&client(old), &client(peer));
             before
                 .peers()
                 .iter()

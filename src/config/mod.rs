@@ -13,6 +13,7 @@
 
 use std::path::Path;
 
+mod backends;
 pub mod compile;
 mod ctx;
 pub mod error;

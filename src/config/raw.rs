@@ -97,6 +97,13 @@ pub struct Secret {
 pub struct Upstream {
     pub url: Option<At<String>>,
     pub mock: Option<At<Mock>>,
+    /// Several servers instead of one `url:` or `mock:`.
+    pub backends: Option<At<Vec<At<Backend>>>>,
+    /// `least-loaded`, or `{ sticky: { header: NAME } }`.
+    pub balance: Option<At<serde_json::Value>>,
+    pub health: Option<At<Health>>,
+    /// A share of the requests in flight: `20%`.
+    pub retry_budget: Option<At<String>>,
     pub speaks: At<String>,
     pub timeouts: Option<Timeouts>,
     pub auth: Option<At<Auth>>,
@@ -122,6 +129,25 @@ pub struct Webhooks {
     pub allow: Option<At<Vec<At<String>>>>,
     pub store: Option<At<String>>,
     pub firecrawl_signature: Option<At<bool>>,
+}
+
+/// `upstreams.<name>.backends[]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backend {
+    pub url: Option<At<String>>,
+    pub mock: Option<At<Mock>>,
+    pub weight: Option<At<u32>>,
+    pub priority: Option<At<u32>>,
+}
+
+/// `upstreams.<name>.health`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Health {
+    pub interval: Option<At<String>>,
+    pub eject_after: Option<At<u32>>,
+    pub eject_for: Option<At<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use super::routes::translator_status;
 use crate::base::dialect::Dialect;
 use crate::base::units::{format_duration, format_size};
-use crate::table::{PathMatch, RouteTable, Target, WebhookSpec};
+use crate::table::{Backend, Balance, PathMatch, RouteTable, Target, Upstream, WebhookSpec};
 use crate::translate::native::Extras;
 
 /// Renders the report; one section per part of the table, routes in file order.
@@ -92,16 +92,52 @@ fn clients(out: &mut String, table: &RouteTable) {
     }
 }
 
+fn where_is(backend: &Backend) -> String {
+    match &backend.target {
+        Target::Url(url) => url.to_string(),
+        Target::Mock(_) => "mock (built in)".to_owned(),
+    }
+}
+
+/// An upstream's backends, each with its weight and priority, and how they are used.
+fn backends(out: &mut String, u: &Upstream) {
+    for b in &u.backends {
+        let _ = writeln!(
+            out,
+            "    backend {}  weight {}, priority {}",
+            where_is(b),
+            b.weight,
+            b.priority
+        );
+    }
+    let balance = match &u.balance {
+        Balance::LeastLoaded => "least-loaded".to_owned(),
+        Balance::Sticky { header } => format!("sticky on {header}"),
+    };
+    let h = &u.health;
+    let _ = writeln!(
+        out,
+        "    balance {balance}; probed every {}, ejected after {} failures for {}; retry budget {}%",
+        format_duration(h.interval),
+        h.eject_after,
+        format_duration(h.eject_for),
+        (u.retry_budget * 100.0).round()
+    );
+}
+
 fn upstreams(out: &mut String, table: &RouteTable) {
     let _ = writeln!(out, "\nupstreams");
     let width = width(&table.upstreams, |u| u.name.len());
     for u in &table.upstreams {
-        let target = match &u.target {
-            Target::Url(url) => url.to_string(),
-            Target::Mock(_) => "mock (built in)".to_owned(),
+        let target = match &u.backends[..] {
+            [one] => where_is(one),
+            several => format!("{} backends", several.len()),
         };
         let t = &u.timeouts;
         let _ = writeln!(out, "  {:<width$}  {target}  speaks {}", u.name, u.speaks);
+        if u.backends.len() > 1 {
+            backends(out, u);
+        }
         let _ = writeln!(
             out,
             "    timeouts: connect {}, first_byte {}, idle {}",

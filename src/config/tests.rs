@@ -335,7 +335,7 @@ fn upstream_rules() {
         &text,
         &[
             "proxy.yaml:4:29: upstream `a` has both `url:` and `mock:`; keep one",
-            "proxy.yaml:5:3: upstream `b` needs `url:` or `mock:`",
+            "proxy.yaml:5:3: upstream `b` needs `url:`, `mock:` or `backends:`",
             "proxy.yaml:6:13: upstream `c`: url `ftp://x` must start with http:// or https://",
             "proxy.yaml:7:13: upstream `d`: url `http://x/?q` must not have a query or fragment",
             "proxy.yaml:8:13: upstream `e`: url `http://x/#f` must not have a query or fragment",
@@ -362,7 +362,7 @@ fn mock_job_and_webhook_keys() {
   none: {{ mock: {{ webhook_retry: [] }}, speaks: web-data }}
 "#
     ));
-    let Target::Mock(mock) = &table.upstreams[0].target else {
+    let Target::Mock(mock) = &table.upstreams[0].backends[0].target else {
         panic!("not a mock")
     };
     let secs = std::time::Duration::from_secs;
@@ -376,7 +376,7 @@ fn mock_job_and_webhook_keys() {
         mock.webhook_secret.as_ref().map(|s| s.expose()),
         Some(ENV_SECRET)
     );
-    let Target::Mock(none) = &table.upstreams[1].target else {
+    let Target::Mock(none) = &table.upstreams[1].backends[0].target else {
         panic!("not a mock")
     };
     assert_eq!(none.webhook_retry, Some(vec![]));
@@ -422,7 +422,7 @@ fn upstreams_compile() {
         "file order"
     );
 
-    let url = |i: usize| match &table.upstreams[i].target {
+    let url = |i: usize| match &table.upstreams[i].backends[0].target {
         Target::Url(url) => url.to_string(),
         Target::Mock(_) => panic!("not a url"),
     };
@@ -448,13 +448,13 @@ fn upstreams_compile() {
         )
     );
 
-    let Target::Mock(mock) = &table.upstreams[2].target else {
+    let Target::Mock(mock) = &table.upstreams[2].backends[0].target else {
         panic!("not a mock")
     };
     assert_eq!((mock.tokens, mock.embedding_size), (Some(16), Some(8)));
     assert_eq!(mock.token_delay, Some(std::time::Duration::from_millis(20)));
     assert_eq!(mock.first_token_delay, Some(std::time::Duration::ZERO));
-    let Target::Mock(bare) = &table.upstreams[3].target else {
+    let Target::Mock(bare) = &table.upstreams[3].backends[0].target else {
         panic!("not a mock")
     };
     assert_eq!((bare.tokens, bare.token_delay), (None, None));

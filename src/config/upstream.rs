@@ -1,10 +1,12 @@
-//! One `upstreams:` entry -> [`Upstream`]: target (url or mock), dialect, timeouts, auth.
+//! One `upstreams:` entry -> [`Upstream`]: its backends (`backends.rs`), dialect, timeouts,
+//! auth.
 
 use std::sync::Arc;
 
 use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
-use super::ctx::{Ctx, http_url, optional};
+use super::backends::{self, Targets};
+use super::ctx::{Ctx, optional};
 use super::raw::{self, At};
 use super::tls::{self, Verify};
 use crate::base::dialect::Dialect;
@@ -30,50 +32,57 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
     }
     let raw = raw.value;
     let speaks = cx.dialect(&raw.speaks, &label);
-    let target = match (raw.url, raw.mock) {
-        (Some(url), None) => http_url(&url.value)
-            .map_err(|e| cx.error(&url, format!("{label}: url {e}")))
-            .ok()
-            .map(Target::Url),
-        (None, Some(mock)) => mock_spec(cx, mock.value, &label).map(Target::Mock),
-        (Some(_), Some(mock)) => {
-            cx.error(
-                &mock,
-                format!("{label} has both `url:` and `mock:`; keep one"),
-            );
-            None
-        }
-        (None, None) => {
-            cx.error(&name, format!("{label} needs `url:` or `mock:`"));
-            None
-        }
+    let targets = Targets {
+        url: raw.url,
+        mock: raw.mock,
+        backends: raw.backends,
     };
+    let backends = backends::compile(cx, targets, &name, &label);
+    let balance = backends::balance(cx, raw.balance, &label);
+    let health = backends::health(cx, raw.health, &label);
+    let retry_budget = backends::retry_budget(cx, raw.retry_budget, &label);
     let timeouts = timeouts(cx, raw.timeouts, &label);
     let auth = optional(raw.auth, |a| auth(cx, a, &label));
-    let tls = client_tls(cx, raw.tls, target.as_ref(), &label);
+    let targets = backends
+        .as_ref()
+        .map(|(b, _)| b.iter().map(|b| &b.target).collect());
+    let tls = client_tls(cx, raw.tls, targets, &label);
     let http2 = raw.http2.is_some_and(|h| h.value);
     let webhooks = optional(raw.webhooks, |w| {
         super::webhooks::compile(cx, w, speaks, &label).map(Arc::new)
     });
-    if http2 && matches!(target, Some(Target::Mock(_))) {
+    let all_mock = backends
+        .as_ref()
+        .is_some_and(|(b, _)| b.iter().all(|b| matches!(b.target, Target::Mock(_))));
+    if http2 && all_mock {
         cx.warnings.push(format!(
             "{label}: `http2` has no effect on a `mock:` upstream"
         ));
     }
-    let built = match (speaks, target, timeouts, auth, tls, webhooks) {
-        (Some(speaks), Some(target), Some(timeouts), Some(auth), Some(tls), Some(webhooks)) => {
-            Some(Arc::new(Upstream {
-                name: name.value.as_str().into(),
-                host: target.host(),
-                target,
-                speaks,
-                timeouts,
-                auth,
-                tls,
-                http2,
-                webhooks,
-            }))
-        }
+    let spreading = (balance, health, retry_budget);
+    let built = match (speaks, backends, timeouts, auth, tls, webhooks, spreading) {
+        (
+            Some(speaks),
+            Some((backends, base_path)),
+            Some(timeouts),
+            Some(auth),
+            Some(tls),
+            Some(webhooks),
+            (Some(balance), Some(health), Some(retry_budget)),
+        ) => Some(Arc::new(Upstream {
+            name: name.value.as_str().into(),
+            backends,
+            base_path,
+            speaks,
+            timeouts,
+            auth,
+            tls,
+            http2,
+            webhooks,
+            balance,
+            health,
+            retry_budget,
+        })),
         _ => None,
     };
     Declared {
@@ -124,12 +133,12 @@ fn timeouts(cx: &mut Ctx<'_>, raw: Option<raw::Timeouts>, label: &str) -> Option
     })
 }
 
-/// The upstream's rustls client config. `tls:` only makes sense on an https URL; skipping
-/// verification is allowed, but said out loud on every load.
+/// The upstream's rustls client config. `tls:` only makes sense when every backend has an
+/// https URL; skipping verification is allowed, but said out loud on every load.
 fn client_tls(
     cx: &mut Ctx<'_>,
     raw: Option<At<raw::UpstreamTls>>,
-    target: Option<&Target>,
+    targets: Option<Vec<&Target>>,
     label: &str,
 ) -> Option<Arc<rustls::ClientConfig>> {
     let Some(at) = raw else {
@@ -137,8 +146,8 @@ fn client_tls(
             .map_err(|e| cx.error(&At::<()>::default(), format!("{label}: {e}")))
             .ok();
     };
-    let is_https = matches!(target, Some(Target::Url(url)) if url.scheme_str() == Some("https"));
-    if target.is_some() && !is_https {
+    let is_https = |t: &&Target| matches!(t, Target::Url(url) if url.scheme_str() == Some("https"));
+    if targets.is_some_and(|t| !t.iter().all(is_https)) {
         cx.error(
             &at,
             format!("{label}: `tls:` applies only to an https:// url"),
@@ -174,7 +183,7 @@ fn client_tls(
         .ok()
 }
 
-fn mock_spec(cx: &mut Ctx<'_>, raw: raw::Mock, label: &str) -> Option<MockSpec> {
+pub(super) fn mock_spec(cx: &mut Ctx<'_>, raw: raw::Mock, label: &str) -> Option<MockSpec> {
     // A zero delay is meaningful for the mock: respond as fast as possible. A zero reply time
     // is not: every delivery would fail.
     let mut delay = |d: Option<At<String>>, key: &str, zero_ok: bool| {

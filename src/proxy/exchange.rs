@@ -15,7 +15,7 @@ use crate::limits::{Activity, Gate};
 use crate::observe::RequestStats;
 use crate::runtime::Snapshot;
 use crate::table::{Route, RouteTable, Upstream};
-use crate::upstream::UpstreamClient;
+use crate::upstream::backends::Backends;
 use crate::upstream::headers::X_REQUEST_ID;
 
 /// What lingo knows about the connection a request came on.
@@ -38,7 +38,7 @@ pub struct Exchange<'a> {
     pub snapshot: &'a Snapshot,
     pub route: &'a Route,
     pub upstream: &'a Upstream,
-    pub client: &'a UpstreamClient,
+    pub backends: &'a Backends,
     pub conn: &'a ConnInfo,
     /// The normalised path plus the original query.
     pub path_and_query: String,
@@ -108,7 +108,7 @@ impl<'a> Exchange<'a> {
             snapshot,
             route,
             upstream: &peer.spec,
-            client: &peer.client,
+            backends: &peer.backends,
             conn,
             path_and_query,
             path_len: path.len(),
@@ -146,7 +146,7 @@ impl<'a> Exchange<'a> {
             snapshot: self.snapshot,
             route: self.route,
             upstream: &peer.spec,
-            client: &peer.client,
+            backends: &peer.backends,
             conn: self.conn,
             path_and_query: self.path_and_query.clone(),
             path_len: self.path_len,

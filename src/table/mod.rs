@@ -100,9 +100,11 @@ pub struct ClientKey {
 pub struct Upstream {
     /// Shared, not copied, by each request's access record and metric labels.
     pub name: Arc<str>,
-    pub target: Target,
-    /// The `Host` it is addressed by (see [`Target::host`]), made once.
-    pub host: HeaderValue,
+    /// Where it is served: one backend for `url:` or `mock:`, else `backends:` in file order.
+    pub backends: Vec<Backend>,
+    /// The URLs' own path prefix (no trailing `/`; empty for the mock), the same for every
+    /// backend: prepended to what lingo sends, and carried by the links the upstream writes.
+    pub base_path: String,
     pub speaks: Dialect,
     pub timeouts: Timeouts,
     pub auth: Option<Auth>,
@@ -112,7 +114,58 @@ pub struct Upstream {
     pub http2: bool,
     /// Its job webhooks relayed by lingo (`webhooks:`; web-data upstreams only).
     pub webhooks: Option<Arc<WebhookSpec>>,
+    /// How a request's backend is chosen among several (`balance:`).
+    pub balance: Balance,
+    /// When a backend is taken out of service and probed (`health:`).
+    pub health: Health,
+    /// Retries in flight allowed, as a share of the requests in flight (`retry_budget:`).
+    pub retry_budget: f64,
 }
+
+/// One server of an upstream.
+#[derive(Debug)]
+pub struct Backend {
+    pub target: Target,
+    /// The `Host` it is addressed by (see [`Target::host`]), made once.
+    pub host: HeaderValue,
+    /// Its share of the requests against the others of its priority (at least 1).
+    pub weight: u32,
+    /// 0 is served first; a higher one only while no backend of a lower one is in service.
+    pub priority: u32,
+    /// How logs, metrics and `lingo check` name it: its URL, or `mock` and its place.
+    pub label: Arc<str>,
+}
+
+/// How a backend is chosen for a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Balance {
+    /// The less loaded of two picked at random (requests in flight over weight).
+    LeastLoaded,
+    /// The same backend for the same session (this header's value, else the conversation's
+    /// first messages), unless it is much busier than the others.
+    Sticky { header: HeaderName },
+}
+
+/// When a backend is taken out of service, and how it is probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Health {
+    /// Time between two probes of each backend.
+    pub interval: Duration,
+    /// Consecutive failures (connect errors, timeouts, 5xx) that eject a backend.
+    pub eject_after: u32,
+    /// How long a first ejection lasts; each one after it in a row lasts twice the last, up to
+    /// [`MAX_EJECTION`].
+    pub eject_for: Duration,
+}
+
+pub const DEFAULT_HEALTH: Health = Health {
+    interval: Duration::from_secs(5),
+    eject_after: 3,
+    eject_for: Duration::from_secs(30),
+};
+/// The longest an ejection lasts, however often a backend failed.
+pub const MAX_EJECTION: Duration = Duration::from_secs(300);
+pub const DEFAULT_RETRY_BUDGET: f64 = 0.2;
 
 /// Where an upstream is.
 #[derive(Debug)]

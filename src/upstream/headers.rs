@@ -22,6 +22,7 @@ pub const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-ho
 /// What the upstream request's headers say about the client and the upstream. The values
 /// are lent (by the table, the connection and the exchange), not cloned: each clone of a
 /// shared value is an atomic count taken and given back per request.
+#[derive(Clone, Copy)]
 pub struct Forwarding<'a> {
     /// The upstream's authority, for `Host`.
     pub host: &'a HeaderValue,

@@ -7,13 +7,18 @@
 //! (`pool`) instead of hyper-util's client. A second, HTTP/1.1-only connector (hyper's)
 //! serves WebSocket upgrades, which cannot ride on HTTP/2.
 
+pub mod backends;
 mod connect;
 // Its client is re-exported hidden (below) for the fuzz target only: its documentation is
 // private documentation, where links to the module's private parts are what they should be.
 #[allow(rustdoc::private_intra_doc_links)]
 mod h1;
 pub mod headers;
+pub mod health;
+mod pick;
 mod pool;
+pub mod probe;
+pub mod report;
 mod unreached;
 mod upload;
 
@@ -35,7 +40,7 @@ use crate::http::body::{Body, BoxError};
 use crate::http::idle::{BodyTimeout, Idle, IdleTimeout};
 use crate::http::message::{Request, Response};
 use crate::mock::{self, knobs::Knobs};
-use crate::table::{Target, Upstream};
+use crate::table::{Backend, Target, Upstream};
 use headers::Forwarding;
 
 /// lingo's HTTP/1.1 client, reachable only for the differential fuzz target (`fuzz/`), which
@@ -75,8 +80,9 @@ pub enum Pool {
 // === impl UpstreamClient ===
 
 impl UpstreamClient {
-    pub fn new(upstream: &Upstream) -> Self {
-        if let Target::Mock(spec) = &upstream.target {
+    /// The client of one of `upstream`'s backends.
+    pub fn new(upstream: &Upstream, backend: &Backend) -> Self {
+        if let Target::Mock(spec) = &backend.target {
             return UpstreamClient::Mock(Knobs::from_spec(spec).speaking(upstream.speaks));
         }
         let connect = upstream.timeouts.connect;
@@ -102,8 +108,10 @@ impl UpstreamClient {
             connect::Timed::new(pooled, connect),
             connect::Timed::new(ws_connector, connect),
         );
-        let pool = match &upstream.target {
-            Target::Url(uri) if is_lean(upstream) => Pool::Lean(pool::Http1Pool::new(uri, connect)),
+        let pool = match &backend.target {
+            Target::Url(uri) if is_lean(upstream, backend) => {
+                Pool::Lean(pool::Http1Pool::new(uri, connect))
+            }
             _ => Pool::Legacy(legacy_clients(upstream, &pooled)),
         };
         UpstreamClient::Http { pool, ws_connector }
@@ -114,22 +122,22 @@ impl UpstreamClient {
     /// limit, whose connections a reload then keeps (see `runtime::Snapshot::new`).
     /// hyper-util's clients are made again: what their TLS was made from (a CA file read
     /// again) is not compared here.
-    pub fn serves_alike(&self, upstream: &Upstream) -> bool {
-        match (self, &upstream.target) {
+    pub fn serves_alike(&self, upstream: &Upstream, backend: &Backend) -> bool {
+        match (self, &backend.target) {
             (
                 UpstreamClient::Http {
                     pool: Pool::Lean(pool),
                     ..
                 },
                 Target::Url(uri),
-            ) => is_lean(upstream) && pool.serves(uri, upstream.timeouts.connect),
+            ) => is_lean(upstream, backend) && pool.serves(uri, upstream.timeouts.connect),
             _ => false,
         }
     }
 
-    /// Sends a request, its fields and the client's forwarded by `rules`
-    /// (`headers::to_upstream`), and waits for the response's head, within the first-byte
-    /// limit. The response comes with its hop-by-hop fields left out (`headers::to_client`).
+    /// Sends a request to `backend`, its fields and the client's forwarded by `rules`
+    /// (`headers::to_upstream`, `Host` the backend's), and waits for the response's head,
+    /// within the first-byte limit. The response comes with its hop-by-hop fields left out (`headers::to_client`).
     /// Its body fails with `http::idle::IdleTimeout` when the upstream sends nothing for its
     /// idle limit (lingo's own client times that on the connection's timer; the others'
     /// bodies are wrapped in `http::idle::Idle`).
@@ -138,17 +146,23 @@ impl UpstreamClient {
     /// lingo's own pool's is built in its box (`base::pinned`), only timed and its error
     /// told.
     ///
-    /// `req`'s URI is [`request_uri`]'s (or [`forward_uri`]'s) for this upstream: the origin
-    /// form for lingo's own client, the absolute form for hyper-util's. The head is written
-    /// and an idle connection taken when this is called: await what it returns (dropped
-    /// unpolled, the connection is closed).
+    /// `req`'s URI is [`request_uri`]'s (or [`forward_uri`]'s): the origin form, which lingo's
+    /// own client and the mock take as it is, and hyper-util's client gets in the absolute
+    /// form, the backend's scheme and authority before it. The head is written and an idle
+    /// connection taken when this is called: await what it returns (dropped unpolled, the
+    /// connection is closed).
     pub fn send<'a>(
         &'a self,
         upstream: &'a Upstream,
+        backend: &Backend,
         mut req: Request,
         rules: &Forwarding<'_>,
         body_limit: u64,
     ) -> Sending<'a> {
+        let rules = &Forwarding {
+            host: &backend.host,
+            ..*rules
+        };
         let (limit, idle) = (upstream.timeouts.first_byte, upstream.timeouts.idle);
         let clients = match self {
             UpstreamClient::Http {
@@ -174,9 +188,8 @@ impl UpstreamClient {
             }
         };
         headers::to_upstream(req.headers_mut(), rules);
+        *req.uri_mut() = absolute(backend, req.uri());
         let req = req.into_hyper();
-        // hyper-util's client needs the absolute form (`request_uri` gives it).
-        debug_assert!(req.uri().scheme().is_some(), "{}", req.uri());
         let client = &clients[worker::slot() % clients.len()];
         let (req, upload) = upload::noted(req, body_limit);
         let sending = client.request(req).map(move |sent| match sent {
@@ -283,10 +296,7 @@ pub fn client_body(err: &(dyn StdError + 'static), body_limit: u64) -> ProxyErro
 /// The upstream URL's own path prefix (no trailing `/`; empty for the mock): prepended to
 /// what lingo sends, and carried by the links the upstream writes, which lingo re-bases.
 pub fn base_path(upstream: &Upstream) -> &str {
-    match &upstream.target {
-        Target::Url(uri) => uri.path().trim_end_matches('/'),
-        Target::Mock(_) => "",
-    }
+    &upstream.base_path
 }
 
 /// [`request_uri`] for a request passed on with the path and query it came with (`client`'s,
@@ -295,63 +305,40 @@ pub fn base_path(upstream: &Upstream) -> &str {
 pub fn forward_uri(upstream: &Upstream, path_and_query: &str, client: &Uri) -> Uri {
     let same = client
         .path_and_query()
-        .filter(|pq| pq.as_str() == path_and_query);
-    let Some(pq) = same.filter(|_| base_path(upstream).is_empty()) else {
-        return request_uri(upstream, path_and_query);
-    };
-    match &upstream.target {
-        Target::Url(_) if is_lean(upstream) => Uri::from(pq.clone()),
-        Target::Url(base) => {
-            let mut parts = base.clone().into_parts();
-            parts.path_and_query = Some(pq.clone());
-            Uri::from_parts(parts).unwrap_or_else(|_| target_uri(upstream, path_and_query))
-        }
-        Target::Mock(_) => request_uri(upstream, path_and_query),
+        .filter(|pq| pq.as_str() == path_and_query && upstream.base_path.is_empty());
+    match same {
+        Some(pq) => Uri::from(pq.clone()),
+        None => request_uri(upstream, path_and_query),
     }
 }
 
-/// The URI a request sent with [`UpstreamClient::send`] carries. lingo's own client writes
-/// the request line from the path and query alone (and `Host` from the header rules), so
-/// that is all it is given (origin form: no scheme and authority copied per request);
-/// hyper-util's client and the mock get [`target_uri`]. The upstream's client and its spec
-/// come from the same `runtime::Peer`, so the form always matches the client that sends it.
+/// The URI a request sent with [`UpstreamClient::send`] carries: `path_and_query` under the
+/// upstream's base path, in origin form (no scheme and authority copied per request; the
+/// backend that sends it adds them if its client needs them).
 pub fn request_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
-    if !is_lean(upstream) {
-        return target_uri(upstream, path_and_query);
-    }
-    origin(upstream, path_and_query).map_or_else(|| target_uri(upstream, path_and_query), Uri::from)
-}
-
-/// `path_and_query` under the upstream's base path (if any).
-fn origin(upstream: &Upstream, path_and_query: &str) -> Option<PathAndQuery> {
     let base_path = base_path(upstream);
-    if base_path.is_empty() {
-        path_and_query.parse().ok()
+    let origin = if base_path.is_empty() {
+        path_and_query.parse::<PathAndQuery>()
     } else {
-        format!("{base_path}{path_and_query}").parse().ok()
-    }
-}
-
-/// Whether lingo's own client and pool serve `upstream`: plain `http://`, in HTTP/1.1.
-fn is_lean(upstream: &Upstream) -> bool {
-    matches!(&upstream.target, Target::Url(uri) if uri.scheme() == Some(&Scheme::HTTP) && !upstream.http2)
-}
-
-/// The URI of `path_and_query` on an upstream: its scheme and authority, its base path
-/// (if any) prepended.
-pub fn target_uri(upstream: &Upstream, path_and_query: &str) -> Uri {
-    let base = match &upstream.target {
-        Target::Url(base) => base,
-        // The in-process mock is reached without a socket; the authority only fills `Host`.
-        Target::Mock(_) => {
-            return format!("http://lingo-mock{path_and_query}")
-                .parse()
-                .unwrap_or_default();
-        }
+        format!("{base_path}{path_and_query}").parse()
     };
-    let mut parts = base.clone().into_parts();
-    parts.path_and_query = origin(upstream, path_and_query);
-    Uri::from_parts(parts).unwrap_or_else(|_| base.clone())
+    origin.map_or_else(|_| Uri::from_static("/"), Uri::from)
+}
+
+/// Whether lingo's own client and pool serve `backend`: plain `http://`, in HTTP/1.1.
+fn is_lean(upstream: &Upstream, backend: &Backend) -> bool {
+    matches!(&backend.target, Target::Url(uri) if uri.scheme() == Some(&Scheme::HTTP) && !upstream.http2)
+}
+
+/// `origin` (a [`request_uri`]) on `backend`: its scheme and authority before the path and
+/// query (`lingo-mock` for the mock, whose authority only fills `Host`).
+pub fn absolute(backend: &Backend, origin: &Uri) -> Uri {
+    let mut parts = match &backend.target {
+        Target::Url(base) => base.clone().into_parts(),
+        Target::Mock(_) => Uri::from_static("http://lingo-mock").into_parts(),
+    };
+    parts.path_and_query = origin.path_and_query().cloned();
+    Uri::from_parts(parts).unwrap_or_else(|_| origin.clone())
 }
 
 /// Maps a client error to the error the caller sees. A body that went over its limit while
@@ -475,35 +462,50 @@ routes:
         table.upstreams
     }
 
-    /// lingo's own client gets the origin form (its base path in it), hyper-util's client
-    /// and the mock the absolute form; a forwarded request shares the client's path when it
-    /// is the one sent on.
+    /// Every request is written in origin form (the base path in it); a backend whose
+    /// client needs the absolute form gets its scheme and authority before it; a forwarded
+    /// request shares the client's path when it is the one sent on.
     #[test]
-    fn each_client_gets_the_uri_form_it_writes() {
+    fn requests_are_in_origin_form_and_absolute_where_the_client_needs_it() {
         let ups = upstreams();
         let by = |name: &str| ups.iter().find(|u| &*u.name == name).unwrap();
         let cases = [
-            ("plain", "/api/chat?x=1", "/api/chat?x=1"),
-            ("based", "/api/chat?x=1", "/ollama/api/chat?x=1"),
-            ("tls", "/api/chat?x=1", "https://up/api/chat?x=1"),
-            ("h2", "/api/chat", "http://up:8080/api/chat"),
-            ("mock", "/api/chat", "http://lingo-mock/api/chat"),
+            (
+                "plain",
+                "/api/chat?x=1",
+                "/api/chat?x=1",
+                "http://up:8080/api/chat?x=1",
+            ),
+            (
+                "based",
+                "/api/chat?x=1",
+                "/ollama/api/chat?x=1",
+                "http://up:8080/ollama/api/chat?x=1",
+            ),
+            (
+                "tls",
+                "/api/chat?x=1",
+                "/api/chat?x=1",
+                "https://up/api/chat?x=1",
+            ),
+            ("h2", "/api/chat", "/api/chat", "http://up:8080/api/chat"),
+            (
+                "mock",
+                "/api/chat",
+                "/api/chat",
+                "http://lingo-mock/api/chat",
+            ),
         ];
-        for (name, pq, want) in cases {
-            assert_eq!(request_uri(by(name), pq).to_string(), want, "{name}");
+        for (name, pq, origin, whole) in cases {
+            let up = by(name);
+            assert_eq!(request_uri(up, pq).to_string(), origin, "{name}");
+            let at = absolute(&up.backends[0], &request_uri(up, pq));
+            assert_eq!(at.to_string(), whole, "{name}");
             let client: Uri = pq.parse().unwrap();
-            assert_eq!(
-                forward_uri(by(name), pq, &client).to_string(),
-                want,
-                "{name}"
-            );
+            assert_eq!(forward_uri(up, pq, &client).to_string(), origin, "{name}");
             // The client's path normalised to another: the normalised one is sent.
             let client: Uri = format!("/x/..{pq}").parse().unwrap();
-            assert_eq!(
-                forward_uri(by(name), pq, &client).to_string(),
-                want,
-                "{name}"
-            );
+            assert_eq!(forward_uri(up, pq, &client).to_string(), origin, "{name}");
         }
     }
 }

@@ -97,7 +97,7 @@ pub async fn send_all(
 ) -> Vec<ResponseResult> {
     let peer = x.snapshot.peer(index);
     let send = |call: UpstreamCall| {
-        send_native(x, &peer.spec, &peer.client, headers, call.path, call.body)
+        send_native(x, &peer.spec, &peer.backends, headers, call.path, call.body)
     };
     // One call (all but `n` > 1, a prompt batch, the legacy embeddings' one per input) is
     // awaited as it is, without a box and `join_all`'s lists.

@@ -16,7 +16,7 @@ type ResponseResult = Result<Response, ProxyError>;
 pub async fn list(call: &Exchange<'_>) -> ResponseResult {
     let (upstream, client) = (
         call.upstream,
-        &call.snapshot.peer(call.route.upstream).client,
+        &call.snapshot.peer(call.route.upstream).backends,
     );
     let response = send(
         call,
@@ -48,7 +48,7 @@ pub async fn list(call: &Exchange<'_>) -> ResponseResult {
 pub async fn one(call: &Exchange<'_>, path: &str) -> ResponseResult {
     let id = percent_decode(path.trim_start_matches("/v1/models/"));
     let (index, upstream, model) = resolve(call, &id);
-    let client = &call.snapshot.peer(index).client;
+    let client = &call.snapshot.peer(index).backends;
     let body = Bytes::from(json!({"model": model}).to_string());
     let response = send(
         call,

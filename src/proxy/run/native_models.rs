@@ -69,7 +69,7 @@ async fn get(
     upstream: &Upstream,
     path: &str,
 ) -> Result<Bytes, ProxyError> {
-    let client = &x.snapshot.peer(index).client;
+    let client = &x.snapshot.peer(index).backends;
     let response = send(x, upstream, client, Method::GET, None, path, Bytes::new()).await?;
     if !response.status().is_success() {
         let in_dialect = |status, body: &[u8]| {

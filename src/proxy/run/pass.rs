@@ -80,7 +80,7 @@ where
             rules.raw_response = as_read && !web_data;
             rules.client = Some(HeaderView::from(&client));
             let (upstream, limit) = (call.upstream, call.route.max_body);
-            call.client.send(upstream, request, &rules, limit)
+            call.backends.send(upstream, request, &rules, limit)
         };
         let response = sending.await;
         drop(waiting);
@@ -133,7 +133,7 @@ where
 /// The header facts for this call.
 pub fn forwarding<'a>(call: &'a Exchange<'_>, upgrade: bool) -> headers::Forwarding<'a> {
     headers::Forwarding {
-        host: &call.upstream.host,
+        host: &call.upstream.backends[0].host,
         client_ip: &call.conn.client_ip,
         proto: if call.conn.tls { "https" } else { "http" },
         client_host: call.client_host.as_ref(),

@@ -13,7 +13,7 @@ use crate::observe::RequestStats;
 use crate::proxy::exchange::Exchange;
 use crate::proxy::run::pass::forwarding;
 use crate::table::Upstream;
-use crate::upstream::{self, UpstreamClient};
+use crate::upstream::{self, backends::Backends};
 
 /// Reads the whole client body, refusing it past `limit` (413), or when it stalls (408).
 pub async fn read_body(body: Body, limit: u64) -> Result<Bytes, ProxyError> {
@@ -43,7 +43,7 @@ pub fn resolve<'a>(call: &'a Exchange<'_>, model: &str) -> (usize, &'a Upstream,
 pub async fn send_native(
     call: &Exchange<'_>,
     upstream: &Upstream,
-    client: &UpstreamClient,
+    client: &Backends,
     client_fields: HeaderView<'_>,
     path: &str,
     body: Bytes,
@@ -67,7 +67,7 @@ pub async fn send_native(
 pub async fn send(
     call: &Exchange<'_>,
     upstream: &Upstream,
-    client: &UpstreamClient,
+    client: &Backends,
     method: Method,
     client_fields: Option<HeaderView<'_>>,
     path: &str,
@@ -75,7 +75,7 @@ pub async fn send(
 ) -> Result<Response, ProxyError> {
     let mut rules = forwarding(call, false);
     rules.auth = upstream.auth.as_ref();
-    rules.host = &upstream.host;
+    rules.host = &upstream.backends[0].host;
     // The client's end-to-end fields travel on, but those of its own body: the body is
     // lingo's JSON; and lingo reads what comes back, so a CDN in front of the upstream must
     // not compress it.

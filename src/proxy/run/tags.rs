@@ -97,7 +97,7 @@ fn plan(table: &RouteTable, own_index: usize) -> (Vec<(&str, &ModelAlias)>, Vec<
 /// pass-through would show: its status and message, the upstream's key redacted.
 async fn fetch(call: &Exchange<'_>, index: usize, headers: HeaderView<'_>, path: &str) -> Fetched {
     let upstream = call.snapshot.table.upstream(index);
-    let client = &call.snapshot.peer(index).client;
+    let client = &call.snapshot.peer(index).backends;
     let headers = Some(headers);
     let response = send(
         call,

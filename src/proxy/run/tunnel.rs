@@ -50,6 +50,8 @@ async fn open(
     frames: Option<Frames>,
 ) -> Result<Response, ProxyError> {
     let upstream = call.upstream;
+    // A tunnel is not sent twice: its backend is the pick's, once.
+    let at = call.backends.one(upstream);
     let client_upgrade = upgrade::on(&mut req);
     let (mut head, _) = req.into_parts();
     // The handshake is made in the map, which hyper's client writes.
@@ -58,7 +60,11 @@ async fn open(
         fields.remove(SEC_WEBSOCKET_EXTENSIONS);
     }
     let offer = fields.get(SEC_WEBSOCKET_PROTOCOL).cloned();
-    headers::to_upstream(fields, &forwarding(call, true));
+    let rules = headers::Forwarding {
+        host: &upstream.backends[at].host,
+        ..forwarding(call, true)
+    };
+    headers::to_upstream(fields, &rules);
     // The handshake goes up without a body, so it must not announce one.
     fields.remove(hyper::header::CONTENT_LENGTH);
     let keys: Vec<&str> = (call.snapshot.table.clients.iter())
@@ -73,7 +79,7 @@ async fn open(
     // Connecting and the handshake are the upstream's time, as a pooled call's are.
     let waiting = call.stats.waiting();
     let request = Request::from_parts(head, Body::empty()).into_hyper();
-    let response = handshake(call, request).await;
+    let response = handshake(call, at, request).await;
     drop(waiting);
     let mut response = response?;
     let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
@@ -95,11 +101,16 @@ async fn open(
 /// the pool) and sends the handshake, each step under its timeout.
 async fn handshake(
     call: &Exchange<'_>,
+    at: usize,
     request: hyper::Request<Body>,
 ) -> Result<hyper::Response<Incoming>, ProxyError> {
     let upstream = call.upstream;
-    let uri = upstream::target_uri(upstream, &call.path_and_query);
-    let mut connector = match call.client {
+    let backend = &upstream.backends[at];
+    let uri = upstream::absolute(
+        backend,
+        &upstream::request_uri(upstream, &call.path_and_query),
+    );
+    let mut connector = match &*call.backends.members()[at].client {
         UpstreamClient::Http { ws_connector, .. } => ws_connector.clone(),
         UpstreamClient::Mock(_) => {
             return Err(ProxyError::Unreachable {

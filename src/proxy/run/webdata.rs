@@ -51,7 +51,7 @@ pub async fn v1(x: &Exchange<'_>, req: Request) -> ResponseResult {
     let response = send(
         x,
         x.upstream,
-        &peer.client,
+        &peer.backends,
         head.method().clone(),
         Some(head.headers()),
         &route.path_and_query,

@@ -1,0 +1,546 @@
+//! An upstream's backends as requests use them: each one's client and state, the pick, and
+//! the retry before the first byte.
+//!
+//! With one backend a request goes straight to its client. With several, a request's body is
+//! kept whole when it is known to be small ([`REPLAY_LIMIT`]) so that it can be sent again;
+//! its backend is picked (`pick`); the response's head and its first frame are awaited before
+//! anything goes to the client; and a connect error, a timeout, a 5xx, a 429 or 503, or a
+//! native `200` whose first line is an error is retried once on another backend while the
+//! retry budget has a token. Each request adds `retry_budget` of a token (20%: one retry per
+//! five requests), and at most the larger of 3 and that share of the requests in flight is
+//! saved up, so an outage cannot multiply the load. A backend counts a request in flight
+//! until its response's last byte.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body as _, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper::StatusCode;
+
+use super::health::{BackendState, Outcome};
+use super::pick::{self, Fit, Seen};
+use super::{Sending, UpstreamClient, client_body};
+use crate::base::clock;
+use crate::base::dialect::Dialect;
+use crate::error::ProxyError;
+use crate::http::body::{Body, BoxError, Prepend, read_all};
+use crate::http::message::{Request, Response};
+use crate::table::{Auth, Backend, Balance, Upstream};
+use crate::upstream::headers::Forwarding;
+
+/// The largest request body kept whole so that it can be sent to a second backend; a larger
+/// one, or one of unknown length, is sent once.
+pub const REPLAY_LIMIT: u64 = 1024 * 1024;
+
+/// A retry token, in thousandths.
+const TOKEN: i64 = 1000;
+
+/// One upstream's backends, in the order of `Upstream::backends`.
+pub struct Backends {
+    members: Box<[Member]>,
+    /// Requests in flight on any of them.
+    in_flight: Arc<AtomicUsize>,
+    /// Retry tokens saved up, in thousandths.
+    bank: AtomicI64,
+    pub retries: Retries,
+}
+
+/// One backend as requests use it.
+pub struct Member {
+    pub client: Arc<UpstreamClient>,
+    pub state: Arc<BackendState>,
+    /// A hash of its label, for sticky sessions.
+    name_hash: u64,
+}
+
+/// Retries, by why, and those the budget refused.
+#[derive(Debug, Default)]
+pub struct Retries {
+    pub unreachable: AtomicU64,
+    pub timeout: AtomicU64,
+    pub status: AtomicU64,
+    pub busy: AtomicU64,
+    pub error_line: AtomicU64,
+    pub budget_exhausted: AtomicU64,
+}
+
+/// What the pick reads of a request.
+#[derive(Default)]
+struct Hints {
+    model: Option<String>,
+    sticky: Option<u64>,
+}
+
+impl Backends {
+    /// The backends of `upstream`, each with the client and state `kept` gives it (those of a
+    /// table before), or new ones.
+    pub fn new(
+        upstream: &Upstream,
+        mut kept: impl FnMut(&Backend) -> (Option<Arc<UpstreamClient>>, Option<Arc<BackendState>>),
+    ) -> Backends {
+        let members = (upstream.backends.iter())
+            .map(|backend| {
+                let (client, state) = kept(backend);
+                Member {
+                    client: client
+                        .unwrap_or_else(|| Arc::new(UpstreamClient::new(upstream, backend))),
+                    state: state.unwrap_or_default(),
+                    name_hash: pick::hash(backend.label.as_bytes()),
+                }
+            })
+            .collect();
+        Backends {
+            members,
+            in_flight: Arc::default(),
+            bank: AtomicI64::new(3 * TOKEN),
+            retries: Retries::default(),
+        }
+    }
+
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// Whether any backend is in service.
+    pub fn any_in_service(&self) -> bool {
+        self.members.iter().any(|m| m.state.in_service())
+    }
+
+    /// Sends `req` to one of the backends, as [`UpstreamClient::send`] does to one, and
+    /// to a second when the first fails before its first byte and the request can be sent
+    /// again (see the module's doc).
+    pub fn send<'a>(
+        &'a self,
+        upstream: &'a Upstream,
+        req: Request,
+        rules: &Forwarding<'_>,
+        body_limit: u64,
+    ) -> Sending<'a> {
+        if let [only] = &self.members[..] {
+            return only
+                .client
+                .send(upstream, &upstream.backends[0], req, rules, body_limit);
+        }
+        let (mut head, body) = req.into_parts();
+        if let Some(client) = rules.client {
+            client.append_to(head.headers_mut());
+        }
+        let replay = Replay::of(rules);
+        let header = match &upstream.balance {
+            Balance::Sticky { header } => head.headers().get(header).map(pick::hash),
+            Balance::LeastLoaded => None,
+        };
+        let head = Head::of(head);
+        Box::pin(async move {
+            let payload = Payload::read(body, body_limit).await?;
+            let mut hints = payload.hints(upstream);
+            hints.sticky = header.or(hints.sticky);
+            self.attempts(upstream, head, payload, &replay, &hints, body_limit)
+                .await
+        })
+    }
+
+    /// A backend for a request that cannot be sent twice (a WebSocket upgrade): the pick's.
+    pub fn one(&self, upstream: &Upstream) -> usize {
+        self.pick_in(upstream, &[], &Hints::default()).unwrap_or(0)
+    }
+
+    async fn attempts(
+        &self,
+        upstream: &Upstream,
+        head: Head,
+        mut payload: Payload,
+        replay: &Replay,
+        hints: &Hints,
+        body_limit: u64,
+    ) -> Result<Response, ProxyError> {
+        let mut tried = Vec::with_capacity(2);
+        self.deposit(upstream.retry_budget);
+        loop {
+            let at = match self.pick_in(upstream, &tried, hints) {
+                Some(at) => at,
+                None => return Err(no_backend(upstream)),
+            };
+            tried.push(at);
+            let (member, backend) = (&self.members[at], &upstream.backends[at]);
+            let lease = Lease::new(self, at);
+            let req = head.request(payload.next());
+            let rules = replay.rules(upstream.auth.as_ref(), &backend.host);
+            let started = clock::now();
+            let sent = member
+                .client
+                .send(upstream, backend, req, &rules, body_limit);
+            let (result, outcome) = first_frame(upstream, sent.await).await;
+            if outcome == Outcome::Ok {
+                member
+                    .state
+                    .first_byte(clock::now().saturating_duration_since(started));
+            }
+            let others =
+                (self.members.iter().enumerate()).any(|(i, m)| i != at && m.state.in_service());
+            member.state.ended(outcome, &upstream.health, others);
+            let again = outcome != Outcome::Ok
+                && tried.len() == 1
+                && tried.len() < self.members.len()
+                && payload.again()
+                && self.withdraw(self.retries.reason(&result));
+            if !again {
+                return result.map(|response| response.map(|body| lease.hold(body)));
+            }
+        }
+    }
+
+    /// The index of the backend for a request of `upstream`, among those not `tried`.
+    fn pick_in(&self, upstream: &Upstream, tried: &[usize], hints: &Hints) -> Option<usize> {
+        let seen: Vec<Seen> = (self.members.iter().zip(&upstream.backends).enumerate())
+            .map(|(i, (member, backend))| Seen {
+                in_flight: member.state.in_flight.load(Ordering::Relaxed),
+                weight: backend.weight,
+                priority: backend.priority,
+                in_service: member.state.in_service(),
+                model: fit(&member.state, hints.model.as_deref()),
+                tried: tried.contains(&i),
+                name_hash: member.name_hash,
+            })
+            .collect();
+        pick::pick(&seen, random(), hints.sticky)
+    }
+
+    /// A request's share of a token, saved up to the larger of 3 and the budget's share of
+    /// the requests in flight.
+    fn deposit(&self, budget: f64) {
+        let share = (budget * TOKEN as f64) as i64;
+        let in_flight = self.in_flight.load(Ordering::Relaxed) as f64;
+        let most = (3 * TOKEN).max((budget * in_flight * TOKEN as f64) as i64);
+        let _ = (self.bank).fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bank| {
+            Some((bank + share).min(most.max(bank)))
+        });
+    }
+
+    /// Takes a token for a retry (counted under `why`), or counts the budget as exhausted.
+    fn withdraw(&self, why: &AtomicU64) -> bool {
+        let taken = (self.bank).fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bank| {
+            (bank >= TOKEN).then_some(bank - TOKEN)
+        });
+        match taken {
+            Ok(_) => why.fetch_add(1, Ordering::Relaxed),
+            Err(_) => self
+                .retries
+                .budget_exhausted
+                .fetch_add(1, Ordering::Relaxed),
+        };
+        taken.is_ok()
+    }
+}
+
+impl Retries {
+    /// The count a retry after `result` goes under.
+    fn reason(&self, result: &Result<Response, ProxyError>) -> &AtomicU64 {
+        match result {
+            Err(ProxyError::Timeout { .. }) => &self.timeout,
+            Err(_) => &self.unreachable,
+            Ok(r) if is_busy(r.status()) => &self.busy,
+            Ok(r) if r.status().is_server_error() => &self.status,
+            Ok(_) => &self.error_line,
+        }
+    }
+}
+
+/// How well `state`'s backend has `model`.
+fn fit(state: &BackendState, model: Option<&str>) -> Fit {
+    let Some(model) = model else {
+        return Fit::Unknown;
+    };
+    let models = state.models();
+    if models.loaded.contains(model) {
+        Fit::Loaded
+    } else if models.listed.contains(model) {
+        Fit::Listed
+    } else {
+        Fit::Unknown
+    }
+}
+
+/// 429 and 503: the backend is busy, not broken.
+fn is_busy(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE
+}
+
+fn no_backend(upstream: &Upstream) -> ProxyError {
+    ProxyError::Unreachable {
+        upstream: upstream.name.to_string(),
+        reason: "no backend is left to try".into(),
+        detail: String::new(),
+    }
+}
+
+/// An attempt's result once its first frame is in (for a response that may still be
+/// retried), and how it went for its backend's health.
+async fn first_frame(
+    upstream: &Upstream,
+    sent: Result<Response, ProxyError>,
+) -> (Result<Response, ProxyError>, Outcome) {
+    let response = match sent {
+        Ok(response) => response,
+        // The client's body: not the backend's fault.
+        Err(
+            err @ (ProxyError::BodyTooLarge { .. }
+            | ProxyError::BadBody { .. }
+            | ProxyError::BodyTimeout { .. }),
+        ) => return (Err(err), Outcome::Ok),
+        Err(err) => return (Err(err), Outcome::Failed),
+    };
+    let status = response.status();
+    if is_busy(status) {
+        return (Ok(response), Outcome::Busy);
+    }
+    if status.is_server_error() {
+        return (Ok(response), Outcome::Failed);
+    }
+    let (head, mut body) = response.into_parts();
+    let first = match body.frame().await {
+        None => return (Ok(Response::from_parts(head, Body::empty())), Outcome::Ok),
+        Some(Err(err)) => {
+            let err = super::classify_body_error(upstream, err.as_ref());
+            return (Err(err), Outcome::Failed);
+        }
+        Some(Ok(frame)) => frame,
+    };
+    let data = match first.into_data() {
+        Ok(data) => data,
+        Err(_) => Bytes::new(),
+    };
+    let outcome = match upstream.speaks == Dialect::Native && is_error_line(&data) {
+        true => Outcome::Failed,
+        false => Outcome::Ok,
+    };
+    let body = Body::new(Prepend::new(data, body));
+    (Ok(Response::from_parts(head, body)), outcome)
+}
+
+/// A native server's error, put on a `200` stream's first line: `{"error":...}`.
+fn is_error_line(data: &[u8]) -> bool {
+    let text = data.trim_ascii_start();
+    text.starts_with(b"{\"error\"")
+}
+
+/// A request's head, kept to be sent again.
+struct Head {
+    method: hyper::Method,
+    uri: hyper::Uri,
+    version: hyper::Version,
+    headers: hyper::HeaderMap,
+}
+
+impl Head {
+    fn of(mut head: Request<()>) -> Head {
+        let headers = std::mem::take(head.headers_mut());
+        Head {
+            method: head.method().clone(),
+            uri: head.uri().clone(),
+            version: head.version(),
+            headers,
+        }
+    }
+
+    fn request(&self, body: Body) -> Request {
+        let mut req = Request::new(body);
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.version_mut() = self.version;
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+}
+
+/// What the header rules add to a request, kept to be added again for another backend (the
+/// client's own fields are in the request's map by then).
+struct Replay {
+    client_ip: hyper::header::HeaderValue,
+    proto: &'static str,
+    client_host: Option<hyper::header::HeaderValue>,
+    request_id: hyper::header::HeaderValue,
+    upgrade: bool,
+    identity: bool,
+    json: bool,
+}
+
+impl Replay {
+    fn of(rules: &Forwarding<'_>) -> Replay {
+        Replay {
+            client_ip: rules.client_ip.clone(),
+            proto: rules.proto,
+            client_host: rules.client_host.cloned(),
+            request_id: rules.request_id.clone(),
+            upgrade: rules.upgrade,
+            identity: rules.identity,
+            json: rules.json,
+        }
+    }
+
+    fn rules<'r>(
+        &'r self,
+        auth: Option<&'r Auth>,
+        host: &'r hyper::header::HeaderValue,
+    ) -> Forwarding<'r> {
+        Forwarding {
+            host,
+            client_ip: &self.client_ip,
+            proto: self.proto,
+            client_host: self.client_host.as_ref(),
+            request_id: &self.request_id,
+            auth,
+            upgrade: self.upgrade,
+            identity: self.identity,
+            json: self.json,
+            raw_response: false,
+            client: None,
+        }
+    }
+}
+
+/// A request's body: whole, to be sent as often as needed, or a stream sent once.
+enum Payload {
+    Whole(Bytes),
+    Once(Option<Body>),
+}
+
+impl Payload {
+    /// Reads `body` whole when its length is known and at most [`REPLAY_LIMIT`].
+    async fn read(body: Body, body_limit: u64) -> Result<Payload, ProxyError> {
+        match body.size_hint().exact() {
+            Some(n) if n <= REPLAY_LIMIT => {
+                let read = read_all(body, usize::try_from(n).unwrap_or(usize::MAX)).await;
+                let whole = read.map_err(|err| client_body(err.as_ref(), body_limit))?;
+                Ok(Payload::Whole(whole))
+            }
+            _ => Ok(Payload::Once(Some(body))),
+        }
+    }
+
+    /// The body for the next attempt.
+    fn next(&mut self) -> Body {
+        match self {
+            Payload::Whole(bytes) if bytes.is_empty() => Body::empty(),
+            Payload::Whole(bytes) => Body::full(bytes.clone()),
+            Payload::Once(body) => body.take().unwrap_or_default(),
+        }
+    }
+
+    /// Whether it can be sent again.
+    fn again(&self) -> bool {
+        matches!(self, Payload::Whole(_))
+    }
+
+    /// The model a JSON body names, and a hash of its first two messages (the conversation's
+    /// start: its system prompt and first question) for sticky sessions.
+    fn hints(&self, upstream: &Upstream) -> Hints {
+        #[derive(serde::Deserialize)]
+        struct Named<'a> {
+            #[serde(borrow)]
+            model: Option<std::borrow::Cow<'a, str>>,
+            #[serde(borrow)]
+            messages: Option<Vec<&'a serde_json::value::RawValue>>,
+        }
+        let Payload::Whole(bytes) = self else {
+            return Hints::default();
+        };
+        let Ok(named) = serde_json::from_slice::<Named<'_>>(bytes) else {
+            return Hints::default();
+        };
+        let sticky = match (&upstream.balance, named.messages) {
+            (Balance::Sticky { .. }, Some(messages)) if !messages.is_empty() => {
+                let start = messages.iter().take(2).map(|m| m.get());
+                Some(start.fold(0, |h, m| pick::mix(h ^ pick::hash(m.as_bytes()))))
+            }
+            _ => None,
+        };
+        Hints {
+            model: named.model.map(|m| m.into_owned()),
+            sticky,
+        }
+    }
+}
+
+/// A request counted in flight on its backend (and its upstream) until its response's body
+/// ends or is dropped.
+struct Lease {
+    state: Arc<BackendState>,
+    upstream: Arc<AtomicUsize>,
+}
+
+impl Lease {
+    fn new(backends: &Backends, at: usize) -> Lease {
+        let state = Arc::clone(&backends.members[at].state);
+        state.in_flight.fetch_add(1, Ordering::Relaxed);
+        backends.in_flight.fetch_add(1, Ordering::Relaxed);
+        Lease {
+            state,
+            upstream: Arc::clone(&backends.in_flight),
+        }
+    }
+
+    /// `body`, holding the lease to its end; a failure in it is counted against the backend.
+    fn hold(self, body: Body) -> Body {
+        Body::new(Leased { body, lease: self })
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.state.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.upstream.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A response body under a [`Lease`].
+struct Leased {
+    body: Body,
+    lease: Lease,
+}
+
+impl http_body::Body for Leased {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(Some(Err(_))) = &polled {
+            let counts = &self.lease.state.counts;
+            counts
+                .failed_after_first_byte
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Fresh random bits for the pick, from a per-thread sequence seeded once.
+fn random() -> u64 {
+    thread_local! {
+        static NEXT: std::cell::Cell<u64> = std::cell::Cell::new({
+            use std::hash::BuildHasher;
+            std::collections::hash_map::RandomState::new().hash_one(0_u64)
+        });
+    }
+    NEXT.with(|next| {
+        let x = next.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        next.set(x);
+        pick::mix(x)
+    })
+}

@@ -1,0 +1,161 @@
+//! Active health: each backend of an upstream with several gets a free request of its dialect
+//! every `health.interval`, on a connection of its own (a probe never takes a request's
+//! pooled connection), within that interval. A native server's `/api/ps` and `/api/tags` also
+//! say which models it has loaded and listed.
+
+use std::collections::HashSet;
+use std::future::poll_fn;
+use std::sync::{Arc, Weak};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::header::HOST;
+use hyper::{Method, StatusCode};
+use tower_service::Service;
+
+use super::backends::Backends;
+use super::health::Models;
+use super::{UpstreamClient, absolute, request_uri};
+use crate::base::dialect::Dialect;
+use crate::http::body::Body;
+use crate::http::message::Request;
+use crate::mock;
+use crate::table::{Backend, Upstream};
+
+/// Probes `backends` of `upstream` until they are dropped (their table replaced).
+pub fn spawn(upstream: Arc<Upstream>, backends: Weak<Backends>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(upstream.health.interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(backends) = backends.upgrade() else {
+                return;
+            };
+            let each = (backends.members().iter().zip(&upstream.backends)).map(|(m, b)| {
+                let (upstream, client, state) = (&upstream, &m.client, &m.state);
+                async move {
+                    let (ok, models) = probe(upstream, b, client).await;
+                    state.probed(ok, models);
+                }
+            });
+            futures_util::future::join_all(each).await;
+        }
+    });
+}
+
+/// Whether `backend` answered as a working server, and the models it has (native only).
+async fn probe(
+    upstream: &Upstream,
+    backend: &Backend,
+    client: &UpstreamClient,
+) -> (bool, Option<Models>) {
+    let limit = upstream.health.interval;
+    let path = match upstream.speaks {
+        Dialect::Native => "/api/ps",
+        Dialect::Chat => "/v1/models",
+        _ => "/",
+    };
+    let Ok(Ok((status, body))) =
+        tokio::time::timeout(limit, get(upstream, backend, client, path)).await
+    else {
+        return (false, None);
+    };
+    let ok = !status.is_server_error();
+    if !ok || upstream.speaks != Dialect::Native {
+        return (ok, None);
+    }
+    let listed =
+        match tokio::time::timeout(limit, get(upstream, backend, client, "/api/tags")).await {
+            Ok(Ok((status, tags))) if status.is_success() => names(&tags),
+            _ => HashSet::new(),
+        };
+    let models = Models {
+        loaded: Arc::new(names(&body)),
+        listed: Arc::new(listed),
+    };
+    (true, Some(models))
+}
+
+/// `GET path` on a connection of its own: the response's status and body (at most 1 MiB).
+async fn get(
+    upstream: &Upstream,
+    backend: &Backend,
+    client: &UpstreamClient,
+    path: &str,
+) -> Result<(StatusCode, Bytes), crate::http::body::BoxError> {
+    let origin = request_uri(upstream, path);
+    let uri = absolute(backend, &origin);
+    let mut request = Request::new(Body::empty());
+    *request.method_mut() = Method::GET;
+    *request.uri_mut() = origin;
+    let headers = request.headers_mut();
+    headers.insert(HOST, backend.host.clone());
+    if let Some(auth) = &upstream.auth {
+        headers.insert(auth.header.clone(), auth.value.clone());
+    }
+    let response = match client {
+        UpstreamClient::Mock(knobs) => match mock::handle(knobs, request).await {
+            mock::Handled::Response(response) => response.into_hyper(),
+            _ => return Err("the mock cut the probe".into()),
+        },
+        UpstreamClient::Http { ws_connector, .. } => {
+            let mut connector = ws_connector.clone();
+            poll_fn(|cx| connector.poll_ready(cx)).await?;
+            let stream = connector.call(uri).await?;
+            let (mut sender, conn) = hyper::client::conn::http1::handshake(stream).await?;
+            tokio::spawn(conn);
+            sender
+                .send_request(request.into_hyper())
+                .await?
+                .map(Body::new)
+        }
+    };
+    let status = response.status();
+    let body = http_body_util::Limited::new(response.into_body(), 1024 * 1024);
+    Ok((status, body.collect().await?.to_bytes()))
+}
+
+/// The model names a native `/api/ps` or `/api/tags` lists, each also without its `:latest`
+/// tag (a request for `llama3.2` is served by `llama3.2:latest`).
+fn names(body: &[u8]) -> HashSet<String> {
+    #[derive(serde::Deserialize)]
+    struct Listing {
+        models: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        name: Option<String>,
+        model: Option<String>,
+    }
+    let Ok(listing) = serde_json::from_slice::<Listing>(body) else {
+        return HashSet::new();
+    };
+    let mut names = HashSet::new();
+    for entry in listing.models {
+        for name in [entry.name, entry.model].into_iter().flatten() {
+            if let Some(short) = name.strip_suffix(":latest") {
+                names.insert(short.to_owned());
+            }
+            names.insert(name);
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_names_each_model_with_and_without_latest() {
+        let body = br#"{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest"},{"name":"qwen:7b"}]}"#;
+        let mut got: Vec<String> = names(body).into_iter().collect();
+        got.sort();
+        assert_eq!(got, ["llama3.2", "llama3.2:latest", "qwen:7b"]);
+        assert!(names(b"not json").is_empty());
+    }
+}

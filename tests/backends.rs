@@ -1,0 +1,335 @@
+//! Several backends per upstream, over real sockets: the load spread by requests in flight,
+//! failover before the first byte (a dead backend, a 5xx, a native error on a `200`'s first
+//! line), the retry budget in an outage, no retry after the first byte, the model loaded on
+//! one backend, sticky sessions, ejection, `/readyz`, and `lingo check`.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hyper::Method;
+
+use support::*;
+
+const OK_LINE: &str =
+    "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"done\":true}\n";
+
+/// lingo passing native `/api` through to an upstream of `backends` (YAML list entries),
+/// with `more` keys on the upstream.
+async fn lingo_over(backends: &[String], more: &str) -> Lingo {
+    let list: String = backends.iter().map(|b| format!("      - {b}\n")).collect();
+    Lingo::start(&table(&format!(
+        "upstreams:\n  models:\n    speaks: native\n{more}    backends:\n{list}\
+         routes:\n  - {{ prefix: /api, to: models }}\n"
+    )))
+    .await
+}
+
+/// The requests `backend` saw that were not lingo's probes.
+fn chats(backend: &Backend) -> usize {
+    backend
+        .requests()
+        .iter()
+        .filter(|s| s.uri == "/api/chat")
+        .count()
+}
+
+fn url(backend: &Backend) -> String {
+    format!("{{ url: \"{}\" }}", backend.url())
+}
+
+async fn native_chat(lingo: &Lingo, model: &str) -> WholeResponse {
+    let body = format!(
+        "{{\"model\":\"{model}\",\"messages\":[{{\"role\":\"user\",\"content\":\"hi\"}}],\"stream\":false}}"
+    );
+    send(request(Method::POST, &lingo.url("/api/chat"), &[], &body)).await
+}
+
+/// A backend answering every request with one native line, after `delay`.
+async fn answering(delay: Duration) -> Backend {
+    Backend::start(move |_| async move {
+        tokio::time::sleep(delay).await;
+        json_response(200, OK_LINE)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_slow_backend_gets_fewer_requests() {
+    let fast_a = answering(Duration::ZERO).await;
+    let fast_b = answering(Duration::ZERO).await;
+    let slow = answering(Duration::from_millis(150)).await;
+    let lingo = lingo_over(&[url(&fast_a), url(&fast_b), url(&slow)], "").await;
+    let lingo = Arc::new(lingo);
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        let lingo = Arc::clone(&lingo);
+        clients.push(tokio::spawn(async move {
+            for _ in 0..15 {
+                assert_eq!(native_chat(&lingo, "m").await.status, 200);
+            }
+        }));
+    }
+    for client in clients {
+        client.await.unwrap();
+    }
+    let (a, b, s) = (chats(&fast_a), chats(&fast_b), chats(&slow));
+    assert_eq!(a + b + s, 120);
+    assert!(s * 3 < a.min(b), "fast {a} and {b}, slow {s}");
+}
+
+#[tokio::test]
+async fn a_dead_backend_costs_no_client_an_error() {
+    let dead = closed_port().await;
+    let alive = answering(Duration::ZERO).await;
+    let backends = [format!("{{ url: \"http://{dead}\" }}"), url(&alive)];
+    let lingo = lingo_over(&backends, "").await;
+    for _ in 0..30 {
+        let response = native_chat(&lingo, "m").await;
+        assert_eq!(response.status, 200, "{}", response.body);
+    }
+    assert_eq!(chats(&alive), 30);
+    let metrics = get(&lingo.url("/metrics")).await.body;
+    let state =
+        format!("lingo_backend_in_service{{upstream=\"models\",backend=\"http://{dead}\"}}");
+    assert_eq!(metric(&metrics, &state), Some(0.0), "{metrics}");
+}
+
+#[tokio::test]
+async fn failures_in_a_row_eject_a_backend_its_probes_find_well() {
+    let failing = Backend::start(|seen| async move {
+        match seen.uri.as_str() {
+            "/api/chat" => json_response(500, "{\"error\":\"out of memory\"}"),
+            _ => json_response(200, "{\"models\":[]}"),
+        }
+    })
+    .await;
+    let alive = answering(Duration::ZERO).await;
+    let lingo = lingo_over(&[url(&failing), url(&alive)], "").await;
+    for _ in 0..30 {
+        let response = native_chat(&lingo, "m").await;
+        assert_eq!(response.status, 200, "{}", response.body);
+    }
+    // Ejected after its third failure in a row: each was retried, none after.
+    assert_eq!(chats(&failing), 3);
+    let metrics = get(&lingo.url("/metrics")).await.body;
+    let labels = format!("upstream=\"models\",backend=\"{}\"", failing.url());
+    let ejected = format!("lingo_backend_ejections_total{{{labels}}}");
+    assert_eq!(metric(&metrics, &ejected), Some(1.0), "{metrics}");
+    let state = format!("lingo_backend_in_service{{{labels}}}");
+    assert_eq!(metric(&metrics, &state), Some(0.0), "{metrics}");
+    let retried = "lingo_backend_retries_total{upstream=\"models\",reason=\"status\"}";
+    assert_eq!(metric(&metrics, retried), Some(3.0), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_5xx_or_an_error_on_a_200s_first_line_is_sent_once_more_elsewhere() {
+    for failing in [
+        Backend::json(500, "{\"error\":\"boom\"}").await,
+        Backend::json(200, "{\"error\":\"model failed to load\"}\n").await,
+    ] {
+        let good = answering(Duration::ZERO).await;
+        let lingo = lingo_over(&[url(&failing), url(&good)], "").await;
+        for _ in 0..6 {
+            let response = native_chat(&lingo, "m").await;
+            assert_eq!(response.status, 200, "{}", response.body);
+            assert_eq!(response.body, OK_LINE);
+        }
+        // The same request body went to both.
+        for seen in failing.requests().iter().filter(|s| s.uri == "/api/chat") {
+            assert!(String::from_utf8_lossy(&seen.body).contains("\"model\":\"m\""));
+        }
+        assert_eq!(chats(&good), 6);
+    }
+}
+
+#[tokio::test]
+async fn in_an_outage_the_retry_budget_bounds_the_load() {
+    let a = Backend::json(502, "{\"error\":\"down\"}").await;
+    let b = Backend::json(502, "{\"error\":\"down\"}").await;
+    let lingo = lingo_over(&[url(&a), url(&b)], "    health: { eject_after: 1000 }\n").await;
+    for _ in 0..50 {
+        assert_eq!(native_chat(&lingo, "m").await.status, 502);
+    }
+    let sent = chats(&a) + chats(&b);
+    // 50 requests, 20% of them retried, and the 3 tokens saved up at the start.
+    assert!(sent <= 50 + 10 + 3, "{sent} requests upstream for 50");
+    assert!(sent > 50, "nothing was retried");
+    let metrics = get(&lingo.url("/metrics")).await.body;
+    let exhausted = "lingo_backend_retry_budget_exhausted_total{upstream=\"models\"}";
+    assert!(
+        metric(&metrics, exhausted).unwrap_or(0.0) > 0.0,
+        "{metrics}"
+    );
+}
+
+/// A backend that answers `200` with one chunk of a native stream and then closes the
+/// connection mid-body.
+async fn cut_after_one_line(line: &'static str) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&asked);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let count = Arc::clone(&count);
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut buf = vec![0; 4096];
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                if buf[..n].starts_with(b"POST") {
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\ntransfer-encoding: chunked\r\n\r\n";
+                let chunk = format!("{head}{:x}\r\n{line}\r\n", line.len());
+                let _ = stream.write_all(chunk.as_bytes()).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            });
+        }
+    });
+    (addr, asked)
+}
+
+#[tokio::test]
+async fn a_failure_after_the_first_byte_is_not_sent_again() {
+    use http_body_util::BodyExt;
+    let first = "{\"model\":\"m\",\"message\":{\"content\":\"Hel\"},\"done\":false}\n";
+    let (cut, asked) = cut_after_one_line(first).await;
+    let other = answering(Duration::ZERO).await;
+    let backends = [
+        format!("{{ url: \"http://{cut}\", priority: 0 }}"),
+        format!("{{ url: \"{}\", priority: 1 }}", other.url()),
+    ];
+    let lingo = lingo_over(&backends, "").await;
+    let body = "{\"model\":\"m\",\"stream\":true}";
+    let response = client()
+        .request(request(Method::POST, &lingo.url("/api/chat"), &[], body))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut text = Vec::new();
+    let mut failed = false;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => text.extend_from_slice(&frame.into_data().unwrap_or_default()),
+            Err(_) => {
+                failed = true;
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&text);
+    assert_eq!(text.matches("Hel").count(), 1, "{text}");
+    assert!(
+        failed || text.contains("error"),
+        "the cut is not hidden: {text}"
+    );
+    assert_eq!(asked.load(Ordering::Relaxed), 1);
+    assert_eq!(chats(&other), 0, "sent again after its first byte");
+    let metrics = get(&lingo.url("/metrics")).await.body;
+    let after = format!(
+        "lingo_backend_failed_after_first_byte_total{{upstream=\"models\",backend=\"http://{cut}\"}}"
+    );
+    assert_eq!(metric(&metrics, &after), Some(1.0), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_session_stays_on_its_backend() {
+    let backends = [
+        answering(Duration::ZERO).await,
+        answering(Duration::ZERO).await,
+        answering(Duration::ZERO).await,
+    ];
+    let urls: Vec<String> = backends.iter().map(url).collect();
+    let lingo = lingo_over(&urls, "    balance: { sticky: { header: X-Session-Id } }\n").await;
+    for session in ["alpha", "beta", "gamma", "delta"] {
+        let before: Vec<usize> = backends.iter().map(chats).collect();
+        for _ in 0..5 {
+            let body = "{\"model\":\"m\",\"stream\":false}";
+            let headers = [("x-session-id", session)];
+            let response = send(request(
+                Method::POST,
+                &lingo.url("/api/chat"),
+                &headers,
+                body,
+            ))
+            .await;
+            assert_eq!(response.status, 200);
+        }
+        let grew: Vec<usize> = (backends.iter().zip(&before))
+            .map(|(b, n)| chats(b) - n)
+            .collect();
+        assert!(grew.contains(&5), "session {session} spread: {grew:?}");
+    }
+}
+
+#[tokio::test]
+async fn requests_go_where_their_model_is_loaded() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let loaded_on = |models: &'static str| {
+        let asked = Arc::clone(&asked);
+        Backend::start(move |seen| {
+            let asked = Arc::clone(&asked);
+            async move {
+                match seen.uri.as_str() {
+                    "/api/ps" | "/api/tags" => json_response(200, models),
+                    _ => {
+                        asked.fetch_add(1, Ordering::Relaxed);
+                        json_response(200, OK_LINE)
+                    }
+                }
+            }
+        })
+    };
+    let a = loaded_on("{\"models\":[]}").await;
+    let b =
+        loaded_on("{\"models\":[{\"name\":\"llama3.2:latest\",\"model\":\"llama3.2:latest\"}]}")
+            .await;
+    let lingo = lingo_over(&[url(&a), url(&b)], "    health: { interval: 50ms }\n").await;
+    // lingo has read b's probe when its metrics say so.
+    let loaded = format!(
+        "lingo_backend_models_loaded{{upstream=\"models\",backend=\"{}\"}}",
+        b.url()
+    );
+    metrics_when(&lingo, |m| metric(m, &loaded) == Some(1.0)).await;
+    let on = chats;
+    for _ in 0..10 {
+        assert_eq!(native_chat(&lingo, "llama3.2").await.status, 200);
+    }
+    assert_eq!((on(&a), on(&b)), (0, 10));
+    // Another model: either.
+    for _ in 0..20 {
+        native_chat(&lingo, "qwen").await;
+    }
+    assert!(on(&a) > 0);
+}
+
+#[tokio::test]
+async fn readyz_says_when_no_backend_is_in_service() {
+    let down = |_: Seen| async { json_response(500, "{}") };
+    let a = Backend::start(down).await;
+    let b = Backend::start(down).await;
+    let lingo = lingo_over(&[url(&a), url(&b)], "    health: { interval: 50ms }\n").await;
+    let mut ready = get(&lingo.url("/readyz")).await;
+    for _ in 0..100 {
+        if ready.status == 503 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        ready = get(&lingo.url("/readyz")).await;
+    }
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert!(
+        ready.body.contains("no backend in service"),
+        "{}",
+        ready.body
+    );
+    assert!(
+        ready.body.contains(&format!("{} down", a.url())),
+        "{}",
+        ready.body
+    );
+}
