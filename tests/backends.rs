@@ -333,3 +333,113 @@ async fn readyz_says_when_no_backend_is_in_service() {
         ready.body
     );
 }
+
+/// A web-data backend of its own jobs: `POST /v2/crawl` starts one named after `name`, and
+/// `GET /v2/crawl/{id}` knows only its own (404 for the others').
+async fn job_server(name: &'static str) -> Backend {
+    let started = Arc::new(AtomicUsize::new(0));
+    Backend::start(move |seen| {
+        let started = Arc::clone(&started);
+        async move {
+            match (seen.method.as_str(), seen.uri.as_str()) {
+                ("POST", "/v2/crawl") => {
+                    let n = started.fetch_add(1, Ordering::Relaxed);
+                    let body = format!("{{\"success\":true,\"id\":\"{name}-{n}\",\"url\":\"http://x/v2/crawl/{name}-{n}\"}}");
+                    json_response(200, &body)
+                }
+                (_, path) if path.starts_with(&format!("/v2/crawl/{name}-")) => {
+                    json_response(200, "{\"success\":true,\"status\":\"scraping\",\"data\":[]}")
+                }
+                _ => json_response(404, "{\"success\":false,\"error\":\"Job not found\"}"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_web_data_job_is_asked_about_where_it_was_started() {
+    let (a, b) = (job_server("a").await, job_server("b").await);
+    let yaml = format!(
+        "upstreams:\n  web:\n    speaks: web-data\n    backends:\n      - {}\n      - {}\n\
+         routes:\n  - {{ prefix: /v2, to: web }}\n",
+        url(&a),
+        url(&b)
+    );
+    let lingo = Lingo::start(&table(&yaml)).await;
+    let crawl = "{\"url\":\"https://example.com\"}";
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        let started = send(request(Method::POST, &lingo.url("/v2/crawl"), &[], crawl)).await;
+        assert_eq!(started.status, 200, "{}", started.body);
+        ids.push(started.json()["id"].as_str().unwrap().to_owned());
+    }
+    assert!(ids.iter().any(|id| id.starts_with('a')) && ids.iter().any(|id| id.starts_with('b')));
+    let not_found = |backend: &Backend| {
+        let seen = backend.requests();
+        seen.iter()
+            .filter(|s| s.method == Method::GET && s.uri.starts_with("/v2/crawl/"))
+            .count()
+    };
+    for id in &ids {
+        let status = get(&lingo.url(&format!("/v2/crawl/{id}"))).await;
+        assert_eq!(status.status, 200, "{id}: {}", status.body);
+    }
+    // Each status went straight to its job's backend.
+    assert_eq!(not_found(&a) + not_found(&b), ids.len());
+    // A replica that did not start them (a lingo of its own) finds each on the way.
+    let other = Lingo::start(&table(&yaml)).await;
+    for id in &ids {
+        let status = get(&other.url(&format!("/v2/crawl/{id}"))).await;
+        assert_eq!(status.status, 200, "{id}: {}", status.body);
+    }
+    // And once found, a job's next status goes straight to it.
+    let before = not_found(&a) + not_found(&b);
+    for id in &ids {
+        assert_eq!(
+            get(&other.url(&format!("/v2/crawl/{id}"))).await.status,
+            200
+        );
+    }
+    assert_eq!(not_found(&a) + not_found(&b), before + ids.len());
+}
+
+#[tokio::test]
+async fn a_stalled_backend_is_taken_out_and_comes_back_when_its_probe_answers() {
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = Arc::clone(&stalled);
+    let sometimes = Backend::start(move |seen| {
+        let stalled = flag.load(Ordering::Relaxed);
+        async move {
+            if stalled {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            match seen.uri.as_str() {
+                "/api/ps" | "/api/tags" => json_response(200, "{\"models\":[]}"),
+                _ => json_response(200, OK_LINE),
+            }
+        }
+    })
+    .await;
+    let steady = answering(Duration::ZERO).await;
+    let more = "    timeouts: { first_byte: 300ms }\n    health: { interval: 100ms, eject_after: 2, eject_for: 500ms }\n";
+    let lingo = lingo_over(&[url(&sometimes), url(&steady)], more).await;
+    for _ in 0..6 {
+        let response = native_chat(&lingo, "m").await;
+        assert_eq!(response.status, 200, "{}", response.body);
+    }
+    let state = format!(
+        "lingo_backend_in_service{{upstream=\"models\",backend=\"{}\"}}",
+        sometimes.url()
+    );
+    let metrics = get(&lingo.url("/metrics")).await.body;
+    assert_eq!(metric(&metrics, &state), Some(0.0), "{metrics}");
+    // It answers again: a probe brings it back, and requests reach it.
+    stalled.store(false, Ordering::Relaxed);
+    metrics_when(&lingo, |m| metric(m, &state) == Some(1.0)).await;
+    let before = chats(&sometimes);
+    for _ in 0..20 {
+        assert_eq!(native_chat(&lingo, "m").await.status, 200);
+    }
+    assert!(chats(&sometimes) > before);
+}

@@ -19,10 +19,11 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::BodyExt;
-use hyper::StatusCode;
+use hyper::{Method, StatusCode};
 
 use super::health::{BackendState, Outcome};
 use super::pick::{self, Fit, Seen};
+use super::pins::{self, Pins};
 use super::{Sending, UpstreamClient, client_body};
 use crate::base::clock;
 use crate::base::dialect::Dialect;
@@ -46,6 +47,8 @@ pub struct Backends {
     in_flight: Arc<AtomicUsize>,
     /// Retry tokens saved up, in thousandths.
     bank: AtomicI64,
+    /// The backend of each web-data job started through it.
+    pins: Pins,
     pub retries: Retries,
 }
 
@@ -73,6 +76,14 @@ pub struct Retries {
 struct Hints {
     model: Option<String>,
     sticky: Option<u64>,
+    /// A web-data job it starts, or the id of the job it asks about.
+    job: Option<Job>,
+}
+
+#[derive(Debug)]
+enum Job {
+    Start,
+    Of(String),
 }
 
 impl Backends {
@@ -97,6 +108,7 @@ impl Backends {
             members,
             in_flight: Arc::default(),
             bank: AtomicI64::new(3 * TOKEN),
+            pins: Pins::default(),
             retries: Retries::default(),
         }
     }
@@ -134,19 +146,27 @@ impl Backends {
             Balance::Sticky { header } => head.headers().get(header).map(pick::hash),
             Balance::LeastLoaded => None,
         };
+        let job = job_of(upstream, &head);
         let head = Head::of(head);
         Box::pin(async move {
             let payload = Payload::read(body, body_limit).await?;
             let mut hints = payload.hints(upstream);
             hints.sticky = header.or(hints.sticky);
+            hints.job = job;
             self.attempts(upstream, head, payload, &replay, &hints, body_limit)
                 .await
         })
     }
 
-    /// A backend for a request that cannot be sent twice (a WebSocket upgrade): the pick's.
-    pub fn one(&self, upstream: &Upstream) -> usize {
-        self.pick_in(upstream, &[], &Hints::default()).unwrap_or(0)
+    /// A backend for a request that cannot be sent twice (a WebSocket upgrade, on `path`):
+    /// its job's, else the pick's.
+    pub fn one(&self, upstream: &Upstream, path: &str) -> usize {
+        match pins::job(&Method::GET, path) {
+            Some(pins::Job::Of(id)) => self.pins.get(id),
+            _ => None,
+        }
+        .or_else(|| self.pick_in(upstream, &[], &Hints::default()))
+        .unwrap_or(0)
     }
 
     async fn attempts(
@@ -158,40 +178,85 @@ impl Backends {
         hints: &Hints,
         body_limit: u64,
     ) -> Result<Response, ProxyError> {
-        let mut tried = Vec::with_capacity(2);
+        let mut tried = self.not_pinned(hints);
+        let mut attempts = 0;
         self.deposit(upstream.retry_budget);
         loop {
-            let at = match self.pick_in(upstream, &tried, hints) {
-                Some(at) => at,
-                None => return Err(no_backend(upstream)),
+            let Some(at) = self.pick_in(upstream, &tried, hints) else {
+                return Err(no_backend(upstream));
             };
             tried.push(at);
+            attempts += 1;
             let (member, backend) = (&self.members[at], &upstream.backends[at]);
             let lease = Lease::new(self, at);
             let req = head.request(payload.next());
             let rules = replay.rules(upstream.auth.as_ref(), &backend.host);
             let started = clock::now();
-            let sent = member
-                .client
-                .send(upstream, backend, req, &rules, body_limit);
-            let (result, outcome) = first_frame(upstream, sent.await).await;
+            let sent = (member.client).send(upstream, backend, req, &rules, body_limit);
+            let (result, outcome, first) = first_frame(upstream, sent.await).await;
             if outcome == Outcome::Ok {
-                member
-                    .state
-                    .first_byte(clock::now().saturating_duration_since(started));
+                let after = clock::now().saturating_duration_since(started);
+                member.state.first_byte(after);
+                self.note_job(hints, at, &result, &first);
             }
             let others =
                 (self.members.iter().enumerate()).any(|(i, m)| i != at && m.state.in_service());
             member.state.ended(outcome, &upstream.health, others);
-            let again = outcome != Outcome::Ok
-                && tried.len() == 1
-                && tried.len() < self.members.len()
+            let untried = tried.len() < self.members.len();
+            let again = untried
                 && payload.again()
-                && self.withdraw(self.retries.reason(&result));
+                && (self.searching(hints, &result)
+                    || (outcome != Outcome::Ok
+                        && attempts == 1
+                        && self.withdraw(self.retries.reason(&result))));
             if !again {
                 return result.map(|response| response.map(|body| lease.hold(body)));
             }
         }
+    }
+
+    /// The backends a request about a pinned job must not go to: all but its job's.
+    fn not_pinned(&self, hints: &Hints) -> Vec<usize> {
+        let pinned = match &hints.job {
+            Some(Job::Of(id)) => self.pins.get(id),
+            _ => None,
+        };
+        match pinned {
+            Some(at) => (0..self.members.len()).filter(|&i| i != at).collect(),
+            None => Vec::with_capacity(2),
+        }
+    }
+
+    /// Notes the backend of the job a good response started or found.
+    fn note_job(
+        &self,
+        hints: &Hints,
+        at: usize,
+        result: &Result<Response, ProxyError>,
+        first: &[u8],
+    ) {
+        let Ok(response) = result else {
+            return;
+        };
+        if !response.status().is_success() {
+            return;
+        }
+        match &hints.job {
+            Some(Job::Start) => {
+                if let Some(id) = pins::started(first) {
+                    self.pins.pin(&id, at);
+                }
+            }
+            Some(Job::Of(id)) if self.pins.get(id).is_none() => self.pins.pin(id, at),
+            _ => {}
+        }
+    }
+
+    /// Whether a request about a job lingo has not noted got a 404: the job may be on another
+    /// backend.
+    fn searching(&self, hints: &Hints, result: &Result<Response, ProxyError>) -> bool {
+        let unpinned = matches!(&hints.job, Some(Job::Of(id)) if self.pins.get(id).is_none());
+        unpinned && matches!(result, Ok(r) if r.status() == StatusCode::NOT_FOUND)
     }
 
     /// The index of the backend for a request of `upstream`, among those not `tried`.
@@ -270,6 +335,21 @@ fn is_busy(status: StatusCode) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE
 }
 
+/// The job a web-data request starts or asks about.
+fn job_of(upstream: &Upstream, head: &Request<()>) -> Option<Job> {
+    if !upstream.speaks.is_web_data() {
+        return None;
+    }
+    let path = head.uri().path();
+    let path = path
+        .strip_prefix(upstream.base_path.as_str())
+        .unwrap_or(path);
+    match pins::job(head.method(), path)? {
+        pins::Job::Start => Some(Job::Start),
+        pins::Job::Of(id) => Some(Job::Of(id.to_owned())),
+    }
+}
+
 fn no_backend(upstream: &Upstream) -> ProxyError {
     ProxyError::Unreachable {
         upstream: upstream.name.to_string(),
@@ -283,7 +363,7 @@ fn no_backend(upstream: &Upstream) -> ProxyError {
 async fn first_frame(
     upstream: &Upstream,
     sent: Result<Response, ProxyError>,
-) -> (Result<Response, ProxyError>, Outcome) {
+) -> (Result<Response, ProxyError>, Outcome, Bytes) {
     let response = match sent {
         Ok(response) => response,
         // The client's body: not the backend's fault.
@@ -291,22 +371,25 @@ async fn first_frame(
             err @ (ProxyError::BodyTooLarge { .. }
             | ProxyError::BadBody { .. }
             | ProxyError::BodyTimeout { .. }),
-        ) => return (Err(err), Outcome::Ok),
-        Err(err) => return (Err(err), Outcome::Failed),
+        ) => return (Err(err), Outcome::Ok, Bytes::new()),
+        Err(err) => return (Err(err), Outcome::Failed, Bytes::new()),
     };
     let status = response.status();
     if is_busy(status) {
-        return (Ok(response), Outcome::Busy);
+        return (Ok(response), Outcome::Busy, Bytes::new());
     }
     if status.is_server_error() {
-        return (Ok(response), Outcome::Failed);
+        return (Ok(response), Outcome::Failed, Bytes::new());
     }
     let (head, mut body) = response.into_parts();
     let first = match body.frame().await {
-        None => return (Ok(Response::from_parts(head, Body::empty())), Outcome::Ok),
+        None => {
+            let response = Response::from_parts(head, Body::empty());
+            return (Ok(response), Outcome::Ok, Bytes::new());
+        }
         Some(Err(err)) => {
             let err = super::classify_body_error(upstream, err.as_ref());
-            return (Err(err), Outcome::Failed);
+            return (Err(err), Outcome::Failed, Bytes::new());
         }
         Some(Ok(frame)) => frame,
     };
@@ -318,8 +401,8 @@ async fn first_frame(
         true => Outcome::Failed,
         false => Outcome::Ok,
     };
-    let body = Body::new(Prepend::new(data, body));
-    (Ok(Response::from_parts(head, body)), outcome)
+    let body = Body::new(Prepend::new(data.clone(), body));
+    (Ok(Response::from_parts(head, body)), outcome, data)
 }
 
 /// A native server's error, put on a `200` stream's first line: `{"error":...}`.
@@ -462,6 +545,7 @@ impl Payload {
         Hints {
             model: named.model.map(|m| m.into_owned()),
             sticky,
+            job: None,
         }
     }
 }

@@ -16,6 +16,7 @@ mod h1;
 pub mod headers;
 pub mod health;
 mod pick;
+mod pins;
 mod pool;
 pub mod probe;
 pub mod report;

@@ -51,7 +51,7 @@ async fn open(
 ) -> Result<Response, ProxyError> {
     let upstream = call.upstream;
     // A tunnel is not sent twice: its backend is the pick's, once.
-    let at = call.backends.one(upstream);
+    let at = call.backends.one(upstream, call.path());
     let client_upgrade = upgrade::on(&mut req);
     let (mut head, _) = req.into_parts();
     // The handshake is made in the map, which hyper's client writes.
