@@ -53,7 +53,7 @@ impl Snapshot {
     /// by one upstream at most: by its namesake if that one is served alike, else by the
     /// first in table order that is.
     pub fn new(table: RouteTable, generation: u64, before: Option<&Snapshot>) -> Self {
-        let mut kept = Left::of(before.map_or(&[], |b| &b.peers[..])).keep(&table.upstreams);
+        let mut kept = Before::of(before.map_or(&[], |b| &b.peers[..])).keep(&table.upstreams);
         let peers = (table.upstreams.iter().zip(&mut kept))
             .map(|(spec, kept)| {
                 let mut kept = kept.drain(..);
@@ -93,13 +93,13 @@ impl Snapshot {
 type Kept = (Option<Arc<UpstreamClient>>, Option<Arc<BackendState>>);
 
 /// The backends of a table before, each one's client until a new backend keeps it.
-struct Left<'a> {
+struct Before<'a> {
     /// (its upstream, its spec, it while its client is not kept)
     backends: Vec<(&'a Upstream, &'a Backend, &'a Member, bool)>,
 }
 
-impl<'a> Left<'a> {
-    fn of(peers: &'a [Peer]) -> Left<'a> {
+impl<'a> Before<'a> {
+    fn of(peers: &'a [Peer]) -> Before<'a> {
         let backends = (peers.iter())
             .flat_map(|p| {
                 let members = p.backends.members().iter();
@@ -107,7 +107,7 @@ impl<'a> Left<'a> {
                 specs.map(move |(b, m)| (&*p.spec, b, m, true))
             })
             .collect();
-        Left { backends }
+        Before { backends }
     }
 
     /// What each backend of `upstreams` keeps: the state of its namesake (the same upstream,

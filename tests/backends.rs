@@ -120,7 +120,7 @@ async fn failures_in_a_row_eject_a_backend_its_probes_find_well() {
     assert_eq!(metric(&metrics, &ejected), Some(1.0), "{metrics}");
     let state = format!("lingo_backend_in_service{{{labels}}}");
     assert_eq!(metric(&metrics, &state), Some(0.0), "{metrics}");
-    let retried = "lingo_backend_retries_total{upstream=\"models\",reason=\"status\"}";
+    let retried = "lingo_backend_retries_total{upstream=\"models\",reason=\"server_error\"}";
     assert_eq!(metric(&metrics, retried), Some(3.0), "{metrics}");
 }
 

@@ -657,3 +657,37 @@ fn start_up_refuses_an_open_proxy() {
     }
     assert!(!out.stderr.contains("listening on"), "{}", out.stderr);
 }
+
+#[test]
+fn an_upstreams_backends_are_listed_with_how_they_are_used() {
+    let (out, _) = check(
+        "\
+listen:
+  - addr: 127.0.0.1:8080
+upstreams:
+  models:
+    speaks: native
+    backends:
+      - { url: http://gpu-a:11434 }
+      - { url: http://gpu-b:11434, weight: 2 }
+      - { url: http://cpu-box:11434, priority: 1 }
+    balance: { sticky: { header: X-Session-Id } }
+routes:
+  - { prefix: /api, to: models }
+",
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    for expected in [
+        "models  3 backends  speaks native",
+        "backend http://gpu-a:11434/  weight 1, priority 0",
+        "backend http://gpu-b:11434/  weight 2, priority 0",
+        "backend http://cpu-box:11434/  weight 1, priority 1",
+        "balance sticky on x-session-id; probed every 5s, ejected after 3 failures for 30s; retry budget 20%",
+    ] {
+        assert!(
+            out.stdout.contains(expected),
+            "missing {expected:?} in:\n{}",
+            out.stdout
+        );
+    }
+}

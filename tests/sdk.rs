@@ -4,7 +4,9 @@
 //! native route over a chat-completions upstream; and the Firecrawl Python and JavaScript
 //! SDKs' v1 clients (`tests/sdk/firecrawl_v1.py`, `tests/sdk/firecrawl_v1.mjs`) over a
 //! web-data v2-only upstream; and the Firecrawl SDKs' webhook options, v2 and v1 clients, through
-//! lingo's webhook relay (`tests/sdk/firecrawl_webhooks.py`, `tests/sdk/firecrawl_webhooks.mjs`).
+//! lingo's webhook relay (`tests/sdk/firecrawl_webhooks.py`, `tests/sdk/firecrawl_webhooks.mjs`);
+//! and the OpenAI and Ollama Python clients in front of a flapping backend and a steady one
+//! (`tests/sdk/flapping.py`).
 //!
 //! CI installs them (`.ci/run`); where one is missing outside CI, its test prints a
 //! `SKIPPED:` line in `cargo test`'s normal output (`pip install openai`, `pip install ollama`,
@@ -238,4 +240,100 @@ async fn sdk_webhooks(program: &'static str, script: &'static str, prefix: &str,
             }
         }
     }
+}
+
+/// A native backend that, when it `flaps`, fails in turn: a good answer, a 500, a connection
+/// closed before any response, an answer cut after its first line (each response closes its
+/// connection); else it always answers.
+async fn flapping_backend(flaps: bool) -> std::net::SocketAddr {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let turn = std::sync::Arc::new(AtomicUsize::new(0));
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let turn = std::sync::Arc::clone(&turn);
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&request).to_string();
+                if !head.starts_with("POST /api/chat") {
+                    let probe = "HTTP/1.1 200 OK\r\ncontent-length: 13\r\nconnection: close\r\n\r\n{\"models\":[]}";
+                    let _ = stream.write_all(probe.as_bytes()).await;
+                    return;
+                }
+                // The body follows its head within the same few reads.
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                let _ = stream
+                    .try_read(&mut buf)
+                    .map(|n| request.extend_from_slice(&buf[..n]));
+                let streamed = !String::from_utf8_lossy(&request).contains("\"stream\":false");
+                let turn = if flaps {
+                    turn.fetch_add(1, Ordering::Relaxed) % 4
+                } else {
+                    0
+                };
+                let reply = flapping_reply(turn, streamed);
+                let _ = stream.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    addr
+}
+
+/// Turn `turn`'s reply: 0 whole, 1 a 500, 2 nothing, 3 cut after its first line.
+fn flapping_reply(turn: usize, streamed: bool) -> String {
+    let line = |content: &str, done: bool| {
+        let end = if done {
+            ",\"done_reason\":\"stop\",\"prompt_eval_count\":1,\"eval_count\":2"
+        } else {
+            ""
+        };
+        format!(
+            "{{\"model\":\"m\",\"created_at\":\"2024-01-01T00:00:00Z\",\"message\":{{\"role\":\"assistant\",\"content\":\"{content}\"}},\"done\":{done}{end}}}\n"
+        )
+    };
+    let chunk = |text: &str| format!("{:x}\r\n{text}\r\n", text.len());
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\nconnection: close\r\n";
+    match (turn, streamed) {
+        (1, _) => "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 17\r\nconnection: close\r\n\r\n{\"error\":\"boom!\"}".into(),
+        (2, _) => String::new(),
+        (3, true) => format!("{head}transfer-encoding: chunked\r\n\r\n{}", chunk(&line("Hello", false))),
+        (3, false) => format!("{head}content-length: 400\r\n\r\n{}", line("Hello", false)),
+        (_, true) => format!(
+            "{head}transfer-encoding: chunked\r\n\r\n{}{}{}0\r\n\r\n",
+            chunk(&line("Hello", false)),
+            chunk(&line(" world", false)),
+            chunk(&line("", true))
+        ),
+        (_, false) => {
+            let body = line("Hello world", true);
+            format!("{head}content-length: {}\r\n\r\n{body}", body.len())
+        }
+    }
+}
+
+#[tokio::test]
+async fn openai_and_ollama_clients_get_whole_answers_or_one_error_from_a_flapping_backend() {
+    if !python_has("openai") && !can_run("the openai Python package", "pip install openai") {
+        return;
+    }
+    if !python_has("ollama") && !can_run("the ollama Python package", "pip install ollama") {
+        return;
+    }
+    let (a, b) = (flapping_backend(true).await, flapping_backend(false).await);
+    let lingo = Lingo::start(&table(&format!(
+        "upstreams:\n  models:\n    speaks: native\n    backends:\n      - {{ url: \"http://{a}\" }}\n      - {{ url: \"http://{b}\" }}\n\
+         routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n  - {{ prefix: /api, to: models }}\n"
+    )))
+    .await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/flapping.py");
+    run_client("python3", script, lingo.url(""), "flapping: ok").await;
 }

@@ -2,6 +2,7 @@
 //! them (`balance:`, `health:`, `retry_budget:`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::header::HeaderName;
 
@@ -9,6 +10,9 @@ use super::ctx::{Ctx, http_url, optional};
 use super::raw::{self, At};
 use super::upstream::mock_spec;
 use crate::table::{Backend, Balance, DEFAULT_HEALTH, DEFAULT_RETRY_BUDGET, Health, Target};
+
+/// The shortest time between two probes of a backend.
+const MIN_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Where an upstream's one server is, or its several, as the entry wrote them.
 pub(super) struct Targets {
@@ -155,12 +159,46 @@ fn base_path(backends: &[Backend]) -> Result<String, String> {
     }
 }
 
-/// `balance:` — `least-loaded` (the default) or `{ sticky: { header: NAME } }`.
-pub(super) fn balance(
+/// How requests are spread over several backends.
+pub(super) struct Spreading {
+    pub balance: Balance,
+    pub health: Health,
+    pub retry_budget: f64,
+}
+
+/// `balance:`, `health:` and `retry_budget:`, as written (`None` for each left out).
+pub(super) type RawSpreading = (
+    Option<At<serde_json::Value>>,
+    Option<At<raw::Health>>,
+    Option<At<String>>,
+);
+
+/// How the upstream `label` spreads its requests; said to do nothing when it has one backend
+/// (`several` false) and sets any of it.
+pub(super) fn spreading(
     cx: &mut Ctx<'_>,
-    raw: Option<At<serde_json::Value>>,
+    (balance_at, health_at, budget_at): RawSpreading,
     label: &str,
-) -> Option<Balance> {
+    several: bool,
+) -> Option<Spreading> {
+    if !several && (balance_at.is_some() || health_at.is_some() || budget_at.is_some()) {
+        let warning = format!(
+            "{label}: `balance`, `health` and `retry_budget` apply only to several `backends:`; one backend ignores them"
+        );
+        cx.warnings.push(warning);
+    }
+    let balance = balance(cx, balance_at, label);
+    let health = health(cx, health_at, label);
+    let retry_budget = retry_budget(cx, budget_at, label);
+    Some(Spreading {
+        balance: balance?,
+        health: health?,
+        retry_budget: retry_budget?,
+    })
+}
+
+/// `balance:` — `least-loaded` (the default) or `{ sticky: { header: NAME } }`.
+fn balance(cx: &mut Ctx<'_>, raw: Option<At<serde_json::Value>>, label: &str) -> Option<Balance> {
     let Some(at) = raw else {
         return Some(Balance::LeastLoaded);
     };
@@ -190,14 +228,18 @@ pub(super) fn balance(
 }
 
 /// `health:`, each key defaulted on its own.
-pub(super) fn health(
-    cx: &mut Ctx<'_>,
-    raw: Option<At<raw::Health>>,
-    label: &str,
-) -> Option<Health> {
+fn health(cx: &mut Ctx<'_>, raw: Option<At<raw::Health>>, label: &str) -> Option<Health> {
     let raw = raw.map(|at| at.value).unwrap_or_default();
     let interval = optional(raw.interval, |d| {
-        cx.duration(&d, &format!("{label} health.interval"), false)
+        let interval = cx.duration(&d, &format!("{label} health.interval"), false)?;
+        if interval < MIN_INTERVAL {
+            let message = format!(
+                "{label} health.interval must be {MIN_INTERVAL:?} or more: a probe is a request to each backend"
+            );
+            cx.error(&d, message);
+            return None;
+        }
+        Some(interval)
     });
     let eject_for = optional(raw.eject_for, |d| {
         cx.duration(&d, &format!("{label} health.eject_for"), false)
@@ -217,7 +259,7 @@ pub(super) fn health(
 }
 
 /// `retry_budget:` — a percentage from 0% (no retries beyond the minimum) to 100%.
-pub(super) fn retry_budget(cx: &mut Ctx<'_>, raw: Option<At<String>>, label: &str) -> Option<f64> {
+fn retry_budget(cx: &mut Ctx<'_>, raw: Option<At<String>>, label: &str) -> Option<f64> {
     let Some(at) = raw else {
         return Some(DEFAULT_RETRY_BUDGET);
     };

@@ -1056,3 +1056,85 @@ fn secrets_can_be_checked_for_their_shape_only() {
         .to_string();
     assert!(errors.contains("a secret is exactly one of"), "{errors}");
 }
+
+#[test]
+fn backends_rules() {
+    let table = |upstream: &str| {
+        format!(
+            "{LISTEN}upstreams:\n  a:\n    speaks: native\n{upstream}routes:\n  - {{ prefix: /api, to: a }}\n"
+        )
+    };
+    let cases = [
+        (
+            "    backends: []\n",
+            "upstream `a`: `backends:` is empty; list at least one",
+        ),
+        (
+            "    url: http://x\n    backends: [{ url: http://y }]\n",
+            "upstream `a` has `backends:` and `url:` or `mock:`; keep one",
+        ),
+        (
+            "    backends: [{ weight: 2 }]\n",
+            "upstream `a` backends[0] needs `url:` or `mock:`",
+        ),
+        (
+            "    backends: [{ url: http://x, weight: 0 }]\n",
+            "upstream `a` backends[0]: weight must be 1 or more",
+        ),
+        (
+            "    backends: [{ url: http://x }, { url: http://x/ }]\n",
+            "upstream `a` backends[1]: http://x is listed twice",
+        ),
+        (
+            "    backends: [{ url: http://x/a }, { url: http://y/b }]\n",
+            "upstream `a`: its backends must share one base path: http://x/a has `/a`, http://y/b has `/b`",
+        ),
+        (
+            "    backends: [{ url: http://x }, { mock: {} }]\n    balance: round-robin\n",
+            "upstream `a` balance: write `least-loaded` or `{ sticky: { header: X-Session-Id } }`",
+        ),
+        (
+            "    backends: [{ url: http://x }, { mock: {} }]\n    retry_budget: 20\n",
+            "upstream `a` retry_budget: `20` is not a percentage from 0% to 100% (for example 20%)",
+        ),
+        (
+            "    backends: [{ url: http://x }, { mock: {} }]\n    health: { interval: 10ms }\n",
+            "upstream `a` health.interval must be 50ms or more: a probe is a request to each backend",
+        ),
+    ];
+    for (upstream, want) in cases {
+        let got = errors(&table(upstream));
+        assert_eq!(got.len(), 1, "{upstream}: {got:?}");
+        assert!(got[0].ends_with(want), "{upstream}: {got:?}");
+    }
+    let several = ok(&table(
+        "    backends:\n      - { url: http://x:1 }\n      - { mock: {}, weight: 2, priority: 1 }\n    balance: { sticky: { header: X-Session-Id } }\n    health: { eject_after: 5 }\n    retry_budget: 10%\n",
+    ));
+    let a = &several.upstreams[0];
+    let shape: Vec<_> = (a.backends.iter())
+        .map(|b| (b.label.to_string(), b.weight, b.priority))
+        .collect();
+    assert_eq!(
+        shape,
+        [("http://x:1".into(), 1, 0), ("mock#1".into(), 2, 1)]
+    );
+    assert_eq!(
+        a.balance,
+        crate::table::Balance::Sticky {
+            header: "x-session-id".parse().unwrap()
+        }
+    );
+    assert_eq!(
+        (a.health.eject_after, a.health.eject_for),
+        (5, std::time::Duration::from_secs(30))
+    );
+    assert!((a.retry_budget - 0.1).abs() < 1e-9);
+    let one = ok(&table("    url: http://x\n    retry_budget: 50%\n"));
+    assert!(
+        one.warnings
+            .iter()
+            .any(|w| w.contains("apply only to several `backends:`")),
+        "{:?}",
+        one.warnings
+    );
+}

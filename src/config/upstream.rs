@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use hyper::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
-use super::backends::{self, Targets};
+use super::backends::{self, Spreading, Targets};
 use super::ctx::{Ctx, optional};
 use super::raw::{self, At};
 use super::tls::{self, Verify};
@@ -38,9 +38,9 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
         backends: raw.backends,
     };
     let backends = backends::compile(cx, targets, &name, &label);
-    let balance = backends::balance(cx, raw.balance, &label);
-    let health = backends::health(cx, raw.health, &label);
-    let retry_budget = backends::retry_budget(cx, raw.retry_budget, &label);
+    let several = backends.as_ref().is_some_and(|(b, _)| b.len() > 1);
+    let raw_spreading = (raw.balance, raw.health, raw.retry_budget);
+    let spreading = backends::spreading(cx, raw_spreading, &label, several);
     let timeouts = timeouts(cx, raw.timeouts, &label);
     let auth = optional(raw.auth, |a| auth(cx, a, &label));
     let targets = backends
@@ -55,11 +55,9 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
         .as_ref()
         .is_some_and(|(b, _)| b.iter().all(|b| matches!(b.target, Target::Mock(_))));
     if http2 && all_mock {
-        cx.warnings.push(format!(
-            "{label}: `http2` has no effect on a `mock:` upstream"
-        ));
+        let warning = format!("{label}: `http2` has no effect on a `mock:` upstream");
+        cx.warnings.push(warning);
     }
-    let spreading = (balance, health, retry_budget);
     let built = match (speaks, backends, timeouts, auth, tls, webhooks, spreading) {
         (
             Some(speaks),
@@ -68,7 +66,11 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
             Some(auth),
             Some(tls),
             Some(webhooks),
-            (Some(balance), Some(health), Some(retry_budget)),
+            Some(Spreading {
+                balance,
+                health,
+                retry_budget,
+            }),
         ) => Some(Arc::new(Upstream {
             name: name.value.as_str().into(),
             backends,

@@ -209,6 +209,17 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for Prepend<B> {
     fn is_end_stream(&self) -> bool {
         self.head.is_none() && self.inner.is_end_stream()
     }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        let head = self.head.as_ref().map_or(0, |h| h.len() as u64);
+        let inner = self.inner.size_hint();
+        let mut hint = http_body::SizeHint::new();
+        hint.set_lower(inner.lower() + head);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + head);
+        }
+        hint
+    }
 }
 
 /// A body of one data frame that says it has ended once the frame is taken, fails the test if

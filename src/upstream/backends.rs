@@ -22,12 +22,12 @@ use http_body_util::BodyExt;
 use hyper::{Method, StatusCode};
 
 use super::health::{BackendState, Outcome};
-use super::pick::{self, Fit, Seen};
+use super::pick::{self, Candidate, ModelFit};
 use super::pins::{self, Pins};
 use super::{Sending, UpstreamClient, client_body};
 use crate::base::clock;
 use crate::base::dialect::Dialect;
-use crate::error::ProxyError;
+use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::{Body, BoxError, Prepend, read_all};
 use crate::http::message::{Request, Response};
 use crate::table::{Auth, Backend, Balance, Upstream};
@@ -65,7 +65,7 @@ pub struct Member {
 pub struct Retries {
     pub unreachable: AtomicU64,
     pub timeout: AtomicU64,
-    pub status: AtomicU64,
+    pub server_error: AtomicU64,
     pub busy: AtomicU64,
     pub error_line: AtomicU64,
     pub budget_exhausted: AtomicU64,
@@ -107,7 +107,11 @@ impl Backends {
         Backends {
             members,
             in_flight: Arc::default(),
-            bank: AtomicI64::new(3 * TOKEN),
+            bank: AtomicI64::new(if upstream.retry_budget > 0.0 {
+                3 * TOKEN
+            } else {
+                0
+            }),
             pins: Pins::default(),
             retries: Retries::default(),
         }
@@ -141,7 +145,7 @@ impl Backends {
         if let Some(client) = rules.client {
             client.append_to(head.headers_mut());
         }
-        let replay = Replay::of(rules);
+        let forwarded = Forwarded::of(rules);
         let header = match &upstream.balance {
             Balance::Sticky { header } => head.headers().get(header).map(pick::hash),
             Balance::LeastLoaded => None,
@@ -149,11 +153,11 @@ impl Backends {
         let job = job_of(upstream, &head);
         let head = Head::of(head);
         Box::pin(async move {
-            let payload = Payload::read(body, body_limit).await?;
-            let mut hints = payload.hints(upstream);
+            let content = Content::read(body, body_limit).await?;
+            let mut hints = content.hints(upstream);
             hints.sticky = header.or(hints.sticky);
             hints.job = job;
-            self.attempts(upstream, head, payload, &replay, &hints, body_limit)
+            self.attempts(upstream, head, content, &forwarded, &hints, body_limit)
                 .await
         })
     }
@@ -173,8 +177,8 @@ impl Backends {
         &self,
         upstream: &Upstream,
         head: Head,
-        mut payload: Payload,
-        replay: &Replay,
+        mut content: Content,
+        forwarded: &Forwarded,
         hints: &Hints,
         body_limit: u64,
     ) -> Result<Response, ProxyError> {
@@ -188,9 +192,9 @@ impl Backends {
             tried.push(at);
             attempts += 1;
             let (member, backend) = (&self.members[at], &upstream.backends[at]);
-            let lease = Lease::new(self, at);
-            let req = head.request(payload.next());
-            let rules = replay.rules(upstream.auth.as_ref(), &backend.host);
+            let counted = Counted::new(self, at);
+            let req = head.request(content.next());
+            let rules = forwarded.rules(upstream.auth.as_ref(), &backend.host);
             let started = clock::now();
             let sent = (member.client).send(upstream, backend, req, &rules, body_limit);
             let (result, outcome, first) = first_frame(upstream, sent.await).await;
@@ -204,13 +208,14 @@ impl Backends {
             member.state.ended(outcome, &upstream.health, others);
             let untried = tried.len() < self.members.len();
             let again = untried
-                && payload.again()
+                && content.again()
                 && (self.searching(hints, &result)
                     || (outcome != Outcome::Ok
                         && attempts == 1
+                        && unacted(upstream, &head.method, &result)
                         && self.withdraw(self.retries.reason(&result))));
             if !again {
-                return result.map(|response| response.map(|body| lease.hold(body)));
+                return result.map(|response| response.map(|body| counted.hold(body)));
             }
         }
     }
@@ -261,8 +266,8 @@ impl Backends {
 
     /// The index of the backend for a request of `upstream`, among those not `tried`.
     fn pick_in(&self, upstream: &Upstream, tried: &[usize], hints: &Hints) -> Option<usize> {
-        let seen: Vec<Seen> = (self.members.iter().zip(&upstream.backends).enumerate())
-            .map(|(i, (member, backend))| Seen {
+        let seen: Vec<Candidate> = (self.members.iter().zip(&upstream.backends).enumerate())
+            .map(|(i, (member, backend))| Candidate {
                 in_flight: member.state.in_flight.load(Ordering::Relaxed),
                 weight: backend.weight,
                 priority: backend.priority,
@@ -278,6 +283,9 @@ impl Backends {
     /// A request's share of a token, saved up to the larger of 3 and the budget's share of
     /// the requests in flight.
     fn deposit(&self, budget: f64) {
+        if budget <= 0.0 {
+            return;
+        }
         let share = (budget * TOKEN as f64) as i64;
         let in_flight = self.in_flight.load(Ordering::Relaxed) as f64;
         let most = (3 * TOKEN).max((budget * in_flight * TOKEN as f64) as i64);
@@ -309,24 +317,41 @@ impl Retries {
             Err(ProxyError::Timeout { .. }) => &self.timeout,
             Err(_) => &self.unreachable,
             Ok(r) if is_busy(r.status()) => &self.busy,
-            Ok(r) if r.status().is_server_error() => &self.status,
+            Ok(r) if r.status().is_server_error() => &self.server_error,
             Ok(_) => &self.error_line,
         }
     }
 }
 
+/// Whether a failed attempt can be sent again without doing twice what it asked: a model's
+/// answer can (it changes nothing but the time it takes), and so can any request the backend
+/// refused before acting on it (429, 503, a connection refused or not made in time); a
+/// web-data request that changes something (a job started, a page scraped, credits spent)
+/// may have been acted on otherwise.
+fn unacted(upstream: &Upstream, method: &Method, result: &Result<Response, ProxyError>) -> bool {
+    if !upstream.speaks.is_web_data() || method == Method::GET || method == Method::HEAD {
+        return true;
+    }
+    match result {
+        Ok(response) => is_busy(response.status()),
+        Err(ProxyError::Timeout { kind, .. }) => *kind == TimeoutKind::Connect,
+        Err(ProxyError::Unreachable { reason, .. }) => reason == "connection refused",
+        Err(_) => false,
+    }
+}
+
 /// How well `state`'s backend has `model`.
-fn fit(state: &BackendState, model: Option<&str>) -> Fit {
+fn fit(state: &BackendState, model: Option<&str>) -> ModelFit {
     let Some(model) = model else {
-        return Fit::Unknown;
+        return ModelFit::Unknown;
     };
     let models = state.models();
     if models.loaded.contains(model) {
-        Fit::Loaded
+        ModelFit::Loaded
     } else if models.listed.contains(model) {
-        Fit::Listed
+        ModelFit::Listed
     } else {
-        Fit::Unknown
+        ModelFit::Unknown
     }
 }
 
@@ -442,7 +467,9 @@ impl Head {
 
 /// What the header rules add to a request, kept to be added again for another backend (the
 /// client's own fields are in the request's map by then).
-struct Replay {
+struct Forwarded {
+    /// The upstream's key goes up (every request to an upstream with one says so).
+    auth: bool,
     client_ip: hyper::header::HeaderValue,
     proto: &'static str,
     client_host: Option<hyper::header::HeaderValue>,
@@ -452,9 +479,10 @@ struct Replay {
     json: bool,
 }
 
-impl Replay {
-    fn of(rules: &Forwarding<'_>) -> Replay {
-        Replay {
+impl Forwarded {
+    fn of(rules: &Forwarding<'_>) -> Forwarded {
+        Forwarded {
+            auth: rules.auth.is_some(),
             client_ip: rules.client_ip.clone(),
             proto: rules.proto,
             client_host: rules.client_host.cloned(),
@@ -476,7 +504,7 @@ impl Replay {
             proto: self.proto,
             client_host: self.client_host.as_ref(),
             request_id: &self.request_id,
-            auth,
+            auth: auth.filter(|_| self.auth),
             upgrade: self.upgrade,
             identity: self.identity,
             json: self.json,
@@ -487,36 +515,36 @@ impl Replay {
 }
 
 /// A request's body: whole, to be sent as often as needed, or a stream sent once.
-enum Payload {
+enum Content {
     Whole(Bytes),
     Once(Option<Body>),
 }
 
-impl Payload {
+impl Content {
     /// Reads `body` whole when its length is known and at most [`REPLAY_LIMIT`].
-    async fn read(body: Body, body_limit: u64) -> Result<Payload, ProxyError> {
+    async fn read(body: Body, body_limit: u64) -> Result<Content, ProxyError> {
         match body.size_hint().exact() {
             Some(n) if n <= REPLAY_LIMIT => {
                 let read = read_all(body, usize::try_from(n).unwrap_or(usize::MAX)).await;
                 let whole = read.map_err(|err| client_body(err.as_ref(), body_limit))?;
-                Ok(Payload::Whole(whole))
+                Ok(Content::Whole(whole))
             }
-            _ => Ok(Payload::Once(Some(body))),
+            _ => Ok(Content::Once(Some(body))),
         }
     }
 
     /// The body for the next attempt.
     fn next(&mut self) -> Body {
         match self {
-            Payload::Whole(bytes) if bytes.is_empty() => Body::empty(),
-            Payload::Whole(bytes) => Body::full(bytes.clone()),
-            Payload::Once(body) => body.take().unwrap_or_default(),
+            Content::Whole(bytes) if bytes.is_empty() => Body::empty(),
+            Content::Whole(bytes) => Body::full(bytes.clone()),
+            Content::Once(body) => body.take().unwrap_or_default(),
         }
     }
 
     /// Whether it can be sent again.
     fn again(&self) -> bool {
-        matches!(self, Payload::Whole(_))
+        matches!(self, Content::Whole(_))
     }
 
     /// The model a JSON body names, and a hash of its first two messages (the conversation's
@@ -529,7 +557,7 @@ impl Payload {
             #[serde(borrow)]
             messages: Option<Vec<&'a serde_json::value::RawValue>>,
         }
-        let Payload::Whole(bytes) = self else {
+        let Content::Whole(bytes) = self else {
             return Hints::default();
         };
         let Ok(named) = serde_json::from_slice::<Named<'_>>(bytes) else {
@@ -552,42 +580,45 @@ impl Payload {
 
 /// A request counted in flight on its backend (and its upstream) until its response's body
 /// ends or is dropped.
-struct Lease {
+struct Counted {
     state: Arc<BackendState>,
     upstream: Arc<AtomicUsize>,
 }
 
-impl Lease {
-    fn new(backends: &Backends, at: usize) -> Lease {
+impl Counted {
+    fn new(backends: &Backends, at: usize) -> Counted {
         let state = Arc::clone(&backends.members[at].state);
         state.in_flight.fetch_add(1, Ordering::Relaxed);
         backends.in_flight.fetch_add(1, Ordering::Relaxed);
-        Lease {
+        Counted {
             state,
             upstream: Arc::clone(&backends.in_flight),
         }
     }
 
-    /// `body`, holding the lease to its end; a failure in it is counted against the backend.
+    /// `body`, counted to its end; a failure in it is counted against the backend.
     fn hold(self, body: Body) -> Body {
-        Body::new(Leased { body, lease: self })
+        Body::new(CountedBody {
+            body,
+            counted: self,
+        })
     }
 }
 
-impl Drop for Lease {
+impl Drop for Counted {
     fn drop(&mut self) {
         self.state.in_flight.fetch_sub(1, Ordering::Relaxed);
         self.upstream.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-/// A response body under a [`Lease`].
-struct Leased {
+/// A response body counted in flight.
+struct CountedBody {
     body: Body,
-    lease: Lease,
+    counted: Counted,
 }
 
-impl http_body::Body for Leased {
+impl http_body::Body for CountedBody {
     type Data = Bytes;
     type Error = BoxError;
 
@@ -597,7 +628,7 @@ impl http_body::Body for Leased {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let polled = Pin::new(&mut self.body).poll_frame(cx);
         if let Poll::Ready(Some(Err(_))) = &polled {
-            let counts = &self.lease.state.counts;
+            let counts = &self.counted.state.counts;
             counts
                 .failed_after_first_byte
                 .fetch_add(1, Ordering::Relaxed);

@@ -12,12 +12,12 @@ pub const STICKY_SLACK: f64 = 1.25;
 
 /// What the pick knows of one backend.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Seen {
+pub struct Candidate {
     pub in_flight: usize,
     pub weight: u32,
     pub priority: u32,
     pub in_service: bool,
-    pub model: Fit,
+    pub model: ModelFit,
     /// Already tried for this request.
     pub tried: bool,
     /// A hash of the backend's name, for the sticky order (the same on every replica).
@@ -26,7 +26,7 @@ pub struct Seen {
 
 /// How well a backend has the request's model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Fit {
+pub enum ModelFit {
     /// Not known to have it (or the request names none).
     Unknown,
     /// Listed among its models.
@@ -37,10 +37,10 @@ pub enum Fit {
 
 /// The index of the backend to send to, or `None` when every one has been tried. `random`
 /// is fresh random bits; `sticky` the hash of the request's session key, if it has one.
-pub fn pick(seen: &[Seen], random: u64, sticky: Option<u64>) -> Option<usize> {
+pub fn pick(seen: &[Candidate], random: u64, sticky: Option<u64>) -> Option<usize> {
     let untried = || seen.iter().enumerate().filter(|(_, s)| !s.tried);
     let any_in_service = untried().any(|(_, s)| s.in_service);
-    let usable = |s: &Seen| !s.tried && (s.in_service || !any_in_service);
+    let usable = |s: &Candidate| !s.tried && (s.in_service || !any_in_service);
     let tier = seen
         .iter()
         .filter(|s| usable(s))
@@ -59,12 +59,12 @@ pub fn pick(seen: &[Seen], random: u64, sticky: Option<u64>) -> Option<usize> {
 }
 
 /// Load as compared between backends: in flight (this request counted) over weight.
-fn load(s: &Seen) -> f64 {
+fn load(s: &Candidate) -> f64 {
     (s.in_flight as f64 + 1.0) / f64::from(s.weight)
 }
 
 /// The less loaded of two of `chosen` drawn by weight (the first drawn on a tie).
-fn two_choices(seen: &[Seen], chosen: &[usize], random: u64) -> usize {
+fn two_choices(seen: &[Candidate], chosen: &[usize], random: u64) -> usize {
     if chosen.len() == 1 {
         return chosen[0];
     }
@@ -77,7 +77,7 @@ fn two_choices(seen: &[Seen], chosen: &[usize], random: u64) -> usize {
 }
 
 /// One of `chosen` (but `not`), drawn with chances in proportion to the weights.
-fn draw(seen: &[Seen], chosen: &[usize], random: u32, not: Option<usize>) -> usize {
+fn draw(seen: &[Candidate], chosen: &[usize], random: u32, not: Option<usize>) -> usize {
     let weight = |i: &usize| u64::from(seen[*i].weight);
     let total: u64 = chosen.iter().filter(|&&i| Some(i) != not).map(weight).sum();
     let mut at = u64::from(random) % total.max(1);
@@ -92,7 +92,7 @@ fn draw(seen: &[Seen], chosen: &[usize], random: u32, not: Option<usize>) -> usi
 
 /// The first of `chosen` in the key's order (rendezvous hashing) whose load is within the
 /// slack of the mean; the least loaded when none is.
-fn bounded(seen: &[Seen], chosen: &[usize], key: u64) -> usize {
+fn bounded(seen: &[Candidate], chosen: &[usize], key: u64) -> usize {
     let mut order = chosen.to_vec();
     order.sort_by_key(|&i| std::cmp::Reverse(mix(key ^ seen[i].name_hash)));
     let weights: f64 = chosen.iter().map(|&i| f64::from(seen[i].weight)).sum();
@@ -130,20 +130,20 @@ pub fn hash(bytes: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
-    fn seen(in_flight: usize) -> Seen {
-        Seen {
+    fn seen(in_flight: usize) -> Candidate {
+        Candidate {
             in_flight,
             weight: 1,
             priority: 0,
             in_service: true,
-            model: Fit::Unknown,
+            model: ModelFit::Unknown,
             tried: false,
             name_hash: hash(format!("b{in_flight}").as_bytes()),
         }
     }
 
     /// How often each backend is picked over many draws.
-    fn counts(backends: &[Seen], sticky: Option<u64>) -> Vec<usize> {
+    fn counts(backends: &[Candidate], sticky: Option<u64>) -> Vec<usize> {
         let mut counts = vec![0; backends.len()];
         for i in 0..10_000u64 {
             if let Some(at) = pick(backends, mix(i), sticky) {
@@ -155,28 +155,28 @@ mod tests {
 
     #[test]
     fn each_rule_narrows_the_choice_in_its_order() {
-        let out = Seen {
+        let out = Candidate {
             in_service: false,
             ..seen(0)
         };
-        let tried = Seen {
+        let tried = Candidate {
             tried: true,
             ..seen(0)
         };
-        let backup = Seen {
+        let backup = Candidate {
             priority: 1,
             ..seen(0)
         };
-        let loaded = Seen {
-            model: Fit::Loaded,
+        let loaded = Candidate {
+            model: ModelFit::Loaded,
             ..seen(9)
         };
-        let listed = Seen {
-            model: Fit::Listed,
+        let listed = Candidate {
+            model: ModelFit::Listed,
             ..seen(0)
         };
         // (backends, the only one that may be picked)
-        let cases: Vec<(Vec<Seen>, Option<usize>)> = vec![
+        let cases: Vec<(Vec<Candidate>, Option<usize>)> = vec![
             (vec![out, seen(5)], Some(1)),
             (vec![tried, seen(5)], Some(1)),
             (vec![tried, tried], None),
@@ -191,7 +191,7 @@ mod tests {
             (
                 vec![
                     seen(3),
-                    Seen {
+                    Candidate {
                         priority: 1,
                         ..loaded
                     },
@@ -211,7 +211,7 @@ mod tests {
         let got = counts(&[seen(0), seen(10), seen(10)], None);
         // The idle one wins every draw it is in: two draws of three.
         assert!(got[0] > 6_000, "{got:?}");
-        let heavy = Seen {
+        let heavy = Candidate {
             weight: 3,
             ..seen(1)
         };
@@ -243,7 +243,7 @@ mod tests {
         let moved = pick(&backends, 1, Some(key)).unwrap();
         assert_ne!(moved, home);
         // Its backend out of service: another.
-        backends[home] = Seen {
+        backends[home] = Candidate {
             in_service: false,
             ..backends[home]
         };

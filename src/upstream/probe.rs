@@ -9,13 +9,14 @@ use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::header::HOST;
+use hyper::header::{HOST, HeaderValue};
 use hyper::{Method, StatusCode};
 use tower_service::Service;
 
 use super::backends::Backends;
+use super::headers::Forwarding;
 use super::health::Models;
-use super::{UpstreamClient, absolute, request_uri};
+use super::{Pool, UpstreamClient, absolute, request_uri};
 use crate::base::dialect::Dialect;
 use crate::http::body::Body;
 use crate::http::message::Request;
@@ -32,11 +33,16 @@ pub fn spawn(upstream: Arc<Upstream>, backends: Weak<Backends>) {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let Some(backends) = backends.upgrade() else {
+            // The members, not the set: a table replaced during a round is let go at once.
+            let Some(members) = backends.upgrade().map(|b| {
+                let each = b.members().iter();
+                each.map(|m| (Arc::clone(&m.client), Arc::clone(&m.state)))
+                    .collect::<Vec<_>>()
+            }) else {
                 return;
             };
-            let each = (backends.members().iter().zip(&upstream.backends)).map(|(m, b)| {
-                let (upstream, client, state) = (&upstream, &m.client, &m.state);
+            let each = (members.iter().zip(&upstream.backends)).map(|((client, state), b)| {
+                let upstream = &upstream;
                 async move {
                     let (ok, models) = probe(upstream, b, client).await;
                     state.probed(ok, models);
@@ -80,7 +86,14 @@ async fn probe(
     (true, Some(models))
 }
 
-/// `GET path` on a connection of its own: the response's status and body (at most 1 MiB).
+/// What a probe says of itself in the fields lingo adds to every request.
+static PROBE_ADDRESS: HeaderValue = HeaderValue::from_static("127.0.0.1");
+static PROBE_ID: HeaderValue = HeaderValue::from_static("lingo-probe");
+
+/// `GET path`: the response's status and body (at most 1 MiB). Over lingo's own HTTP/1.1
+/// client, on a connection of its own (a pooled connection belongs to the serving thread that
+/// opened it); over hyper-util's (TLS, HTTP/2), through its pool, which speaks the upstream's
+/// protocol.
 async fn get(
     upstream: &Upstream,
     backend: &Backend,
@@ -102,6 +115,28 @@ async fn get(
             mock::Handled::Response(response) => response.into_hyper(),
             _ => return Err("the mock cut the probe".into()),
         },
+        UpstreamClient::Http {
+            pool: Pool::Legacy(_),
+            ..
+        } => {
+            let rules = Forwarding {
+                host: &backend.host,
+                client_ip: &PROBE_ADDRESS,
+                proto: "http",
+                client_host: None,
+                request_id: &PROBE_ID,
+                auth: upstream.auth.as_ref(),
+                upgrade: false,
+                identity: true,
+                json: false,
+                raw_response: false,
+                client: None,
+            };
+            client
+                .send(upstream, backend, request, &rules, 0)
+                .await?
+                .into_hyper()
+        }
         UpstreamClient::Http { ws_connector, .. } => {
             let mut connector = ws_connector.clone();
             poll_fn(|cx| connector.poll_ready(cx)).await?;

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::backends::Backends;
+use super::health::BackendState;
 use crate::table::Upstream;
 
 /// Each metric: its name, type and help.
@@ -47,7 +48,7 @@ const METRICS: &[(&str, &str, &str)] = &[
     (
         "lingo_backend_retries",
         "counter",
-        "Requests sent again to another backend, by the first one's failure",
+        "Requests sent again to another backend, by the first one's failure (unreachable, timeout, server_error: 5xx, busy: 429 or 503, error_line: a native error on a 200's first line)",
     ),
     (
         "lingo_backend_retry_budget_exhausted",
@@ -71,81 +72,80 @@ pub fn render<'a>(upstreams: impl Iterator<Item = (&'a Upstream, &'a Backends)> 
 
 fn each(out: &mut String, name: &str, upstream: &Upstream, backends: &Backends) {
     let up = &upstream.name;
-    let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
-    if name == "lingo_backend_retries" {
-        let r = &backends.retries;
-        for (reason, n) in [
-            ("unreachable", &r.unreachable),
-            ("timeout", &r.timeout),
-            ("status", &r.status),
-            ("busy", &r.busy),
-            ("error_line", &r.error_line),
-        ] {
-            let _ = writeln!(
-                out,
-                "{name}_total{{upstream=\"{up}\",reason=\"{reason}\"}} {}",
-                get(n)
-            );
+    let r = &backends.retries;
+    match name {
+        "lingo_backend_retries" => {
+            for (reason, n) in [
+                ("unreachable", &r.unreachable),
+                ("timeout", &r.timeout),
+                ("server_error", &r.server_error),
+                ("busy", &r.busy),
+                ("error_line", &r.error_line),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "{name}_total{{upstream=\"{up}\",reason=\"{reason}\"}} {}",
+                    get(n)
+                );
+            }
         }
-        return;
-    }
-    if name == "lingo_backend_retry_budget_exhausted" {
-        let n = get(&backends.retries.budget_exhausted);
-        let _ = writeln!(out, "{name}_total{{upstream=\"{up}\"}} {n}");
-        return;
-    }
-    for (backend, member) in upstream.backends.iter().zip(backends.members()) {
-        let labels = format!("upstream=\"{up}\",backend=\"{}\"", backend.label);
-        let (state, c) = (&member.state, &member.state.counts);
-        let _ = match name {
-            "lingo_backend_in_flight" => {
-                writeln!(
-                    out,
-                    "{name}{{{labels}}} {}",
-                    state.in_flight.load(Ordering::Relaxed)
-                )
-            }
-            "lingo_backend_in_service" => {
-                writeln!(out, "{name}{{{labels}}} {}", u8::from(state.in_service()))
-            }
-            "lingo_backend_models_loaded" => {
-                // Each model once: its name without `:latest` is there too.
-                let loaded = state.models().loaded;
-                let latest = |n: &&String| loaded.contains(&format!("{n}:latest"));
-                writeln!(
-                    out,
-                    "{name}{{{labels}}} {}",
-                    loaded.iter().filter(|n| !latest(n)).count()
-                )
-            }
-            "lingo_backend_requests" => (|| {
-                for (outcome, n) in [("ok", &c.ok), ("failed", &c.failed), ("busy", &c.busy)] {
-                    writeln!(
-                        out,
-                        "{name}_total{{{labels},outcome=\"{outcome}\"}} {}",
-                        get(n)
-                    )?;
+        "lingo_backend_retry_budget_exhausted" => {
+            let n = get(&r.budget_exhausted);
+            let _ = writeln!(out, "{name}_total{{upstream=\"{up}\"}} {n}");
+        }
+        _ => {
+            for (backend, member) in upstream.backends.iter().zip(backends.members()) {
+                let labels = format!("upstream=\"{up}\",backend=\"{}\"", backend.label);
+                for (suffix, more, value) in values(name, &member.state) {
+                    let _ = writeln!(out, "{name}{suffix}{{{labels}{more}}} {value}");
                 }
-                Ok(())
-            })(),
-            "lingo_backend_ejections" => {
-                writeln!(out, "{name}_total{{{labels}}} {}", get(&c.ejections))
             }
-            "lingo_backend_failed_after_first_byte" => {
-                writeln!(
-                    out,
-                    "{name}_total{{{labels}}} {}",
-                    get(&c.failed_after_first_byte)
-                )
-            }
-            _ => {
-                let seconds = get(&c.first_byte_micros) as f64 / 1e6;
-                writeln!(
-                    out,
-                    "{name}_sum{{{labels}}} {seconds}\n{name}_count{{{labels}}} {}",
-                    get(&c.first_bytes)
-                )
-            }
-        };
+        }
     }
+}
+
+/// A backend's series of the metric `name`: each one's name suffix (`_total`), labels besides
+/// its upstream's and its own (`,outcome="ok"`), and value.
+fn values(name: &str, state: &BackendState) -> Vec<(&'static str, String, String)> {
+    let c = &state.counts;
+    let one = |suffix, value: String| vec![(suffix, String::new(), value)];
+    match name {
+        "lingo_backend_in_flight" => one("", state.in_flight.load(Ordering::Relaxed).to_string()),
+        "lingo_backend_in_service" => one("", u8::from(state.in_service()).to_string()),
+        "lingo_backend_models_loaded" => one("", models_loaded(state).to_string()),
+        "lingo_backend_ejections" => one("_total", get(&c.ejections).to_string()),
+        "lingo_backend_failed_after_first_byte" => {
+            one("_total", get(&c.failed_after_first_byte).to_string())
+        }
+        "lingo_backend_requests" => [("ok", &c.ok), ("failed", &c.failed), ("busy", &c.busy)]
+            .into_iter()
+            .map(|(outcome, n)| {
+                (
+                    "_total",
+                    format!(",outcome=\"{outcome}\""),
+                    get(n).to_string(),
+                )
+            })
+            .collect(),
+        "lingo_backend_first_byte_seconds" => vec![
+            (
+                "_sum",
+                String::new(),
+                (get(&c.first_byte_micros) as f64 / 1e6).to_string(),
+            ),
+            ("_count", String::new(), get(&c.first_bytes).to_string()),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The models a backend has loaded, each once (its name without `:latest` is there too).
+fn models_loaded(state: &BackendState) -> usize {
+    let loaded = state.models().loaded;
+    let latest = |n: &&String| loaded.contains(&format!("{n}:latest"));
+    loaded.iter().filter(|n| !latest(n)).count()
+}
+
+fn get(n: &AtomicU64) -> u64 {
+    n.load(Ordering::Relaxed)
 }
