@@ -28,7 +28,7 @@ pub struct BackendState {
     failures: AtomicU32,
     /// Ejections in a row (reset by a success after one).
     ejections_in_a_row: AtomicU32,
-    /// Milliseconds after [`clock::start`] until which it is ejected (0: not ejected).
+    /// Milliseconds after [`start`] until which it is ejected (0: not ejected).
     ejected_until: AtomicU64,
     probe_failed: AtomicBool,
     models: Mutex<Models>,
