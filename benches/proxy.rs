@@ -16,6 +16,10 @@
 //! file descriptors per stream in lingo, so at most (open-file limit - 2000) / 2: 9000 under
 //! this machine's limit of 20000 per process).
 //!
+//! Several backends (`proxy/spread.rs`): the same translated requests to an upstream of one
+//! mock and to one of three, through a lingo of their own, and a failover row with one of the
+//! three killed mid-run.
+//!
 //! Knobs (environment): `LINGO_BENCH_SECONDS` per throughput measurement (default 3; 0 runs
 //! only the slow streams), `LINGO_BENCH_ROUNDS` how many interleaved rounds each row's time
 //! is measured in (default 3, see `rows`), `LINGO_BENCH_STREAMS` concurrent slow streams
@@ -31,6 +35,8 @@ mod nginx;
 mod release;
 #[path = "proxy/rows.rs"]
 mod rows;
+#[path = "proxy/spread.rs"]
+mod spread;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -423,6 +429,19 @@ async fn main() {
     let (rows, failures) = rows::throughput(&http, &targets, &shapes, (seconds, rounds)).await;
     rows::ratios(&rows, &shapes);
     drop(nginx);
+    if seconds > 0.0 {
+        // Two more mocks beside the first: an upstream of three, one of them killed.
+        let (b, c) = (free_port(), free_port());
+        let mut mock_b = spawn("", &format!("mock --listen {b} --tokens 16"));
+        let mut mock_c = spawn("", &format!("mock --listen {c} --tokens 16"));
+        wait_up(&http, &format!("http://{b}/api/tags")).await;
+        wait_up(&http, &format!("http://{c}/api/tags")).await;
+        spread::rows(&dir, [mock_addr, b, c], &mut mock_c, (seconds, rounds)).await;
+        for child in [&mut mock_b, &mut mock_c] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 
     // Many slow streams: every token of every stream must arrive. Each run gets a fresh lingo
     // (memory a previous run freed would otherwise be reused and hide what a stream costs)

@@ -443,3 +443,43 @@ async fn a_stalled_backend_is_taken_out_and_comes_back_when_its_probe_answers() 
     }
     assert!(chats(&sometimes) > before);
 }
+
+#[tokio::test]
+async fn a_request_goes_to_any_backend_with_the_same_fields_as_to_one() {
+    let (a, b) = (
+        answering(Duration::ZERO).await,
+        answering(Duration::ZERO).await,
+    );
+    let lingo = lingo_over(&[url(&a), url(&b)], "").await;
+    let headers = [
+        ("x-custom", "kept"),
+        ("connection", "x-drop"),
+        ("x-drop", "gone"),
+    ];
+    let body = "{\"model\":\"m\",\"stream\":false}";
+    for _ in 0..6 {
+        let response = send(request(
+            Method::POST,
+            &lingo.url("/api/chat"),
+            &headers,
+            body,
+        ))
+        .await;
+        assert_eq!(response.status, 200, "{}", response.body);
+    }
+    for backend in [&a, &b] {
+        for seen in backend.requests().iter().filter(|s| s.uri == "/api/chat") {
+            let h = &seen.headers;
+            assert_eq!(h["x-custom"], "kept");
+            assert!(
+                h.get("x-drop").is_none() && h.get("connection").is_none(),
+                "{h:?}"
+            );
+            assert_eq!(h["host"], backend.addr.to_string());
+            assert_eq!(h["x-forwarded-for"], "127.0.0.1");
+            assert!(h.get("x-request-id").is_some());
+            assert_eq!(seen.body, body.as_bytes());
+        }
+    }
+    assert_eq!(chats(&a) + chats(&b), 6);
+}

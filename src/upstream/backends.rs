@@ -29,7 +29,7 @@ use crate::base::clock;
 use crate::base::dialect::Dialect;
 use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::{Body, BoxError, Prepend, read_all};
-use crate::http::message::{Request, Response};
+use crate::http::message::{HeaderView, Request, Response};
 use crate::table::{Auth, Backend, Balance, Upstream};
 use crate::upstream::headers::Forwarding;
 
@@ -141,13 +141,12 @@ impl Backends {
                 .client
                 .send(upstream, &upstream.backends[0], req, rules, body_limit);
         }
-        let (mut head, body) = req.into_parts();
-        if let Some(client) = rules.client {
-            client.append_to(head.headers_mut());
-        }
+        let (head, body) = req.into_parts();
         let forwarded = Forwarded::of(rules);
         let header = match &upstream.balance {
-            Balance::Sticky { header } => head.headers().get(header).map(pick::hash),
+            Balance::Sticky { header } => (rules.client.and_then(|c| c.get(header)))
+                .or_else(|| head.headers().get(header))
+                .map(pick::hash),
             Balance::LeastLoaded => None,
         };
         let job = job_of(upstream, &head);
@@ -465,9 +464,11 @@ impl Head {
     }
 }
 
-/// What the header rules add to a request, kept to be added again for another backend (the
-/// client's own fields are in the request's map by then).
+/// The header rules a request goes up by, kept to be applied again for another backend: what
+/// they add, and the client's fields (kept raw when they were: sharing their bytes).
 struct Forwarded {
+    client: Option<crate::http::h1::raw::Headers>,
+    raw_response: bool,
     /// The upstream's key goes up (every request to an upstream with one says so).
     auth: bool,
     client_ip: hyper::header::HeaderValue,
@@ -482,6 +483,8 @@ struct Forwarded {
 impl Forwarded {
     fn of(rules: &Forwarding<'_>) -> Forwarded {
         Forwarded {
+            client: rules.client.map(HeaderView::to_headers),
+            raw_response: rules.raw_response,
             auth: rules.auth.is_some(),
             client_ip: rules.client_ip.clone(),
             proto: rules.proto,
@@ -508,8 +511,8 @@ impl Forwarded {
             upgrade: self.upgrade,
             identity: self.identity,
             json: self.json,
-            raw_response: false,
-            client: None,
+            raw_response: self.raw_response,
+            client: self.client.as_ref().map(HeaderView::from),
         }
     }
 }

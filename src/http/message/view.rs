@@ -144,6 +144,16 @@ impl<'a> Iterator for HeaderIter<'a> {
     }
 }
 
+impl HeaderView<'_> {
+    /// The fields, kept: a map is copied, fields kept raw share their head's bytes.
+    pub fn to_headers(self) -> Headers {
+        match self {
+            HeaderView::Map(map) => Headers::Map(map.clone()),
+            HeaderView::Raw(raw) => Headers::Raw(Box::new(raw.clone())),
+        }
+    }
+}
+
 impl<'a> From<&'a Headers> for HeaderView<'a> {
     fn from(headers: &'a Headers) -> Self {
         match headers {

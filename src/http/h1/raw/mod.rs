@@ -121,7 +121,8 @@ struct Field {
 
 /// A head's fields as they were written (but the `Content-Length` of a chunked body, which
 /// is not the body's: RFC 9112 §6.1), and which of them pass on (not hop-by-hop, not named
-/// by `Connection`).
+/// by `Connection`). A copy shares the head's bytes.
+#[derive(Clone)]
 pub struct RawHeaders {
     /// The head they were read from.
     head: Bytes,
