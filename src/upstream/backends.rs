@@ -563,11 +563,17 @@ impl Content {
         let Content::Whole(bytes) = self else {
             return Hints::default();
         };
+        // Only a native upstream's probes say which models a backend has; only a sticky
+        // balance reads the messages.
+        let sticky = matches!(upstream.balance, Balance::Sticky { .. });
+        if upstream.speaks != Dialect::Native && !sticky {
+            return Hints::default();
+        }
         let Ok(named) = serde_json::from_slice::<Named<'_>>(bytes) else {
             return Hints::default();
         };
-        let sticky = match (&upstream.balance, named.messages) {
-            (Balance::Sticky { .. }, Some(messages)) if !messages.is_empty() => {
+        let sticky = match (sticky, named.messages) {
+            (true, Some(messages)) if !messages.is_empty() => {
                 let start = messages.iter().take(2).map(|m| m.get());
                 Some(start.fold(0, |h, m| pick::mix(h ^ pick::hash(m.as_bytes()))))
             }

@@ -12,10 +12,11 @@
 //! fails takes it out of service until one succeeds.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use tokio::time::Instant;
 
 use crate::base::clock;
@@ -31,7 +32,8 @@ pub struct BackendState {
     /// Milliseconds after [`start`] until which it is ejected (0: not ejected).
     ejected_until: AtomicU64,
     probe_failed: AtomicBool,
-    models: Mutex<Models>,
+    /// Read on every request's pick, written by each probe: swapped, never locked.
+    models: ArcSwap<Models>,
     pub counts: Counts,
 }
 
@@ -120,15 +122,12 @@ impl BackendState {
     pub fn probed(&self, ok: bool, models: Option<Models>) {
         self.probe_failed.store(!ok, Ordering::Relaxed);
         if let Some(models) = models {
-            *self.models.lock().unwrap_or_else(PoisonError::into_inner) = models;
+            self.models.store(Arc::new(models));
         }
     }
 
-    pub fn models(&self) -> Models {
-        self.models
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    pub fn models(&self) -> Arc<Models> {
+        self.models.load_full()
     }
 
     /// Its state as `/metrics` and `/readyz` say it.

@@ -141,7 +141,8 @@ fn values(name: &str, state: &BackendState) -> Vec<(&'static str, String, String
 
 /// The models a backend has loaded, each once (its name without `:latest` is there too).
 fn models_loaded(state: &BackendState) -> usize {
-    let loaded = state.models().loaded;
+    let models = state.models();
+    let loaded = &models.loaded;
     let latest = |n: &&String| loaded.contains(&format!("{n}:latest"));
     loaded.iter().filter(|n| !latest(n)).count()
 }
