@@ -369,3 +369,37 @@ async fn a_route_that_says_websocket_tunnels_upgrades_on_every_path() {
     let lower = received.to_ascii_lowercase();
     assert!(lower.contains("upgrade: websocket\r\n"), "{received}");
 }
+
+#[tokio::test]
+async fn a_watcher_is_tunnelled_under_the_upstreams_base_path() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (said, heard) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let head = read_head(&mut stream).await;
+        let _ = said.send(head.lines().next().unwrap_or("").to_owned());
+        let switched = "HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\n\
+                        upgrade: websocket\r\nsec-websocket-accept: dummy\r\n\r\n";
+        stream.write_all(switched.as_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    });
+    let yaml = table(&format!(
+        "upstreams:\n  webdata:\n    url: http://{addr}/firecrawl\n    speaks: web-data\n\
+         routes:\n  - {{ prefix: /v1, to: webdata }}\n"
+    ));
+    let lingo = Lingo::start(&yaml).await;
+    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
+    let handshake = format!(
+        "GET /v1/crawl/3f1c HTTP/1.1\r\nHost: {}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        lingo.addr
+    );
+    stream.write_all(handshake.as_bytes()).await.unwrap();
+    let head = read_head(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert_eq!(
+        heard.await.unwrap(),
+        "GET /firecrawl/v1/crawl/3f1c HTTP/1.1"
+    );
+}

@@ -72,10 +72,7 @@ async fn open(
         .collect();
     let altered = swap_offer(fields, upstream.auth.as_ref(), &keys);
     *head.version_mut() = hyper::Version::HTTP_11;
-    *head.uri_mut() = call
-        .path_and_query
-        .parse()
-        .map_err(|_| ProxyError::BadPath("unparsable"))?;
+    *head.uri_mut() = upstream::request_uri(upstream, &call.path_and_query);
     // Connecting and the handshake are the upstream's time, as a pooled call's are.
     let waiting = call.stats.waiting();
     let request = Request::from_parts(head, Body::empty()).into_hyper();
