@@ -721,4 +721,43 @@ mod tests {
         lines.sort_unstable();
         lines
     }
+
+    /// A status line's code is read only from a well-formed line: each of its parts checked
+    /// on its own; 0 for anything else, `None` until twelve bytes are there.
+    #[test]
+    fn a_status_code_is_read_from_a_well_formed_line_only() {
+        let cases: [(&[u8], Option<u16>); 8] = [
+            (b"HTTP/1.1 200 OK\r\n", Some(200)),
+            (b"\r\nHTTP/1.0 204 No Content", Some(204)),
+            (b"XTTP/1.1 200 OK", Some(0)),
+            (b"HTTP/1.x 200 OK", Some(0)),
+            (b"HTTP/1.1_200 OK", Some(0)),
+            (b"HTTP/1.1 2x0 OK", Some(0)),
+            (b"HTTP/1.1 20", None),
+            (b"", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(
+                status_code(line),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    /// A head not all there is waited for below [`MAX_HEAD`] (64 KiB) and counts as closing
+    /// from there on.
+    #[test]
+    fn a_head_not_all_there_is_waited_for_up_to_its_limit() {
+        let partial = |len: usize| {
+            let mut head = b"HTTP/1.1 200 OK\r\nx-long: ".to_vec();
+            head.resize(len, b'a');
+            head
+        };
+        assert_eq!(MAX_HEAD, 65_536);
+        assert_eq!(closes(&partial(2_000)), None);
+        assert_eq!(closes(&partial(MAX_HEAD - 1)), None);
+        assert_eq!(closes(&partial(MAX_HEAD)), Some(true));
+    }
 }
