@@ -31,6 +31,7 @@ use crate::error::{ProxyError, TimeoutKind};
 use crate::http::body::{Body, BoxError, Prepend, read_all};
 use crate::http::message::{HeaderView, Request, Response};
 use crate::table::{Auth, Backend, Balance, Upstream};
+use crate::translate::webdata;
 use crate::upstream::headers::Forwarding;
 
 /// The largest request body kept whole so that it can be sent to a second backend; a larger
@@ -247,7 +248,7 @@ impl Backends {
         }
         match &hints.job {
             Some(Job::Start) => {
-                if let Some(id) = pins::started(first) {
+                if let Some(id) = webdata::job_id(first) {
                     self.pins.pin(&id, at);
                 }
             }

@@ -84,15 +84,6 @@ impl Pins {
     }
 }
 
-/// The job id of a job start's response (`{"success": true, "id": ...}`).
-pub fn started(body: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Started {
-        id: String,
-    }
-    serde_json::from_slice::<Started>(body).ok().map(|s| s.id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,9 +117,5 @@ mod tests {
         }
         assert_eq!(pins.get("0"), None);
         assert_eq!(pins.get("1"), Some(1));
-        assert_eq!(
-            started(br#"{"success":true,"id":"j-1","url":"x"}"#).as_deref(),
-            Some("j-1")
-        );
     }
 }
