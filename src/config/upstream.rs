@@ -12,8 +12,8 @@ use super::tls::{self, Verify};
 use crate::base::dialect::Dialect;
 use crate::base::secret::Secret;
 use crate::table::{
-    Auth, DEFAULT_CONNECT, DEFAULT_FIRST_BYTE, DEFAULT_IDLE, MAX_WEBHOOK_RETRIES, MockSpec, Target,
-    Timeouts, Upstream,
+    Auth, Backend, DEFAULT_CONNECT, DEFAULT_FIRST_BYTE, DEFAULT_IDLE, MAX_WEBHOOK_RETRIES,
+    MockSpec, Target, Timeouts, Upstream,
 };
 
 /// An upstream as routes see it: its name and dialect are known even when the rest of its
@@ -38,26 +38,17 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
         backends: raw.backends,
     };
     let backends = backends::compile(cx, targets, &name, &label);
-    let several = backends.as_ref().is_some_and(|(b, _)| b.len() > 1);
-    let raw_spreading = (raw.balance, raw.health, raw.retry_budget);
-    let spreading = backends::spreading(cx, raw_spreading, &label, several);
+    let listed = backends.as_ref().map(|(b, _)| &b[..]);
+    let several = listed.is_some_and(|b| b.len() > 1);
+    let spreading = (raw.balance, raw.health, raw.retry_budget);
+    let spreading = backends::spreading(cx, spreading, &label, several);
     let timeouts = timeouts(cx, raw.timeouts, &label);
     let auth = optional(raw.auth, |a| auth(cx, a, &label));
-    let targets = backends
-        .as_ref()
-        .map(|(b, _)| b.iter().map(|b| &b.target).collect());
-    let tls = client_tls(cx, raw.tls, targets, &label);
-    let http2 = raw.http2.is_some_and(|h| h.value);
+    let tls = client_tls(cx, raw.tls, listed, &label);
+    let http2 = http2(cx, raw.http2, listed, &label);
     let webhooks = optional(raw.webhooks, |w| {
         super::webhooks::compile(cx, w, speaks, &label).map(Arc::new)
     });
-    let all_mock = backends
-        .as_ref()
-        .is_some_and(|(b, _)| b.iter().all(|b| matches!(b.target, Target::Mock(_))));
-    if http2 && all_mock {
-        let warning = format!("{label}: `http2` has no effect on a `mock:` upstream");
-        cx.warnings.push(warning);
-    }
     let built = match (speaks, backends, timeouts, auth, tls, webhooks, spreading) {
         (
             Some(speaks),
@@ -92,6 +83,22 @@ pub(super) fn compile(cx: &mut Ctx<'_>, name: At<String>, raw: At<raw::Upstream>
         speaks,
         built,
     }
+}
+
+/// `http2:`, said to do nothing when every backend is a `mock:`.
+fn http2(
+    cx: &mut Ctx<'_>,
+    raw: Option<At<bool>>,
+    backends: Option<&[Backend]>,
+    label: &str,
+) -> bool {
+    let http2 = raw.is_some_and(|h| h.value);
+    let all_mock = backends.is_some_and(|b| b.iter().all(|b| matches!(b.target, Target::Mock(_))));
+    if http2 && all_mock {
+        let warning = format!("{label}: `http2` has no effect on a `mock:` upstream");
+        cx.warnings.push(warning);
+    }
+    http2
 }
 
 /// The index of the upstream `name` refers to; records an error listing the defined ones
@@ -140,7 +147,7 @@ fn timeouts(cx: &mut Ctx<'_>, raw: Option<raw::Timeouts>, label: &str) -> Option
 fn client_tls(
     cx: &mut Ctx<'_>,
     raw: Option<At<raw::UpstreamTls>>,
-    targets: Option<Vec<&Target>>,
+    backends: Option<&[Backend]>,
     label: &str,
 ) -> Option<Arc<rustls::ClientConfig>> {
     let Some(at) = raw else {
@@ -148,8 +155,9 @@ fn client_tls(
             .map_err(|e| cx.error(&At::<()>::default(), format!("{label}: {e}")))
             .ok();
     };
-    let is_https = |t: &&Target| matches!(t, Target::Url(url) if url.scheme_str() == Some("https"));
-    if targets.is_some_and(|t| !t.iter().all(is_https)) {
+    let is_https =
+        |b: &Backend| matches!(&b.target, Target::Url(url) if url.scheme_str() == Some("https"));
+    if backends.is_some_and(|b| !b.iter().all(is_https)) {
         cx.error(
             &at,
             format!("{label}: `tls:` applies only to an https:// url"),

@@ -432,8 +432,8 @@ async fn first_frame(
 
 /// A native server's error, put on a `200` stream's first line: `{"error":...}`.
 fn is_error_line(data: &[u8]) -> bool {
-    let text = data.trim_ascii_start();
-    text.starts_with(b"{\"error\"")
+    let object = data.trim_ascii_start().strip_prefix(b"{");
+    object.is_some_and(|rest| rest.trim_ascii_start().starts_with(b"\"error\""))
 }
 
 /// A request's head, kept to be sent again.
