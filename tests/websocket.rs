@@ -120,8 +120,22 @@ async fn crawl_watcher_upgrade_is_tunnelled_with_the_key_swapped() {
 #[tokio::test]
 async fn a_slow_handshake_is_the_upstreams_time() {
     let (upstream_url, _) = slow_echo_upstream(Duration::from_millis(800)).await;
+    let (lingo, head) = watched(&upstream_url).await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let route = r#"route="prefix /v1",upstream="webdata""#;
+    let (total, overhead) = one_request_times(&lingo, route).await;
+    assert!(total >= 0.8, "the upstream responded after 800ms: {total}");
+    assert!(
+        overhead < 0.4,
+        "the wait is not lingo's: {overhead} of {total}"
+    );
+}
+
+/// lingo in front of a web-data upstream at `url` (`/v1` routed to it), and the head of its
+/// response to a crawl watcher's handshake; lingo is kept for what the test reads after.
+async fn watched(url: &str) -> (Lingo, String) {
     let yaml = table(&format!(
-        "upstreams:\n  webdata:\n    url: {upstream_url}\n    speaks: web-data\n\
+        "upstreams:\n  webdata:\n    url: {url}\n    speaks: web-data\n\
          routes:\n  - {{ prefix: /v1, to: webdata }}\n"
     ));
     let lingo = Lingo::start(&yaml).await;
@@ -133,14 +147,7 @@ async fn a_slow_handshake_is_the_upstreams_time() {
     );
     stream.write_all(handshake.as_bytes()).await.unwrap();
     let head = read_head(&mut stream).await;
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
-    let route = r#"route="prefix /v1",upstream="webdata""#;
-    let (total, overhead) = one_request_times(&lingo, route).await;
-    assert!(total >= 0.8, "the upstream responded after 800ms: {total}");
-    assert!(
-        overhead < 0.4,
-        "the wait is not lingo's: {overhead} of {total}"
-    );
+    (lingo, head)
 }
 
 /// Reads the head and the `Content-Length` body that follows it.
@@ -384,19 +391,7 @@ async fn a_watcher_is_tunnelled_under_the_upstreams_base_path() {
         stream.write_all(switched.as_bytes()).await.unwrap();
         tokio::time::sleep(Duration::from_secs(1)).await;
     });
-    let yaml = table(&format!(
-        "upstreams:\n  webdata:\n    url: http://{addr}/firecrawl\n    speaks: web-data\n\
-         routes:\n  - {{ prefix: /v1, to: webdata }}\n"
-    ));
-    let lingo = Lingo::start(&yaml).await;
-    let mut stream = TcpStream::connect(lingo.addr).await.unwrap();
-    let handshake = format!(
-        "GET /v1/crawl/3f1c HTTP/1.1\r\nHost: {}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
-         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
-        lingo.addr
-    );
-    stream.write_all(handshake.as_bytes()).await.unwrap();
-    let head = read_head(&mut stream).await;
+    let (_lingo, head) = watched(&format!("http://{addr}/firecrawl")).await;
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     assert_eq!(
         heard.await.unwrap(),
