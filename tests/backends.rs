@@ -47,6 +47,18 @@ async fn native_chat(lingo: &Lingo, model: &str) -> WholeResponse {
     send(request(Method::POST, &lingo.url("/api/chat"), &[], &body)).await
 }
 
+/// A whole native chat (`{"model":"m","stream":false}`) with `headers`.
+async fn chat_with(lingo: &Lingo, headers: &[(&str, &str)]) -> WholeResponse {
+    let body = "{\"model\":\"m\",\"stream\":false}";
+    send(request(
+        Method::POST,
+        &lingo.url("/api/chat"),
+        headers,
+        body,
+    ))
+    .await
+}
+
 /// A backend answering every request with one native line, after `delay`.
 async fn answering(delay: Duration) -> Backend {
     Backend::start(move |_| async move {
@@ -248,15 +260,7 @@ async fn a_session_stays_on_its_backend() {
     for session in ["alpha", "beta", "gamma", "delta"] {
         let before: Vec<usize> = backends.iter().map(chats).collect();
         for _ in 0..5 {
-            let body = "{\"model\":\"m\",\"stream\":false}";
-            let headers = [("x-session-id", session)];
-            let response = send(request(
-                Method::POST,
-                &lingo.url("/api/chat"),
-                &headers,
-                body,
-            ))
-            .await;
+            let response = chat_with(&lingo, &[("x-session-id", session)]).await;
             assert_eq!(response.status, 200);
         }
         let grew: Vec<usize> = (backends.iter().zip(&before))
@@ -458,13 +462,7 @@ async fn a_request_goes_to_any_backend_with_the_same_fields_as_to_one() {
     ];
     let body = "{\"model\":\"m\",\"stream\":false}";
     for _ in 0..6 {
-        let response = send(request(
-            Method::POST,
-            &lingo.url("/api/chat"),
-            &headers,
-            body,
-        ))
-        .await;
+        let response = chat_with(&lingo, &headers).await;
         assert_eq!(response.status, 200, "{}", response.body);
     }
     for backend in [&a, &b] {
