@@ -524,3 +524,6 @@ async fn a_silence_of_the_idle_limit_fails_the_response() {
         );
     }
 }
+
+mod room;
+mod upload;
