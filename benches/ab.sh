@@ -26,7 +26,9 @@
 #
 # LINGO_AB_ROUNDS sets the number of rounds (default 2), LINGO_AB_CASES a regular
 # expression the cases' names must match (whole_native, stream_native, whole_openai,
-# stream_openai, stream_completions; default all).
+# stream_openai, stream_completions; default all). LINGO_AB_BACKENDS=N (default 1) gives the
+# upstream N backends, each its own `lingo mock`: with --instructions, what picking among
+# them costs lingo, apart from what the extra processes cost the machine.
 #
 # Needs wrk (apt-get install wrk) and, for --instructions, valgrind. Copy the binaries out
 # of target/ first (cp target/release/lingo /tmp/lingo-a) so that a rebuild does not
@@ -47,13 +49,15 @@ command -v wrk > /dev/null || { echo "ab.sh needs wrk (apt-get install wrk)" >&2
 # shellcheck source=benches/common.sh
 source "$(dirname "$0")/common.sh"
 lingo_port=$(port)
-mock_port=$(port)
+mock_ports=()
+for _ in $(seq "${LINGO_AB_BACKENDS:-1}"); do mock_ports+=("$(port)"); done
+backends=$(printf '{ url: "http://127.0.0.1:%s" }, ' "${mock_ports[@]}")
 mkdir "$dir/table"
 cat > "$dir/table/proxy.yaml" << EOF
 listen:
   - addr: 127.0.0.1:$lingo_port
 upstreams:
-  models: { url: "http://127.0.0.1:$mock_port", speaks: native }
+  models: { backends: [${backends%, }], speaks: native }
 limits: { max_connections: 20000, max_in_flight: 20000 }
 models:
   gpt-4o-mini: { upstream: models, model: llama3.2 }
@@ -79,9 +83,12 @@ cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 # One build: start its mock and lingo, run the four cases, stop both.
 run() {
     local bin=$1 round=$2 lingo
-    "$bin" mock --listen "127.0.0.1:$mock_port" --tokens 16 > /dev/null 2>&1 &
-    pids+=($!)
-    local mock=$!
+    local mocks=()
+    for mock_port in "${mock_ports[@]}"; do
+        "$bin" mock --listen "127.0.0.1:$mock_port" --tokens 16 > /dev/null 2>&1 &
+        mocks+=($!)
+    done
+    pids+=("${mocks[@]}")
     if $instructions; then
         RUST_LOG=warn LINGO_WORKERS=1 valgrind --tool=callgrind --compress-strings=no \
             --cache-sim="$([[ -n "${LINGO_AB_CACHE:-}" ]] && echo yes || echo no)" \
@@ -93,7 +100,7 @@ run() {
     fi
     lingo=$!
     pids+=("$lingo")
-    wait_up "$mock_port" api/tags
+    for mock_port in "${mock_ports[@]}"; do wait_up "$mock_port" api/tags; done
     wait_up "$lingo_port" healthz
     for case in "${cases[@]}"; do
         IFS=: read -r name _ _ path <<< "$case"
@@ -133,8 +140,8 @@ run() {
                 "$name" "$rps" "$cpu" "$([[ $bad == 0 ]] || echo '  NON-2XX RESPONSES')"
         fi
     done
-    kill "$lingo" "$mock" 2> /dev/null || true
-    wait "$lingo" "$mock" 2> /dev/null || true
+    kill "$lingo" "${mocks[@]}" 2> /dev/null || true
+    wait "$lingo" "${mocks[@]}" 2> /dev/null || true
 }
 
 for round in $(seq "${LINGO_AB_ROUNDS:-2}"); do

@@ -268,6 +268,22 @@ async fn a_session_stays_on_its_backend() {
             .collect();
         assert!(grew.contains(&5), "session {session} spread: {grew:?}");
     }
+    // Without the header, a conversation is known by its first two messages.
+    for topic in ["tides", "bees", "rust", "tea"] {
+        let before: Vec<usize> = backends.iter().map(chats).collect();
+        for turn in 0..5 {
+            let body = format!(
+                "{{\"model\":\"m\",\"stream\":false,\"messages\":[{{\"role\":\"system\",\"content\":\"brief\"}},\
+                 {{\"role\":\"user\",\"content\":\"{topic}\"}},{{\"role\":\"user\",\"content\":\"turn {turn}\"}}]}}"
+            );
+            let response = send(request(Method::POST, &lingo.url("/api/chat"), &[], &body)).await;
+            assert_eq!(response.status, 200);
+        }
+        let grew: Vec<usize> = (backends.iter().zip(&before))
+            .map(|(b, n)| chats(b) - n)
+            .collect();
+        assert!(grew.contains(&5), "conversation {topic} spread: {grew:?}");
+    }
 }
 
 #[tokio::test]

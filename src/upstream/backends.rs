@@ -20,6 +20,7 @@ use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::{Method, StatusCode};
+use serde::de::IgnoredAny;
 
 use super::health::{BackendState, Outcome};
 use super::pick::{self, Candidate, ModelFit};
@@ -426,7 +427,7 @@ async fn first_frame(
         true => Outcome::Failed,
         false => Outcome::Ok,
     };
-    let body = Body::new(Prepend::new(data.clone(), body));
+    let body = Body::boxed(Prepend::new(data.clone(), body));
     (Ok(Response::from_parts(head, body)), outcome, data)
 }
 
@@ -554,38 +555,46 @@ impl Content {
     /// The model a JSON body names, and a hash of its first two messages (the conversation's
     /// start: its system prompt and first question) for sticky sessions.
     fn hints(&self, upstream: &Upstream) -> Hints {
+        /// What the pick reads of a body: the messages only for a sticky balance (each is
+        /// checked as it is kept; skipped, they are only scanned).
         #[derive(serde::Deserialize)]
-        struct Named<'a> {
+        struct Named<'a, M> {
             #[serde(borrow)]
             model: Option<std::borrow::Cow<'a, str>>,
-            #[serde(borrow)]
-            messages: Option<Vec<&'a serde_json::value::RawValue>>,
+            messages: Option<M>,
         }
+        type Messages<'a> = Vec<&'a serde_json::value::RawValue>;
         let Content::Whole(bytes) = self else {
             return Hints::default();
         };
         // Only a native upstream's probes say which models a backend has; only a sticky
         // balance reads the messages.
         let sticky = matches!(upstream.balance, Balance::Sticky { .. });
-        if upstream.speaks != Dialect::Native && !sticky {
-            return Hints::default();
-        }
-        let Ok(named) = serde_json::from_slice::<Named<'_>>(bytes) else {
-            return Hints::default();
-        };
-        let sticky = match (sticky, named.messages) {
-            (true, Some(messages)) if !messages.is_empty() => {
-                let start = messages.iter().take(2).map(|m| m.get());
-                Some(start.fold(0, |h, m| pick::mix(h ^ pick::hash(m.as_bytes()))))
+        let (model, sticky) = match (sticky, upstream.speaks) {
+            (true, _) => match serde_json::from_slice::<Named<'_, Messages<'_>>>(bytes) {
+                Ok(named) => (named.model, named.messages.as_deref().and_then(start_hash)),
+                Err(_) => return Hints::default(),
+            },
+            (false, Dialect::Native) => {
+                match serde_json::from_slice::<Named<'_, IgnoredAny>>(bytes) {
+                    Ok(named) => (named.model, None),
+                    Err(_) => return Hints::default(),
+                }
             }
-            _ => None,
+            (false, _) => return Hints::default(),
         };
         Hints {
-            model: named.model.map(|m| m.into_owned()),
+            model: model.map(|m| m.into_owned()),
             sticky,
             job: None,
         }
     }
+}
+
+/// A hash of a conversation's first two messages (its system prompt and first question).
+fn start_hash(messages: &[&serde_json::value::RawValue]) -> Option<u64> {
+    let start = messages.iter().take(2).map(|m| m.get());
+    (!messages.is_empty()).then(|| start.fold(0, |h, m| pick::mix(h ^ pick::hash(m.as_bytes()))))
 }
 
 /// A request counted in flight on its backend (and its upstream) until its response's body
@@ -608,7 +617,7 @@ impl Counted {
 
     /// `body`, counted to its end; a failure in it is counted against the backend.
     fn hold(self, body: Body) -> Body {
-        Body::new(CountedBody {
+        Body::boxed(CountedBody {
             body,
             counted: self,
         })

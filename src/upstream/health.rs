@@ -11,7 +11,6 @@
 //! loaded and listed; `/v1/models` for chat completions; `GET /` for web data); a probe that
 //! fails takes it out of service until one succeeds.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -40,8 +39,32 @@ pub struct BackendState {
 /// The models a backend has, as its last good probe said.
 #[derive(Debug, Default, Clone)]
 pub struct Models {
-    pub loaded: Arc<HashSet<String>>,
-    pub listed: Arc<HashSet<String>>,
+    pub loaded: Names,
+    pub listed: Names,
+}
+
+/// Model names, sorted once so that every request's pick looks one up by comparing a few
+/// strings, not by hashing its own.
+#[derive(Debug, Default, Clone)]
+pub struct Names(Box<[String]>);
+
+impl Names {
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.binary_search_by(|n| n.as_str().cmp(name)).is_ok()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
+}
+
+impl FromIterator<String> for Names {
+    fn from_iter<I: IntoIterator<Item = String>>(names: I) -> Names {
+        let mut names: Vec<String> = names.into_iter().collect();
+        names.sort_unstable();
+        names.dedup();
+        Names(names.into())
+    }
 }
 
 /// What `/metrics` says of a backend.
@@ -126,8 +149,9 @@ impl BackendState {
         }
     }
 
-    pub fn models(&self) -> Arc<Models> {
-        self.models.load_full()
+    /// Read without a lock and without a count of its own (`ArcSwap::load`).
+    pub fn models(&self) -> arc_swap::Guard<Arc<Models>> {
+        self.models.load()
     }
 
     /// Its state as `/metrics` and `/readyz` say it.
@@ -209,13 +233,14 @@ mod tests {
         let state = BackendState::default();
         state.probed(false, None);
         assert_eq!(state.state_word(), "down");
-        let loaded = Arc::new(HashSet::from(["llama3.2".to_owned()]));
         let models = Models {
-            loaded,
-            listed: Arc::default(),
+            loaded: Names::from_iter(["qwen:7b".to_owned(), "llama3.2".to_owned()]),
+            listed: Names::default(),
         };
         state.probed(true, Some(models));
         assert!(state.in_service());
         assert!(state.models().loaded.contains("llama3.2"));
+        assert!(state.models().loaded.contains("qwen:7b"));
+        assert!(!state.models().loaded.contains("qwen"));
     }
 }

@@ -3,7 +3,6 @@
 //! pooled connection), within that interval. A native server's `/api/ps` and `/api/tags` also
 //! say which models it has loaded and listed.
 
-use std::collections::HashSet;
 use std::future::poll_fn;
 use std::sync::{Arc, Weak};
 
@@ -15,7 +14,7 @@ use tower_service::Service;
 
 use super::backends::Backends;
 use super::headers::Forwarding;
-use super::health::Models;
+use super::health::{Models, Names};
 use super::{Pool, UpstreamClient, absolute, request_uri};
 use crate::base::dialect::Dialect;
 use crate::http::body::Body;
@@ -77,11 +76,11 @@ async fn probe(
     let listed =
         match tokio::time::timeout(limit, get(upstream, backend, client, "/api/tags")).await {
             Ok(Ok((status, tags))) if status.is_success() => names(&tags),
-            _ => HashSet::new(),
+            _ => Names::default(),
         };
     let models = Models {
-        loaded: Arc::new(names(&body)),
-        listed: Arc::new(listed),
+        loaded: names(&body),
+        listed,
     };
     (true, Some(models))
 }
@@ -156,7 +155,7 @@ async fn get(
 
 /// The model names a native `/api/ps` or `/api/tags` lists, each also without its `:latest`
 /// tag (a request for `llama3.2` is served by `llama3.2:latest`).
-fn names(body: &[u8]) -> HashSet<String> {
+fn names(body: &[u8]) -> Names {
     #[derive(serde::Deserialize)]
     struct Listing {
         models: Vec<Entry>,
@@ -167,18 +166,18 @@ fn names(body: &[u8]) -> HashSet<String> {
         model: Option<String>,
     }
     let Ok(listing) = serde_json::from_slice::<Listing>(body) else {
-        return HashSet::new();
+        return Names::default();
     };
-    let mut names = HashSet::new();
+    let mut names = Vec::new();
     for entry in listing.models {
         for name in [entry.name, entry.model].into_iter().flatten() {
             if let Some(short) = name.strip_suffix(":latest") {
-                names.insert(short.to_owned());
+                names.push(short.to_owned());
             }
-            names.insert(name);
+            names.push(name);
         }
     }
-    names
+    names.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -188,9 +187,9 @@ mod tests {
     #[test]
     fn a_listing_names_each_model_with_and_without_latest() {
         let body = br#"{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest"},{"name":"qwen:7b"}]}"#;
-        let mut got: Vec<String> = names(body).into_iter().collect();
-        got.sort();
+        let listed = names(body);
+        let got: Vec<&str> = listed.iter().collect();
         assert_eq!(got, ["llama3.2", "llama3.2:latest", "qwen:7b"]);
-        assert!(names(b"not json").is_empty());
+        assert_eq!(names(b"not json").iter().count(), 0);
     }
 }

@@ -143,7 +143,7 @@ fn values(name: &str, state: &BackendState) -> Vec<(&'static str, String, String
 fn models_loaded(state: &BackendState) -> usize {
     let models = state.models();
     let loaded = &models.loaded;
-    let latest = |n: &&String| loaded.contains(&format!("{n}:latest"));
+    let latest = |n: &&str| loaded.contains(&format!("{n}:latest"));
     loaded.iter().filter(|n| !latest(n)).count()
 }
 
