@@ -1,12 +1,18 @@
 //! Several backends: the same translated requests (whole, 32 connections) to an upstream of
 //! one `lingo mock` and to an upstream of three, through a lingo of their own, in interleaved
-//! rounds: what picking a backend costs (throughput and lingo's CPU a request); then a
-//! failover row, one of the three backends killed a third of the way through: how many
-//! requests failed.
+//! rounds: what picking a backend costs (throughput and lingo's CPU a request); then two
+//! failover rows, whole and streamed, one of the three backends killed a third of the way
+//! through: how many requests failed before their first byte, and how many streams were cut.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Child;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
 
 use crate::{Http, cpu_of, free_port, load, spawn, stop, wait_up};
 
@@ -14,6 +20,8 @@ const ONE: &str =
     r#"{"model":"one","stream":false,"messages":[{"role":"user","content":"hello there"}]}"#;
 const THREE: &str =
     r#"{"model":"three","stream":false,"messages":[{"role":"user","content":"hello there"}]}"#;
+const THREE_STREAMED: &str =
+    r#"{"model":"three","stream":true,"messages":[{"role":"user","content":"hello there"}]}"#;
 
 /// Runs the rows with `mocks` (three `lingo mock` addresses; the last is `victim`'s, killed in
 /// the failover row), printing them.
@@ -70,22 +78,98 @@ pub async fn rows(
         (three.0 / three.3) / (one.0 / one.3),
         (three.1 / three.0) / (one.1 / one.0)
     );
-    failover(&http, &url, victim, seconds).await;
     stop(&mut lingo);
+    // Each failover row gets a fresh lingo (none of its backends ejected) and the victim
+    // started again.
+    for (name, body) in [("whole", THREE), ("streamed", THREE_STREAMED)] {
+        if victim.try_wait().is_ok_and(|gone| gone.is_some()) {
+            *victim = spawn("", &format!("mock --listen {c} --tokens 16"));
+            wait_up(&http, &format!("http://{c}/api/tags")).await;
+        }
+        let mut lingo = spawn("", &format!("--config {}", table.display()));
+        wait_up(&http, &format!("http://{addr}/healthz")).await;
+        failover(&http, &url, name, body, victim, seconds).await;
+        stop(&mut lingo);
+    }
 }
 
-/// Three backends under load, one killed (SIGKILL) a third of the way through.
-async fn failover(http: &Http, url: &str, victim: &mut Child, seconds: f64) {
-    let running = load(http, url, THREE, 32, seconds);
-    let kill = async {
-        tokio::time::sleep(std::time::Duration::from_secs_f64(seconds / 3.0)).await;
-        let _ = victim.kill();
-    };
-    let (run, ()) = tokio::join!(running, kill);
+/// Three backends under load, one killed (SIGKILL) a third of the way through: requests
+/// that failed before their first byte (lingo's to send elsewhere), and streams cut after it
+/// (each gets one error; none can be sent again).
+async fn failover(
+    http: &Http,
+    url: &str,
+    name: &str,
+    body: &'static str,
+    victim: &mut Child,
+    seconds: f64,
+) {
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]);
+    let clients: Vec<_> = (0..32)
+        .map(|_| {
+            let (http, url, counts) = (http.clone(), url.to_owned(), Arc::clone(&counts));
+            tokio::spawn(async move {
+                while Instant::now() < deadline {
+                    let ended = attempt(&http, &url, body).await as usize;
+                    counts[ended].fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs_f64(seconds / 3.0)).await;
+    let _ = victim.kill();
+    let _ = victim.wait();
+    for client in clients {
+        client.await.unwrap();
+    }
+    let [whole, before, after] = counts
+        .as_ref()
+        .each_ref()
+        .map(|n| n.load(Ordering::Relaxed));
     println!(
-        "  failover (one of three killed mid-run): {:.0} req/s, {} of {} requests failed",
-        run.rps,
-        run.failed,
-        run.ttlb.len() as u64 + run.failed
+        "  failover, {name} (one of three killed mid-run): {} requests, {before} failed before \
+         their first byte, {after} cut after it",
+        whole + before + after
     );
+}
+
+/// How one request ended.
+#[derive(Clone, Copy)]
+enum Ended {
+    Whole = 0,
+    BeforeFirstByte = 1,
+    AfterFirstByte = 2,
+}
+
+/// Sends `body` and reads the response to its end. A stream is whole only with its `[DONE]`
+/// and no error event (lingo ends a stream cut upstream with one, in the dialect).
+async fn attempt(http: &Http, url: &str, body: &'static str) -> Ended {
+    let request = hyper::Request::post(url)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap();
+    let Ok(response) = http.request(request).await else {
+        return Ended::BeforeFirstByte;
+    };
+    if !response.status().is_success() {
+        return Ended::BeforeFirstByte;
+    }
+    let streamed = body.contains("\"stream\":true");
+    let mut body = response.into_body();
+    let mut read = Vec::new();
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => read.extend_from_slice(frame.data_ref().map_or(&[][..], |d| &d[..])),
+            Err(_) if read.is_empty() => return Ended::BeforeFirstByte,
+            Err(_) => return Ended::AfterFirstByte,
+        }
+    }
+    let text = String::from_utf8_lossy(&read);
+    let cut = streamed && (!text.contains("[DONE]") || text.contains("\"error\""));
+    if cut {
+        Ended::AfterFirstByte
+    } else {
+        Ended::Whole
+    }
 }

@@ -123,6 +123,16 @@ impl Backends {
         &self.members
     }
 
+    /// Whether the backends' last probes named different models: only then can a request's
+    /// model change the pick (else every backend fits it alike, and its body is not read).
+    fn models_differ(&self) -> bool {
+        let mut all = self.members.iter().map(|m| m.state.models());
+        let Some(first) = all.next() else {
+            return false;
+        };
+        all.any(|m| m.loaded != first.loaded || m.listed != first.listed)
+    }
+
     /// Whether any backend is in service.
     pub fn any_in_service(&self) -> bool {
         self.members.iter().any(|m| m.state.in_service())
@@ -155,7 +165,7 @@ impl Backends {
         let head = Head::of(head);
         Box::pin(async move {
             let content = Content::read(body, body_limit).await?;
-            let mut hints = content.hints(upstream);
+            let mut hints = content.hints(upstream, self.models_differ());
             hints.sticky = header.or(hints.sticky);
             hints.job = job;
             self.attempts(upstream, head, content, &forwarded, &hints, body_limit)
@@ -552,9 +562,10 @@ impl Content {
         matches!(self, Content::Whole(_))
     }
 
-    /// The model a JSON body names, and a hash of its first two messages (the conversation's
-    /// start: its system prompt and first question) for sticky sessions.
-    fn hints(&self, upstream: &Upstream) -> Hints {
+    /// The model a JSON body names (when `models_differ`), and a hash of its first two
+    /// messages (the conversation's start: its system prompt and first question) for sticky
+    /// sessions.
+    fn hints(&self, upstream: &Upstream, models_differ: bool) -> Hints {
         /// What the pick reads of a body: the messages only for a sticky balance (each is
         /// checked as it is kept; skipped, they are only scanned).
         #[derive(serde::Deserialize)]
@@ -567,21 +578,20 @@ impl Content {
         let Content::Whole(bytes) = self else {
             return Hints::default();
         };
-        // Only a native upstream's probes say which models a backend has; only a sticky
-        // balance reads the messages.
+        // Only a native upstream's probes say which models a backend has, and the model
+        // changes the pick only where they differ; only a sticky balance reads the messages.
         let sticky = matches!(upstream.balance, Balance::Sticky { .. });
-        let (model, sticky) = match (sticky, upstream.speaks) {
+        let by_model = models_differ && upstream.speaks == Dialect::Native;
+        let (model, sticky) = match (sticky, by_model) {
             (true, _) => match serde_json::from_slice::<Named<'_, Messages<'_>>>(bytes) {
                 Ok(named) => (named.model, named.messages.as_deref().and_then(start_hash)),
                 Err(_) => return Hints::default(),
             },
-            (false, Dialect::Native) => {
-                match serde_json::from_slice::<Named<'_, IgnoredAny>>(bytes) {
-                    Ok(named) => (named.model, None),
-                    Err(_) => return Hints::default(),
-                }
-            }
-            (false, _) => return Hints::default(),
+            (false, true) => match serde_json::from_slice::<Named<'_, IgnoredAny>>(bytes) {
+                Ok(named) => (named.model, None),
+                Err(_) => return Hints::default(),
+            },
+            (false, false) => return Hints::default(),
         };
         Hints {
             model: model.map(|m| m.into_owned()),

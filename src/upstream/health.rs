@@ -45,7 +45,7 @@ pub struct Models {
 
 /// Model names, sorted once so that every request's pick looks one up by comparing a few
 /// strings, not by hashing its own.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Names(Box<[String]>);
 
 impl Names {
