@@ -13,7 +13,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -51,6 +51,9 @@ pub struct Backends {
     bank: AtomicI64,
     /// The backend of each web-data job started through it.
     pins: Pins,
+    /// Whether the backends' last probes named different models: only then can a request's
+    /// model change the pick (else every backend fits it alike, and its body is not read).
+    models_differ: AtomicBool,
     pub retries: Retries,
 }
 
@@ -115,6 +118,7 @@ impl Backends {
                 0
             }),
             pins: Pins::default(),
+            models_differ: AtomicBool::new(false),
             retries: Retries::default(),
         }
     }
@@ -123,14 +127,13 @@ impl Backends {
         &self.members
     }
 
-    /// Whether the backends' last probes named different models: only then can a request's
-    /// model change the pick (else every backend fits it alike, and its body is not read).
-    fn models_differ(&self) -> bool {
+    /// Notes whether the backends' last probes named different models (after each probe).
+    pub fn note_models(&self) {
         let mut all = self.members.iter().map(|m| m.state.models());
-        let Some(first) = all.next() else {
-            return false;
-        };
-        all.any(|m| m.loaded != first.loaded || m.listed != first.listed)
+        let differ = all
+            .next()
+            .is_some_and(|first| all.any(|m| m.loaded != first.loaded || m.listed != first.listed));
+        self.models_differ.store(differ, Ordering::Relaxed);
     }
 
     /// Whether any backend is in service.
@@ -165,7 +168,8 @@ impl Backends {
         let head = Head::of(head);
         Box::pin(async move {
             let content = Content::read(body, body_limit).await?;
-            let mut hints = content.hints(upstream, self.models_differ());
+            let models_differ = self.models_differ.load(Ordering::Relaxed);
+            let mut hints = content.hints(upstream, models_differ);
             hints.sticky = header.or(hints.sticky);
             hints.job = job;
             self.attempts(upstream, head, content, &forwarded, &hints, body_limit)

@@ -41,10 +41,13 @@ pub fn spawn(upstream: Arc<Upstream>, backends: Weak<Backends>) {
                 return;
             };
             let each = (members.iter().zip(&upstream.backends)).map(|((client, state), b)| {
-                let upstream = &upstream;
+                let (upstream, backends) = (&upstream, &backends);
                 async move {
                     let (ok, models) = probe(upstream, b, client).await;
                     state.probed(ok, models);
+                    if let Some(backends) = backends.upgrade() {
+                        backends.note_models();
+                    }
                 }
             });
             futures_util::future::join_all(each).await;
