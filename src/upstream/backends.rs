@@ -460,13 +460,13 @@ struct Head {
 }
 
 impl Head {
-    fn of(mut head: Request<()>) -> Head {
-        let headers = std::mem::take(head.headers_mut());
+    fn of(head: Request<()>) -> Head {
+        let (parts, ()) = head.into_hyper().into_parts();
         Head {
-            method: head.method().clone(),
-            uri: head.uri().clone(),
-            version: head.version(),
-            headers,
+            method: parts.method,
+            uri: parts.uri,
+            version: parts.version,
+            headers: parts.headers,
         }
     }
 
