@@ -460,13 +460,12 @@ struct Head {
 }
 
 impl Head {
-    fn of(head: Request<()>) -> Head {
-        let (parts, ()) = head.into_hyper().into_parts();
+    fn of(mut head: Request<()>) -> Head {
         Head {
-            method: parts.method,
-            uri: parts.uri,
-            version: parts.version,
-            headers: parts.headers,
+            method: std::mem::take(head.method_mut()),
+            uri: std::mem::take(head.uri_mut()),
+            version: head.version(),
+            headers: std::mem::take(head.headers_mut()),
         }
     }
 
