@@ -344,10 +344,28 @@ async fn failure_knobs() {
     let base = mock().await;
     let url = format!("{base}/api/chat");
     let body = json!({"model": "m", "messages": []});
-    let failed = post(&url, body.clone(), &[("x-mock", "status=503")]).await;
+    let failed = post(&url, body.clone(), &[("x-mock", "status=500")]).await;
     assert_eq!(
         (failed.status.as_u16(), failed.json()),
-        (503, json!({"error": "mock failure: status 503"}))
+        (500, json!({"error": "mock failure: status 500"}))
+    );
+    // 503 in a native server's words for a full queue.
+    let busy = post(&url, body.clone(), &[("x-mock", "status=503")]).await;
+    let words = "server busy, please try again.  maximum pending requests exceeded";
+    assert_eq!(
+        (busy.status.as_u16(), busy.json()),
+        (503, json!({ "error": words }))
+    );
+    // The models loaded, as `/api/ps` lists them: each a listed model's entry.
+    let loaded = [("x-mock", "loaded=llama3.2:3b,other")];
+    let ps = send(request(Method::GET, &format!("{base}/api/ps"), &loaded, "")).await;
+    let models = ps.json()["models"].as_array().unwrap().clone();
+    let names: Vec<&str> = models.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["llama3.2:3b", "other"]);
+    assert!(
+        models
+            .iter()
+            .all(|m| m["size_vram"].is_u64() && m["expires_at"].is_string())
     );
 
     let errored = post(&url, body.clone(), &[("x-mock", "error_after=2")]).await;

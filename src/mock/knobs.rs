@@ -4,8 +4,9 @@
 //! `tokens=3,token_delay=20ms,first_token_delay=1s,embedding_size=8,status=503,
 //! error_after=2,cut_after=2,speaks=chat-completions` (or `speaks=web-data-v2`), and for
 //! web-data jobs `page_delay=100ms,job_fail_after=1,webhook_retry=1s,2s,3s,
-//! webhook_timeout=500ms,webhook_secret=...`. A list knob (`webhook_retry`) takes every
-//! following piece that is not `key=value`; an empty one (`webhook_retry=`) means no retries.
+//! webhook_timeout=500ms,webhook_secret=...`; `loaded=llama3.2,qwen2.5` names the models
+//! `/api/ps` says are loaded. A list knob (`webhook_retry`, `loaded`) takes every following
+//! piece that is not `key=value`; an empty one (`webhook_retry=`) means no retries.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +32,8 @@ pub struct Knobs {
     pub error_after: Option<u32>,
     /// Cut the connection after this many tokens.
     pub cut_after: Option<u32>,
+    /// The models `/api/ps` lists as loaded in memory (none by default).
+    pub loaded: Vec<String>,
     /// The dialect to respond in: a `mock:` upstream's `speaks`. `None` (the standalone
     /// `lingo mock`) responds to `/api/*` natively and the rest as the web-data API.
     pub speaks: Option<Dialect>,
@@ -58,6 +61,7 @@ impl Knobs {
             status: None,
             error_after: None,
             cut_after: None,
+            loaded: Vec::new(),
             speaks: None,
             page_delay: spec.page_delay.unwrap_or_default(),
             job_fail_after: None,
@@ -85,22 +89,23 @@ impl Knobs {
     /// Applies `key=value` pairs separated by `,` or `;`. Unknown keys and bad values are
     /// errors, so a typo in a load test does not silently measure the wrong thing.
     pub fn apply(&mut self, spec: &str) -> Result<(), String> {
-        // Whether the last key was a list, which a piece without `=` continues.
-        let mut in_list = false;
+        // The last key when it was a list, which a piece without `=` continues.
+        let mut list = None;
         for pair in spec
             .split([',', ';'])
             .map(str::trim)
             .filter(|p| !p.is_empty())
         {
             let Some((key, value)) = pair.split_once('=') else {
-                if in_list {
-                    self.retry_after(pair)?;
-                    continue;
+                match list {
+                    Some("webhook_retry") => self.retry_after(pair)?,
+                    Some(_) => self.loaded.push(pair.to_owned()),
+                    None => return Err(format!("mock knob `{pair}` is not key=value")),
                 }
-                return Err(format!("mock knob `{pair}` is not key=value"));
+                continue;
             };
             let (key, value) = (key.trim(), value.trim());
-            in_list = key == "webhook_retry";
+            list = ["webhook_retry", "loaded"].into_iter().find(|&k| k == key);
             self.set(key, value)?;
         }
         Ok(())
@@ -118,6 +123,7 @@ impl Knobs {
             "status" => self.status = Some(value.parse().map_err(|_| bad())?),
             "error_after" => self.error_after = Some(value.parse().map_err(|_| bad())?),
             "cut_after" => self.cut_after = Some(value.parse().map_err(|_| bad())?),
+            "loaded" => self.loaded = value.split_whitespace().map(str::to_owned).collect(),
             "speaks" => self.speaks = Some(Dialect::parse(value).ok_or_else(bad)?),
             "page_delay" => self.page_delay = parse_duration(value).ok_or_else(bad)?,
             "job_fail_after" => self.job_fail_after = Some(value.parse().map_err(|_| bad())?),
@@ -207,6 +213,17 @@ mod tests {
             assert!(k.apply(bad).is_err(), "{bad}");
         }
         assert_eq!(split_model("m@tokens=2"), ("m", Some("tokens=2")));
+    }
+
+    #[test]
+    fn loaded_models_are_a_list() {
+        let mut k = Knobs::from_spec(&MockSpec::default());
+        assert!(k.loaded.is_empty());
+        k.apply("loaded=llama3.2, qwen2.5:7b,tokens=2").unwrap();
+        assert_eq!(k.loaded, ["llama3.2", "qwen2.5:7b"]);
+        assert_eq!(k.tokens, 2, "a key=value ends the list");
+        k.apply("loaded=").unwrap();
+        assert!(k.loaded.is_empty());
     }
 
     #[test]

@@ -80,6 +80,9 @@ fn json_response(status: u16, value: &Value) -> Response<Body> {
     response
 }
 
+/// What a native server says with a 503 when it has more requests queued than it takes.
+const SERVER_BUSY: &str = "server busy, please try again.  maximum pending requests exceeded";
+
 /// An error in the native (`{"error"}`) or web-data (`{"success":false,"error"}`) shape.
 fn respond_error(status: u16, message: &str, webdata: bool) -> Handled {
     Handled::Response(error_response(status, message, webdata))
@@ -131,12 +134,12 @@ pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Handled {
         tokio::time::sleep(knobs.first_token_delay).await;
     }
     if let Some(status) = knobs.status {
-        return refuse(
-            &knobs,
-            path,
-            status,
-            &format!("mock failure: status {status}"),
-        );
+        // A native server says 503 when its queue is full (back-pressure, not a failure).
+        let message = match status {
+            503 => SERVER_BUSY.to_owned(),
+            _ => format!("mock failure: status {status}"),
+        };
+        return refuse(&knobs, path, status, &message);
     }
     if knobs.speaks == Some(Dialect::Chat) {
         return chat::route(head.method(), path, &request, &knobs, model);
@@ -180,7 +183,7 @@ fn route(
         (&Method::GET, "/api/version") => {
             respond_json(200, &json!({"version": "0.0.0-lingo-mock"}))
         }
-        (&Method::GET, "/api/ps") => respond_json(200, &json!({"models": []})),
+        (&Method::GET, "/api/ps") => native::ps(&knobs.loaded),
         (_, p) if p.starts_with("/api/") => respond_error(404, "404 page not found", false),
         _ => webdata::handle(method, path, query, request, host, knobs),
     }

@@ -15,6 +15,8 @@ use crate::http::body::Body;
 
 /// Fixed timestamp of every event.
 pub(super) const CREATED_AT: &str = "2026-01-01T00:00:00Z";
+/// When `/api/ps` says a loaded model will be unloaded.
+const EXPIRES_AT: &str = "2026-01-01T00:05:00Z";
 
 /// The models `/api/tags` lists: the target of the shipped table's alias (`gpt-4o-mini` ->
 /// `llama3.2:3b`, also what the README's native examples ask for) and an embedding model, so
@@ -358,6 +360,35 @@ pub fn tags() -> Handled {
     respond_json(200, &json!({ "models": models }))
 }
 
+/// `/api/ps`: the models `loaded` names, each as `/api/tags` lists it (or as the first listed
+/// model, renamed), with how much of it is in video memory and when it will be unloaded.
+pub fn ps(loaded: &[String]) -> Handled {
+    let models: Vec<Value> = loaded
+        .iter()
+        .map(|name| {
+            let mut entry = listed(name).entry();
+            entry["name"] = json!(name);
+            entry["model"] = json!(name);
+            entry["size_vram"] = entry["size"].clone();
+            entry["expires_at"] = json!(EXPIRES_AT);
+            if let Some(fields) = entry.as_object_mut() {
+                fields.remove("modified_at");
+            }
+            entry
+        })
+        .collect();
+    respond_json(200, &json!({ "models": models }))
+}
+
+/// The listed model `name` names (`llama3.2:3b`, or `all-minilm` for `all-minilm:latest`),
+/// else the first listed model, which is what the mock serves any other name as.
+fn listed(name: &str) -> &'static Listed {
+    MODELS
+        .iter()
+        .find(|m| m.name == name || m.name.strip_suffix(":latest") == Some(name))
+        .unwrap_or(&MODELS[0])
+}
+
 /// `/api/show`: details of any model, except names starting with `missing`. A listed model
 /// (`llama3.2:3b`, or `all-minilm` for `all-minilm:latest`) is described as listed; any other
 /// name as the first listed model, which is what the mock serves it as.
@@ -372,11 +403,7 @@ pub fn show(request: &Value) -> Handled {
     if name.starts_with("missing") {
         return respond_error(404, &format!("model '{name}' not found"), false);
     }
-    let listed = MODELS
-        .iter()
-        .find(|m| m.name == name || m.name.strip_suffix(":latest") == Some(name))
-        .unwrap_or(&MODELS[0]);
-    respond_json(200, &listed.show(name))
+    respond_json(200, &listed(name).show(name))
 }
 
 // === impl Listed ===

@@ -22,7 +22,7 @@ use http_body_util::BodyExt;
 use hyper::{Method, StatusCode};
 use serde::de::IgnoredAny;
 
-use super::health::{BackendState, Outcome};
+use super::health::{BackendState, Outcome, is_busy};
 use super::pick::{self, Candidate, ModelFit};
 use super::pins::{self, Pins};
 use super::{Sending, UpstreamClient, client_body};
@@ -368,11 +368,6 @@ fn fit(state: &BackendState, model: Option<&str>) -> ModelFit {
     } else {
         ModelFit::Unknown
     }
-}
-
-/// 429 and 503: the backend is busy, not broken.
-fn is_busy(status: StatusCode) -> bool {
-    status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE
 }
 
 /// The job a web-data request starts or asks about.

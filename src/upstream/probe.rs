@@ -14,7 +14,7 @@ use tower_service::Service;
 
 use super::backends::Backends;
 use super::headers::Forwarding;
-use super::health::{Models, Names};
+use super::health::{Models, Names, is_busy};
 use super::{Pool, UpstreamClient, absolute, request_uri};
 use crate::base::dialect::Dialect;
 use crate::http::body::Body;
@@ -72,7 +72,8 @@ async fn probe(
     else {
         return (false, None);
     };
-    let ok = !status.is_server_error();
+    // A busy server is alive: its 503 is back-pressure, as a request's is.
+    let ok = !status.is_server_error() || is_busy(status);
     if !ok || upstream.speaks != Dialect::Native {
         return (ok, None);
     }
