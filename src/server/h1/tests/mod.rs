@@ -701,3 +701,5 @@ async fn a_client_that_does_not_read_keeps_no_finished_body() {
     );
     served.await.unwrap().unwrap();
 }
+
+mod watch;
