@@ -442,6 +442,60 @@ mod tests {
         }
     }
 
+    /// A head of exactly its limit is read; a limit on fields past what fits on the stack
+    /// reads them all (on the heap).
+    #[test]
+    fn a_head_of_its_limit_is_read_and_many_fields_fit() {
+        let raw = "GET / HTTP/1.1\r\nhost: a\r\n\r\n";
+        assert!(matches!(
+            parse(&mut BytesMut::from(raw), 100, raw.len()),
+            Ok(Parsed::Head(_))
+        ));
+        let refused = parse(&mut BytesMut::from(raw), 100, raw.len() - 1).unwrap_err();
+        assert_eq!(refused, BadHead::TooLarge);
+        let fields = STACK_FIELDS + 2;
+        let many = format!("GET / HTTP/1.1\r\n{}\r\n", "a: b\r\n".repeat(fields));
+        let parsed = parse(&mut BytesMut::from(many.as_str()), fields + 2, 1 << 20);
+        let Ok(Parsed::Head(head)) = parsed else {
+            panic!("{fields} fields under a limit of {}", fields + 2)
+        };
+        assert_eq!(
+            head.request
+                .headers()
+                .get_all(&hyper::header::HeaderName::from_static("a"))
+                .count(),
+            fields
+        );
+    }
+
+    /// A response's own `Date` and `Connection` are written once: none is added beside them;
+    /// a field with an empty value is written as it is.
+    #[test]
+    fn a_responses_own_date_and_connection_stand() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            DATE,
+            HeaderValue::from_static("Thu, 01 Jan 2026 00:00:00 GMT"),
+        );
+        headers.insert(CONNECTION, HeaderValue::from_static("keep-alive"));
+        headers.insert("x", HeaderValue::from_static(""));
+        let mut out = BytesMut::new();
+        let head = ResponseHead {
+            status: StatusCode::OK,
+            version: Version::HTTP_10,
+            headers: HeaderView::Map(&headers),
+            framing: Framing::Length(0),
+            keep_alive: true,
+            date: || *b"Thu, 26 Nov 2026 05:00:00 GMT",
+        };
+        write(&mut out, &head);
+        let text = String::from_utf8(out.to_vec()).unwrap();
+        assert_eq!(text.matches("date: ").count(), 1, "{text}");
+        assert!(text.contains("date: Thu, 01 Jan 2026"), "{text}");
+        assert_eq!(text.matches("connection: ").count(), 1, "{text}");
+        assert!(text.contains("\r\nx: \r\n"), "{text}");
+    }
+
     /// Up to `MAX_RAW` fields are kept raw, more go into the map; either way every field
     /// is there, a chunked body's `Content-Length` left out, and the framing read from them.
     #[test]

@@ -1,10 +1,12 @@
-//! What the connection reads while a response is being made, and how it ends one it refuses.
+//! What the connection reads while a response is being made, what it finishes before one (a
+//! `100 Continue` half written), and how it ends one it refuses.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
+use http_body_util::BodyExt;
 use tokio::io::ReadBuf;
 use tokio::sync::oneshot;
 
@@ -114,4 +116,29 @@ async fn a_head_of_a_few_kib_is_one_read_and_an_idle_connection_holds_no_room() 
     conn.buf.clear();
     conn.release_room();
     assert_eq!(conn.buf.capacity(), 0);
+}
+
+/// A `100 Continue` the socket took only part of, when the service responds without reading
+/// the body, is finished before the response's head: the client reads both whole.
+#[tokio::test]
+async fn a_half_written_100_continue_is_finished_before_the_response() {
+    // A socket with room for 8 bytes: the go-ahead's 25 cannot go in one write.
+    let (mut client, server) = tokio::io::duplex(8);
+    let service = |req: Request<Body>| async move {
+        let mut body = req.into_body();
+        // Asking for the body owes the go-ahead; it is left unread.
+        let _ = tokio::time::timeout(Duration::from_millis(100), body.frame()).await;
+        Response::new(Body::full("not read"))
+    };
+    let served = tokio::spawn(connection(server, service, LIMITS));
+    let head = "POST /up HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 4\r\n\r\n";
+    client.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await; // the service gave up on the body
+    let all = read_to_end(&mut client).await;
+    assert!(
+        all.starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"),
+        "{all}"
+    );
+    assert!(all.ends_with("\r\n\r\nnot read"), "{all}");
+    let _ = served.await.unwrap();
 }
