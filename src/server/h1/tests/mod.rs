@@ -702,4 +702,5 @@ async fn a_client_that_does_not_read_keeps_no_finished_body() {
     served.await.unwrap().unwrap();
 }
 
+mod body;
 mod watch;
