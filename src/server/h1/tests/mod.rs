@@ -703,4 +703,5 @@ async fn a_client_that_does_not_read_keeps_no_finished_body() {
 }
 
 mod body;
+mod framing;
 mod watch;
