@@ -1,7 +1,8 @@
 //! Several backends that are lingo's own mock, each set up by its knobs: a model loaded on one
-//! (`loaded`), one whose queue is full (`status=503`), a slow one (`first_token_delay`), and
-//! one that cuts its streams after their first tokens (`cut_after`). What each backend served
-//! is read from lingo's per-backend metrics.
+//! (`loaded`), one whose queue is full (`status=503`), a slow one (`first_token_delay`), one
+//! that cuts its streams after their first tokens (`cut_after`), all but one down
+//! (`status=500`); and a reload that keeps the backends' state. What each backend served is
+//! read from lingo's per-backend metrics.
 
 mod support;
 
@@ -181,4 +182,65 @@ async fn read_until_failure(mut body: hyper::body::Incoming) -> (String, bool) {
         }
     }
     (String::from_utf8_lossy(&text).into_owned(), false)
+}
+
+/// With all but one down, everything goes to the last one; with all down, requests still go
+/// to them (a backend is never refused on its health alone) and the client gets their error.
+#[tokio::test]
+async fn when_all_but_one_are_down_everything_goes_to_the_last_one() {
+    let (down_a, down_b, up) = (
+        mock("status=500").await,
+        mock("status=500").await,
+        mock("").await,
+    );
+    let lingo = lingo_over(&[at(&down_a), at(&down_b), at(&up)], "").await;
+    // Their probes find them down.
+    let out = |m: &str| [&down_a, &down_b].map(|d| of(m, "lingo_backend_in_service", d, ""));
+    metrics_when(&lingo, |m| out(m) == [0.0, 0.0]).await;
+    for _ in 0..20 {
+        assert_eq!(chat(&lingo, "m", false).await.status, 200);
+    }
+    let metrics = get(&lingo.url("/metrics")).await.body;
+    assert_eq!(served(&metrics, &up), 20.0);
+    let lingo = lingo_over(&[at(&down_a), at(&down_b)], "").await;
+    let response = chat(&lingo, "m", false).await;
+    assert_eq!(response.status, 500, "{}", response.body);
+    assert!(response.body.contains("mock failure"), "{}", response.body);
+}
+
+/// A reload keeps the state of each backend it keeps (its counts here; its health and pooled
+/// connections are kept with them), and a backend it adds starts afresh.
+#[tokio::test]
+async fn a_reload_keeps_the_state_of_each_backend_it_keeps() {
+    let (a, b, c) = (mock("").await, mock("").await, mock("").await);
+    let yaml = |urls: &[&String], budget: &str| {
+        let list: String = urls
+            .iter()
+            .map(|u| format!("      - {}\n", at(u)))
+            .collect();
+        table(&format!(
+            "upstreams:\n  models:\n    speaks: native\n    retry_budget: {budget}\n    \
+             backends:\n{list}routes:\n  - {{ prefix: /api, to: models }}\n"
+        ))
+    };
+    let lingo = Lingo::start(&yaml(&[&a, &b], "20%")).await;
+    for _ in 0..10 {
+        assert_eq!(chat(&lingo, "m", false).await.status, 200);
+    }
+    // Another retry budget, and a backend more.
+    std::fs::write(lingo.config_path(), yaml(&[&a, &b, &c], "50%")).unwrap();
+    lingo.reloader.reload(false).expect("the table loads");
+    let metrics = get(&lingo.url("/metrics")).await.body;
+    assert_eq!(
+        served(&metrics, &a) + served(&metrics, &b),
+        10.0,
+        "{metrics}"
+    );
+    assert_eq!(served(&metrics, &c), 0.0);
+    for _ in 0..10 {
+        assert_eq!(chat(&lingo, "m", false).await.status, 200);
+    }
+    let metrics = get(&lingo.url("/metrics")).await.body;
+    let all: f64 = [&a, &b, &c].iter().map(|u| served(&metrics, u)).sum();
+    assert_eq!(all, 20.0);
 }
