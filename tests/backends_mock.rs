@@ -1,5 +1,5 @@
 //! Several backends that are lingo's own mock, each set up by its knobs: a model loaded on one
-//! (`loaded`), one whose queue is full (`status=503`), a slow one (`first_token_delay`), one
+//! (`loaded`), one whose queue is full (`busy`), a slow one (`first_token_delay`), one
 //! that cuts its streams after their first tokens (`cut_after`), all but one down
 //! (`status=500`); and a reload that keeps the backends' state. What each backend served is
 //! read from lingo's per-backend metrics.
@@ -23,11 +23,11 @@ async fn mock(knobs: &str) -> String {
 }
 
 /// lingo passing native `/api` through to an upstream of `backends` (YAML list entries),
-/// probed every 50 ms, with `more` keys on the upstream.
+/// probed when the table loads and every second after, with `more` keys on the upstream.
 async fn lingo_over(backends: &[String], more: &str) -> Lingo {
     let list: String = backends.iter().map(|b| format!("      - {b}\n")).collect();
     Lingo::start(&table(&format!(
-        "upstreams:\n  models:\n    speaks: native\n    health: {{ interval: 50ms }}\n{more}    \
+        "upstreams:\n  models:\n    speaks: native\n    health: {{ interval: 1s }}\n{more}    \
          backends:\n{list}routes:\n  - {{ prefix: /api, to: models }}\n"
     )))
     .await
@@ -82,11 +82,16 @@ async fn a_model_goes_to_the_mock_that_has_it_loaded() {
     assert_eq!(counts, [0.0, 12.0, 0.0]);
 }
 
+/// The backend that has the model loaded but whose queue is full: each request it refuses
+/// (503 "server busy") goes to another, and it stays in service, never ejected.
 #[tokio::test]
 async fn a_busy_mock_sends_its_requests_elsewhere_and_stays_in_service() {
-    let (busy, idle) = (mock("status=503").await, mock("").await);
+    let (busy, idle) = (mock("busy=true,loaded=m").await, mock("").await);
     // Every request may be sent again: a request refused as busy is never lost here.
     let lingo = lingo_over(&[at(&busy), at(&idle)], "    retry_budget: 100%\n").await;
+    // Its probe found it alive, with the model loaded: every request goes to it first.
+    let loaded = format!("lingo_backend_models_loaded{{upstream=\"models\",backend=\"{busy}\"}}");
+    metrics_when(&lingo, |m| metric(m, &loaded) == Some(1.0)).await;
     for _ in 0..10 {
         let response = chat(&lingo, "m", false).await;
         assert_eq!(response.status, 200, "{}", response.body);
@@ -98,8 +103,11 @@ async fn a_busy_mock_sends_its_requests_elsewhere_and_stays_in_service() {
         &busy,
         ",outcome=\"busy\"",
     );
-    assert!(said_busy > 0.0, "{metrics}");
-    assert_eq!(served(&metrics, &idle), 10.0);
+    assert_eq!(
+        (said_busy, served(&metrics, &idle)),
+        (10.0, 10.0),
+        "{metrics}"
+    );
     // Back-pressure is not a failure: the busy one is neither ejected nor out of service.
     assert_eq!(
         of(&metrics, "lingo_backend_ejections_total", &busy, ""),
@@ -107,7 +115,7 @@ async fn a_busy_mock_sends_its_requests_elsewhere_and_stays_in_service() {
     );
     assert_eq!(of(&metrics, "lingo_backend_in_service", &busy, ""), 1.0);
     let retried = "lingo_backend_retries_total{upstream=\"models\",reason=\"busy\"}";
-    assert_eq!(metric(&metrics, retried), Some(said_busy));
+    assert_eq!(metric(&metrics, retried), Some(10.0));
 }
 
 #[tokio::test]
@@ -134,6 +142,8 @@ async fn the_slow_mock_gets_fewer_requests() {
     let [s, a, b] = [&slow, &fast_a, &fast_b].map(|url| served(&metrics, url));
     assert_eq!(s + a + b, 120.0);
     assert!(s * 2.0 < a.min(b), "slow {s}, fast {a} and {b}");
+    // Fewer for its load, not for its health: its probes answered in time.
+    assert_eq!(of(&metrics, "lingo_backend_in_service", &slow, ""), 1.0);
 }
 
 /// A stream cut after its first tokens is never sent again: its client gets those tokens once

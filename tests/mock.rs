@@ -349,13 +349,17 @@ async fn failure_knobs() {
         (failed.status.as_u16(), failed.json()),
         (500, json!({"error": "mock failure: status 500"}))
     );
-    // 503 in a native server's words for a full queue.
-    let busy = post(&url, body.clone(), &[("x-mock", "status=503")]).await;
+    // A busy server refuses what runs a model, in a native server's words for a full queue,
+    // and still answers its listings.
+    let busy = post(&url, body.clone(), &[("x-mock", "busy=true")]).await;
     let words = "server busy, please try again.  maximum pending requests exceeded";
     assert_eq!(
         (busy.status.as_u16(), busy.json()),
         (503, json!({ "error": words }))
     );
+    let tags = [("x-mock", "busy=true")];
+    let listed = send(request(Method::GET, &format!("{base}/api/tags"), &tags, "")).await;
+    assert_eq!(listed.status, 200);
     // The models loaded, as `/api/ps` lists them: each a listed model's entry.
     let loaded = [("x-mock", "loaded=llama3.2:3b,other")];
     let ps = send(request(Method::GET, &format!("{base}/api/ps"), &loaded, "")).await;

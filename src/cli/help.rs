@@ -115,6 +115,8 @@ such as `m@tokens=3`, sets them for that request):
   --error-after N          end a stream with an error line after N tokens
   --cut-after N            cut the connection after N tokens
   --loaded MODEL,...       the models /api/ps says are loaded (default none)
+  --busy true              refuse every request that runs a model with a native server's
+                           503 for a full queue (its listings still answered)
   --page-delay D           pause before each page of a web-data job (default 0: a job has
                            ended when its start gets a response)
   --job-fail-after N       a web-data job fails after N pages

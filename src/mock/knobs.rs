@@ -5,7 +5,8 @@
 //! error_after=2,cut_after=2,speaks=chat-completions` (or `speaks=web-data-v2`), and for
 //! web-data jobs `page_delay=100ms,job_fail_after=1,webhook_retry=1s,2s,3s,
 //! webhook_timeout=500ms,webhook_secret=...`; `loaded=llama3.2,qwen2.5` names the models
-//! `/api/ps` says are loaded. A list knob (`webhook_retry`, `loaded`) takes every following
+//! `/api/ps` says are loaded, `busy=true` refuses every request that runs a model with a
+//! native server's 503 for a full queue. A list knob (`webhook_retry`, `loaded`) takes every following
 //! piece that is not `key=value`; an empty one (`webhook_retry=`) means no retries.
 
 use std::sync::Arc;
@@ -34,6 +35,9 @@ pub struct Knobs {
     pub cut_after: Option<u32>,
     /// The models `/api/ps` lists as loaded in memory (none by default).
     pub loaded: Vec<String>,
+    /// Refuse every request that runs a model with a 503 "server busy", as a native server
+    /// whose queue is full does (its listings it still answers).
+    pub busy: bool,
     /// The dialect to respond in: a `mock:` upstream's `speaks`. `None` (the standalone
     /// `lingo mock`) responds to `/api/*` natively and the rest as the web-data API.
     pub speaks: Option<Dialect>,
@@ -62,6 +66,7 @@ impl Knobs {
             error_after: None,
             cut_after: None,
             loaded: Vec::new(),
+            busy: false,
             speaks: None,
             page_delay: spec.page_delay.unwrap_or_default(),
             job_fail_after: None,
@@ -123,7 +128,13 @@ impl Knobs {
             "status" => self.status = Some(value.parse().map_err(|_| bad())?),
             "error_after" => self.error_after = Some(value.parse().map_err(|_| bad())?),
             "cut_after" => self.cut_after = Some(value.parse().map_err(|_| bad())?),
-            "loaded" => self.loaded = value.split_whitespace().map(str::to_owned).collect(),
+            "loaded" => {
+                self.loaded = (!value.is_empty())
+                    .then(|| value.to_owned())
+                    .into_iter()
+                    .collect()
+            }
+            "busy" => self.busy = value.parse().map_err(|_| bad())?,
             "speaks" => self.speaks = Some(Dialect::parse(value).ok_or_else(bad)?),
             "page_delay" => self.page_delay = parse_duration(value).ok_or_else(bad)?,
             "job_fail_after" => self.job_fail_after = Some(value.parse().map_err(|_| bad())?),
@@ -224,6 +235,10 @@ mod tests {
         assert_eq!(k.tokens, 2, "a key=value ends the list");
         k.apply("loaded=").unwrap();
         assert!(k.loaded.is_empty());
+        assert!(!k.busy);
+        k.apply("busy=true").unwrap();
+        assert!(k.busy);
+        assert!(k.apply("busy=yes").is_err());
     }
 
     #[test]

@@ -83,6 +83,21 @@ fn json_response(status: u16, value: &Value) -> Response<Body> {
 /// What a native server says with a 503 when it has more requests queued than it takes.
 const SERVER_BUSY: &str = "server busy, please try again.  maximum pending requests exceeded";
 
+/// Whether a request to `path` runs a model (what a busy server refuses; its listings it
+/// still answers).
+fn runs_a_model(path: &str) -> bool {
+    matches!(
+        path,
+        "/api/chat"
+            | "/api/generate"
+            | "/api/embed"
+            | "/api/embeddings"
+            | "/v1/chat/completions"
+            | "/v1/completions"
+            | "/v1/embeddings"
+    )
+}
+
 /// An error in the native (`{"error"}`) or web-data (`{"success":false,"error"}`) shape.
 fn respond_error(status: u16, message: &str, webdata: bool) -> Handled {
     Handled::Response(error_response(status, message, webdata))
@@ -134,12 +149,11 @@ pub async fn handle(defaults: &Knobs, req: Request<Body>) -> Handled {
         tokio::time::sleep(knobs.first_token_delay).await;
     }
     if let Some(status) = knobs.status {
-        // A native server says 503 when its queue is full (back-pressure, not a failure).
-        let message = match status {
-            503 => SERVER_BUSY.to_owned(),
-            _ => format!("mock failure: status {status}"),
-        };
+        let message = format!("mock failure: status {status}");
         return refuse(&knobs, path, status, &message);
+    }
+    if knobs.busy && runs_a_model(path) {
+        return refuse(&knobs, path, 503, SERVER_BUSY);
     }
     if knobs.speaks == Some(Dialect::Chat) {
         return chat::route(head.method(), path, &request, &knobs, model);

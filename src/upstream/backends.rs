@@ -22,7 +22,7 @@ use http_body_util::BodyExt;
 use hyper::{Method, StatusCode};
 use serde::de::IgnoredAny;
 
-use super::health::{BackendState, Outcome, is_busy};
+use super::health::{BackendState, Outcome};
 use super::pick::{self, Candidate, ModelFit};
 use super::pins::{self, Pins};
 use super::{Sending, UpstreamClient, client_body};
@@ -109,7 +109,7 @@ impl Backends {
                 }
             })
             .collect();
-        Backends {
+        let backends = Backends {
             members,
             in_flight: Arc::default(),
             bank: AtomicI64::new(if upstream.retry_budget > 0.0 {
@@ -120,7 +120,10 @@ impl Backends {
             pins: Pins::default(),
             models_differ: AtomicBool::new(false),
             retries: Retries::default(),
-        }
+        };
+        // Backends kept from the table before keep the models their probes named.
+        backends.note_models();
+        backends
     }
 
     pub fn members(&self) -> &[Member] {
@@ -168,8 +171,11 @@ impl Backends {
         let head = Head::of(head);
         Box::pin(async move {
             let content = Content::read(body, body_limit).await?;
-            let models_differ = self.models_differ.load(Ordering::Relaxed);
-            let mut hints = content.hints(upstream, models_differ);
+            let by_model =
+                upstream.speaks == Dialect::Native && self.models_differ.load(Ordering::Relaxed);
+            let by_messages =
+                header.is_none() && matches!(upstream.balance, Balance::Sticky { .. });
+            let mut hints = content.hints(by_model, by_messages);
             hints.sticky = header.or(hints.sticky);
             hints.job = job;
             self.attempts(upstream, head, content, &forwarded, &hints, body_limit)
@@ -370,6 +376,12 @@ fn fit(state: &BackendState, model: Option<&str>) -> ModelFit {
     }
 }
 
+/// 429 and 503: the backend is busy, not broken (a native server says 503 when its queue is
+/// full).
+fn is_busy(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE
+}
+
 /// The job a web-data request starts or asks about.
 fn job_of(upstream: &Upstream, head: &Request<()>) -> Option<Job> {
     if !upstream.speaks.is_web_data() {
@@ -560,12 +572,14 @@ impl Content {
         matches!(self, Content::Whole(_))
     }
 
-    /// The model a JSON body names (when `models_differ`), and a hash of its first two
-    /// messages (the conversation's start: its system prompt and first question) for sticky
-    /// sessions.
-    fn hints(&self, upstream: &Upstream, models_differ: bool) -> Hints {
-        /// What the pick reads of a body: the messages only for a sticky balance (each is
-        /// checked as it is kept; skipped, they are only scanned).
+    /// What the pick reads of a JSON body: the model it names (`by_model`: a native upstream
+    /// whose backends' probes named different models; elsewhere the model cannot change the
+    /// pick), and a hash of its first two messages, the conversation's start (its system
+    /// prompt and first question), for a sticky balance without its session header
+    /// (`by_messages`).
+    fn hints(&self, by_model: bool, by_messages: bool) -> Hints {
+        /// The model, and the messages when they are read (each is checked as it is kept;
+        /// skipped, they are only scanned).
         #[derive(serde::Deserialize)]
         struct Named<'a, M> {
             #[serde(borrow)]
@@ -576,11 +590,7 @@ impl Content {
         let Content::Whole(bytes) = self else {
             return Hints::default();
         };
-        // Only a native upstream's probes say which models a backend has, and the model
-        // changes the pick only where they differ; only a sticky balance reads the messages.
-        let sticky = matches!(upstream.balance, Balance::Sticky { .. });
-        let by_model = models_differ && upstream.speaks == Dialect::Native;
-        let (model, sticky) = match (sticky, by_model) {
+        let (model, sticky) = match (by_messages, by_model) {
             (true, _) => match serde_json::from_slice::<Named<'_, Messages<'_>>>(bytes) {
                 Ok(named) => (named.model, named.messages.as_deref().and_then(start_hash)),
                 Err(_) => return Hints::default(),

@@ -9,7 +9,7 @@
 //! this one keeps its place. Active: every `interval` each backend gets a free request of its
 //! dialect (`/api/ps` and `/api/tags` for a native server, which also say which models it has
 //! loaded and listed; `/v1/models` for chat completions; `GET /` for web data); a probe that
-//! fails (no answer in time, or a 5xx but 503) takes it out of service until one succeeds.
+//! fails (no answer in time, or a 5xx) takes it out of service until one succeeds.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -171,13 +171,6 @@ impl BackendState {
             .fetch_add(micros, Ordering::Relaxed);
         self.counts.first_bytes.fetch_add(1, Ordering::Relaxed);
     }
-}
-
-/// 429 and 503: the backend is busy, not broken (a native server says 503 when its queue is
-/// full).
-pub fn is_busy(status: hyper::StatusCode) -> bool {
-    status == hyper::StatusCode::TOO_MANY_REQUESTS
-        || status == hyper::StatusCode::SERVICE_UNAVAILABLE
 }
 
 fn millis_now() -> u64 {

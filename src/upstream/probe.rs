@@ -14,7 +14,7 @@ use tower_service::Service;
 
 use super::backends::Backends;
 use super::headers::Forwarding;
-use super::health::{Models, Names, is_busy};
+use super::health::{Models, Names};
 use super::{Pool, UpstreamClient, absolute, request_uri};
 use crate::base::dialect::Dialect;
 use crate::http::body::Body;
@@ -72,9 +72,9 @@ async fn probe(
     else {
         return (false, None);
     };
-    // A busy server is alive: its 503 is back-pressure, as a request's is.
-    let ok = !status.is_server_error() || is_busy(status);
-    if !ok || upstream.speaks != Dialect::Native {
+    let ok = !status.is_server_error();
+    // Only a listing says which models it has; any other answer keeps what the last one said.
+    if !status.is_success() || upstream.speaks != Dialect::Native {
         return (ok, None);
     }
     let listed =

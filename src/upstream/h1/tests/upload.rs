@@ -75,7 +75,7 @@ async fn a_body_longer_than_its_length_fails_the_upload() {
 /// A streamed body is never asked whether it has ended (a client's body answers under its
 /// connection's lock): its end is the poll that finds no more.
 #[tokio::test]
-async fn a_streamed_body_is_not_asked_for_its_end_on_every_chunk() {
+async fn a_streamed_body_is_never_asked_for_its_end() {
     let raw = b"HTTP/1.1 204 No Content\r\n\r\n";
     let (address, _upstream) = upstream(b"0\r\n\r\n", raw).await;
     let (body, asked_end) = Told::body(&["a", "b", "c"], None);
@@ -118,5 +118,5 @@ async fn a_response_then_a_reset_during_the_upload_is_read() {
     let shelf = Shelf::default();
     let response = send(&address, post(Body::new(rx)), &shelf).await.unwrap();
     assert_eq!(read(response).await.unwrap(), "ok");
-    assert_eq!(shelf.len(), 0, "the upload's rest was never sent");
+    assert_eq!(shelf.len(), 0, "a reset connection went home");
 }
