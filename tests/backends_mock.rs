@@ -8,19 +8,7 @@ mod support;
 
 use http_body_util::BodyExt;
 use hyper::Method;
-use lingo::mock::knobs::Knobs;
-use lingo::table::MockSpec;
 use support::*;
-
-/// A mock on a port of its own with `knobs` (the mock's `key=value,...`): its URL.
-async fn mock(knobs: &str) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let mut defaults = Knobs::from_spec(&MockSpec::default());
-    defaults.apply(knobs).unwrap();
-    tokio::spawn(lingo::mock::serve_on(listener, defaults));
-    url
-}
 
 /// lingo passing native `/api` through to an upstream of `backends` (YAML list entries),
 /// probed when the table loads and every second after, with `more` keys on the upstream.
@@ -67,9 +55,9 @@ fn served(metrics: &str, url: &str) -> f64 {
 #[tokio::test]
 async fn a_model_goes_to_the_mock_that_has_it_loaded() {
     let (cold_a, warm, cold_b) = (
-        mock("").await,
-        mock("loaded=llama3.2").await,
-        mock("").await,
+        mock_with("").await,
+        mock_with("loaded=llama3.2").await,
+        mock_with("").await,
     );
     let lingo = lingo_over(&[at(&cold_a), at(&warm), at(&cold_b)], "").await;
     let loaded = format!("lingo_backend_models_loaded{{upstream=\"models\",backend=\"{warm}\"}}");
@@ -86,7 +74,7 @@ async fn a_model_goes_to_the_mock_that_has_it_loaded() {
 /// (503 "server busy") goes to another, and it stays in service, never ejected.
 #[tokio::test]
 async fn a_busy_mock_sends_its_requests_elsewhere_and_stays_in_service() {
-    let (busy, idle) = (mock("busy=true,loaded=m").await, mock("").await);
+    let (busy, idle) = (mock_with("busy=true,loaded=m").await, mock_with("").await);
     // Every request may be sent again: a request refused as busy is never lost here.
     let lingo = lingo_over(&[at(&busy), at(&idle)], "    retry_budget: 100%\n").await;
     // Its probe found it alive, with the model loaded: every request goes to it first.
@@ -120,8 +108,8 @@ async fn a_busy_mock_sends_its_requests_elsewhere_and_stays_in_service() {
 
 #[tokio::test]
 async fn the_slow_mock_gets_fewer_requests() {
-    let slow = mock("first_token_delay=100ms").await;
-    let (fast_a, fast_b) = (mock("").await, mock("").await);
+    let slow = mock_with("first_token_delay=100ms").await;
+    let (fast_a, fast_b) = (mock_with("").await, mock_with("").await);
     let lingo = lingo_over(&[at(&slow), at(&fast_a), at(&fast_b)], "").await;
     let clients: Vec<_> = (0..12)
         .map(|_| {
@@ -150,7 +138,10 @@ async fn the_slow_mock_gets_fewer_requests() {
 /// and then one error, and the cut counts against the backend that cut it.
 #[tokio::test]
 async fn a_stream_cut_after_its_first_tokens_ends_with_one_error() {
-    let (cutting, whole) = (mock("cut_after=2,tokens=8").await, mock("tokens=8").await);
+    let (cutting, whole) = (
+        mock_with("cut_after=2,tokens=8").await,
+        mock_with("tokens=8").await,
+    );
     // The whole one is the backup: every stream starts on the one that cuts.
     let backup = format!("{{ url: \"{whole}\", priority: 1 }}");
     let lingo = lingo_over(&[at(&cutting), backup], "").await;
@@ -199,9 +190,9 @@ async fn read_until_failure(mut body: hyper::body::Incoming) -> (String, bool) {
 #[tokio::test]
 async fn when_all_but_one_are_down_everything_goes_to_the_last_one() {
     let (down_a, down_b, up) = (
-        mock("status=500").await,
-        mock("status=500").await,
-        mock("").await,
+        mock_with("status=500").await,
+        mock_with("status=500").await,
+        mock_with("").await,
     );
     let lingo = lingo_over(&[at(&down_a), at(&down_b), at(&up)], "").await;
     // Their probes find them down.
@@ -222,7 +213,11 @@ async fn when_all_but_one_are_down_everything_goes_to_the_last_one() {
 /// connections are kept with them), and a backend it adds starts afresh.
 #[tokio::test]
 async fn a_reload_keeps_the_state_of_each_backend_it_keeps() {
-    let (a, b, c) = (mock("").await, mock("").await, mock("").await);
+    let (a, b, c) = (
+        mock_with("").await,
+        mock_with("").await,
+        mock_with("").await,
+    );
     let yaml = |urls: &[&String], budget: &str| {
         let list: String = urls
             .iter()

@@ -5,20 +5,8 @@ mod support;
 
 use http_body_util::BodyExt;
 use hyper::Method;
-use lingo::mock::knobs::Knobs;
-use lingo::table::MockSpec;
 use serde_json::{Value, json};
 use support::*;
-
-async fn mock() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(lingo::mock::serve_on(
-        listener,
-        Knobs::from_spec(&MockSpec::default()),
-    ));
-    url
-}
 
 fn lines(body: &str) -> Vec<Value> {
     body.lines()
@@ -32,7 +20,7 @@ async fn post(url: &str, body: Value, headers: &[(&str, &str)]) -> WholeResponse
 
 #[tokio::test]
 async fn chat_streams_ndjson_with_the_requested_token_count() {
-    let base = mock().await;
+    let base = mock_with("").await;
     let response = post(
         &format!("{base}/api/chat"),
         json!({"model": "m", "messages": [{"role": "user", "content": "hi there"}]}),
@@ -81,7 +69,7 @@ async fn chat_streams_ndjson_with_the_requested_token_count() {
 
 #[tokio::test]
 async fn chat_non_stream_tools_json_and_length() {
-    let base = mock().await;
+    let base = mock_with("").await;
     let url = format!("{base}/api/chat");
     let whole = post(
         &url,
@@ -142,7 +130,7 @@ async fn chat_non_stream_tools_json_and_length() {
 
 #[tokio::test]
 async fn generate_embed_tags_show() {
-    let base = mock().await;
+    let base = mock_with("").await;
     let generated = post(
         &format!("{base}/api/generate"),
         json!({"model": "m", "prompt": "x", "stream": false}),
@@ -222,7 +210,7 @@ async fn generate_embed_tags_show() {
 /// parse (a zero size or a dummy digest reads as a broken model in their pickers).
 #[tokio::test]
 async fn tags_list_complete_realistic_entries() {
-    let base = mock().await;
+    let base = mock_with("").await;
     let tags = get(&format!("{base}/api/tags")).await.json();
     let models = tags["models"].as_array().unwrap();
     let names: Vec<&str> = models.iter().map(|m| m["name"].as_str().unwrap()).collect();
@@ -293,7 +281,7 @@ async fn tags_list_complete_realistic_entries() {
 /// details of the model asked for.
 #[tokio::test]
 async fn show_describes_the_model_asked_for() {
-    let base = mock().await;
+    let base = mock_with("").await;
     let tags = get(&format!("{base}/api/tags")).await.json();
     for (asked, listed) in [
         ("llama3.2:3b", 0),
@@ -341,7 +329,7 @@ async fn show_describes_the_model_asked_for() {
 
 #[tokio::test]
 async fn failure_knobs() {
-    let base = mock().await;
+    let base = mock_with("").await;
     let url = format!("{base}/api/chat");
     let body = json!({"model": "m", "messages": []});
     let failed = post(&url, body.clone(), &[("x-mock", "status=500")]).await;
@@ -410,7 +398,7 @@ async fn failure_knobs() {
 
 #[tokio::test]
 async fn webdata_shapes_and_links_from_host() {
-    let base = mock().await;
+    let base = mock_with("").await;
     let scraped = post(
         &format!("{base}/v1/scrape"),
         json!({"url": "https://example.com"}),

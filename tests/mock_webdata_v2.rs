@@ -4,19 +4,8 @@
 mod support;
 
 use hyper::Method;
-use lingo::base::dialect::Dialect;
-use lingo::mock::knobs::Knobs;
-use lingo::table::MockSpec;
 use serde_json::{Value, json};
 use support::*;
-
-async fn mock_v2() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let knobs = Knobs::from_spec(&MockSpec::default()).speaking(Dialect::WebDataV2);
-    tokio::spawn(lingo::mock::serve_on(listener, knobs));
-    url
-}
 
 async fn post(url: &str, body: Value) -> WholeResponse {
     send(request(Method::POST, url, &[], &body.to_string())).await
@@ -24,7 +13,7 @@ async fn post(url: &str, body: Value) -> WholeResponse {
 
 #[tokio::test]
 async fn v1_paths_are_404() {
-    let base = mock_v2().await;
+    let base = mock_with("speaks=web-data-v2").await;
     for (method, path) in [
         (Method::POST, "/v1/scrape"),
         (Method::GET, "/v1/team/token-usage"),
@@ -38,7 +27,7 @@ async fn v1_paths_are_404() {
 
 #[tokio::test]
 async fn v1_keys_and_formats_are_refused_as_v2_does() {
-    let base = mock_v2().await;
+    let base = mock_with("speaks=web-data-v2").await;
     let cases = [
         (
             "/v2/scrape",
@@ -81,7 +70,7 @@ async fn v1_keys_and_formats_are_refused_as_v2_does() {
 
 #[tokio::test]
 async fn scrape_honours_format_objects_and_parsers() {
-    let base = mock_v2().await;
+    let base = mock_with("speaks=web-data-v2").await;
     let body = json!({"url": "https://e.com", "proxy": "basic", "maxAge": 0, "formats": [
         "markdown",
         {"type": "json", "schema": {"type": "object", "properties": {"title": {}}}},
@@ -125,7 +114,7 @@ async fn scrape_honours_format_objects_and_parsers() {
 
 #[tokio::test]
 async fn jobs_remember_their_json_format_in_their_id() {
-    let base = mock_v2().await;
+    let base = mock_with("speaks=web-data-v2").await;
     let host = base.trim_start_matches("http://");
     let started = post(
         &format!("{base}/v2/crawl"),
@@ -156,7 +145,7 @@ async fn jobs_remember_their_json_format_in_their_id() {
 
 #[tokio::test]
 async fn map_search_extract_usage_and_active_in_v2_shapes() {
-    let base = mock_v2().await;
+    let base = mock_with("speaks=web-data-v2").await;
     let map = post(&format!("{base}/v2/map"), json!({"url": "https://e.com/"}))
         .await
         .json();

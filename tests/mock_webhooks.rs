@@ -13,23 +13,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use hyper::Method;
-use lingo::mock::knobs::Knobs;
-use lingo::table::MockSpec;
 use serde_json::{Value, json};
 use support::receiver::{Hit, Receiver};
 use support::*;
 
 const MS: Duration = Duration::from_millis(1);
-
-/// A `lingo::mock` on its own port with `knobs`; its base URL.
-async fn mock(knobs: &str) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let mut defaults = Knobs::from_spec(&MockSpec::default());
-    defaults.apply(knobs).unwrap();
-    tokio::spawn(lingo::mock::serve_on(listener, defaults));
-    url
-}
 
 async fn post(url: &str, body: &Value) -> WholeResponse {
     let headers = [("content-type", "application/json")];
@@ -75,8 +63,8 @@ fn all_events(kind: &str) -> Vec<String> {
 #[tokio::test]
 async fn every_job_kind_sends_its_events_with_metadata_and_headers() {
     let receiver = Receiver::ok().await;
-    let common = mock("page_delay=10ms").await;
-    let v2_only = mock("page_delay=10ms,speaks=web-data-v2").await;
+    let common = mock_with("page_delay=10ms").await;
+    let v2_only = mock_with("page_delay=10ms,speaks=web-data-v2").await;
     let mut jobs = Vec::new();
     for (base, version) in [(&common, "v1"), (&common, "v2"), (&v2_only, "v2")] {
         for (family, kind) in [
@@ -135,7 +123,7 @@ async fn every_job_kind_sends_its_events_with_metadata_and_headers() {
 #[tokio::test]
 async fn v2_pages_carry_the_formats_asked_for() {
     let receiver = Receiver::ok().await;
-    let base = mock("speaks=web-data-v2").await;
+    let base = mock_with("speaks=web-data-v2").await;
     let body = json!({"url": "https://example.com", "webhook": receiver.url("/v2"),
         "scrapeOptions": {"formats": ["markdown", {"type": "json", "prompt": "the title"}]}});
     let id = post(&format!("{base}/v2/crawl"), &body).await.json()["id"]
@@ -152,7 +140,7 @@ async fn v2_pages_carry_the_formats_asked_for() {
 #[tokio::test]
 async fn the_events_filter_takes_short_and_full_names() {
     let receiver = Receiver::ok().await;
-    let base = mock("").await;
+    let base = mock_with("").await;
     let filtered = [
         (
             "crawl",
@@ -188,7 +176,7 @@ async fn the_events_filter_takes_short_and_full_names() {
 #[tokio::test]
 async fn deliveries_are_signed_with_the_secret() {
     let receiver = Receiver::ok().await;
-    let base = mock("webhook_secret=s3cret-for-tests").await;
+    let base = mock_with("webhook_secret=s3cret-for-tests").await;
     start(&base, "v2", "crawl", json!(receiver.url("/signed"))).await;
     let hits = receiver.wait("/signed", 5).await;
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"s3cret-for-tests");
@@ -214,7 +202,7 @@ async fn deliveries_are_signed_with_the_secret() {
 #[tokio::test]
 async fn a_failing_receiver_gets_the_whole_schedule_then_nothing() {
     let receiver = Receiver::start(|_| (500, Duration::ZERO)).await;
-    let base = mock("webhook_retry=100ms,400ms,800ms").await;
+    let base = mock_with("webhook_retry=100ms,400ms,800ms").await;
     let hook = json!({"url": receiver.url("/down"), "events": ["started"]});
     start(&base, "v1", "crawl", hook).await;
     let hits = receiver.wait("/down", 4).await;
@@ -237,7 +225,7 @@ async fn a_failing_receiver_gets_the_whole_schedule_then_nothing() {
 async fn a_receiver_that_fails_twice_gets_exactly_three_attempts() {
     let receiver =
         Receiver::start(|hits| (if hits.len() <= 2 { 503 } else { 204 }, Duration::ZERO)).await;
-    let base = mock("webhook_retry=50ms,50ms,50ms").await;
+    let base = mock_with("webhook_retry=50ms,50ms,50ms").await;
     let hook = json!({"url": receiver.url("/flaky"), "events": ["completed"]});
     start(&base, "v2", "batch/scrape", hook).await;
     let hits = receiver.wait("/flaky", 3).await;
@@ -265,7 +253,7 @@ async fn a_response_after_the_reply_time_is_a_failure() {
         )
     })
     .await;
-    let base = mock("webhook_timeout=300ms,webhook_retry=100ms").await;
+    let base = mock_with("webhook_timeout=300ms,webhook_retry=100ms").await;
     let hook = json!({"url": receiver.url("/slow"), "events": ["started"]});
     start(&base, "v1", "extract", hook).await;
     let hits = receiver.wait("/slow", 2).await;
@@ -276,7 +264,7 @@ async fn a_response_after_the_reply_time_is_a_failure() {
 #[tokio::test]
 async fn a_redirect_is_a_failure_and_is_not_followed() {
     let receiver = Receiver::start(|_| (302, Duration::ZERO)).await;
-    let base = mock("webhook_retry=50ms").await;
+    let base = mock_with("webhook_retry=50ms").await;
     let hook = json!({"url": receiver.url("/moved"), "events": ["started"]});
     start(&base, "v1", "crawl", hook).await;
     assert_eq!(receiver.wait("/moved", 2).await.len(), 2, "retried");
@@ -290,7 +278,7 @@ async fn a_redirect_is_a_failure_and_is_not_followed() {
 #[tokio::test]
 async fn pages_are_sent_while_the_job_runs() {
     let receiver = Receiver::ok().await;
-    let base = mock("page_delay=1s").await;
+    let base = mock_with("page_delay=1s").await;
     let id = start(&base, "v1", "crawl", json!(receiver.url("/paced"))).await;
     let status_url = format!("{base}/v1/crawl/{id}");
     let early = get(&status_url).await.json();
@@ -312,7 +300,7 @@ async fn pages_are_sent_while_the_job_runs() {
     assert_eq!(types(&hits), all_events("crawl"));
     assert_eq!(get(&status_url).await.json()["status"], "completed");
 
-    let failing = mock("page_delay=10ms,job_fail_after=1").await;
+    let failing = mock_with("page_delay=10ms,job_fail_after=1").await;
     let id = start(&failing, "v2", "crawl", json!(receiver.url("/failing"))).await;
     let hits = receiver.wait("/failing", 3).await;
     assert_eq!(
@@ -353,7 +341,7 @@ async fn an_https_webhook_is_reached_over_tls() {
     use tokio::io::AsyncReadExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("https://{}/hook", listener.local_addr().unwrap());
-    let base = mock("webhook_retry=").await;
+    let base = mock_with("webhook_retry=").await;
     start(
         &base,
         "v1",
@@ -369,8 +357,8 @@ async fn an_https_webhook_is_reached_over_tls() {
 
 #[tokio::test]
 async fn a_bad_webhook_is_a_400_in_the_web_data_shape() {
-    let common = mock("").await;
-    let v2_only = mock("speaks=web-data-v2").await;
+    let common = mock_with("").await;
+    let v2_only = mock_with("speaks=web-data-v2").await;
     let cases = [
         (json!(7), json!(["webhook"])),
         (json!("not a url"), json!(["webhook", "url"])),

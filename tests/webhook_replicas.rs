@@ -13,8 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hyper::Method;
-use lingo::mock::knobs::Knobs;
-use lingo::table::MockSpec;
 use serde_json::json;
 use support::receiver::Receiver;
 use support::redis_server::RedisServer;
@@ -30,17 +28,8 @@ fn redis_table(upstream: &str, redis: &RedisServer, timeout: &str) -> String {
         .replace("timeout: 2s", &format!("timeout: {timeout}"))
 }
 
-/// A mock on a port of its own (so that it outlives the lingo that is killed).
-async fn mock_upstream() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let mut knobs = Knobs::from_spec(&MockSpec::default());
-    knobs
-        .apply("page_delay=10ms,webhook_secret=upstream-secret,webhook_retry=500ms")
-        .unwrap();
-    tokio::spawn(lingo::mock::serve_on(listener, knobs));
-    url
-}
+/// The upstream mock's: jobs page by page, signed webhooks, retried quickly.
+const UPSTREAM_KNOBS: &str = "page_delay=10ms,webhook_secret=upstream-secret,webhook_retry=500ms";
 
 /// How many stream entries each consumer of the group holds unsettled, by name.
 fn pending_by_consumer(redis: &RedisServer) -> Vec<(String, u64)> {
@@ -85,7 +74,8 @@ async fn a_replica_killed_mid_backlog_leaves_its_events_to_the_other() {
         )
     })
     .await;
-    let upstream = format!("url: {}", mock_upstream().await);
+    // A mock on a port of its own, so that it outlives the lingo that is killed.
+    let upstream = format!("url: {}", mock_with(UPSTREAM_KNOBS).await);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("proxy.yaml");
     std::fs::write(&config, redis_table(&upstream, &redis, "4s")).unwrap();

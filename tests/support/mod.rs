@@ -425,3 +425,13 @@ pub fn listener_in(line: &str) -> Option<(SocketAddr, bool)> {
         .starts_with("(admin)");
     Some((rest[..end].parse().ok()?, admin))
 }
+
+/// lingo's mock on a port of its own, with `knobs` (the mock's `key=value,...`): its URL.
+pub async fn mock_with(knobs: &str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let mut defaults = lingo::mock::knobs::Knobs::from_spec(&lingo::table::MockSpec::default());
+    defaults.apply(knobs).unwrap();
+    tokio::spawn(lingo::mock::serve_on(listener, defaults));
+    url
+}
