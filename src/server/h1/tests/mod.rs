@@ -75,6 +75,14 @@ async fn read_until(client: &mut DuplexStream, want: &str) -> String {
     String::from_utf8(seen).unwrap()
 }
 
+/// The bodies of the `200 OK` responses in `all`, in order.
+fn bodies(all: &str) -> Vec<&str> {
+    all.split("HTTP/1.1 200 OK\r\n")
+        .skip(1)
+        .map(|response| response.split_once("\r\n\r\n").unwrap().1)
+        .collect()
+}
+
 async fn read_to_end(client: &mut DuplexStream) -> String {
     let mut all = String::new();
     tokio::time::timeout(GUARD, client.read_to_string(&mut all))
@@ -93,12 +101,11 @@ async fn pipelined_requests_get_responses_in_order_with_their_bodies() {
                GET /c HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
     client.write_all(two.as_bytes()).await.unwrap();
     let all = read_to_end(&mut client).await;
-    let bodies: Vec<&str> = all
-        .split("HTTP/1.1 200 OK\r\n")
-        .skip(1)
-        .map(|response| response.split_once("\r\n\r\n").unwrap().1)
-        .collect();
-    assert_eq!(bodies, ["POST /a abc", "POST /b def", "GET /c "], "{all}");
+    assert_eq!(
+        bodies(&all),
+        ["POST /a abc", "POST /b def", "GET /c "],
+        "{all}"
+    );
     assert!(all.contains("content-length: 11\r\n"), "{all}");
     assert!(all.ends_with("connection: close\r\n\r\nGET /c ") || all.contains("connection: close"));
     served.await.unwrap().unwrap();

@@ -37,12 +37,11 @@ async fn a_pipelined_request_arriving_during_a_response_is_served() {
         tokio::time::sleep(Duration::from_millis(50)).await; // the watch has read it
         go_tx.send(()).unwrap();
         let all = read_to_end(&mut client).await;
-        let bodies: Vec<&str> = all
-            .split("HTTP/1.1 200 OK\r\n")
-            .skip(1)
-            .map(|response| response.split_once("\r\n\r\n").unwrap().1)
-            .collect();
-        assert_eq!(bodies, ["GET /a ", "GET /b "], "split at {split}: {all}");
+        assert_eq!(
+            bodies(&all),
+            ["GET /a ", "GET /b "],
+            "split at {split}: {all}"
+        );
         served.await.unwrap().unwrap();
     }
 }
