@@ -1,10 +1,11 @@
 //! lingo's own endpoints: `/healthz` (alive), `/readyz` (a table is loaded and every
-//! upstream is reachable) and `/metrics` (Prometheus/OpenMetrics text).
+//! upstream is reachable; it also says whether the quota store answers), `/metrics`
+//! (Prometheus/OpenMetrics text) and `/quota` (each client's limits: used, left, renewal).
 //!
 //! With `admin: { addr: ... }` they get a listener of their own and `/readyz` and `/metrics`
 //! leave the public listeners (where they would be routed like any other path); `/healthz`
-//! stays on both, for load balancers. `admin.require_key` puts `/readyz` and `/metrics` behind
-//! a client key.
+//! stays on both, for load balancers. `admin.require_key` puts `/readyz`, `/metrics` and
+//! `/quota` behind a client key.
 
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use crate::error::ProxyError;
 use crate::http::body::Body;
 use crate::http::message::{HeaderView, Response};
 use crate::observe::metrics::{self, Metrics};
+use crate::quota::Quota;
 use crate::runtime::Snapshot;
 use crate::table::{Backend, Target};
 use crate::upstream::backends::Member;
@@ -31,6 +33,7 @@ pub enum Builtin {
     Healthz,
     Readyz,
     Metrics,
+    Quota,
 }
 
 // === impl Builtin ===
@@ -45,6 +48,7 @@ impl Builtin {
             "/healthz" => Builtin::Healthz,
             "/readyz" => Builtin::Readyz,
             "/metrics" => Builtin::Metrics,
+            "/quota" => Builtin::Quota,
             _ => return None,
         };
         let here = on_admin || builtin == Builtin::Healthz || !has_admin;
@@ -55,7 +59,7 @@ impl Builtin {
     pub async fn respond(
         self,
         snapshot: &Snapshot,
-        metrics: &Metrics,
+        (metrics, quota): (&Metrics, &Quota),
         headers: HeaderView<'_>,
     ) -> Result<Response, ProxyError> {
         let table = &snapshot.table;
@@ -67,7 +71,8 @@ impl Builtin {
                 StatusCode::OK,
                 &json!({"status": "ok", "generation": snapshot.generation}),
             ),
-            Builtin::Readyz => readyz(snapshot).await,
+            Builtin::Readyz => readyz(snapshot, quota.store_up()).await,
+            Builtin::Quota => json(StatusCode::OK, &quota.usage(&table.clients).await),
             Builtin::Metrics => {
                 let mut text = metrics.render();
                 let backends = (snapshot.peers().iter()).map(|p| (&*p.spec, &*p.backends));
@@ -86,7 +91,9 @@ impl Builtin {
 
 /// Ready when every upstream can be used: one backend accepts a TCP connection (`mock:` ones
 /// always do), or among several, one is in service. 200, or 503 naming the ones that cannot.
-async fn readyz(snapshot: &Snapshot) -> Response {
+/// The quota store's state is told (`quota_store`) but does not make lingo unready: its
+/// limits have their fallbacks, and every replica would be taken out at once.
+async fn readyz(snapshot: &Snapshot, quota_store: Option<bool>) -> Response {
     let probes = snapshot.peers().iter().map(|peer| async move {
         let upstream = &peer.spec;
         let state = match (&upstream.backends[..], peer.backends.members()) {
@@ -118,7 +125,15 @@ async fn readyz(snapshot: &Snapshot) -> Response {
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready")
     };
-    let body = json!({"status": word, "generation": snapshot.generation, "upstreams": upstreams});
+    let mut body =
+        json!({"status": word, "generation": snapshot.generation, "upstreams": upstreams});
+    if let Some(up) = quota_store {
+        body["quota_store"] = Value::from(if up {
+            "ok"
+        } else {
+            "unreachable: limits use their fallback (on_store_error)"
+        });
+    }
     json(status, &body)
 }
 

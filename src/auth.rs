@@ -12,12 +12,12 @@ use crate::error::ProxyError;
 use crate::http::message::{HeaderView, text};
 use crate::table::ClientKey;
 
-/// The name of the client that sent `headers`, `None` on an open proxy.
+/// The client that sent `headers`, `None` on an open proxy.
 pub fn check<'a>(
     clients: &'a [ClientKey],
     headers: HeaderView<'_>,
     upgrade: bool,
-) -> Result<Option<&'a str>, ProxyError> {
+) -> Result<Option<&'a ClientKey>, ProxyError> {
     if clients.is_empty() {
         return Ok(None);
     }
@@ -30,7 +30,7 @@ pub fn check<'a>(
         for candidate in &candidates {
             // No early exit: every key is compared every time.
             if constant_time_eq(client.key.expose().as_bytes(), candidate.as_bytes()) {
-                found = Some(client.name.as_str());
+                found = Some(client);
             }
         }
     }
@@ -93,6 +93,7 @@ mod tests {
                     key: Secret::new(key),
                     source: crate::base::secret::SecretSource::Inline,
                     webhook_secret: None,
+                    quota: std::sync::Arc::from([]),
                 }
             })
             .collect()
@@ -136,7 +137,9 @@ mod tests {
             let (map, raw) = headers(pairs);
             for fields in [HeaderView::Map(&map), HeaderView::Raw(&raw)] {
                 match (check(&c, fields, *upgrade), want) {
-                    (Ok(name), Ok(want)) => assert_eq!(name, *want, "{pairs:?}"),
+                    (Ok(client), Ok(want)) => {
+                        assert_eq!(client.map(|c| c.name.as_str()), *want, "{pairs:?}")
+                    }
                     (Err(ProxyError::MissingKey), Err("missing")) => {}
                     (Err(ProxyError::InvalidKey), Err("invalid")) => {}
                     (got, want) => panic!("{pairs:?}: got {got:?}, want {want:?}"),
@@ -147,9 +150,10 @@ mod tests {
 
     #[test]
     fn open_proxy_needs_no_key() {
-        assert_eq!(
-            check(&[], HeaderView::Map(&HeaderMap::new()), false).unwrap(),
-            None
+        assert!(
+            check(&[], HeaderView::Map(&HeaderMap::new()), false)
+                .unwrap()
+                .is_none()
         );
     }
 }

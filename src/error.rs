@@ -12,6 +12,43 @@ use hyper::header::HeaderValue;
 use crate::base::dialect::Dialect;
 use crate::base::units::format_duration;
 
+/// A client's limit that has no room for a request: what it counts and when it has room
+/// again. Only names and numbers: nothing of the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The limit's unit as the table writes it (`requests`, `tokens`, ...).
+    pub unit: &'static str,
+    pub amount: u64,
+    pub per: Duration,
+    /// A spent budget (a long window), not a rate limit.
+    pub budget: bool,
+    /// How long until the request would fit.
+    pub retry_after: Duration,
+}
+
+impl Refusal {
+    /// The message every dialect tells.
+    pub fn message(&self) -> String {
+        let (limit, per) = (self.amount, format_duration(self.per));
+        let unit = self.unit.replace('_', " ");
+        let when = format_duration(round_up_to_ms(self.retry_after));
+        if self.budget {
+            format!("the budget of {limit} {unit} per {per} is spent; it renews in {when}")
+        } else {
+            format!("rate limit of {limit} {unit} per {per} reached; retry in {when}")
+        }
+    }
+
+    /// Whether it is spent web-data credits (a 402 on web-data routes).
+    pub fn is_spent_credits(&self) -> bool {
+        self.budget && self.unit == "credits"
+    }
+}
+
+fn round_up_to_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_nanos().div_ceil(1_000_000) as u64)
+}
+
 /// Which limit fired on the way to an upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeoutKind {
@@ -109,6 +146,14 @@ pub enum ProxyError {
         retry_after: Option<HeaderValue>,
     },
 
+    /// A client's limit or budget has no room for the request.
+    #[error("{}", .0.message())]
+    OverLimit(Refusal),
+
+    /// A limit that refuses while the shared quota store is away (`on_store_error: deny`).
+    #[error("usage limits cannot be checked right now (the quota store is unreachable); retry shortly")]
+    QuotaUnavailable,
+
     /// A request a translator refuses with its own status and the API's list of issues
     /// (web-data v1 over a v2 upstream: a 400 naming the field, a 501 for an endpoint v2
     /// has no counterpart for). The web-data rendering carries `details`.
@@ -136,7 +181,10 @@ impl ProxyError {
             ProxyError::ModelManagement { .. } => StatusCode::FORBIDDEN,
             ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            ProxyError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ProxyError::Overloaded { .. } | ProxyError::QuotaUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ProxyError::OverLimit(_) => StatusCode::TOO_MANY_REQUESTS,
             ProxyError::NoTranslator { .. } | ProxyError::NoModelManagement { .. } => {
                 StatusCode::NOT_IMPLEMENTED
             }
@@ -163,6 +211,9 @@ impl ProxyError {
             ProxyError::BodyTooLarge { .. } => "request_too_large",
             ProxyError::HeadersTooLarge { .. } => "headers_too_large",
             ProxyError::Overloaded { .. } => "overloaded",
+            ProxyError::OverLimit(r) if r.budget => "insufficient_quota",
+            ProxyError::OverLimit(_) => "rate_limit_exceeded",
+            ProxyError::QuotaUnavailable => "quota_unavailable",
             ProxyError::NoTranslator { .. } | ProxyError::NoModelManagement { .. } => {
                 "not_implemented"
             }
@@ -194,7 +245,13 @@ impl ProxyError {
     pub fn retry_after(&self) -> Option<HeaderValue> {
         match self {
             ProxyError::Upstream { retry_after, .. } => retry_after.clone(),
-            ProxyError::Overloaded { .. } => Some(HeaderValue::from_static("1")),
+            ProxyError::Overloaded { .. } | ProxyError::QuotaUnavailable => {
+                Some(HeaderValue::from_static("1"))
+            }
+            ProxyError::OverLimit(r) => {
+                let seconds = r.retry_after.as_millis().div_ceil(1000).max(1);
+                HeaderValue::from_str(&seconds.to_string()).ok()
+            }
             _ => None,
         }
     }

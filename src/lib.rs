@@ -32,6 +32,8 @@
 //!   response ends.
 //! - [`webhooks`]: the webhook relay: job webhooks pointed at lingo's receiver, events kept
 //!   in a store (an embedded file, or Redis) and delivered, signed, to the clients' URLs.
+//! - [`quota`]: rate limits and budgets per client: a request's reservation and its
+//!   settlement, counters held in the process or shared by replicas in Redis.
 //! - [`runtime`], [`reload`]: what one table is at run time (a [`runtime::Snapshot`] of
 //!   peers: settings, client, what was learnt), and the one `ArcSwap` that swaps it (file
 //!   watch, SIGHUP).
@@ -70,6 +72,7 @@ pub mod limits;
 pub mod mock;
 pub mod observe;
 pub mod proxy;
+pub mod quota;
 pub mod reload;
 pub mod runtime;
 pub mod server;

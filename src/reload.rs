@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 
 use crate::config::{self, ConfigError, ConfigErrors};
 use crate::observe::Metrics;
+use crate::quota::Quota;
 use crate::runtime::Snapshot;
 use crate::table::RouteTable;
 use crate::webhooks::Relay;
@@ -55,6 +56,8 @@ pub struct Reloader {
     bound: (Vec<SocketAddr>, Option<SocketAddr>),
     /// The webhook relay: its stores stay open across tables.
     relay: Arc<Relay>,
+    /// The clients' limits: their counters outlive tables.
+    quota: Quota,
 }
 
 /// The installed reload triggers: file events and SIGHUP, as one channel.
@@ -92,6 +95,8 @@ impl Reloader {
         let metrics = Arc::new(Metrics::new());
         let relay = Arc::new(Relay::new(Arc::clone(&metrics)));
         let webhooks = relay.apply(&table).map_err(|e| store_errors(path, e))?;
+        let quota = Quota::new(Arc::clone(&metrics));
+        quota.apply(&table).map_err(|e| store_errors(path, vec![e]))?;
         let mut snapshot = Snapshot::new(table, 1, None);
         snapshot.webhooks = webhooks;
         Ok(Reloader {
@@ -103,7 +108,13 @@ impl Reloader {
             metrics,
             watcher: Mutex::new(None),
             relay,
+            quota,
         })
+    }
+
+    /// The clients' limits.
+    pub fn quota(&self) -> &Quota {
+        &self.quota
     }
 
     /// The webhook relay.
@@ -148,6 +159,9 @@ impl Reloader {
         let table = config::load(&self.path).inspect_err(|_| self.metrics.reload_refused())?;
         let webhooks = (self.relay.apply(&table))
             .map_err(|e| store_errors(&self.path, e))
+            .inspect_err(|_| self.metrics.reload_refused())?;
+        (self.quota.apply(&table))
+            .map_err(|e| store_errors(&self.path, vec![e]))
             .inspect_err(|_| self.metrics.reload_refused())?;
         // Every reload that differs from what is bound says so, until the restart.
         if self

@@ -1,4 +1,4 @@
-//! Durations (`250ms`, `5s`, `2m`, `1h`) and sizes (`1048576`, `512KB`, `10MiB`) as written in
+//! Durations (`250ms`, `5s`, `2m`, `1h`, `30d`) and sizes (`1048576`, `512KB`, `10MiB`) as written in
 //! the table, and back again for `lingo check`.
 //!
 //! Whole numbers only: a fraction (`1.5s`) or a bare number for a duration is more likely a
@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-const DURATION_HELP: &str = "write a whole number and a unit: 250ms, 5s, 2m or 1h";
+const DURATION_HELP: &str = "write a whole number and a unit: 250ms, 5s, 2m, 1h or 30d";
 const SIZE_HELP: &str =
     "write a number of bytes, or a whole number and a unit: 512KB, 10MB, 10MiB, 1GiB";
 
@@ -22,7 +22,7 @@ const SIZE_UNITS: [(&str, u64); 7] = [
     ("B", 1),
 ];
 
-/// Parses `<whole number><unit>` with unit `ms`, `s`, `m` or `h`.
+/// Parses `<whole number><unit>` with unit `ms`, `s`, `m`, `h` or `d`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("`{text}` is not a duration; {DURATION_HELP}");
     let (number, unit) = split_number(text).ok_or_else(bad)?;
@@ -31,6 +31,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" => 1_000,
         "m" => 60_000,
         "h" => 3_600_000,
+        "d" => 86_400_000,
         _ => return Err(bad()),
     };
     let millis = number
@@ -56,11 +57,13 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{text}` is too large a size"))
 }
 
-/// An exact form of a duration that [`parse_duration`] accepts: hours when whole, else
+/// An exact form of a duration that [`parse_duration`] accepts: days when whole and more
+/// than one, else hours when whole, else
 /// seconds (`120s` reads as written more often than `2m` does), else milliseconds.
 pub fn format_duration(duration: Duration) -> String {
     match duration.as_millis() {
         0 => "0s".into(),
+        m if m > 86_400_000 && m.is_multiple_of(86_400_000) => format!("{}d", m / 86_400_000),
         m if m.is_multiple_of(3_600_000) => format!("{}h", m / 3_600_000),
         m if m.is_multiple_of(1_000) => format!("{}s", m / 1_000),
         m => format!("{m}ms"),
@@ -99,6 +102,7 @@ mod tests {
             ("5s", 5_000),
             ("2m", 120_000),
             ("1h", 3_600_000),
+            ("30d", 2_592_000_000),
             (" 5 s ", 5_000),
             ("0s", 0),
         ];
@@ -109,7 +113,7 @@ mod tests {
                 "{text}"
             );
         }
-        for text in ["", "5", "s", "1.5s", "5 sec", "-1s", "5S", "abc", "1d"] {
+        for text in ["", "5", "s", "1.5s", "5 sec", "-1s", "5S", "abc", "1w"] {
             let error = parse_duration(text).unwrap_err();
             assert_eq!(
                 error,
@@ -152,7 +156,7 @@ mod tests {
 
     #[test]
     fn formats_round_trip() {
-        for text in ["250ms", "5s", "120s", "1h", "90s", "1500ms", "0s"] {
+        for text in ["250ms", "5s", "120s", "1h", "24h", "30d", "90s", "1500ms", "0s"] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
         }
         assert_eq!(format_duration(parse_duration("2m").unwrap()), "120s");

@@ -8,11 +8,12 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::ctx::{Ctx, EnvLookup, http_url, optional};
 use super::error::ConfigErrors;
 use super::raw::{self, At};
-use super::{Secrets, routes, tls, upstream};
+use super::{Secrets, quota, routes, tls, upstream};
 use crate::base::ids::FnvMap;
 use crate::table::{
     Admin, ClientKey, DEFAULT_BODY_TIMEOUT, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT,
@@ -38,7 +39,7 @@ pub fn compile(
     let raw_clients = file.clients.unwrap_or_default();
     // Whether the file names clients at all (one whose key fails to load is its own error).
     let names_clients = !raw_clients.is_empty();
-    let clients = clients(&mut cx, raw_clients);
+    let (mut clients, quotas) = clients(&mut cx, raw_clients);
     open_proxy(&mut cx, exposed, names_clients);
     let admin = admin(&mut cx, file.admin, &listeners, names_clients);
     let upstreams: Vec<_> = file
@@ -51,6 +52,11 @@ pub fn compile(
     let models = models(&mut cx, file.models.unwrap_or_default().0, &upstreams);
     let routes = routes::compile(&mut cx, file.routes.unwrap_or_default(), &upstreams, limits);
     small_responses(&mut cx, &routes, &upstreams, &limits);
+    let labels: Vec<&str> = routes.iter().map(|r| &*r.label).collect();
+    for (client, raw) in clients.iter_mut().zip(quotas) {
+        client.quota = quota::limits(&mut cx, raw, &client.name, &labels);
+    }
+    let quota_store = quota::store(&mut cx, file.quota_store);
 
     let (warnings, files) = cx.finish()?;
     Ok(RouteTable {
@@ -63,6 +69,7 @@ pub fn compile(
         models,
         routes,
         limits,
+        quota_store,
         admin,
         owned_by: file.owned_by.unwrap_or_else(|| "lingo".into()),
         warnings,
@@ -307,14 +314,21 @@ fn admin(
     Admin { addr, require_key }
 }
 
-fn clients(cx: &mut Ctx<'_>, raw: Vec<At<raw::Client>>) -> Vec<ClientKey> {
+/// The clients whose keys were read, each with its `quota:` as written (compiled once the
+/// routes it may name are).
+fn clients(
+    cx: &mut Ctx<'_>,
+    raw: Vec<At<raw::Client>>,
+) -> (Vec<ClientKey>, Vec<Vec<At<raw::Limit>>>) {
     let mut names: HashMap<String, usize> = HashMap::new();
     let mut out: Vec<(ClientKey, usize)> = Vec::new();
+    let mut quotas = Vec::new();
     for client in raw {
         let raw::Client {
             name,
             key,
             webhook_secret,
+            quota,
         } = client.value;
         if name.value.is_empty() {
             cx.error(&name, "a client needs a non-empty `name:`");
@@ -348,11 +362,13 @@ fn clients(cx: &mut Ctx<'_>, raw: Vec<At<raw::Client>>) -> Vec<ClientKey> {
                 key: key_value,
                 source,
                 webhook_secret: webhook_secret.flatten(),
+                quota: Arc::from([]),
             },
             name.line,
         ));
+        quotas.push(quota.unwrap_or_default());
     }
-    out.into_iter().map(|(c, _)| c).collect()
+    (out.into_iter().map(|(c, _)| c).collect(), quotas)
 }
 
 fn models(

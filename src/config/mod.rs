@@ -18,6 +18,7 @@ pub mod compile;
 mod ctx;
 pub mod error;
 mod indent;
+mod quota;
 pub mod raw;
 mod routes;
 pub mod summary;

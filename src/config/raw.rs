@@ -43,6 +43,8 @@ pub struct File {
     pub models: Option<Map<At<Model>>>,
     pub routes: Option<Vec<At<Route>>>,
     pub limits: Option<Limits>,
+    /// Where the clients' quota counters are shared by replicas.
+    pub quota_store: Option<At<QuotaStore>>,
     /// `owned_by` of every model `/v1/models` lists.
     pub owned_by: Option<String>,
     pub admin: Option<At<Admin>>,
@@ -80,6 +82,33 @@ pub struct Client {
     pub key: At<Secret>,
     /// What webhooks relayed to this client are signed with.
     pub webhook_secret: Option<At<Secret>>,
+    /// Its rate limits and budgets.
+    pub quota: Option<Vec<At<Limit>>>,
+}
+
+/// `clients[].quota[]`: one unit key with its amount, and `per`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limit {
+    pub requests: Option<At<u64>>,
+    pub tokens: Option<At<u64>>,
+    pub input_tokens: Option<At<u64>>,
+    pub output_tokens: Option<At<u64>>,
+    pub credits: Option<At<u64>>,
+    pub per: Option<At<String>>,
+    pub capacity: Option<At<u64>>,
+    pub shadow: Option<bool>,
+    pub on_store_error: Option<At<String>>,
+    pub max_reservation: Option<At<u64>>,
+    pub route: Option<At<String>>,
+}
+
+/// `quota_store:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaStore {
+    pub redis: At<String>,
+    pub timeout: Option<At<String>>,
 }
 
 /// `{ env: VAR }`, `{ file: PATH }` or `{ value: "..." }`; "exactly one" is checked later so

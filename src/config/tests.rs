@@ -82,7 +82,7 @@ fn shape_errors_have_line_and_column() {
         (
             "listn:\n  - addr: 127.0.0.1:8080\n",
             &[
-                "proxy.yaml:1:1: unknown field `listn`, expected one of listen, clients, upstreams, models, routes, limits, owned_by, admin",
+                "proxy.yaml:1:1: unknown field `listn`, expected one of listen, clients, upstreams, models, routes, limits, quota_store, owned_by, admin",
             ],
         ),
         (
@@ -330,7 +330,7 @@ fn upstream_rules() {
 "#
     );
     let one_of = "needs exactly one of `bearer:` (sent as \"Bearer <key>\") or `value:` (the whole header value)";
-    let duration = "is not a duration; write a whole number and a unit: 250ms, 5s, 2m or 1h";
+    let duration = "is not a duration; write a whole number and a unit: 250ms, 5s, 2m, 1h or 30d";
     check_errors(&[(
         &text,
         &[
@@ -389,7 +389,7 @@ fn mock_job_and_webhook_keys() {
   d: {{ mock: {{ webhook_secret: {{ env: UNSET }} }}, speaks: web-data }}
 "#
     );
-    let duration = "is not a duration; write a whole number and a unit: 250ms, 5s, 2m or 1h";
+    let duration = "is not a duration; write a whole number and a unit: 250ms, 5s, 2m, 1h or 30d";
     check_errors(&[(
         &text,
         &[
@@ -525,7 +525,7 @@ limits: { max_body: 1.5MB, drain: forever }
             "proxy.yaml:23:41: route /m: max_body must be more than 0",
             &format!("proxy.yaml:24:42: route /m2: max_body: `lots` {size}"),
             &format!("proxy.yaml:25:21: limits.max_body: `1.5MB` {size}"),
-            "proxy.yaml:25:35: limits.drain: `forever` is not a duration; write a whole number and a unit: 250ms, 5s, 2m or 1h",
+            "proxy.yaml:25:35: limits.drain: `forever` is not a duration; write a whole number and a unit: 250ms, 5s, 2m, 1h or 30d",
         ],
     )]);
     let no_upstreams = format!("{LISTEN}routes:\n  - {{ prefix: /, to: models }}\n");

@@ -20,6 +20,7 @@ use super::Outcome;
 use super::access::AccessLog;
 use super::handles::{Handles, Pair, SeriesKey};
 use super::timing::Timing;
+use super::quota::QuotaMetrics;
 use super::webhooks::WebhookMetrics;
 use crate::base::clock;
 use crate::base::dialect::Dialect;
@@ -99,6 +100,8 @@ pub struct Metrics {
     handles: Handles,
     /// The webhook relay's.
     pub webhooks: WebhookMetrics,
+    /// The clients' limits'.
+    pub quota: QuotaMetrics,
 }
 
 /// What one request's handlers learnt on the way, read when its response has ended.
@@ -173,6 +176,8 @@ impl Metrics {
         generation.set(1);
         let webhooks = WebhookMetrics::default();
         webhooks.register(&mut registry);
+        let quota = QuotaMetrics::default();
+        quota.register(&mut registry);
         Metrics {
             registry,
             requests,
@@ -186,6 +191,7 @@ impl Metrics {
             tokens,
             handles: Handles::default(),
             webhooks,
+            quota,
         }
     }
 
@@ -462,14 +468,16 @@ impl RequestStats {
         failure.get_or_insert_with(|| (outcome, reason.to_owned()));
     }
 
-    fn failure(&self) -> Option<(Outcome, String)> {
+    /// How the stream failed, if it said so itself.
+    pub fn failure(&self) -> Option<(Outcome, String)> {
         self.failure
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    fn tokens(&self) -> (u64, u64) {
+    /// The tokens counted so far: (prompt, completion).
+    pub fn tokens(&self) -> (u64, u64) {
         (
             self.tokens_in.load(Ordering::Relaxed),
             self.tokens_out.load(Ordering::Relaxed),

@@ -9,6 +9,7 @@ pub mod ended;
 mod handles;
 pub mod log;
 pub mod metrics;
+pub mod quota;
 mod timing;
 pub mod webhooks;
 

@@ -3,6 +3,7 @@
 //! error becomes a response.
 
 pub mod exchange;
+pub mod limited;
 pub mod pipeline;
 pub mod plan;
 pub mod respond;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::exchange::{Arrival, ConnInfo, Exchange};
 use super::plan::{self, Plan};
-use super::{respond, run};
+use super::{limited, respond, run};
 use crate::admin::Builtin;
 use crate::auth;
 use crate::base::dialect::{self, Dialect};
@@ -26,7 +26,8 @@ use crate::limits::{self, Held};
 use crate::observe::{AccessLog, Ended, Finish, Record};
 use crate::reload::Reloader;
 use crate::runtime::Snapshot;
-use crate::table::Route;
+use crate::quota;
+use crate::table::{ClientKey, Route};
 use crate::upstream::headers;
 use crate::webhooks;
 
@@ -68,24 +69,42 @@ pub fn handle(
             };
             let snapshot = reloader.snapshot();
             let served = (&*reloader, &*snapshot, &*conn, &req);
+            // A limited client's `x-ratelimit-*` fields and reservation.
+            let mut limits = None;
             // Decided by the phases, done here (see `phases`).
             let result = match phases(served, refused, &mut arrival, &mut log) {
                 Ok(Next::Builtin(builtin)) => {
-                    let metrics = reloader.metrics();
-                    let responding = builtin.respond(&snapshot, metrics, req.headers());
+                    let served = (&**reloader.metrics(), reloader.quota());
+                    let responding = builtin.respond(&snapshot, served, req.headers());
                     Box::pin(responding).await
                 }
-                Ok(Next::Run(plan, exchange)) => run::run(plan, &exchange, req).await,
+                Ok(Next::Run(plan, exchange, None)) => run::run(plan, &exchange, req).await,
+                Ok(Next::Run(plan, exchange, Some(client))) => {
+                    let quota = reloader.quota();
+                    let running = limited::run(quota, client, plan, &exchange, req);
+                    let (result, admitted) = Box::pin(running).await;
+                    // Boxed: a request's state stays small (see the test below).
+                    limits = Some(Box::new(admitted));
+                    result
+                }
                 Ok(Next::Webhooks(endpoint)) => {
                     Box::pin(endpoint.respond(reloader.relay(), req)).await
                 }
                 Err(err) => Err(err),
             };
             let metrics = reloader.metrics();
-            let response = respond::finish(result, metrics, &arrival, &mut log);
+            let mut response = respond::finish(result, metrics, &arrival, &mut log);
+            let reservation = limits.and_then(|admitted| {
+                let (fields, reservation) = *admitted;
+                fields.write(&mut response);
+                reservation
+            });
+            let answered = (response.status().as_u16(), arrival.dialect);
+            let stats = Arc::clone(&arrival.stats);
             let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
             let record = Record::new(log, Some(finish));
             let (head, body) = response.into_parts();
+            let body = quota::settling(body, reservation, answered, &stats);
             let make = || Held::new(Ended::new(body, record), held);
             (head, Body::built(make))
         };
@@ -101,7 +120,8 @@ type Served<'a, 'r> = (&'a Reloader, &'a Snapshot, &'a ConnInfo, &'r Request);
 enum Next<'a> {
     Builtin(Builtin),
     Webhooks(webhooks::Endpoint),
-    Run(Plan, Exchange<'a>),
+    /// With the client, when it has limits.
+    Run(Plan, Exchange<'a>, Option<&'a ClientKey>),
 }
 
 /// The phases after admission: lingo's own endpoints, then route -> authenticate -> plan.
@@ -127,7 +147,8 @@ fn phases<'a>(
         arrival.dialect = Dialect::WebData;
         let table = &snapshot.table;
         if endpoint.is_admin() && table.admin.require_key {
-            log.client = auth::check(&table.clients, req.headers(), false)?.map(str::to_owned);
+            let client = auth::check(&table.clients, req.headers(), false)?;
+            log.client = client.map(|c| c.name.clone());
         }
         return Ok(Next::Webhooks(endpoint));
     }
@@ -139,10 +160,11 @@ fn phases<'a>(
         });
     }
     let (route, path) = route(snapshot, req, arrival, log)?;
-    let upgrade = authenticate(snapshot, req, (route, &path), log)?;
+    let (upgrade, client) = authenticate(snapshot, req, (route, &path), log)?;
     let exchange = Exchange::new(snapshot, conn, (route, &path), req, arrival, upgrade);
     let plan = Plan::decide(&exchange, req)?;
-    Ok(Next::Run(plan, exchange))
+    let limited = client.filter(|c| !c.quota.is_empty());
+    Ok(Next::Run(plan, exchange, limited))
 }
 
 /// Normalises the path and finds its route; from here on errors are told in its dialect.
@@ -169,24 +191,24 @@ fn route<'s, 'r>(
 }
 
 /// Checks the header limits (before anything else reads the headers, the key included) and
-/// the client key; the log names the client. Says whether the request is a WebSocket
+/// the client key; the log names the client, which is returned. Says whether the request is a WebSocket
 /// upgrade `route` tunnels at `path` (decided once, here, for the key check, which then
 /// reads the key offered as a subprotocol too, and the plan); one asked for with a body is
 /// refused (`plan::upgrade`).
-fn authenticate(
-    snapshot: &Snapshot,
+fn authenticate<'s>(
+    snapshot: &'s Snapshot,
     req: &Request,
     (route, path): (&Route, &str),
     log: &mut AccessLog,
-) -> Result<bool, ProxyError> {
+) -> Result<(bool, Option<&'s ClientKey>), ProxyError> {
     let table = &snapshot.table;
     let fields = req.headers();
     limits::check_headers(fields, &table.limits)?;
     let upgrade = headers::is_websocket_upgrade(req.method(), fields)
         && plan::upgrade(req, route, table.upstream(route.upstream), path)?;
     let client = auth::check(&table.clients, fields, upgrade)?;
-    log.client = client.map(str::to_owned);
-    Ok(upgrade)
+    log.client = client.map(|c| c.name.clone());
+    Ok((upgrade, client))
 }
 
 #[cfg(test)]

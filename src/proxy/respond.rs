@@ -6,12 +6,12 @@
 
 use bytes::Bytes;
 use hyper::StatusCode;
-use hyper::header::{CONNECTION, HeaderValue, RETRY_AFTER};
+use hyper::header::{CONNECTION, HeaderName, HeaderValue, RETRY_AFTER};
 use serde_json::json;
 
 use super::exchange::Arrival;
 use crate::base::dialect::Dialect;
-use crate::error::ProxyError;
+use crate::error::{ProxyError, Refusal};
 use crate::http::message::Response;
 use crate::observe::{AccessLog, Metrics};
 use crate::upstream::headers::X_REQUEST_ID;
@@ -61,24 +61,61 @@ pub fn unframed(why: &'static str, arrival: &Arrival, log: &mut AccessLog) -> Re
 /// - native: `{"error":"..."}`
 /// - web-data: `{"success":false,"error":"...","code":"..."}`
 pub fn render(err: &ProxyError, dialect: Dialect) -> Response {
-    let status = err.status();
+    let mut status = err.status();
     let message = err.to_string();
     let value = match dialect {
         Dialect::Chat => json!({"error": {
             "message": message,
-            "type": chat_type(status),
+            "type": chat_error_type(err, status),
             "param": err.param(),
             "code": err.code(),
         }}),
         Dialect::Native => json!({ "error": message }),
-        Dialect::WebData | Dialect::WebDataV2 => web_data(err, message),
+        Dialect::WebData | Dialect::WebDataV2 => {
+            if let ProxyError::OverLimit(refusal) = err
+                && refusal.is_spent_credits()
+            {
+                status = StatusCode::PAYMENT_REQUIRED;
+            }
+            web_data(err, message)
+        }
     };
     let mut response = Response::json(status, value.to_string());
     if let Some(value) = err.retry_after() {
         response.headers_mut().insert(RETRY_AFTER, value);
     }
+    if let ProxyError::OverLimit(refusal) = err {
+        over_limit_fields(&mut response, refusal);
+    }
     response
 }
+
+/// The chat-completions error `type`: a limit's own (`requests`, `tokens`,
+/// `insufficient_quota`), else the status's.
+fn chat_error_type(err: &ProxyError, status: StatusCode) -> &'static str {
+    match err {
+        ProxyError::OverLimit(r) if r.budget => "insufficient_quota",
+        ProxyError::OverLimit(r) if r.unit.ends_with("tokens") => "tokens",
+        ProxyError::OverLimit(_) => "requests",
+        _ => chat_type(status),
+    }
+}
+
+/// What the official SDKs read of a refusal: `retry-after-ms` (how long they wait), and for a
+/// spent budget `x-should-retry: false` (they do not retry at all).
+fn over_limit_fields(response: &mut Response, refusal: &Refusal) {
+    let millis = refusal.retry_after.as_millis().max(1);
+    if let Ok(value) = HeaderValue::from_str(&millis.to_string()) {
+        response.insert_header(RETRY_AFTER_MS, value);
+    }
+    if refusal.budget {
+        response.insert_header(X_SHOULD_RETRY, HeaderValue::from_static("false"));
+    }
+}
+
+/// The refusal fields of the chat-completions API.
+const RETRY_AFTER_MS: HeaderName = HeaderName::from_static("retry-after-ms");
+const X_SHOULD_RETRY: HeaderName = HeaderName::from_static("x-should-retry");
 
 /// `{"success":false,"error","code"?,"details"?}`: the web-data shape, both versions.
 fn web_data(err: &ProxyError, message: String) -> serde_json::Value {

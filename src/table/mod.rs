@@ -17,9 +17,11 @@ use crate::base::secret::{Secret, SecretSource};
 use crate::translate::native::Extras;
 use crate::translate::splice::LiteralScan;
 
+pub mod quota;
 pub mod router;
 pub mod webhooks;
 
+pub use quota::{Limit, QuotaStore};
 pub use webhooks::{StoreAt, WebhookSpec};
 
 /// Default request body limit: the web-data API itself refuses JSON bodies over 10 MB.
@@ -62,6 +64,8 @@ pub struct RouteTable {
     /// Routes in file order; see [`RouteTable::find`] for precedence.
     pub routes: Vec<Route>,
     pub limits: Limits,
+    /// Where the clients' quota counters are shared; `None`: held in the process.
+    pub quota_store: Option<QuotaStore>,
     pub admin: Admin,
     /// The `owned_by` of the models `/v1/models` lists (`owned_by:` in the table).
     pub owned_by: String,
@@ -93,6 +97,8 @@ pub struct ClientKey {
     pub source: SecretSource,
     /// What webhooks relayed to this client are signed with (`webhook_secret`).
     pub webhook_secret: Option<Secret>,
+    /// Its rate limits and budgets (`quota:`), none when empty.
+    pub quota: Arc<[Limit]>,
 }
 
 /// Something lingo forwards to.

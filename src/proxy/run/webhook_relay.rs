@@ -50,7 +50,7 @@ pub fn relayed(
     };
     let clients = &x.snapshot.table.clients;
     // The key was checked when the request was authenticated: this finds its name again.
-    let client = auth::check(clients, headers, false).ok().flatten();
+    let client = (auth::check(clients, headers, false).ok().flatten()).map(|c| c.name.as_str());
     let receiver = match &relay.spec.receiver {
         Some(base) => base.to_string().trim_end_matches('/').to_owned(),
         None => x.public_base(),

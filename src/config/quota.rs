@@ -1,0 +1,165 @@
+//! `clients[].quota` and `quota_store` -> [`Limit`]s and a [`QuotaStore`]: one unit and its
+//! amount per limit, its window or bucket, and what it does while the store is away.
+
+use std::sync::Arc;
+
+use super::ctx::{Ctx, optional};
+use super::raw::{self, At};
+use crate::base::units::format_duration;
+use crate::table::quota::{
+    DEFAULT_MAX_RESERVATION, DEFAULT_STORE_TIMEOUT, Limit, OnStoreError, QuotaStore, Unit,
+};
+
+/// The limits of client `name`; `routes` are the table's route labels (a limit may name
+/// one). A wrong limit is recorded and left out.
+pub(super) fn limits(
+    cx: &mut Ctx<'_>,
+    raw: Vec<At<raw::Limit>>,
+    name: &str,
+    routes: &[&str],
+) -> Arc<[Limit]> {
+    let mut out: Vec<Limit> = Vec::new();
+    for at in raw {
+        let what = format!("client `{name}` quota");
+        let place = at.place();
+        let Some(limit) = limit(cx, at, &what, routes) else {
+            continue;
+        };
+        if out.iter().any(|l| l.id == limit.id) {
+            let message = format!(
+                "{what}: two limits of {} (choose one, or give one a `route:`)",
+                limit.id
+            );
+            cx.error(&place, message);
+            continue;
+        }
+        out.push(limit);
+    }
+    out.into()
+}
+
+/// One limit, checked.
+fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> Option<Limit> {
+    let place = at.place();
+    let raw = at.value;
+    let (unit, amount) = unit(cx, &raw, &place, what)?;
+    let Some(per) = &raw.per else {
+        cx.error(&place, format!("{what}: a limit needs `per:` (1s, 1m, 1h, 1d, 30d)"));
+        return None;
+    };
+    let per = cx.duration(per, &format!("{what}.per"), false)?;
+    let capacity = optional(raw.capacity, |c| {
+        (c.value > 0).then_some(c.value).or_else(|| {
+            cx.error(&c, format!("{what}.capacity must be more than 0"));
+            None
+        })
+    })?;
+    let on_store_error = optional(raw.on_store_error, |at| on_store_error(cx, &at, what))?;
+    let route = optional(raw.route, |r| {
+        if routes.contains(&r.value.as_str()) {
+            Some(Arc::from(r.value.as_str()))
+        } else {
+            let message = format!(
+                "{what}.route `{}` is not a route of this table (routes: {})",
+                r.value,
+                routes.join(", ")
+            );
+            cx.error(&r, message);
+            None
+        }
+    })?;
+    let max_reservation = raw.max_reservation.map_or(DEFAULT_MAX_RESERVATION, |m| m.value);
+    let mut id = format!("{}/{}", unit.as_str(), format_duration(per));
+    if let Some(capacity) = capacity {
+        id.push_str(&format!("/bucket{capacity}"));
+    }
+    if let Some(route) = &route {
+        id.push_str(&format!(" on {route}"));
+    }
+    let mut limit = Limit {
+        id: id.into(),
+        unit,
+        amount,
+        per,
+        capacity,
+        shadow: raw.shadow.unwrap_or(false),
+        on_store_error: OnStoreError::Allow,
+        max_reservation: max_reservation.max(1),
+        route,
+    };
+    // Rate limits fall back to each replica's share; budgets are not spent blind.
+    limit.on_store_error = on_store_error.unwrap_or(if limit.is_budget() {
+        OnStoreError::Deny
+    } else {
+        OnStoreError::Local
+    });
+    Some(limit)
+}
+
+/// The one unit key a limit has, and its amount.
+fn unit(cx: &mut Ctx<'_>, raw: &raw::Limit, place: &At<()>, what: &str) -> Option<(Unit, u64)> {
+    let given: Vec<(Unit, &At<u64>)> = [
+        (Unit::Requests, &raw.requests),
+        (Unit::Tokens, &raw.tokens),
+        (Unit::InputTokens, &raw.input_tokens),
+        (Unit::OutputTokens, &raw.output_tokens),
+        (Unit::Credits, &raw.credits),
+    ]
+    .into_iter()
+    .filter_map(|(unit, at)| at.as_ref().map(|at| (unit, at)))
+    .collect();
+    match given[..] {
+        [(unit, at)] if at.value == 0 => {
+            let message = format!("{what}: {} must be more than 0", unit.as_str());
+            cx.error(at, message);
+            None
+        }
+        [(unit, at)] => Some((unit, at.value)),
+        _ => {
+            let message = format!(
+                "{what}: a limit counts one of requests, tokens, input_tokens, output_tokens or credits ({} given)",
+                given.len()
+            );
+            cx.error(place, message);
+            None
+        }
+    }
+}
+
+fn on_store_error(cx: &mut Ctx<'_>, at: &At<String>, what: &str) -> Option<OnStoreError> {
+    match at.value.as_str() {
+        "allow" => Some(OnStoreError::Allow),
+        "deny" => Some(OnStoreError::Deny),
+        "local" => Some(OnStoreError::Local),
+        other => {
+            let message =
+                format!("{what}.on_store_error is allow, deny or local, not `{other}`");
+            cx.error(at, message);
+            None
+        }
+    }
+}
+
+/// `quota_store:`, `None` when left out (counters held in the process).
+pub(super) fn store(cx: &mut Ctx<'_>, raw: Option<At<raw::QuotaStore>>) -> Option<QuotaStore> {
+    let raw = raw?.value;
+    let url = raw.redis.value.trim();
+    if !url.starts_with("redis://") {
+        let message = "quota_store.redis is a `redis://host:port` URL (lingo speaks to Redis over plain TCP; reach a TLS Redis through a local tunnel)";
+        cx.error(&raw.redis, message);
+        return None;
+    }
+    if let Err(e) = redis::Client::open(url) {
+        // The URL may hold a password: the message names the key, not the value.
+        let message = format!("quota_store.redis is not a Redis URL: {}", e.category());
+        cx.error(&raw.redis, message);
+        return None;
+    }
+    let timeout = optional(raw.timeout, |t| {
+        cx.duration(&t, "quota_store.timeout", false)
+    })?;
+    Some(QuotaStore {
+        redis: url.to_owned(),
+        timeout: timeout.unwrap_or(DEFAULT_STORE_TIMEOUT),
+    })
+}

@@ -1,0 +1,53 @@
+//! A request of a client with limits: its likely cost estimated (its body read first when a
+//! limit counts tokens or credits), reserved, and only then run. The pipeline writes the
+//! `x-ratelimit-*` fields into the answer and settles the reservation as the answer ends
+//! (`quota::settling`).
+
+use hyper::Method;
+
+use super::exchange::Exchange;
+use super::plan::Plan;
+use super::run::{self, shared::read_body};
+use crate::error::ProxyError;
+use crate::http::body::Body;
+use crate::http::message::{Request, Response};
+use crate::quota::{Estimate, Quota, RateHeaders, Reservation};
+use crate::table::ClientKey;
+
+/// What a limited request's answer carries, and what it settles.
+pub type Admitted = (RateHeaders, Option<Reservation>);
+
+/// Admits `req` of `client` against its limits and runs it when there is room.
+pub async fn run(
+    quota: &Quota,
+    client: &ClientKey,
+    plan: Plan,
+    x: &Exchange<'_>,
+    req: Request,
+) -> (Result<Response, ProxyError>, Admitted) {
+    let label = &*x.route.label;
+    let (req, estimate) = if Quota::needs_estimate(client, label) && has_body(&req, x) {
+        let (head, body) = req.into_parts();
+        let body = match read_body(body, x.route.max_body).await {
+            Ok(body) => body,
+            Err(err) => return (Err(err), (RateHeaders::default(), None)),
+        };
+        let estimate = Estimate::of(x.route.speaks, x.path(), &body);
+        (Request::from_parts(head, Body::full(body)), estimate)
+    } else {
+        (req, Estimate::NOTHING)
+    };
+    let admitted = quota.admit(client, label, estimate).await;
+    match admitted.outcome {
+        Ok(reservation) => {
+            let result = run::run(plan, x, req).await;
+            (result, (admitted.headers, reservation))
+        }
+        Err(refused) => (Err(refused), (admitted.headers, None)),
+    }
+}
+
+/// Whether the request sends a body worth estimating (not a WebSocket upgrade's stream).
+fn has_body(req: &Request, x: &Exchange<'_>) -> bool {
+    !x.upgrade && matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
+}

@@ -1,0 +1,99 @@
+//! The Lua scripts of the Redis store. Each runs whole inside Redis (so a request's limits are
+//! checked and charged all or nothing, however many replicas ask at once) and takes its clock
+//! from Redis (`TIME`), so replicas whose clocks differ still share one window. The sums are
+//! `count.rs`'s, in Lua.
+//!
+//! A client's counters are one hash (`KEYS[1]`), fields `<limit id>|u` (used) and
+//! `<limit id>|m` (the window's index, or the millisecond a bucket was last filled to).
+
+/// Asks each limit for its cost. `ARGV`: the number of limits, then six values each: id,
+/// amount, per (ms), capacity (0: a window), cost, enforce (1, or 0 for a shadow limit).
+/// Replies four numbers a limit: over (1/0), remaining, reset (ms), mark.
+pub const ADMIT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local key = KEYS[1]
+local out, after, refused, keep = {}, {}, false, 0
+for i = 0, tonumber(ARGV[1]) - 1 do
+  local b = 2 + i * 6
+  local id = ARGV[b]
+  local amount, per = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+  local capacity, cost = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  local enforce = ARGV[b + 5] == '1'
+  local used = tonumber(redis.call('HGET', key, id .. '|u') or '0')
+  local mark = tonumber(redis.call('HGET', key, id .. '|m') or '0')
+  local ceiling, rate = amount, amount / per
+  if capacity == 0 then
+    local window = math.floor(now / per)
+    if mark ~= window then used = 0; mark = window end
+  else
+    ceiling = capacity
+    used = math.max(0, used - math.max(0, now - mark) * rate)
+    mark = now
+  end
+  local over = used + cost > ceiling
+  if over and enforce then refused = true else used = used + cost end
+  local reset
+  if capacity == 0 then
+    reset = (mark + 1) * per - now
+  elseif over then
+    reset = math.ceil((used + cost - ceiling) / rate)
+  else
+    reset = math.ceil(used / rate)
+  end
+  out[#out + 1] = over and 1 or 0
+  out[#out + 1] = math.max(0, math.floor(ceiling - used))
+  out[#out + 1] = reset
+  out[#out + 1] = mark
+  after[#after + 1] = {id, used, mark}
+  keep = math.max(keep, per * 2)
+end
+if not refused then
+  for _, a in ipairs(after) do
+    redis.call('HSET', key, a[1] .. '|u', string.format('%.17g', a[2]), a[1] .. '|m', string.format('%d', a[3]))
+  end
+  if redis.call('PTTL', key) < keep then redis.call('PEXPIRE', key, keep) end
+end
+return out
+";
+
+/// Adds what each request really cost. `ARGV`: the number of limits, then six values each:
+/// id, amount, per (ms), capacity (0: a window), the mark it was charged at, the difference.
+/// A window that has ended is left alone; nothing goes below empty.
+pub const SETTLE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local key = KEYS[1]
+for i = 0, tonumber(ARGV[1]) - 1 do
+  local b = 2 + i * 6
+  local id = ARGV[b]
+  local amount, per = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+  local capacity, charged, delta = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
+  local used = tonumber(redis.call('HGET', key, id .. '|u') or 'x')
+  local mark = tonumber(redis.call('HGET', key, id .. '|m') or '0')
+  if used then
+    if capacity == 0 then
+      if mark == charged and math.floor(now / per) == mark then
+        redis.call('HSET', key, id .. '|u', string.format('%.17g', math.max(0, used + delta)))
+      end
+    else
+      used = math.max(0, used - math.max(0, now - mark) * (amount / per))
+      used = math.max(0, used + delta)
+      redis.call('HSET', key, id .. '|u', string.format('%.17g', used), id .. '|m', string.format('%d', now))
+    end
+  end
+end
+return 0
+";
+
+/// Says this replica is alive and counts those that said so lately. `KEYS[1]`: the set;
+/// `ARGV`: this replica's name, how long a replica counts after it last said so (ms).
+pub const BEAT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lately = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - lately)
+redis.call('PEXPIRE', KEYS[1], lately * 2)
+return redis.call('ZCARD', KEYS[1])
+";
