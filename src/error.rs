@@ -10,7 +10,7 @@ use hyper::StatusCode;
 use hyper::header::HeaderValue;
 
 use crate::base::dialect::Dialect;
-use crate::base::units::format_duration;
+use crate::base::units::{format_duration, format_wait};
 
 /// A client's limit that has no room for a request: what it counts and when it has room
 /// again. Only names and numbers: nothing of the request.
@@ -31,7 +31,7 @@ impl Refusal {
     pub fn message(&self) -> String {
         let (limit, per) = (self.amount, format_duration(self.per));
         let unit = self.unit.replace('_', " ");
-        let when = format_duration(round_up_to_ms(self.retry_after));
+        let when = format_wait(self.retry_after.as_nanos().div_ceil(1_000_000) as u64);
         if self.budget {
             format!("the budget of {limit} {unit} per {per} is spent; it renews in {when}")
         } else {
@@ -43,10 +43,6 @@ impl Refusal {
     pub fn is_spent_credits(&self) -> bool {
         self.budget && self.unit == "credits"
     }
-}
-
-fn round_up_to_ms(d: Duration) -> Duration {
-    Duration::from_millis(d.as_nanos().div_ceil(1_000_000) as u64)
 }
 
 /// Which limit fired on the way to an upstream.
@@ -151,7 +147,9 @@ pub enum ProxyError {
     OverLimit(Refusal),
 
     /// A limit that refuses while the shared quota store is away (`on_store_error: deny`).
-    #[error("usage limits cannot be checked right now (the quota store is unreachable); retry shortly")]
+    #[error(
+        "usage limits cannot be checked right now (the quota store is unreachable); retry shortly"
+    )]
     QuotaUnavailable,
 
     /// A request a translator refuses with its own status and the API's list of issues

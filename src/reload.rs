@@ -96,7 +96,9 @@ impl Reloader {
         let relay = Arc::new(Relay::new(Arc::clone(&metrics)));
         let webhooks = relay.apply(&table).map_err(|e| store_errors(path, e))?;
         let quota = Quota::new(Arc::clone(&metrics));
-        quota.apply(&table).map_err(|e| store_errors(path, vec![e]))?;
+        quota
+            .apply(&table)
+            .map_err(|e| store_errors(path, vec![e]))?;
         let mut snapshot = Snapshot::new(table, 1, None);
         snapshot.webhooks = webhooks;
         Ok(Reloader {

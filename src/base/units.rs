@@ -70,6 +70,27 @@ pub fn format_duration(duration: Duration) -> String {
     }
 }
 
+/// A wait as the chat-completions API writes it (its `x-ratelimit-reset-*` fields): `20ms`,
+/// `1.5s`, `6m0s`, `1h2m3s`.
+pub fn format_wait(ms: u64) -> String {
+    if ms < 1_000 {
+        return format!("{ms}ms");
+    }
+    let (hours, minutes) = (ms / 3_600_000, ms / 60_000 % 60);
+    let seconds = match ms % 60_000 {
+        s if s.is_multiple_of(1_000) => format!("{}s", s / 1_000),
+        s => {
+            let text = format!("{}.{:03}", s / 1_000, s % 1_000);
+            format!("{}s", text.trim_end_matches('0'))
+        }
+    };
+    match (hours, minutes) {
+        (0, 0) => seconds,
+        (0, m) => format!("{m}m{seconds}"),
+        (h, m) => format!("{h}h{m}m{seconds}"),
+    }
+}
+
 /// A short exact form of a size, in the units [`parse_size`] accepts.
 pub fn format_size(bytes: u64) -> String {
     SIZE_UNITS
@@ -94,6 +115,20 @@ fn split_number(text: &str) -> Option<(u64, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waits_read_as_the_chat_completions_api_writes_them() {
+        for (ms, text) in [
+            (20, "20ms"),
+            (1_000, "1s"),
+            (1_500, "1.5s"),
+            (360_000, "6m0s"),
+            (3_723_000, "1h2m3s"),
+            (86_400_000, "24h0m0s"),
+        ] {
+            assert_eq!(format_wait(ms), text);
+        }
+    }
 
     #[test]
     fn durations() {
@@ -156,7 +191,9 @@ mod tests {
 
     #[test]
     fn formats_round_trip() {
-        for text in ["250ms", "5s", "120s", "1h", "24h", "30d", "90s", "1500ms", "0s"] {
+        for text in [
+            "250ms", "5s", "120s", "1h", "24h", "30d", "90s", "1500ms", "0s",
+        ] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
         }
         assert_eq!(format_duration(parse_duration("2m").unwrap()), "120s");

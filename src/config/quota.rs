@@ -44,7 +44,10 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
     let raw = at.value;
     let (unit, amount) = unit(cx, &raw, &place, what)?;
     let Some(per) = &raw.per else {
-        cx.error(&place, format!("{what}: a limit needs `per:` (1s, 1m, 1h, 1d, 30d)"));
+        cx.error(
+            &place,
+            format!("{what}: a limit needs `per:` (1s, 1m, 1h, 1d, 30d)"),
+        );
         return None;
     };
     let per = cx.duration(per, &format!("{what}.per"), false)?;
@@ -56,8 +59,12 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
     })?;
     let on_store_error = optional(raw.on_store_error, |at| on_store_error(cx, &at, what))?;
     let route = optional(raw.route, |r| {
-        if routes.contains(&r.value.as_str()) {
-            Some(Arc::from(r.value.as_str()))
+        // A route's label (`prefix /api`), or its path as written (`/api`).
+        let named = |label: &&&str| {
+            **label == r.value || label.split_once(' ').is_some_and(|(_, p)| p == r.value)
+        };
+        if let Some(label) = routes.iter().find(named) {
+            Some(Arc::from(*label))
         } else {
             let message = format!(
                 "{what}.route `{}` is not a route of this table (routes: {})",
@@ -68,7 +75,9 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
             None
         }
     })?;
-    let max_reservation = raw.max_reservation.map_or(DEFAULT_MAX_RESERVATION, |m| m.value);
+    let max_reservation = raw
+        .max_reservation
+        .map_or(DEFAULT_MAX_RESERVATION, |m| m.value);
     let mut id = format!("{}/{}", unit.as_str(), format_duration(per));
     if let Some(capacity) = capacity {
         id.push_str(&format!("/bucket{capacity}"));
@@ -132,8 +141,7 @@ fn on_store_error(cx: &mut Ctx<'_>, at: &At<String>, what: &str) -> Option<OnSto
         "deny" => Some(OnStoreError::Deny),
         "local" => Some(OnStoreError::Local),
         other => {
-            let message =
-                format!("{what}.on_store_error is allow, deny or local, not `{other}`");
+            let message = format!("{what}.on_store_error is allow, deny or local, not `{other}`");
             cx.error(at, message);
             None
         }

@@ -28,10 +28,13 @@ struct ModeLabels {
 /// What each metric counts, as `/metrics` says it.
 mod help {
     pub const REFUSED: &str = "Requests refused by a client's limit, by client and limit";
-    pub const SHADOW: &str = "Requests a shadow limit would have refused (they were served), by client and limit";
+    pub const SHADOW: &str =
+        "Requests a shadow limit would have refused (they were served), by client and limit";
     pub const USED: &str = "What clients used, settled when each answer ended, by client and unit (requests, input_tokens, output_tokens, credits)";
-    pub const ESTIMATED: &str = "Answers that lacked a usage count, whose estimate was charged instead, by client and unit";
-    pub const STORE_UP: &str = "Whether the quota store answers (1; always 1 when counters are held in the process)";
+    pub const ESTIMATED: &str =
+        "Answers that lacked a usage count, whose estimate was charged instead, by client and unit";
+    pub const STORE_UP: &str =
+        "Whether the quota store answers (1; always 1 when counters are held in the process)";
     pub const STORE_ERRORS: &str = "Quota store calls that failed or timed out";
     pub const FALLBACK: &str = "Limits applied while the quota store was unreachable, by what they did (allow, deny, local)";
 }
@@ -58,7 +61,11 @@ impl QuotaMetrics {
         prefixed.register("used", help::USED, self.used.clone());
         prefixed.register("estimated", help::ESTIMATED, self.estimated.clone());
         prefixed.register("store_up", help::STORE_UP, self.store_up.clone());
-        prefixed.register("store_errors", help::STORE_ERRORS, self.store_errors.clone());
+        prefixed.register(
+            "store_errors",
+            help::STORE_ERRORS,
+            self.store_errors.clone(),
+        );
         prefixed.register("fallback", help::FALLBACK, self.fallback.clone());
         self.store_up.set(1);
     }

@@ -63,7 +63,11 @@ impl Estimate {
                 output_tokens: Some(0),
                 // A crawl or a batch costs a credit a page.
                 credits: number("/limit")
-                    .or_else(|| field("/urls").and_then(Value::as_array).map(|u| u.len() as u64))
+                    .or_else(|| {
+                        field("/urls")
+                            .and_then(Value::as_array)
+                            .map(|u| u.len() as u64)
+                    })
                     .unwrap_or(1)
                     .max(1),
             },
@@ -181,7 +185,10 @@ impl UsageScan {
 /// The whole number after `:` (and spaces) at the start of `text`; `None` when it is not
 /// there whole (another frame may hold its end).
 fn number_after(text: &[u8]) -> Option<u64> {
-    let text = text.trim_ascii_start().strip_prefix(b":")?.trim_ascii_start();
+    let text = text
+        .trim_ascii_start()
+        .strip_prefix(b":")?
+        .trim_ascii_start();
     let digits = text.iter().take_while(|b| b.is_ascii_digit()).count();
     if digits == 0 || digits == text.len() {
         return None;
@@ -195,7 +202,8 @@ mod tests {
 
     #[test]
     fn estimates_read_what_the_request_allows() {
-        let chat = br#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":50,"n":2}"#;
+        let chat =
+            br#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":50,"n":2}"#;
         let cases: &[(Dialect, &str, &[u8], Estimate)] = &[
             (
                 Dialect::Chat,
@@ -301,7 +309,9 @@ mod tests {
             );
         }
         let mut chat = UsageScan::new(Dialect::Chat);
-        chat.frame(br#"data: {"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#);
+        chat.frame(
+            br#"data: {"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#,
+        );
         assert_eq!(chat.used().output_tokens, Some(4));
         let mut web = UsageScan::new(Dialect::WebData);
         web.frame(br#"{"success":true,"creditsUsed":5}"#);

@@ -7,6 +7,7 @@ use std::time::Duration;
 use hyper::header::{HeaderName, HeaderValue};
 
 use super::count::Check;
+use crate::base::units::format_wait;
 use crate::http::message::Response;
 use crate::table::quota::{Limit, Unit};
 
@@ -74,52 +75,13 @@ impl RateHeaders {
             let values = [
                 line.limit.to_string(),
                 line.remaining.to_string(),
-                reset(line.reset_ms),
+                format_wait(line.reset_ms),
             ];
             for (name, value) in names.iter().zip(values) {
                 if let Ok(value) = HeaderValue::from_str(&value) {
                     response.insert_header(name.clone(), value);
                 }
             }
-        }
-    }
-}
-
-/// A wait as the official API writes it: `20ms`, `1.5s`, `6m0s`, `1h2m3s`.
-fn reset(ms: u64) -> String {
-    if ms < 1_000 {
-        return format!("{ms}ms");
-    }
-    let (hours, minutes) = (ms / 3_600_000, ms / 60_000 % 60);
-    let seconds = match ms % 60_000 {
-        s if s.is_multiple_of(1_000) => format!("{}s", s / 1_000),
-        s => {
-            let text = format!("{}.{:03}", s / 1_000, s % 1_000);
-            format!("{}s", text.trim_end_matches('0'))
-        }
-    };
-    match (hours, minutes) {
-        (0, 0) => seconds,
-        (0, m) => format!("{m}m{seconds}"),
-        (h, m) => format!("{h}h{m}m{seconds}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::reset;
-
-    #[test]
-    fn resets_read_as_the_official_api_writes_them() {
-        for (ms, text) in [
-            (20, "20ms"),
-            (1_000, "1s"),
-            (1_500, "1.5s"),
-            (360_000, "6m0s"),
-            (3_723_000, "1h2m3s"),
-            (86_400_000, "24h0m0s"),
-        ] {
-            assert_eq!(reset(ms), text);
         }
     }
 }

@@ -29,7 +29,10 @@ impl Local {
         };
         let state = |id: &str| counters.get(id).copied().unwrap_or_default();
         let tried: Vec<(State, Check)> = (asks.iter())
-            .map(|ask| ask.shape.admit(state(&ask.id), ask.cost, now_ms, !ask.shadow))
+            .map(|ask| {
+                ask.shape
+                    .admit(state(&ask.id), ask.cost, now_ms, !ask.shadow)
+            })
             .collect();
         let refused = (asks.iter().zip(&tried)).any(|(ask, (_, check))| check.over && !ask.shadow);
         if !refused {
@@ -53,7 +56,9 @@ impl Local {
         };
         for charge in charges {
             if let Some(state) = counters.get_mut(&*charge.id) {
-                *state = charge.shape.settle(*state, charge.mark, charge.delta, now_ms);
+                *state = charge
+                    .shape
+                    .settle(*state, charge.mark, charge.delta, now_ms);
             }
         }
     }

@@ -210,25 +210,23 @@ impl Quota {
         for ((limit, _), check) in asked.iter().zip(&checks) {
             headers.note(limit, check);
         }
-        let outcome = self
-            .decide(name, &placed, &asked, &checks, now)
-            .map(|()| {
-                Some(Reservation {
-                    client: Arc::from(name),
-                    parts: (asked.iter().zip(&checks))
-                        .map(|((limit, ask), check)| Part {
-                            unit: limit.unit,
-                            id: Arc::clone(&ask.id),
-                            shape: ask.shape,
-                            cost: ask.cost,
-                            mark: check.mark,
-                        })
-                        .collect(),
-                    placed,
-                    estimate,
-                    metrics: Arc::clone(&self.metrics),
-                })
-            });
+        let outcome = self.decide(name, &placed, &asked, &checks, now).map(|()| {
+            Some(Reservation {
+                client: Arc::from(name),
+                parts: (asked.iter().zip(&checks))
+                    .map(|((limit, ask), check)| Part {
+                        unit: limit.unit,
+                        id: Arc::clone(&ask.id),
+                        shape: ask.shape,
+                        cost: ask.cost,
+                        mark: check.mark,
+                    })
+                    .collect(),
+                placed,
+                estimate,
+                metrics: Arc::clone(&self.metrics),
+            })
+        });
         Admitted { headers, outcome }
     }
 
@@ -451,13 +449,30 @@ impl Reservation {
         let units = |f: fn(Unit) -> bool| self.parts.iter().any(|p| f(p.unit));
         if units(Unit::is_tokens) {
             let input = used.input_tokens.ok_or(self.estimate.input_tokens);
-            let output = used.output_tokens.ok_or(self.estimate.output_tokens.unwrap_or(0));
-            quota.used(client, "input_tokens", input.unwrap_or_else(|e| e), input.is_err());
-            quota.used(client, "output_tokens", output.unwrap_or_else(|e| e), output.is_err());
+            let output = used
+                .output_tokens
+                .ok_or(self.estimate.output_tokens.unwrap_or(0));
+            quota.used(
+                client,
+                "input_tokens",
+                input.unwrap_or_else(|e| e),
+                input.is_err(),
+            );
+            quota.used(
+                client,
+                "output_tokens",
+                output.unwrap_or_else(|e| e),
+                output.is_err(),
+            );
         }
         if units(|u| u == Unit::Credits) {
             let credits = used.credits.ok_or(self.estimate.credits);
-            quota.used(client, "credits", credits.unwrap_or_else(|e| e), credits.is_err());
+            quota.used(
+                client,
+                "credits",
+                credits.unwrap_or_else(|e| e),
+                credits.is_err(),
+            );
         }
     }
 

@@ -13,7 +13,7 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 
 use super::Reservation;
-use super::cost::{Used, UsageScan};
+use super::cost::{UsageScan, Used};
 use crate::base::dialect::Dialect;
 use crate::http::body::{Body, BoxError};
 use crate::observe::RequestStats;

@@ -11,8 +11,8 @@
 
 mod scripts;
 
-use std::sync::{Arc, Weak};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -20,8 +20,8 @@ use redis::{RedisError, Script};
 use tokio::sync::OnceCell;
 
 use super::count::Check;
-use crate::observe::Metrics;
 use super::{Ask, Charge};
+use crate::observe::Metrics;
 
 /// How often a replica says it is alive (and tries a store that is down).
 pub const BEAT_EVERY: Duration = Duration::from_secs(1);
@@ -105,10 +105,11 @@ impl Shared {
                 .arg(ask.cost)
                 .arg(u8::from(!ask.shadow));
         }
-        let reply: Vec<i64> = self.bounded(self.timeout, |mut c| async move {
-            call.invoke_async(&mut c).await
-        })
-        .await?;
+        let reply: Vec<i64> = self
+            .bounded(self.timeout, |mut c| async move {
+                call.invoke_async(&mut c).await
+            })
+            .await?;
         if reply.len() != asks.len() * 4 {
             return Err(format!("the admit script replied {} numbers", reply.len()));
         }
