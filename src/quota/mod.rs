@@ -11,7 +11,8 @@
 //!
 //! A request's limits are asked all or nothing: when one enforced limit has no room, none is
 //! charged. With Redis, a client found over a limit is refused by the replica without asking
-//! Redis again until the limit's reset.
+//! Redis again until the limit's reset (a request limit) or for at most a second (a token or
+//! credit limit, which answers settling below their reservations can give room in).
 
 mod cost;
 mod count;
@@ -44,6 +45,10 @@ pub struct Quota {
     stores: ArcSwap<Stores>,
     metrics: Arc<Metrics>,
 }
+
+/// How long a client found over a token or credit limit is refused without asking the
+/// store: answers in flight may give some of it back as they settle.
+const KNOWN_OVER_AT_MOST_MS: u64 = 1_000;
 
 /// Where counters are kept under one table's `quota_store`.
 struct Stores {
@@ -303,7 +308,13 @@ impl Quota {
         self.metrics.quota.refused(name, &limit.id, false);
         let refusal = refusal(limit, check.reset_ms);
         if let Placed::Shared(shared) = placed {
-            shared.remember_over(name, limit, now + check.reset_ms, &refusal);
+            // A request limit only has room again when it resets; a token or credit limit may
+            // sooner, as answers in flight settle below their reservations.
+            let known_for = match limit.unit {
+                Unit::Requests => check.reset_ms,
+                _ => check.reset_ms.min(KNOWN_OVER_AT_MOST_MS),
+            };
+            shared.remember_over(name, limit, now + known_for, &refusal);
         }
         Err(ProxyError::OverLimit(refusal))
     }

@@ -64,6 +64,23 @@ impl RedisServer {
             .unwrap()
     }
 
+    /// Stops the server's process without ending it (`SIGSTOP`): connections stay open and
+    /// nothing answers, as with a Redis stuck or cut off.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server go on (`SIGCONT`).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, which: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let sent = Command::new("kill").args([which, &pid]).status().unwrap();
+        assert!(sent.success(), "kill {which} {pid}");
+    }
+
     fn run(&mut self) {
         let appendonly = if self.appendonly { "yes" } else { "no" };
         let child = Command::new("redis-server")
@@ -87,6 +104,10 @@ impl RedisServer {
 
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // A paused server cannot die until it goes on.
+            let _ = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status();
             let _ = child.kill();
             let _ = child.wait();
         }
