@@ -6,12 +6,15 @@
 //! web-data v2-only upstream; and the Firecrawl SDKs' webhook options, v2 and v1 clients, through
 //! lingo's webhook relay (`tests/sdk/firecrawl_webhooks.py`, `tests/sdk/firecrawl_webhooks.mjs`);
 //! and the OpenAI and Ollama Python clients in front of a flapping backend and a steady one
-//! (`tests/sdk/flapping.py`).
+//! (`tests/sdk/flapping.py`); and the OpenAI Python and JavaScript SDKs against a client's
+//! limits (`tests/sdk/openai_limits.py`, `tests/sdk/openai_limits.mjs`): one request and a
+//! `RateLimitError` against a spent budget, a retry of their own after `retry-after-ms`
+//! against a rate limit.
 //!
 //! CI installs them (`.ci/run`); where one is missing outside CI, its test prints a
 //! `SKIPPED:` line in `cargo test`'s normal output (`pip install openai`, `pip install ollama`,
 //! `pip install firecrawl-py`, `npm install --no-save --prefix tests/sdk ollama
-//! @mendable/firecrawl-js@4` enable them). With `CI` set, a missing client fails.
+//! @mendable/firecrawl-js@4 openai` enable them). With `CI` set, a missing client fails.
 
 mod support;
 
@@ -21,6 +24,7 @@ use hyper::Method;
 use lingo::base::dialect::Dialect;
 use lingo::mock::knobs::Knobs;
 use lingo::table::MockSpec;
+use serde_json::json;
 use support::receiver::Receiver;
 use support::relay::*;
 use support::*;
@@ -38,6 +42,148 @@ async fn openai_python_sdk_works_unchanged() {
     .await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_chat.py");
     run_client("python3", script, lingo.url("/v1"), "openai sdk: ok").await;
+}
+
+/// A table whose client team-a (key `ka`, the scripts' API key) is held to `limit` (a YAML
+/// flow entry) on a chat-completions route to a native mock that answers 4 tokens.
+fn limited(limit: &str) -> String {
+    table(&format!(
+        "clients:\n  - name: team-a\n    key: {{ value: ka }}\n    quota:\n      - {limit}\n\
+         upstreams:\n  models:\n    mock: {{ tokens: 4 }}\n    speaks: native\n\
+         routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n"
+    ))
+}
+
+/// The `lingo_requests_total` samples answered with `status`, summed.
+fn answered(metrics: &str, status: u16) -> f64 {
+    let status = format!("status=\"{status}\"");
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("lingo_requests_total{") && l.contains(&status))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The refusals lingo counted of team-a's limit `limit`.
+fn refused(metrics: &str, limit: &str) -> Option<f64> {
+    let series = format!("lingo_quota_refused_total{{client=\"team-a\",limit=\"{limit}\"}}");
+    metric(metrics, &series)
+}
+
+/// The JSON line an SDK script printed.
+fn printed_json(printed: &str) -> serde_json::Value {
+    printed
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no JSON line in {printed}"))
+}
+
+/// Against a spent budget an SDK makes one request and raises its `RateLimitError`, with its
+/// default two retries left unused. A budget of 20 tokens admits a first call (which reserves
+/// the whole 20, as it sets no `max_tokens`, and is charged the 5 it used); the second would
+/// reserve 20 again and does not fit the 15 left. Lingo saw exactly two requests, refused one,
+/// and counts 5 used.
+///
+/// The refusal's `retry-after-ms` is the time until the budget renews (at the next UTC
+/// midnight). The JavaScript SDK would sleep that long and then retry were it not for
+/// `x-should-retry: false`. The Python SDK declines any wait over two minutes before it reads
+/// `x-should-retry`, so outside the last two minutes of a UTC day the long wait alone keeps it
+/// from retrying.
+async fn sdk_makes_one_request_against_a_spent_budget(
+    program: &'static str,
+    script: &'static str,
+    ok: &str,
+) {
+    let lingo = Lingo::start(&limited("{ tokens: 20, per: 1d }")).await;
+    let args = vec![lingo.url("/v1"), "budget".to_owned()];
+    let printed = run_client_with(program, script, args, ok).await;
+    let seen = printed_json(&printed);
+    let metrics = metrics_when(&lingo, |m| answered(m, 200) + answered(m, 429) >= 2.0).await;
+    assert_eq!(answered(&metrics, 200), 1.0, "{seen}\n{metrics}");
+    assert_eq!(answered(&metrics, 429), 1.0, "{seen}\n{metrics}");
+    assert_eq!(refused(&metrics, "tokens/24h"), Some(1.0), "{metrics}");
+    // The first answer settles a moment after the script has read it.
+    let budget = || async {
+        let quota = get(&lingo.url("/quota")).await.json();
+        quota["clients"][0]["limits"][0].clone()
+    };
+    for _ in 0..200 {
+        if budget().await["used"] == 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let limit = budget().await;
+    assert_eq!(limit["limit"], "tokens/24h", "{limit}");
+    assert_eq!(
+        (&limit["used"], &limit["remaining"]),
+        (&json!(5), &json!(15)),
+        "{limit}"
+    );
+}
+
+/// Against a rate limit an SDK waits the `retry-after-ms` it is told and retries by itself. A
+/// bucket of one refilled once a second answers a first call; a second call straight after is
+/// refused once, told to wait most of a second, and the SDK's own retry after that wait is
+/// answered: the call succeeds, having taken at least the wait. Lingo saw three requests and
+/// refused one.
+async fn sdk_retries_after_retry_after_ms_against_a_rate_limit(
+    program: &'static str,
+    script: &'static str,
+    ok: &str,
+) {
+    let lingo = Lingo::start(&limited("{ requests: 60, per: 1m, capacity: 1 }")).await;
+    let args = vec![lingo.url("/v1"), "rate".to_owned()];
+    let printed = run_client_with(program, script, args, ok).await;
+    let timing = printed_json(&printed);
+    let wait = timing["retry_after_ms"].as_u64().unwrap();
+    let elapsed = timing["elapsed_ms"].as_u64().unwrap();
+    // The bucket emptied a moment before the refusal: the wait is most of its second.
+    assert!((500..=1000).contains(&wait), "{timing}");
+    assert!(elapsed >= wait.saturating_sub(2), "{timing}");
+    let metrics = metrics_when(&lingo, |m| answered(m, 200) + answered(m, 429) >= 3.0).await;
+    assert_eq!(answered(&metrics, 200), 2.0, "{timing}\n{metrics}");
+    assert_eq!(answered(&metrics, 429), 1.0, "{timing}\n{metrics}");
+    let series = refused(&metrics, "requests/60s/bucket1");
+    assert_eq!(series, Some(1.0), "{metrics}");
+}
+
+#[tokio::test]
+async fn openai_python_sdk_makes_one_request_against_a_spent_budget() {
+    if !python_has("openai") && !can_run("the openai Python package", "pip install openai") {
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_limits.py");
+    sdk_makes_one_request_against_a_spent_budget("python3", script, "openai limits: ok").await;
+}
+
+#[tokio::test]
+async fn openai_python_sdk_retries_after_retry_after_ms_against_a_rate_limit() {
+    if !python_has("openai") && !can_run("the openai Python package", "pip install openai") {
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_limits.py");
+    sdk_retries_after_retry_after_ms_against_a_rate_limit("python3", script, "openai limits: ok")
+        .await;
+}
+
+#[tokio::test]
+async fn openai_js_sdk_makes_one_request_against_a_spent_budget() {
+    if !node_has("openai") {
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_limits.mjs");
+    sdk_makes_one_request_against_a_spent_budget("node", script, "openai js limits: ok").await;
+}
+
+#[tokio::test]
+async fn openai_js_sdk_retries_after_retry_after_ms_against_a_rate_limit() {
+    if !node_has("openai") {
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/openai_limits.mjs");
+    sdk_retries_after_retry_after_ms_against_a_rate_limit("node", script, "openai js limits: ok")
+        .await;
 }
 
 /// Whether `python3` can import `module`.
@@ -95,7 +241,7 @@ fn node_has(package: &str) -> bool {
     there
         || can_run(
             &format!("node with the {package} npm package in tests/sdk/node_modules"),
-            "npm install --no-save --prefix tests/sdk ollama @mendable/firecrawl-js@4",
+            "npm install --no-save --prefix tests/sdk ollama @mendable/firecrawl-js@4 openai",
         )
 }
 
