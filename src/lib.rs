@@ -52,11 +52,13 @@
 //! **admit** (in-flight slot; lingo's own endpoints first) -> **route** (normalise the path,
 //! find the route: from here errors speak the route's dialect) -> **authenticate** (header
 //! limits, client key) -> **plan** ([`proxy::plan::Plan`], decided once: translate an
-//! endpoint, tunnel a WebSocket, list or rename native aliases, or pass through) -> **run**
+//! endpoint, tunnel a WebSocket, list or rename native aliases, or pass through) -> for a
+//! client with limits, its likely cost reserved ([`proxy::limited`]) -> **run**
 //! ([`proxy::run`]: the translation driver, pass-through, ...) -> **respond**
 //! ([`proxy::respond`], the only place an error becomes a response) -> the response streams
 //! back through the idle timeout and [`observe::Ended`], which writes the request's record
-//! when it ends.
+//! when it ends (and, for a limited client, [`quota::settling`], which settles the
+//! reservation).
 
 // No `unsafe` in the library; the binary's allocator is the one place that needs it.
 #![forbid(unsafe_code)]

@@ -855,7 +855,8 @@ fn every_error_table(dead: &str) -> String {
 /// chat-completions and web-data dialects: status, shape and `code` (web-data upper-cases it).
 /// The rows not here have their own tests: `overloaded` (limits.rs), `upstream_timeout`
 /// (errors.rs, upstream_limits.rs), `model_management_forbidden` (passthrough.rs; native
-/// errors have no code), the 502 over `max_response` (upstream_limits.rs).
+/// errors have no code), the 502 over `max_response` (upstream_limits.rs), the limits' 402,
+/// 429 and 503 (quota.rs, quota_replicas.rs).
 #[tokio::test]
 async fn every_documented_error_code_from_a_real_condition() {
     let dead = format!("http://{}", closed_port().await);

@@ -9,6 +9,7 @@ use std::fmt::Write;
 use super::routes::translator_status;
 use crate::base::dialect::Dialect;
 use crate::base::units::{format_duration, format_size};
+use crate::table::quota::{Limit, OnStoreError};
 use crate::table::{Backend, Balance, PathMatch, RouteTable, Target, Upstream, WebhookSpec};
 use crate::translate::native::Extras;
 
@@ -90,6 +91,49 @@ fn clients(out: &mut String, table: &RouteTable) {
             let _ = writeln!(out, "\nclients: {n} ({})", names.join(", "));
         }
     }
+    for client in table.clients.iter().filter(|c| !c.quota.is_empty()) {
+        let shared = table.quota_store.is_some();
+        let limits: Vec<String> = client.quota.iter().map(|l| limit(l, shared)).collect();
+        let _ = writeln!(out, "  {} limits: {}", client.name, limits.join("; "));
+    }
+    if let Some(store) = &table.quota_store {
+        // The URL may hold a password: only its host is shown.
+        let host = store.redis.rsplit('@').next().unwrap_or_default();
+        let host = host.trim_start_matches("redis://");
+        let timeout = format_duration(store.timeout);
+        let _ = writeln!(out, "  limits shared in Redis at {host}, timeout {timeout}");
+    }
+}
+
+/// One limit as `lingo check` says it: `600 requests per 60s`, then what it adds (what it
+/// does while the store is away, when the counters are `shared`).
+fn limit(limit: &Limit, shared: bool) -> String {
+    let mut text = format!(
+        "{} {} per {}",
+        limit.amount,
+        limit.unit.as_str(),
+        format_duration(limit.per)
+    );
+    if let Some(capacity) = limit.capacity {
+        let _ = write!(text, " (a bucket of {capacity})");
+    }
+    if let Some(route) = &limit.route {
+        let _ = write!(text, " on {route}");
+    }
+    let kind = if limit.is_budget() { "budget" } else { "rate" };
+    let fallback = match limit.on_store_error {
+        OnStoreError::Allow => "allow",
+        OnStoreError::Deny => "deny",
+        OnStoreError::Local => "local",
+    };
+    let _ = write!(text, ", {kind}");
+    if limit.shadow {
+        text.push_str(", shadow");
+    }
+    if shared {
+        let _ = write!(text, ", on_store_error {fallback}");
+    }
+    text
 }
 
 fn where_is(backend: &Backend) -> String {

@@ -1138,3 +1138,134 @@ fn backends_rules() {
         one.warnings
     );
 }
+
+/// A table with one client `a` whose `quota:` is `limits` (flow entries, one a line), a route
+/// `/api`, and `more` after.
+fn with_quota(limits: &[&str], more: &str) -> String {
+    let quota: String = limits.iter().map(|l| format!("      - {l}\n")).collect();
+    format!(
+        "{LISTEN}clients:\n  - name: a\n    key: {{ value: ka }}\n    quota:\n{quota}\
+         upstreams:\n  m: {{ mock: {{}}, speaks: native }}\nroutes:\n  - {{ prefix: /api, to: m }}\n{more}"
+    )
+}
+
+#[test]
+fn quota_rules() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            &with_quota(
+                &["{ requests: 1, tokens: 2, per: 1m }", "{ requests: 1 }"],
+                "",
+            ),
+            &[
+                "proxy.yaml:7:9: client `a` quota: a limit counts one of requests, tokens, input_tokens, output_tokens or credits (2 given)",
+                "proxy.yaml:8:9: client `a` quota: a limit needs `per:` (1s, 1m, 1h, 1d, 30d)",
+            ],
+        ),
+        (
+            &with_quota(
+                &[
+                    "{ credits: 0, per: 1m }",
+                    "{ tokens: 5, per: soon }",
+                    "{ tokens: 5, per: 1m, on_store_error: maybe }",
+                    "{ tokens: 5, per: 1m, route: /v9 }",
+                    "{ tokens: 5, per: 1m, capacity: 0 }",
+                ],
+                "",
+            ),
+            &[
+                "proxy.yaml:7:20: client `a` quota: credits must be more than 0",
+                "proxy.yaml:8:27: client `a` quota.per: `soon` is not a duration; write a whole number and a unit: 250ms, 5s, 2m, 1h or 30d",
+                "proxy.yaml:9:47: client `a` quota.on_store_error is allow, deny or local, not `maybe`",
+                "proxy.yaml:10:38: client `a` quota.route `/v9` is not a route of this table (routes: prefix /api)",
+                "proxy.yaml:11:41: client `a` quota.capacity must be more than 0",
+            ],
+        ),
+        (
+            &with_quota(
+                &["{ requests: 5, per: 1m }", "{ requests: 9, per: 60s }"],
+                "",
+            ),
+            &[
+                "proxy.yaml:8:9: client `a` quota: two limits of requests/60s (choose one, or give one a `route:`)",
+            ],
+        ),
+        (
+            &with_quota(
+                &["{ requests: 5, per: 1m }"],
+                "quota_store:\n  redis: rediss://x:6379\n",
+            ),
+            &[
+                "proxy.yaml:13:10: quota_store.redis is a `redis://host:port` URL (lingo speaks to Redis over plain TCP; reach a TLS Redis through a local tunnel)",
+            ],
+        ),
+    ];
+    check_errors(cases);
+}
+
+#[test]
+fn quota_defaults_and_summary() {
+    use crate::table::quota::{OnStoreError, Unit};
+    let table = ok(&with_quota(
+        &[
+            "{ requests: 600, per: 1m, route: /api }",
+            "{ tokens: 200000, per: 1d }",
+            "{ output_tokens: 50, per: 1h, shadow: true, on_store_error: allow, max_reservation: 10 }",
+            "{ requests: 10, per: 1s, capacity: 20 }",
+        ],
+        "quota_store:\n  redis: redis://user:hunter2@cache:6379/2\n",
+    ));
+    let quota = &table.clients[0].quota;
+    let got: Vec<_> = quota
+        .iter()
+        .map(|l| {
+            (
+                &*l.id,
+                l.unit,
+                l.on_store_error,
+                l.is_budget(),
+                l.max_reservation,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "requests/60s on prefix /api",
+                Unit::Requests,
+                OnStoreError::Local,
+                false,
+                8_000
+            ),
+            ("tokens/24h", Unit::Tokens, OnStoreError::Deny, true, 8_000),
+            (
+                "output_tokens/1h",
+                Unit::OutputTokens,
+                OnStoreError::Allow,
+                false,
+                10
+            ),
+            (
+                "requests/1s/bucket20",
+                Unit::Requests,
+                OnStoreError::Local,
+                false,
+                8_000
+            ),
+        ]
+    );
+    let store = table.quota_store.as_ref().unwrap();
+    assert_eq!(store.timeout, std::time::Duration::from_millis(20));
+    let text = summary(&table);
+    for line in [
+        "  a limits: 600 requests per 60s on prefix /api, rate, on_store_error local; \
+         200000 tokens per 24h, budget, on_store_error deny; \
+         50 output_tokens per 1h, rate, shadow, on_store_error allow; \
+         10 requests per 1s (a bucket of 20), rate, on_store_error local",
+        "  limits shared in Redis at cache:6379/2, timeout 20ms",
+    ] {
+        assert!(text.contains(line), "{line}\nnot in\n{text}");
+    }
+    assert!(!text.contains("hunter2"), "{text}");
+}

@@ -3,9 +3,11 @@
 //! [`handle`] is the service every connection calls. The table is snapshotted once; the
 //! request's header fields are read through `Request::headers` (`http::message`), wherever
 //! its connection kept them; the request becomes an [`Exchange`] once routed; a [`Plan`] says
-//! once what it will be; one of [`run`]'s modules runs it; and [`respond`] alone turns an
-//! error into a response, in the dialect the route (or, before routing, the path) implies.
-//! Every request gets one record (the access line and its metrics) when its response ends.
+//! once what it will be; a client with limits has its likely cost reserved first
+//! ([`limited`]); one of [`run`]'s modules runs it; and [`respond`] alone turns an error into
+//! a response, in the dialect the route (or, before routing, the path) implies. Every request
+//! gets one record (the access line and its metrics) when its response ends, and a limited
+//! client's reservation is settled then.
 
 use std::borrow::Cow;
 use std::pin::Pin;

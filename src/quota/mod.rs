@@ -1,13 +1,13 @@
 //! Rate limits and budgets per client: a request reserves its likely cost before it is
 //! forwarded, and its answer's real usage settles the reservation when the answer ends.
 //!
-//! - [`count`]: one counter's sums (a fixed window or a bucket), pure.
-//! - [`cost`]: a request's estimate (from its body) and an answer's usage (from the counts
+//! - `count`: one counter's sums (a fixed window or a bucket), pure.
+//! - `cost`: a request's estimate (from its body) and an answer's usage (from the counts
 //!   in it), pure.
-//! - [`local`]: counters in the process (one replica; and each replica's share while the
+//! - `local`: counters in the process (one replica; and each replica's share while the
 //!   shared store is away); `redis`: the shared store, with its breaker and heartbeat.
-//! - [`settle`]: the body wrapper that settles a reservation when its answer ends.
-//! - [`headers`]: the `x-ratelimit-*` fields every answer to a limited client carries.
+//! - `settle`: the body wrapper that settles a reservation when its answer ends.
+//! - `headers`: the `x-ratelimit-*` fields every answer to a limited client carries.
 //!
 //! A request's limits are asked all or nothing: when one enforced limit has no room, none is
 //! charged. With Redis, a client found over a limit is refused by the replica without asking
