@@ -2,6 +2,7 @@
 //! amount per limit, its window or bucket, and what it does while the store is away.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::ctx::{Ctx, optional};
 use super::raw::{self, At};
@@ -58,35 +59,12 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
         })
     })?;
     let on_store_error = optional(raw.on_store_error, |at| on_store_error(cx, &at, what))?;
-    let route = optional(raw.route, |r| {
-        // A route's label (`prefix /api`), or its path as written (`/api`).
-        let named = |label: &&&str| {
-            **label == r.value || label.split_once(' ').is_some_and(|(_, p)| p == r.value)
-        };
-        if let Some(label) = routes.iter().find(named) {
-            Some(Arc::from(*label))
-        } else {
-            let message = format!(
-                "{what}.route `{}` is not a route of this table (routes: {})",
-                r.value,
-                routes.join(", ")
-            );
-            cx.error(&r, message);
-            None
-        }
-    })?;
+    let route = optional(raw.route, |r| route(cx, &r, what, routes))?;
     let max_reservation = raw
         .max_reservation
         .map_or(DEFAULT_MAX_RESERVATION, |m| m.value);
-    let mut id = format!("{}/{}", unit.as_str(), format_duration(per));
-    if let Some(capacity) = capacity {
-        id.push_str(&format!("/bucket{capacity}"));
-    }
-    if let Some(route) = &route {
-        id.push_str(&format!(" on {route}"));
-    }
     let mut limit = Limit {
-        id: id.into(),
+        id: id(unit, per, capacity, route.as_deref()).into(),
         unit,
         amount,
         per,
@@ -103,6 +81,35 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
         OnStoreError::Local
     });
     Some(limit)
+}
+
+/// The route a limit names: by its label (`prefix /api`), or its path as written (`/api`).
+fn route(cx: &mut Ctx<'_>, r: &At<String>, what: &str, routes: &[&str]) -> Option<Arc<str>> {
+    let named = |label: &&&str| {
+        **label == r.value || label.split_once(' ').is_some_and(|(_, p)| p == r.value)
+    };
+    if let Some(label) = routes.iter().find(named) {
+        return Some(Arc::from(*label));
+    }
+    let message = format!(
+        "{what}.route `{}` is not a route of this table (routes: {})",
+        r.value,
+        routes.join(", ")
+    );
+    cx.error(r, message);
+    None
+}
+
+/// What a limit's counters are kept under: what makes it the same limit across reloads.
+fn id(unit: Unit, per: Duration, capacity: Option<u64>, route: Option<&str>) -> String {
+    let mut id = format!("{}/{}", unit.as_str(), format_duration(per));
+    if let Some(capacity) = capacity {
+        id.push_str(&format!("/bucket{capacity}"));
+    }
+    if let Some(route) = route {
+        id.push_str(&format!(" on {route}"));
+    }
+    id
 }
 
 /// The one unit key a limit has, and its amount.

@@ -14,8 +14,9 @@ use crate::http::message::{Request, Response};
 use crate::quota::{Estimate, Quota, RateHeaders, Reservation};
 use crate::table::ClientKey;
 
-/// What a limited request's answer carries, and what it settles.
-pub type Admitted = (RateHeaders, Option<Reservation>);
+/// What a limited request's answer carries, and what it settles; boxed, so that a request's
+/// state stays small (`pipeline`'s test).
+pub type Admitted = Box<(RateHeaders, Option<Reservation>)>;
 
 /// Admits `req` of `client` against its limits and runs it when there is room.
 pub async fn run(
@@ -30,7 +31,7 @@ pub async fn run(
         let (head, body) = req.into_parts();
         let body = match read_body(body, x.route.max_body).await {
             Ok(body) => body,
-            Err(err) => return (Err(err), (RateHeaders::default(), None)),
+            Err(err) => return (Err(err), Box::new((RateHeaders::default(), None))),
         };
         let estimate = Estimate::of(x.route.speaks, x.path(), &body);
         (Request::from_parts(head, Body::full(body)), estimate)
@@ -41,10 +42,18 @@ pub async fn run(
     match admitted.outcome {
         Ok(reservation) => {
             let result = run::run(plan, x, req).await;
-            (result, (admitted.headers, reservation))
+            (result, Box::new((admitted.headers, reservation)))
         }
-        Err(refused) => (Err(refused), (admitted.headers, None)),
+        Err(refused) => (Err(refused), Box::new((admitted.headers, None))),
     }
+}
+
+/// Writes a limited request's `x-ratelimit-*` fields into its `response`; the reservation its
+/// answer settles.
+pub fn answer(admitted: Option<Admitted>, response: &mut Response) -> Option<Reservation> {
+    let (fields, reservation) = *admitted?;
+    fields.write(response);
+    reservation
 }
 
 /// Whether the request sends a body worth estimating (not a WebSocket upgrade's stream).

@@ -82,11 +82,9 @@ pub fn handle(
                 }
                 Ok(Next::Run(plan, exchange, None)) => run::run(plan, &exchange, req).await,
                 Ok(Next::Run(plan, exchange, Some(client))) => {
-                    let quota = reloader.quota();
-                    let running = limited::run(quota, client, plan, &exchange, req);
+                    let running = limited::run(reloader.quota(), client, plan, &exchange, req);
                     let (result, admitted) = Box::pin(running).await;
-                    // Boxed: a request's state stays small (see the test below).
-                    limits = Some(Box::new(admitted));
+                    limits = Some(admitted);
                     result
                 }
                 Ok(Next::Webhooks(endpoint)) => {
@@ -96,11 +94,7 @@ pub fn handle(
             };
             let metrics = reloader.metrics();
             let mut response = respond::finish(result, metrics, &arrival, &mut log);
-            let reservation = limits.and_then(|admitted| {
-                let (fields, reservation) = *admitted;
-                fields.write(&mut response);
-                reservation
-            });
+            let reservation = limited::answer(limits, &mut response);
             let answered = (response.status().as_u16(), arrival.dialect);
             let stats = Arc::clone(&arrival.stats);
             let finish = Finish::new(Arc::clone(metrics), &log, arrival.stats);
