@@ -19,7 +19,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Script};
 use tokio::sync::OnceCell;
 
-use super::count::Check;
+use super::count::{Check, Shape};
 use super::{Ask, Charge};
 use crate::observe::Metrics;
 
@@ -98,10 +98,7 @@ impl Shared {
         let mut call = self.admit.prepare_invoke();
         call.key(key(client)).arg(asks.len());
         for ask in asks {
-            call.arg(&*ask.id)
-                .arg(ask.shape.amount)
-                .arg(ask.shape.per_ms)
-                .arg(ask.shape.capacity.unwrap_or(0))
+            counter(&mut call, &ask.id, ask.shape)
                 .arg(ask.cost)
                 .arg(u8::from(!ask.shadow));
         }
@@ -127,10 +124,7 @@ impl Shared {
         let mut call = self.settle.prepare_invoke();
         call.key(key(client)).arg(charges.len());
         for charge in charges {
-            call.arg(&*charge.id)
-                .arg(charge.shape.amount)
-                .arg(charge.shape.per_ms)
-                .arg(charge.shape.capacity.unwrap_or(0))
+            counter(&mut call, &charge.id, charge.shape)
                 .arg(charge.mark)
                 .arg(charge.delta);
         }
@@ -213,6 +207,18 @@ pub fn spawn_heartbeat(shared: Weak<Shared>) {
             }
         }
     });
+}
+
+/// A counter's first four arguments to both scripts: its id and its shape.
+fn counter<'c, 'a>(
+    call: &'c mut redis::ScriptInvocation<'a>,
+    id: &str,
+    shape: Shape,
+) -> &'c mut redis::ScriptInvocation<'a> {
+    call.arg(id)
+        .arg(shape.amount)
+        .arg(shape.per_ms)
+        .arg(shape.capacity.unwrap_or(0))
 }
 
 /// A client's hash: the braces make the client's name its hash tag.
