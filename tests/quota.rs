@@ -318,6 +318,24 @@ async fn native_and_web_data_clients_are_refused_in_their_own_shapes() {
     assert_eq!(used(&lingo, "requests/60s on prefix /api").await.0, 1);
 }
 
+/// A limit for one model counts only the requests that name it.
+#[tokio::test]
+async fn a_limit_for_one_model_counts_only_its_requests() {
+    let lingo = Lingo::start(&limited(&["{ requests: 1, per: 1h, model: big }"])).await;
+    let named = |model: &str| json!({"model": model, "messages": []});
+    assert_eq!(
+        post(&lingo, "/api/chat", A, &named("big")).await.status,
+        200
+    );
+    let refused = post(&lingo, "/api/chat", A, &named("big")).await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    for _ in 0..3 {
+        let other = post(&lingo, "/api/chat", A, &named("small")).await;
+        assert_eq!(other.status, 200, "{}", other.body);
+    }
+    assert_eq!(used(&lingo, "requests/1h for big").await, (1, 0));
+}
+
 /// An upstream that leaves out the prompt's count (a native server does when the prompt was
 /// cached): the estimate stands, and a metric says so.
 #[tokio::test]

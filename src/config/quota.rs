@@ -63,8 +63,9 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
     let max_reservation = raw
         .max_reservation
         .map_or(DEFAULT_MAX_RESERVATION, |m| m.value);
+    let model: Option<Arc<str>> = raw.model.map(|m| Arc::from(m.value.as_str()));
     let mut limit = Limit {
-        id: id(unit, per, capacity, route.as_deref()).into(),
+        id: id(unit, per, capacity, (route.as_deref(), model.as_deref())).into(),
         unit,
         amount,
         per,
@@ -73,6 +74,7 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
         on_store_error: OnStoreError::Allow,
         max_reservation: max_reservation.max(1),
         route,
+        model,
     };
     // Rate limits fall back to each replica's share; budgets are not spent blind.
     limit.on_store_error = on_store_error.unwrap_or(if limit.is_budget() {
@@ -101,13 +103,21 @@ fn route(cx: &mut Ctx<'_>, r: &At<String>, what: &str, routes: &[&str]) -> Optio
 }
 
 /// What a limit's counters are kept under: what makes it the same limit across reloads.
-fn id(unit: Unit, per: Duration, capacity: Option<u64>, route: Option<&str>) -> String {
+fn id(
+    unit: Unit,
+    per: Duration,
+    capacity: Option<u64>,
+    (route, model): (Option<&str>, Option<&str>),
+) -> String {
     let mut id = format!("{}/{}", unit.as_str(), format_duration(per));
     if let Some(capacity) = capacity {
         id.push_str(&format!("/bucket{capacity}"));
     }
     if let Some(route) = route {
         id.push_str(&format!(" on {route}"));
+    }
+    if let Some(model) = model {
+        id.push_str(&format!(" for {model}"));
     }
     id
 }

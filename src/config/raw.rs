@@ -101,6 +101,7 @@ pub struct Limit {
     pub on_store_error: Option<At<String>>,
     pub max_reservation: Option<At<u64>>,
     pub route: Option<At<String>>,
+    pub model: Option<At<String>>,
 }
 
 /// `quota_store:`.

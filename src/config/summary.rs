@@ -120,6 +120,9 @@ fn limit(limit: &Limit, shared: bool) -> String {
     if let Some(route) = &limit.route {
         let _ = write!(text, " on {route}");
     }
+    if let Some(model) = &limit.model {
+        let _ = write!(text, " for {model}");
+    }
     let kind = if limit.is_budget() { "budget" } else { "rate" };
     let fallback = match limit.on_store_error {
         OnStoreError::Allow => "allow",

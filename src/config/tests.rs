@@ -1211,7 +1211,7 @@ fn quota_defaults_and_summary() {
             "{ requests: 600, per: 1m, route: /api }",
             "{ tokens: 200000, per: 1d }",
             "{ output_tokens: 50, per: 1h, shadow: true, on_store_error: allow, max_reservation: 10 }",
-            "{ requests: 10, per: 1s, capacity: 20 }",
+            "{ requests: 10, per: 1s, capacity: 20, model: big }",
         ],
         "quota_store:\n  redis: redis://user:hunter2@cache:6379/2\n",
     ));
@@ -1247,7 +1247,7 @@ fn quota_defaults_and_summary() {
                 10
             ),
             (
-                "requests/1s/bucket20",
+                "requests/1s/bucket20 for big",
                 Unit::Requests,
                 OnStoreError::Local,
                 false,
@@ -1262,7 +1262,7 @@ fn quota_defaults_and_summary() {
         "  a limits: 600 requests per 60s on prefix /api, rate, on_store_error local; \
          200000 tokens per 24h, budget, on_store_error deny; \
          50 output_tokens per 1h, rate, shadow, on_store_error allow; \
-         10 requests per 1s (a bucket of 20), rate, on_store_error local",
+         10 requests per 1s (a bucket of 20) for big, rate, on_store_error local",
         "  limits shared in Redis at cache:6379/2, timeout 20ms",
     ] {
         assert!(text.contains(line), "{line}\nnot in\n{text}");

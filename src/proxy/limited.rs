@@ -27,18 +27,20 @@ pub async fn run(
     req: Request,
 ) -> (Result<Response, ProxyError>, Admitted) {
     let label = &*x.route.label;
-    let (req, estimate) = if Quota::needs_estimate(client, label) && has_body(&req, x) {
+    let (req, (estimate, model)) = if Quota::needs_body(client, label) && has_body(&req, x) {
         let (head, body) = req.into_parts();
         let body = match read_body(body, x.route.max_body).await {
             Ok(body) => body,
             Err(err) => return (Err(err), Box::new((RateHeaders::default(), None))),
         };
-        let estimate = Estimate::of(x.route.speaks, x.path(), &body);
-        (Request::from_parts(head, Body::full(body)), estimate)
+        let read = Estimate::of(x.route.speaks, x.path(), &body);
+        (Request::from_parts(head, Body::full(body)), read)
     } else {
-        (req, Estimate::NOTHING)
+        (req, (Estimate::NOTHING, None))
     };
-    let admitted = quota.admit(client, label, estimate).await;
+    let admitted = quota
+        .admit(client, (label, model.as_deref()), estimate)
+        .await;
     match admitted.outcome {
         Ok(reservation) => {
             let result = run::run(plan, x, req).await;

@@ -51,11 +51,23 @@ impl Estimate {
         credits: 0,
     };
 
-    /// The estimate of a request with `body` on a route that speaks `dialect` at `path`.
-    pub fn of(dialect: Dialect, path: &str, body: &[u8]) -> Estimate {
-        let input_tokens = (body.len() as u64).div_ceil(4);
+    /// The estimate of a request with `body` on a route that speaks `dialect` at `path`, and
+    /// the model it names.
+    pub fn of(dialect: Dialect, path: &str, body: &[u8]) -> (Estimate, Option<String>) {
         let json: Option<Value> = serde_json::from_slice(body).ok();
-        let field = |name: &str| json.as_ref().and_then(|j| j.pointer(name));
+        let model = json
+            .as_ref()
+            .and_then(|j| j["model"].as_str())
+            .map(str::to_owned);
+        (
+            Estimate::of_json(dialect, path, body.len(), json.as_ref()),
+            model,
+        )
+    }
+
+    fn of_json(dialect: Dialect, path: &str, length: usize, json: Option<&Value>) -> Estimate {
+        let input_tokens = (length as u64).div_ceil(4);
+        let field = |name: &str| json.and_then(|j| j.pointer(name));
         let number = |name: &str| field(name).and_then(Value::as_u64);
         match dialect {
             Dialect::WebData | Dialect::WebDataV2 => Estimate {
@@ -267,8 +279,10 @@ mod tests {
             ),
         ];
         for (dialect, path, body, want) in cases {
-            assert_eq!(Estimate::of(*dialect, path, body), *want, "{path}");
+            assert_eq!(Estimate::of(*dialect, path, body).0, *want, "{path}");
         }
+        let (_, model) = Estimate::of(Dialect::Chat, "/v1/chat/completions", chat);
+        assert_eq!(model.as_deref(), Some("m"));
     }
 
     #[test]

@@ -171,16 +171,25 @@ impl Quota {
         stores.shared.as_ref().map(|s| s.redis.is_up())
     }
 
-    /// Whether `client`'s limits on the route labelled `route` count more than requests
-    /// (so the request's body is read first, for its estimate).
-    pub fn needs_estimate(client: &ClientKey, route: &str) -> bool {
-        (client.quota.iter()).any(|l| l.unit != Unit::Requests && l.applies_to(route))
+    /// Whether `client`'s limits on the route labelled `route` count more than requests, or
+    /// are for one model (so the request's body is read first, for its estimate and model).
+    pub fn needs_body(client: &ClientKey, route: &str) -> bool {
+        (client.quota.iter()).any(|l| {
+            l.route.as_deref().is_none_or(|r| r == route)
+                && (l.unit != Unit::Requests || l.model.is_some())
+        })
     }
 
-    /// Reserves the likely cost of a request of `client` on the route labelled `route`.
-    pub async fn admit(&self, client: &ClientKey, route: &str, estimate: Estimate) -> Admitted {
+    /// Reserves the likely cost of a request of `client` on the route labelled `route`, for
+    /// `model`.
+    pub async fn admit(
+        &self,
+        client: &ClientKey,
+        (route, model): (&str, Option<&str>),
+        estimate: Estimate,
+    ) -> Admitted {
         let asked: Vec<(&Limit, Ask)> = (client.quota.iter())
-            .filter(|limit| limit.applies_to(route))
+            .filter(|limit| limit.applies_to(route, model))
             .map(|limit| (limit, ask(limit, &estimate)))
             .filter(|(_, ask)| ask.cost > 0)
             .collect();

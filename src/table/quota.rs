@@ -40,7 +40,7 @@ pub enum OnStoreError {
 /// One limit of a client.
 #[derive(Debug, Clone)]
 pub struct Limit {
-    /// What the counters are kept under: the unit, the window and the route, as written. A
+    /// What the counters are kept under: the unit, the window, the route and the model. A
     /// reload that keeps these keeps the counters, whatever the amount becomes.
     pub id: Arc<str>,
     pub unit: Unit,
@@ -56,6 +56,8 @@ pub struct Limit {
     pub max_reservation: u64,
     /// Only requests on the route with this label count (all routes when `None`).
     pub route: Option<Arc<str>>,
+    /// Only requests for this model count (its name as the client sends it).
+    pub model: Option<Arc<str>>,
 }
 
 /// Where counters shared by replicas are kept (`quota_store:`).
@@ -95,9 +97,10 @@ impl Limit {
         self.capacity.is_none() && self.per >= BUDGET_FROM
     }
 
-    /// Whether a request on the route labelled `route` counts against it.
-    pub fn applies_to(&self, route: &str) -> bool {
+    /// Whether a request on the route labelled `route` for `model` counts against it.
+    pub fn applies_to(&self, route: &str, model: Option<&str>) -> bool {
         self.route.as_deref().is_none_or(|r| r == route)
+            && self.model.as_deref().is_none_or(|m| Some(m) == model)
     }
 
     /// What it holds at most: a window's amount, or a bucket's capacity.
