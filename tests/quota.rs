@@ -242,6 +242,8 @@ async fn a_shadow_limit_counts_and_refuses_nothing() {
     for _ in 0..3 {
         let ok = post(&lingo, "/api/chat", A, &chat_request(false, None)).await;
         assert_eq!(ok.status, 200, "{}", ok.body);
+        // It refuses nothing, so it tells clients nothing to slow down for.
+        assert!(ok.headers.get("x-ratelimit-remaining-requests").is_none());
     }
     let metrics = get(&lingo.url("/metrics")).await.body;
     let series = "lingo_quota_shadow_refused_total{client=\"team-a\",limit=\"requests/1h\"}";
@@ -352,8 +354,12 @@ async fn a_count_left_out_stands_at_its_estimate() {
     .replace("mock: { tokens: 4 }", &format!("url: {}", upstream.url()));
     let lingo = Lingo::start(&yaml).await;
     let body = json!({"model": "m", "stream": false, "messages": []});
-    let ok = post(&lingo, "/api/chat", A, &body).await;
+    let url = lingo.url("/api/chat");
+    let gzip = ("accept-encoding", "gzip");
+    let ok = send(request(Method::POST, &url, &[A, gzip], &body.to_string())).await;
     assert_eq!(ok.status, 200, "{}", ok.body);
+    // Its usage is read in the answer as it passes, so it is asked for uncompressed.
+    assert!(upstream.last().headers.get("accept-encoding").is_none());
     // A token for every four bytes of the request body.
     let estimate = (body.to_string().len() as u64).div_ceil(4);
     used_becomes(&lingo, "input_tokens/1h", estimate).await;
@@ -361,6 +367,28 @@ async fn a_count_left_out_stands_at_its_estimate() {
     let metrics = get(&lingo.url("/metrics")).await.body;
     let series = "lingo_quota_estimated_total{client=\"team-a\",unit=\"input_tokens\"}";
     assert_eq!(metric(&metrics, series), Some(1.0), "{metrics}");
+}
+
+/// A client that leaves before its answer has begun is refunded: the request's future ends,
+/// and its reservation with it.
+#[tokio::test]
+async fn a_client_that_leaves_before_the_answer_is_refunded() {
+    let lingo = Lingo::start(&limited(&["{ tokens: 1000, per: 1h }"])).await;
+    let slow = json!({"model": "m@first_token_delay=5s", "stream": false, "max_tokens": 8,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let url = lingo.url("/v1/chat/completions");
+    let asking = tokio::spawn(send(request(Method::POST, &url, &[A], &slow.to_string())));
+    // Its reservation is held while it waits for its answer...
+    for _ in 0..200 {
+        if used(&lingo, "tokens/1h").await.0 > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(used(&lingo, "tokens/1h").await.0 > 0, "held while it ran");
+    // ...and given back when the client goes before the answer's head.
+    asking.abort();
+    used_becomes(&lingo, "tokens/1h", 0).await;
 }
 
 /// An upstream's error refunds what was reserved.

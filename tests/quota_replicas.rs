@@ -122,9 +122,10 @@ fn redis_used(redis: &RedisServer, name: &str, id: &str) -> f64 {
     used.map_or(0.0, |u| u.parse().unwrap())
 }
 
-/// Waits until `holds` of Redis's counter, as settlements land off the answers' path.
+/// Waits (5 s at most) until Redis's counter is `want`, as settlements land off the answers'
+/// path.
 async fn redis_used_becomes(redis: &RedisServer, name: &str, id: &str, want: f64) {
-    for _ in 0..200 {
+    for _ in 0..500 {
         if redis_used(redis, name, id) == want {
             return;
         }
@@ -350,4 +351,87 @@ async fn a_redis_that_stops_answering_costs_at_most_its_timeout_and_each_fallbac
         assert_eq!(ask(lingo, "kd", 4).await.status, 200);
     }
     assert_eq!(redis_used(&redis, "strict", "requests/1h"), 6.0);
+}
+
+/// A bucket on Redis, asked through the three replicas in turn: a burst of its capacity, then
+/// its rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_on_redis_admits_a_burst_then_its_rate() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let clients = client("bursty", "kb", "{ requests: 2, per: 1s, capacity: 3 }");
+    let replicas = three(&replica_table(&clients, &redis, "200ms")).await;
+    for lingo in &replicas {
+        assert_eq!(ask(lingo, "kb", 4).await.status, 200);
+    }
+    let refused = ask(&replicas[0], "kb", 4).await;
+    assert_eq!(refused.status, 429);
+    let wait: u64 = refused.headers["retry-after-ms"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=500).contains(&wait), "{wait}");
+    tokio::time::sleep(Duration::from_millis(wait + 20)).await;
+    assert_eq!(ask(&replicas[1], "kb", 4).await.status, 200, "room again");
+}
+
+/// A client known to be over a token limit is refused without Redis for a moment, with the
+/// wait its limit really has: not the moment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remembered_refusal_tells_the_limits_own_wait() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let clients = client("spent", "ks", "{ tokens: 40, per: 1h }");
+    let lingo = Lingo::start(&replica_table(&clients, &redis, "200ms")).await;
+    while ask(&lingo, "ks", 4).await.status == 200 {}
+    let remembered = ask(&lingo, "ks", 4).await;
+    assert_eq!(remembered.status, 429);
+    let wait: u64 = remembered.headers["retry-after-ms"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let error = remembered.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(wait > 1_000, "retry-after-ms {wait}: {error}");
+}
+
+/// A settlement due while Redis does not answer is kept, and sent when it answers again: the
+/// counter ends at what the answer used, not at what was reserved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settlement_due_while_redis_is_away_lands_when_it_is_back() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let clients = client(
+        "patient",
+        "kp",
+        "{ tokens: 1000, per: 1h, on_store_error: allow }",
+    );
+    let lingo = Lingo::start(&replica_table(&clients, &redis, "50ms")).await;
+    let slow = json!({"model": "m@token_delay=300ms", "stream": true, "max_tokens": 4,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let url = lingo.url("/v1/chat/completions");
+    let streaming = tokio::spawn(send(request(
+        Method::POST,
+        &url,
+        &[("authorization", "Bearer kp")],
+        &slow.to_string(),
+    )));
+    // Admitted and reserved; then Redis stops answering before the stream ends.
+    let reserved = (slow.to_string().len() as f64 / 4.0).ceil() + 4.0;
+    redis_used_becomes(&redis, "patient", "tokens/1h", reserved).await;
+    redis.pause();
+    let answer = streaming.await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert!(answer.body.contains("[DONE]"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    redis.resume();
+    // "hi" and the 4 tokens the mock answered.
+    redis_used_becomes(&redis, "patient", "tokens/1h", 5.0).await;
 }

@@ -73,6 +73,9 @@ pub fn format_duration(duration: Duration) -> String {
 /// A wait as the chat-completions API writes it (its `x-ratelimit-reset-*` fields): `20ms`,
 /// `1.5s`, `6m0s`, `1h2m3s`.
 pub fn format_wait(ms: u64) -> String {
+    if ms == 0 {
+        return "0s".into();
+    }
     if ms < 1_000 {
         return format!("{ms}ms");
     }
@@ -119,6 +122,7 @@ mod tests {
     #[test]
     fn waits_read_as_the_chat_completions_api_writes_them() {
         for (ms, text) in [
+            (0, "0s"),
             (20, "20ms"),
             (1_000, "1s"),
             (1_500, "1.5s"),

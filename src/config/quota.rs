@@ -52,17 +52,13 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
         return None;
     };
     let per = cx.duration(per, &format!("{what}.per"), false)?;
-    let capacity = optional(raw.capacity, |c| {
-        (c.value > 0).then_some(c.value).or_else(|| {
-            cx.error(&c, format!("{what}.capacity must be more than 0"));
-            None
-        })
-    })?;
+    let capacity = optional(raw.capacity, |c| positive(cx, c, what, "capacity"))?;
     let on_store_error = optional(raw.on_store_error, |at| on_store_error(cx, &at, what))?;
     let route = optional(raw.route, |r| route(cx, &r, what, routes))?;
-    let max_reservation = raw
-        .max_reservation
-        .map_or(DEFAULT_MAX_RESERVATION, |m| m.value);
+    let max_reservation = optional(raw.max_reservation, |m| {
+        positive(cx, m, what, "max_reservation")
+    })?
+    .unwrap_or(DEFAULT_MAX_RESERVATION);
     let model: Option<Arc<str>> = raw.model.map(|m| Arc::from(m.value.as_str()));
     let mut limit = Limit {
         id: id(unit, per, capacity, (route.as_deref(), model.as_deref())).into(),
@@ -72,7 +68,7 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
         capacity,
         shadow: raw.shadow.unwrap_or(false),
         on_store_error: OnStoreError::Allow,
-        max_reservation: max_reservation.max(1),
+        max_reservation,
         route,
         model,
     };
@@ -85,19 +81,36 @@ fn limit(cx: &mut Ctx<'_>, at: At<raw::Limit>, what: &str, routes: &[&str]) -> O
     Some(limit)
 }
 
+/// A count that must be more than 0 (`key` of the limit `what`).
+fn positive(cx: &mut Ctx<'_>, at: At<u64>, what: &str, key: &str) -> Option<u64> {
+    if at.value == 0 {
+        cx.error(&at, format!("{what}.{key} must be more than 0"));
+        return None;
+    }
+    Some(at.value)
+}
+
 /// The route a limit names: by its label (`prefix /api`), or its path as written (`/api`).
 fn route(cx: &mut Ctx<'_>, r: &At<String>, what: &str, routes: &[&str]) -> Option<Arc<str>> {
     let named = |label: &&&str| {
         **label == r.value || label.split_once(' ').is_some_and(|(_, p)| p == r.value)
     };
-    if let Some(label) = routes.iter().find(named) {
-        return Some(Arc::from(*label));
-    }
-    let message = format!(
-        "{what}.route `{}` is not a route of this table (routes: {})",
-        r.value,
-        routes.join(", ")
-    );
+    let found: Vec<&&str> = routes.iter().filter(named).collect();
+    let message = match found[..] {
+        [label] => return Some(Arc::from(*label)),
+        [] => format!(
+            "{what}.route `{}` is not a route of this table (routes: {})",
+            r.value,
+            routes.join(", ")
+        ),
+        _ => format!(
+            "{what}.route `{}` names {} routes; write the one meant as `lingo check` labels it (`path {}` or `prefix {}`)",
+            r.value,
+            found.len(),
+            r.value,
+            r.value
+        ),
+    };
     cx.error(r, message);
     None
 }

@@ -97,11 +97,8 @@ fn clients(out: &mut String, table: &RouteTable) {
         let _ = writeln!(out, "  {} limits: {}", client.name, limits.join("; "));
     }
     if let Some(store) = &table.quota_store {
-        // The URL may hold a password: only its host is shown.
-        let host = store.redis.rsplit('@').next().unwrap_or_default();
-        let host = host.trim_start_matches("redis://");
-        let timeout = format_duration(store.timeout);
-        let _ = writeln!(out, "  limits shared in Redis at {host}, timeout {timeout}");
+        let (url, timeout) = (store.shown(), format_duration(store.timeout));
+        let _ = writeln!(out, "  limits shared in Redis at {url}, timeout {timeout}");
     }
 }
 

@@ -1263,9 +1263,10 @@ fn quota_defaults_and_summary() {
          200000 tokens per 24h, budget, on_store_error deny; \
          50 output_tokens per 1h, rate, shadow, on_store_error allow; \
          10 requests per 1s (a bucket of 20) for big, rate, on_store_error local",
-        "  limits shared in Redis at cache:6379/2, timeout 20ms",
+        "  limits shared in Redis at redis://user:***@cache:6379/2, timeout 20ms",
     ] {
         assert!(text.contains(line), "{line}\nnot in\n{text}");
     }
     assert!(!text.contains("hunter2"), "{text}");
+    assert!(!format!("{table:?}").contains("hunter2"));
 }

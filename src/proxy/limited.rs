@@ -4,6 +4,7 @@
 //! (`quota::settling`).
 
 use hyper::Method;
+use hyper::header::ACCEPT_ENCODING;
 
 use super::exchange::Exchange;
 use super::plan::Plan;
@@ -27,7 +28,7 @@ pub async fn run(
     req: Request,
 ) -> (Result<Response, ProxyError>, Admitted) {
     let label = &*x.route.label;
-    let (req, (estimate, model)) = if Quota::needs_body(client, label) && has_body(&req, x) {
+    let (mut req, (estimate, model)) = if Quota::needs_body(client, label) && has_body(&req, x) {
         let (head, body) = req.into_parts();
         let body = match read_body(body, x.route.max_body).await {
             Ok(body) => body,
@@ -43,6 +44,12 @@ pub async fn run(
         .await;
     match admitted.outcome {
         Ok(reservation) => {
+            let translated = matches!(plan, Plan::Translate(_));
+            let reservation = reservation.map(|r| if translated { r.translated() } else { r });
+            if reservation.as_ref().is_some_and(Reservation::reads_answer) {
+                // Its usage is read in the answer as it passes: not compressed.
+                uncompressed(&mut req);
+            }
             let result = run::run(plan, x, req).await;
             (result, Box::new((admitted.headers, reservation)))
         }
@@ -56,6 +63,13 @@ pub fn answer(admitted: Option<Admitted>, response: &mut Response) -> Option<Res
     let (fields, reservation) = *admitted?;
     fields.write(response);
     reservation
+}
+
+/// Asks the upstream for an answer that is not compressed.
+fn uncompressed(req: &mut Request) {
+    if req.headers().get(&ACCEPT_ENCODING).is_some() {
+        req.headers_mut().remove(ACCEPT_ENCODING);
+    }
 }
 
 /// Whether the request sends a body worth estimating (not a WebSocket upgrade's stream).

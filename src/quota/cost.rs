@@ -3,8 +3,11 @@
 //!
 //! The estimate errs high: the prompt is a token for every four bytes of the whole request
 //! body (the JSON around it included), and the answer is as long as the request allows
-//! (`max_tokens`, `max_completion_tokens`, `options.num_predict`, times `n`), or, when it says
-//! nothing, as long as the limit's largest reservation.
+//! (`max_completion_tokens`, `max_tokens`, `max_output_tokens`, `options.num_predict`, times
+//! `n`; a legacy completion's default is 16), or, when it says nothing, as long as the limit's
+//! largest reservation. A web-data call costs its `limit` (a crawl's pages), a credit for each
+//! of its `urls`, the limit's largest reservation for a crawl that sets no `limit`, else (a
+//! map included) one.
 
 use memchr::memmem;
 use serde_json::Value;
@@ -17,7 +20,7 @@ use crate::table::quota::Unit;
 pub struct Estimate {
     pub input_tokens: u64,
     pub output_tokens: Option<u64>,
-    pub credits: u64,
+    pub credits: Option<u64>,
 }
 
 /// What an answer's usage counts said; `None` for a count it did not give.
@@ -29,10 +32,11 @@ pub struct Used {
 }
 
 /// Reads the usage counts of an answer's body as it passes, frame by frame: the last value
-/// given for each of its dialect's keys.
+/// given for any of each count's keys in its dialect.
 #[derive(Debug, Clone)]
 pub struct UsageScan {
-    keys: [&'static [u8]; 3],
+    /// For the input tokens, the output tokens and the credits: the keys that give them.
+    keys: [&'static [&'static [u8]]; 3],
     found: [Option<u64>; 3],
     /// The end of the last frame, for a key split between two frames.
     tail: Vec<u8>,
@@ -48,7 +52,7 @@ impl Estimate {
     pub const NOTHING: Estimate = Estimate {
         input_tokens: 0,
         output_tokens: Some(0),
-        credits: 0,
+        credits: Some(0),
     };
 
     /// The estimate of a request with `body` on a route that speaks `dialect` at `path`, and
@@ -70,33 +74,40 @@ impl Estimate {
         let field = |name: &str| json.and_then(|j| j.pointer(name));
         let number = |name: &str| field(name).and_then(Value::as_u64);
         match dialect {
-            Dialect::WebData | Dialect::WebDataV2 => Estimate {
-                input_tokens: 0,
-                output_tokens: Some(0),
-                // A crawl or a batch costs a credit a page.
-                credits: number("/limit")
-                    .or_else(|| {
-                        field("/urls")
-                            .and_then(Value::as_array)
-                            .map(|u| u.len() as u64)
-                    })
-                    .unwrap_or(1)
-                    .max(1),
-            },
-            _ if path.contains("embed") => Estimate {
+            Dialect::WebData | Dialect::WebDataV2 => {
+                let urls = field("/urls")
+                    .and_then(Value::as_array)
+                    .map(|u| u.len() as u64);
+                let credits = match number("/limit").or(urls) {
+                    // A map's `limit` counts links, not pages: a map costs a credit.
+                    _ if path.ends_with("/map") => Some(1),
+                    Some(pages) => Some(pages.max(1)),
+                    // A crawl that sets no limit may take many pages.
+                    None if path.contains("/crawl") => None,
+                    None => Some(1),
+                };
+                Estimate {
+                    input_tokens: 0,
+                    output_tokens: Some(0),
+                    credits,
+                }
+            }
+            _ if path.ends_with("/embed") || path.ends_with("/embeddings") => Estimate {
                 input_tokens,
                 output_tokens: Some(0),
-                credits: 0,
+                credits: Some(0),
             },
             _ => {
                 let most = number("/max_completion_tokens")
                     .or_else(|| number("/max_tokens"))
-                    .or_else(|| number("/options/num_predict"));
+                    .or_else(|| number("/max_output_tokens"))
+                    .or_else(|| number("/options/num_predict"))
+                    .or_else(|| legacy_completion(path).then_some(LEGACY_COMPLETION_TOKENS));
                 let choices = number("/n").unwrap_or(1).max(1);
                 Estimate {
                     input_tokens,
                     output_tokens: most.map(|m| m.saturating_mul(choices)),
-                    credits: 0,
+                    credits: Some(0),
                 }
             }
         }
@@ -110,38 +121,38 @@ impl Estimate {
             Unit::Tokens => self.input_tokens.saturating_add(output),
             Unit::InputTokens => self.input_tokens,
             Unit::OutputTokens => output,
-            Unit::Credits => self.credits,
+            Unit::Credits => self.credits.unwrap_or(cap),
         };
         cost.min(cap)
     }
 }
 
+/// What a legacy completion (`/v1/completions`) answers at most when it says nothing: the
+/// chat-completions API's default `max_tokens` for it.
+const LEGACY_COMPLETION_TOKENS: u64 = 16;
+
+fn legacy_completion(path: &str) -> bool {
+    path.ends_with("/completions") && !path.ends_with("/chat/completions")
+}
+
 // === impl Used ===
 
 impl Used {
-    /// What the request cost in `unit`, a count it lacks standing at what was reserved for
-    /// it; and whether one was lacking.
-    pub fn cost(&self, unit: Unit, reserved: u64, estimate: &Estimate) -> (u64, bool) {
-        let output_reserved = reserved.saturating_sub(estimate.input_tokens);
+    /// What the request cost in `unit`, given `reserved` of it: a count the answer lacks
+    /// stands at what was reserved for it.
+    pub fn cost(&self, unit: Unit, reserved: u64, estimate: &Estimate) -> u64 {
         match unit {
-            Unit::Requests => (1, false),
-            Unit::InputTokens => or_reserved(self.input_tokens, reserved),
-            Unit::OutputTokens => or_reserved(self.output_tokens, reserved),
-            Unit::Credits => or_reserved(self.credits, reserved),
+            Unit::Requests => 1,
+            Unit::InputTokens => self.input_tokens.unwrap_or(reserved),
+            Unit::OutputTokens => self.output_tokens.unwrap_or(reserved),
+            Unit::Credits => self.credits.unwrap_or(reserved),
             Unit::Tokens => {
                 let input_reserved = reserved.min(estimate.input_tokens);
-                let (input, a) = or_reserved(self.input_tokens, input_reserved);
-                let (output, b) = or_reserved(self.output_tokens, output_reserved);
-                (input.saturating_add(output), a || b)
+                let output_reserved = reserved - input_reserved;
+                let input = self.input_tokens.unwrap_or(input_reserved);
+                input.saturating_add(self.output_tokens.unwrap_or(output_reserved))
             }
         }
-    }
-}
-
-fn or_reserved(count: Option<u64>, reserved: u64) -> (u64, bool) {
-    match count {
-        Some(count) => (count, false),
-        None => (reserved, true),
     }
 }
 
@@ -150,10 +161,15 @@ fn or_reserved(count: Option<u64>, reserved: u64) -> (u64, bool) {
 impl UsageScan {
     /// A scan for the counts an answer in `dialect` gives.
     pub fn new(dialect: Dialect) -> UsageScan {
-        let keys: [&'static [u8]; 3] = match dialect {
-            Dialect::Chat => [b"\"prompt_tokens\"", b"\"completion_tokens\"", b"\x00"],
-            Dialect::Native => [b"\"prompt_eval_count\"", b"\"eval_count\"", b"\x00"],
-            Dialect::WebData | Dialect::WebDataV2 => [b"\x00", b"\x00", b"\"creditsUsed\""],
+        let keys: [&'static [&'static [u8]]; 3] = match dialect {
+            // The Responses API's `usage` says `input_tokens` and `output_tokens`.
+            Dialect::Chat => [
+                &[b"\"prompt_tokens\"", b"\"input_tokens\""],
+                &[b"\"completion_tokens\"", b"\"output_tokens\""],
+                &[],
+            ],
+            Dialect::Native => [&[b"\"prompt_eval_count\""], &[b"\"eval_count\""], &[]],
+            Dialect::WebData | Dialect::WebDataV2 => [&[], &[], &[b"\"creditsUsed\""]],
         };
         UsageScan {
             keys,
@@ -175,10 +191,12 @@ impl UsageScan {
     }
 
     fn read(&mut self, text: &[u8]) {
-        for (key, found) in self.keys.iter().zip(&mut self.found) {
-            for at in memmem::find_iter(text, key) {
-                if let Some(n) = number_after(&text[at + key.len()..]) {
-                    *found = Some(n);
+        for (keys, found) in self.keys.iter().zip(&mut self.found) {
+            for key in *keys {
+                for at in memmem::find_iter(text, key) {
+                    if let Some(n) = number_after(&text[at + key.len()..]) {
+                        *found = Some(n);
+                    }
                 }
             }
         }
@@ -224,7 +242,7 @@ mod tests {
                 Estimate {
                     input_tokens: (chat.len() as u64).div_ceil(4),
                     output_tokens: Some(100),
-                    credits: 0,
+                    credits: Some(0),
                 },
             ),
             (
@@ -234,7 +252,7 @@ mod tests {
                 Estimate {
                     input_tokens: 11,
                     output_tokens: Some(7),
-                    credits: 0,
+                    credits: Some(0),
                 },
             ),
             (
@@ -244,7 +262,27 @@ mod tests {
                 Estimate {
                     input_tokens: 4,
                     output_tokens: None,
-                    credits: 0,
+                    credits: Some(0),
+                },
+            ),
+            (
+                Dialect::Chat,
+                "/v1/completions",
+                br#"{"prompt":"hi"}"#,
+                Estimate {
+                    input_tokens: 4,
+                    output_tokens: Some(16),
+                    credits: Some(0),
+                },
+            ),
+            (
+                Dialect::Chat,
+                "/v1/responses",
+                br#"{"input":"hi","max_output_tokens":9}"#,
+                Estimate {
+                    input_tokens: 9,
+                    output_tokens: Some(9),
+                    credits: Some(0),
                 },
             ),
             (
@@ -254,7 +292,7 @@ mod tests {
                 Estimate {
                     input_tokens: 8,
                     output_tokens: Some(0),
-                    credits: 0,
+                    credits: Some(0),
                 },
             ),
             (
@@ -264,7 +302,17 @@ mod tests {
                 Estimate {
                     input_tokens: 0,
                     output_tokens: Some(0),
-                    credits: 40,
+                    credits: Some(40),
+                },
+            ),
+            (
+                Dialect::WebData,
+                "/v2/crawl",
+                br#"{"url":"https://x"}"#,
+                Estimate {
+                    input_tokens: 0,
+                    output_tokens: Some(0),
+                    credits: None,
                 },
             ),
             (
@@ -274,7 +322,7 @@ mod tests {
                 Estimate {
                     input_tokens: 0,
                     output_tokens: Some(0),
-                    credits: 1,
+                    credits: Some(1),
                 },
             ),
         ];
@@ -290,7 +338,7 @@ mod tests {
         let estimate = Estimate {
             input_tokens: 10,
             output_tokens: None,
-            credits: 0,
+            credits: Some(0),
         };
         assert_eq!(estimate.cost(Unit::Tokens, 100), 100);
         assert_eq!(estimate.cost(Unit::InputTokens, 100), 10);
@@ -301,9 +349,9 @@ mod tests {
             credits: None,
         };
         // The prompt's 10 stand; the answer's 5 are counted.
-        assert_eq!(cached.cost(Unit::Tokens, 100, &estimate), (15, true));
-        assert_eq!(cached.cost(Unit::OutputTokens, 90, &estimate), (5, false));
-        assert_eq!(cached.cost(Unit::Credits, 3, &estimate), (3, true));
+        assert_eq!(cached.cost(Unit::Tokens, 100, &estimate), 15);
+        assert_eq!(cached.cost(Unit::OutputTokens, 90, &estimate), 5);
+        assert_eq!(cached.cost(Unit::Credits, 3, &estimate), 3);
     }
 
     #[test]
@@ -327,6 +375,15 @@ mod tests {
             br#"data: {"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#,
         );
         assert_eq!(chat.used().output_tokens, Some(4));
+        let mut responses = UsageScan::new(Dialect::Chat);
+        responses.frame(br#"{"usage":{"input_tokens":8,"output_tokens":2,"total_tokens":10}}"#);
+        assert_eq!(
+            (
+                responses.used().input_tokens,
+                responses.used().output_tokens
+            ),
+            (Some(8), Some(2))
+        );
         let mut web = UsageScan::new(Dialect::WebData);
         web.frame(br#"{"success":true,"creditsUsed":5}"#);
         assert_eq!(web.used().credits, Some(5));

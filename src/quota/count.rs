@@ -1,6 +1,6 @@
 //! The arithmetic of one counter, pure: a fixed window (aligned to the Unix epoch, so every
 //! replica and Redis agree on where it starts) or a bucket refilled continuously. The Redis
-//! scripts (`redis/scripts.rs`) do the same sums in Lua; a test runs both on the same steps.
+//! scripts (`redis/scripts.rs`) do the same sums in Lua.
 
 /// How a counter counts: `amount` each `per_ms`, in fixed windows or into a bucket of
 /// `capacity`.
@@ -86,7 +86,12 @@ impl Shape {
                 let end = (state.mark + 1) as u64 * self.per_ms;
                 end.saturating_sub(now_ms)
             }
-            Some(_) if over => ((state.used + cost as f64 - ceiling) / self.rate()).ceil() as u64,
+            // Not charged: until the cost fits.
+            Some(_) if over && enforce => {
+                ((state.used + cost as f64 - ceiling) / self.rate()).ceil() as u64
+            }
+            // Charged over the top (shadow): until it is back under.
+            Some(_) if over => ((state.used - ceiling) / self.rate()).ceil() as u64,
             Some(_) => (state.used / self.rate()).ceil() as u64,
         };
         let check = Check {
@@ -98,20 +103,22 @@ impl Shape {
         (state, check)
     }
 
-    /// Adds `delta` (a refund when negative) to what was charged in window `mark`: a window
-    /// that has ended is left alone; a bucket drains first. Never below empty.
-    pub fn settle(&self, state: State, mark: i64, delta: i64, now_ms: u64) -> State {
+    /// Adds `delta` (a refund when negative) to `cost` charged at `mark` (a window's index; a
+    /// bucket's millisecond): a window that has ended is left alone; a bucket drains first, and
+    /// gives back no more of the charge than it still holds. Never below empty.
+    pub fn settle(&self, state: State, (mark, cost): (i64, u64), delta: i64, now_ms: u64) -> State {
         let mut state = self.current(state, now_ms);
-        if self.capacity.is_none() && state.mark != mark {
-            return state;
-        }
-        state.used = (state.used + delta as f64).max(0.0);
+        let delta = match self.capacity {
+            None if state.mark != mark => return state,
+            None => delta as f64,
+            Some(_) => {
+                let drained = (now_ms as i64 - mark).max(0) as f64 * self.rate();
+                let held = (cost as f64 - drained).max(0.0);
+                (delta as f64).max(-held)
+            }
+        };
+        state.used = (state.used + delta).max(0.0);
         state
-    }
-
-    /// How long a counter is worth keeping after it was last touched.
-    pub fn keep_ms(&self) -> u64 {
-        self.per_ms.saturating_mul(2)
     }
 }
 
@@ -181,14 +188,39 @@ mod tests {
     #[test]
     fn a_settlement_goes_to_its_own_window_and_never_below_empty() {
         let (state, check) = MINUTE.admit(State::default(), 3, 60_000, true);
-        let refunded = MINUTE.settle(state, check.mark, -2, 61_000);
+        let charged = (check.mark, 3);
+        let refunded = MINUTE.settle(state, charged, -2, 61_000);
         assert_eq!(refunded.used, 1.0);
-        let floor = MINUTE.settle(state, check.mark, -9, 61_000);
+        let floor = MINUTE.settle(state, charged, -9, 61_000);
         assert_eq!(floor.used, 0.0);
         // The window ended: the next one is not charged for the last one's extra.
-        let later = MINUTE.settle(state, check.mark, 5, 121_000);
+        let later = MINUTE.settle(state, charged, 5, 121_000);
         assert_eq!(later.used, 0.0);
-        let extra = MINUTE.settle(state, check.mark, 5, 61_000);
+        let extra = MINUTE.settle(state, charged, 5, 61_000);
         assert_eq!(extra.used, 8.0);
+    }
+
+    /// A bucket's late refund gives back only what of the charge it still holds: the rest
+    /// has drained, and refunding it would erase other requests' charges.
+    #[test]
+    fn a_bucket_refunds_only_what_it_still_holds() {
+        let (state, check) = BUCKET.admit(State::default(), 4, 10_000, true);
+        // Another request's 2 arrive a second later, when the first 4 have drained to 2.
+        let (state, _) = BUCKET.admit(state, 2, 11_000, true);
+        assert_eq!(state.used, 4.0);
+        // The first answer used nothing: of its 4, 2 are still held and given back.
+        let settled = BUCKET.settle(state, (check.mark, 4), -4, 11_000);
+        assert_eq!(settled.used, 2.0);
+    }
+
+    /// A shadow limit charged over the top says when it is back under, not when one more
+    /// would fit.
+    #[test]
+    fn a_shadow_bucket_over_the_top_resets_when_it_is_back_under() {
+        let (state, _) = BUCKET.admit(State::default(), 4, 10_000, false);
+        let (_, check) = BUCKET.admit(state, 2, 10_000, false);
+        assert!(check.over);
+        // 6 in a bucket of 4, draining 2 a second: under again in a second.
+        assert_eq!(check.reset_ms, 1_000);
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use hyper::header::{HeaderName, HeaderValue};
 
+use super::Ask;
 use super::count::Check;
 use crate::base::units::format_wait;
 use crate::http::message::Response;
@@ -42,24 +43,29 @@ const NAMES: [[HeaderName; 3]; 2] = [
 // === impl RateHeaders ===
 
 impl RateHeaders {
-    /// Notes what asking `limit` found; the one with least left is told.
-    pub fn note(&mut self, limit: &Limit, check: &Check) {
-        self.keep(limit, check.remaining, check.reset_ms);
+    /// Notes what asking `limit` for `ask` found; of the enforced limits, the one with least
+    /// left is told (a shadow limit refuses nothing, so it tells nothing either).
+    pub fn note(&mut self, limit: &Limit, ask: &Ask, check: &Check) {
+        if limit.shadow {
+            return;
+        }
+        let size = ask.shape.capacity.unwrap_or(ask.shape.amount);
+        self.keep(limit.unit, (size, check.remaining), check.reset_ms);
     }
 
-    /// Notes `limit` spent, whole again in `after`.
-    pub fn note_spent(&mut self, limit: &Limit, after: Duration) {
-        self.keep(limit, 0, after.as_millis() as u64);
+    /// Notes `limit` (of `size`) spent, whole again in `after`.
+    pub fn note_spent(&mut self, limit: &Limit, size: u64, after: Duration) {
+        self.keep(limit.unit, (size, 0), after.as_millis() as u64);
     }
 
-    fn keep(&mut self, limit: &Limit, remaining: u64, reset_ms: u64) {
-        let slot = match limit.unit {
+    fn keep(&mut self, unit: Unit, (size, remaining): (u64, u64), reset_ms: u64) {
+        let slot = match unit {
             Unit::Requests => &mut self.requests,
             unit if unit.is_tokens() => &mut self.tokens,
             _ => return,
         };
         let line = Line {
-            limit: limit.ceiling(),
+            limit: size,
             remaining,
             reset_ms,
         };

@@ -56,9 +56,10 @@ impl Local {
         };
         for charge in charges {
             if let Some(state) = counters.get_mut(&*charge.id) {
-                *state = charge
-                    .shape
-                    .settle(*state, charge.mark, charge.delta, now_ms);
+                *state =
+                    charge
+                        .shape
+                        .settle(*state, (charge.mark, charge.cost), charge.delta, now_ms);
             }
         }
     }

@@ -58,7 +58,7 @@ pub fn settling(
     let Some(reservation) = reservation else {
         return body;
     };
-    let scan = reservation.counts_usage().then(|| UsageScan::new(dialect));
+    let scan = reservation.reads_answer().then(|| UsageScan::new(dialect));
     Body::boxed(Settling {
         inner: body,
         reservation: Some(reservation),

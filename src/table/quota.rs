@@ -61,12 +61,31 @@ pub struct Limit {
 }
 
 /// Where counters shared by replicas are kept (`quota_store:`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct QuotaStore {
-    /// `redis://host:port/db`.
+    /// `redis://host:port/db`; it may hold a password, so it prints without it
+    /// ([`QuotaStore::shown`]).
     pub redis: String,
     /// How long a request waits for it at most.
     pub timeout: Duration,
+}
+
+// === impl QuotaStore ===
+
+impl QuotaStore {
+    /// The Redis URL with its password hidden.
+    pub fn shown(&self) -> String {
+        super::webhooks::without_password(&self.redis)
+    }
+}
+
+impl std::fmt::Debug for QuotaStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (f.debug_struct("QuotaStore"))
+            .field("redis", &self.shown())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 // === impl Unit ===
@@ -99,8 +118,12 @@ impl Limit {
 
     /// Whether a request on the route labelled `route` for `model` counts against it.
     pub fn applies_to(&self, route: &str, model: Option<&str>) -> bool {
+        self.applies_to_route(route) && self.model.as_deref().is_none_or(|m| Some(m) == model)
+    }
+
+    /// Whether requests on the route labelled `route` may count against it.
+    pub fn applies_to_route(&self, route: &str) -> bool {
         self.route.as_deref().is_none_or(|r| r == route)
-            && self.model.as_deref().is_none_or(|m| Some(m) == model)
     }
 
     /// What it holds at most: a window's amount, or a bucket's capacity.

@@ -82,7 +82,7 @@ impl std::fmt::Display for StoreAt {
 }
 
 /// `redis://user:password@host/...` as `redis://user:***@host/...`.
-fn without_password(url: &str) -> String {
+pub fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };

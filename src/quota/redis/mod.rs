@@ -1,22 +1,22 @@
 //! The Redis store, which replicas share: one script call admits a request (all its limits,
 //! all or nothing), one settles it. Keys: `lingo:quota:{<client>}` (a hash: one key a client,
-//! so a request's script touches one slot and Redis Cluster serves it) and
-//! `lingo:quota:replicas` (a sorted set: the replicas seen lately, for each one's share while
-//! the store is away).
+//! so that each script touches one key) and `lingo:quota:replicas` (a sorted set: the
+//! replicas seen lately, for each one's share while the store is away).
 //!
-//! Every call is bounded by the table's `timeout`; one that fails or times out marks the store
-//! down, and requests then use their limits' fallback without calling it (the breaker). A
-//! heartbeat each [`BEAT_EVERY`], bounded by [`BEAT_TIMEOUT`], is the only caller while it is
-//! down, and marks it up again when it answers.
+//! Every call is bounded by the table's `timeout`; one that fails to reach Redis or times out
+//! marks the store down, and requests then use their limits' fallback without calling it (the
+//! breaker). A heartbeat each [`BEAT_EVERY`] is the only caller while it is down; it marks the
+//! store up again when it answers within the requests' timeout, with the scripts loaded, and
+//! then sends the settlements that could not be sent meanwhile.
 
 mod scripts;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{RedisError, Script};
+use redis::{RedisError, Script, ScriptInvocation};
 use tokio::sync::OnceCell;
 
 use super::count::{Check, Shape};
@@ -29,6 +29,9 @@ pub const BEAT_EVERY: Duration = Duration::from_secs(1);
 const BEAT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a replica counts as alive after its last heartbeat.
 const ALIVE_FOR: Duration = Duration::from_secs(5);
+/// The most settlements kept while the store is away; past it the oldest are dropped (and
+/// their reservations stand).
+const PENDING_AT_MOST: usize = 10_000;
 
 /// The Redis store.
 pub struct Shared {
@@ -44,7 +47,18 @@ pub struct Shared {
     up: AtomicBool,
     /// Replicas that said they were alive lately, this one included.
     replicas: AtomicU32,
+    /// Settlements that could not be sent: sent again when the store answers.
+    pending: Mutex<Vec<(Arc<str>, Vec<Charge>)>>,
     metrics: Arc<Metrics>,
+}
+
+/// Why a call did not get its answer.
+#[derive(Debug)]
+pub struct StoreError {
+    pub why: String,
+    /// Redis could not be reached or did not answer in time (the breaker opens); otherwise it
+    /// answered with an error about this call alone.
+    pub down: bool,
 }
 
 // === impl Shared ===
@@ -70,6 +84,7 @@ impl Shared {
             // Until a call says otherwise: the first requests try it.
             up: AtomicBool::new(true),
             replicas: AtomicU32::new(1),
+            pending: Mutex::default(),
             metrics,
         })
     }
@@ -84,19 +99,26 @@ impl Shared {
         self.replicas.load(Ordering::Relaxed).max(1)
     }
 
-    /// Marks it down: requests use their fallback until a heartbeat gets an answer.
-    pub fn failed(&self, why: &str) {
+    /// Counts a failed call; one that could not reach Redis marks it down: requests use their
+    /// fallback until a heartbeat gets an answer.
+    pub fn failed(&self, error: &StoreError) {
         self.metrics.quota.store_error();
-        if self.up.swap(false, Ordering::Relaxed) {
+        if error.down && self.up.swap(false, Ordering::Relaxed) {
             self.metrics.quota.store_up(false);
+            let why = &error.why;
             tracing::warn!("the quota store is unreachable ({why}); limits use their fallback");
         }
     }
 
-    /// Asks `client`'s counters; an error in words (a timeout included).
-    pub async fn admit(&self, client: &str, asks: &[Ask]) -> Result<Vec<Check>, String> {
+    /// Asks `client`'s counters, charging them unless `peek`.
+    pub async fn admit(
+        &self,
+        client: &str,
+        asks: &[Ask],
+        peek: bool,
+    ) -> Result<Vec<Check>, StoreError> {
         let mut call = self.admit.prepare_invoke();
-        call.key(key(client)).arg(asks.len());
+        call.key(key(client)).arg(u8::from(!peek)).arg(asks.len());
         for ask in asks {
             counter(&mut call, &ask.id, ask.shape)
                 .arg(ask.cost)
@@ -108,7 +130,8 @@ impl Shared {
             })
             .await?;
         if reply.len() != asks.len() * 4 {
-            return Err(format!("the admit script replied {} numbers", reply.len()));
+            let why = format!("the admit script replied {} numbers", reply.len());
+            return Err(StoreError { why, down: false });
         }
         let checks = reply.chunks(4).map(|r| Check {
             over: r[0] == 1,
@@ -119,13 +142,28 @@ impl Shared {
         Ok(checks.collect())
     }
 
-    /// Adds each charge's difference to `client`'s counters.
-    pub async fn settle(&self, client: &str, charges: &[Charge]) -> Result<(), String> {
+    /// Adds each charge's difference to `client`'s counters, now or, while the store is away,
+    /// when it answers again.
+    pub async fn settle(&self, client: Arc<str>, charges: Vec<Charge>) {
+        if !self.is_up() {
+            self.keep(client, charges);
+            return;
+        }
+        if let Err(error) = self.send_settlement(&client, &charges).await {
+            self.failed(&error);
+            if error.down {
+                self.keep(client, charges);
+            }
+        }
+    }
+
+    async fn send_settlement(&self, client: &str, charges: &[Charge]) -> Result<(), StoreError> {
         let mut call = self.settle.prepare_invoke();
         call.key(key(client)).arg(charges.len());
         for charge in charges {
             counter(&mut call, &charge.id, charge.shape)
                 .arg(charge.mark)
+                .arg(charge.cost)
                 .arg(charge.delta);
         }
         self.bounded(self.timeout, |mut c| async move {
@@ -135,8 +173,20 @@ impl Shared {
         .map(drop)
     }
 
-    /// Says this replica is alive; an answer marks the store up again.
-    async fn heartbeat(&self) -> Result<(), String> {
+    /// Keeps a settlement for when the store answers again.
+    fn keep(&self, client: Arc<str>, charges: Vec<Charge>) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.len() >= PENDING_AT_MOST {
+            pending.remove(0);
+        }
+        pending.push((client, charges));
+    }
+
+    /// Says this replica is alive. An answer within the requests' timeout (the scripts
+    /// loaded first, after a Redis that restarted empty) marks the store up again, and the
+    /// settlements kept meanwhile are sent.
+    async fn heartbeat(&self) -> Result<(), StoreError> {
+        let started = Instant::now();
         let mut call = self.beat.prepare_invoke();
         call.key("lingo:quota:replicas")
             .arg(&self.replica)
@@ -147,9 +197,27 @@ impl Shared {
             })
             .await?;
         self.replicas.store(count, Ordering::Relaxed);
-        if !self.up.swap(true, Ordering::Relaxed) {
-            self.metrics.quota.store_up(true);
-            tracing::info!("the quota store answers again; limits are shared again");
+        if self.is_up() {
+            return Ok(());
+        }
+        let loading = [&self.admit, &self.settle].map(|s| s.prepare_invoke());
+        self.bounded(BEAT_TIMEOUT, |mut c| async move {
+            for script in &loading {
+                script.load_async(&mut c).await?;
+            }
+            Ok(())
+        })
+        .await?;
+        if started.elapsed() > self.timeout {
+            // Answering, but slower than requests wait: they would only time out again.
+            return Ok(());
+        }
+        self.up.store(true, Ordering::Relaxed);
+        self.metrics.quota.store_up(true);
+        tracing::info!("the quota store answers again; limits are shared again");
+        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        for (client, charges) in pending {
+            self.settle(client, charges).await;
         }
         Ok(())
     }
@@ -159,7 +227,7 @@ impl Shared {
         &self,
         limit: Duration,
         call: impl FnOnce(ConnectionManager) -> F,
-    ) -> Result<T, String>
+    ) -> Result<T, StoreError>
     where
         F: Future<Output = Result<T, RedisError>>,
     {
@@ -169,11 +237,21 @@ impl Shared {
         };
         match tokio::time::timeout(limit, work).await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(format!("Redis: {}", e.category())),
-            Err(_) => Err(format!(
-                "no answer within {}",
-                crate::base::units::format_duration(limit)
-            )),
+            Ok(Err(e)) => Err(StoreError {
+                why: format!("Redis: {}", e.category()),
+                down: e.is_io_error()
+                    || e.is_timeout()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal()
+                    || e.is_unrecoverable_error(),
+            }),
+            Err(_) => Err(StoreError {
+                why: format!(
+                    "no answer within {}",
+                    crate::base::units::format_duration(limit)
+                ),
+                down: true,
+            }),
         }
     }
 
@@ -202,8 +280,8 @@ pub fn spawn_heartbeat(shared: Weak<Shared>) {
             let Some(shared) = shared.upgrade() else {
                 return;
             };
-            if let Err(why) = shared.heartbeat().await {
-                shared.failed(&why);
+            if let Err(error) = shared.heartbeat().await {
+                shared.failed(&error);
             }
         }
     });
@@ -211,10 +289,10 @@ pub fn spawn_heartbeat(shared: Weak<Shared>) {
 
 /// A counter's first four arguments to both scripts: its id and its shape.
 fn counter<'c, 'a>(
-    call: &'c mut redis::ScriptInvocation<'a>,
+    call: &'c mut ScriptInvocation<'a>,
     id: &str,
     shape: Shape,
-) -> &'c mut redis::ScriptInvocation<'a> {
+) -> &'c mut ScriptInvocation<'a> {
     call.arg(id)
         .arg(shape.amount)
         .arg(shape.per_ms)

@@ -1,21 +1,26 @@
 //! The Lua scripts of the Redis store. Each runs whole inside Redis (so a request's limits are
 //! checked and charged all or nothing, however many replicas ask at once) and takes its clock
 //! from Redis (`TIME`), so replicas whose clocks differ still share one window. The sums are
-//! `count.rs`'s, in Lua.
+//! `count.rs`'s, in Lua (both are held to the same steps by the tests: `count.rs`'s own,
+//! and tests/quota_replicas.rs, which runs windows and a bucket on Redis). They need Redis 5
+//! or later (a write after `TIME`).
 //!
 //! A client's counters are one hash (`KEYS[1]`), fields `<limit id>|u` (used) and
 //! `<limit id>|m` (the window's index, or the millisecond a bucket was last filled to).
 
-/// Asks each limit for its cost. `ARGV`: the number of limits, then six values each: id,
-/// amount, per (ms), capacity (0: a window), cost, enforce (1, or 0 for a shadow limit).
-/// Replies four numbers a limit: over (1/0), remaining, reset (ms), mark.
+/// Asks each limit for its cost. `ARGV`: 1 to charge (0 to look only), the number of
+/// limits, then six values each: id, amount, per (ms), capacity (0: a window), cost, enforce
+/// (1, or 0 for a shadow limit). Replies four numbers a limit: over (1/0), remaining, reset
+/// (ms), mark. The hash lives as long as its slowest counter needs: two windows, or twice a
+/// bucket's time to drain.
 pub const ADMIT: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local key = KEYS[1]
+local charge = ARGV[1] == '1'
 local out, after, refused, keep = {}, {}, false, 0
-for i = 0, tonumber(ARGV[1]) - 1 do
-  local b = 2 + i * 6
+for i = 0, tonumber(ARGV[2]) - 1 do
+  local b = 3 + i * 6
   local id = ARGV[b]
   local amount, per = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
   local capacity, cost = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
@@ -26,18 +31,22 @@ for i = 0, tonumber(ARGV[1]) - 1 do
   if capacity == 0 then
     local window = math.floor(now / per)
     if mark ~= window then used = 0; mark = window end
+    keep = math.max(keep, per * 2)
   else
     ceiling = capacity
     used = math.max(0, used - math.max(0, now - mark) * rate)
     mark = now
+    keep = math.max(keep, per * 2, math.ceil(capacity / rate) * 2)
   end
   local over = used + cost > ceiling
   if over and enforce then refused = true else used = used + cost end
   local reset
   if capacity == 0 then
     reset = (mark + 1) * per - now
-  elseif over then
+  elseif over and enforce then
     reset = math.ceil((used + cost - ceiling) / rate)
+  elseif over then
+    reset = math.ceil((used - ceiling) / rate)
   else
     reset = math.ceil(used / rate)
   end
@@ -46,9 +55,8 @@ for i = 0, tonumber(ARGV[1]) - 1 do
   out[#out + 1] = reset
   out[#out + 1] = mark
   after[#after + 1] = {id, used, mark}
-  keep = math.max(keep, per * 2)
 end
-if not refused then
+if charge and not refused then
   for _, a in ipairs(after) do
     redis.call('HSET', key, a[1] .. '|u', string.format('%.17g', a[2]), a[1] .. '|m', string.format('%d', a[3]))
   end
@@ -57,28 +65,34 @@ end
 return out
 ";
 
-/// Adds what each request really cost. `ARGV`: the number of limits, then six values each:
-/// id, amount, per (ms), capacity (0: a window), the mark it was charged at, the difference.
-/// A window that has ended is left alone; nothing goes below empty.
+/// Adds what each request really cost. `ARGV`: the number of limits, then seven values
+/// each: id, amount, per (ms), capacity (0: a window), the mark it was charged at, what it
+/// was charged, the difference. A window that has ended is left alone; a bucket is refunded
+/// no more than what of the charge it still holds (the rest has drained); nothing goes below
+/// empty.
 pub const SETTLE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local key = KEYS[1]
 for i = 0, tonumber(ARGV[1]) - 1 do
-  local b = 2 + i * 6
+  local b = 2 + i * 7
   local id = ARGV[b]
   local amount, per = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
-  local capacity, charged, delta = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
-  local used = tonumber(redis.call('HGET', key, id .. '|u') or 'x')
+  local capacity, charged = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  local cost, delta = tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6])
+  local stored = redis.call('HGET', key, id .. '|u')
   local mark = tonumber(redis.call('HGET', key, id .. '|m') or '0')
-  if used then
+  if stored then
+    local used = tonumber(stored)
     if capacity == 0 then
       if mark == charged and math.floor(now / per) == mark then
         redis.call('HSET', key, id .. '|u', string.format('%.17g', math.max(0, used + delta)))
       end
     else
-      used = math.max(0, used - math.max(0, now - mark) * (amount / per))
-      used = math.max(0, used + delta)
+      local rate = amount / per
+      used = math.max(0, used - math.max(0, now - mark) * rate)
+      local held = math.max(0, cost - math.max(0, now - charged) * rate)
+      used = math.max(0, used + math.max(delta, -held))
       redis.call('HSET', key, id .. '|u', string.format('%.17g', used), id .. '|m', string.format('%d', now))
     end
   end
