@@ -153,16 +153,20 @@ async fn three_replicas_under_load_admit_no_more_than_each_limit() {
     // Tokens: each request reserves its estimate and is charged its answer's 5 tokens.
     let admitted = load(&replicas, "ks", 3, 4).await;
     let mut tokens = admitted.tokens.load(Ordering::Relaxed);
-    // Under load, requests in flight hold their reservations, so some were refused early;
-    // one at a time, once a replica no longer remembers the refusal (a second at most for a
-    // token limit), what is left is used up.
+    // Under load, requests in flight hold their reservations, so some were refused early.
+    // Every answer was settled in Redis: its counter is what the answers used. One at a
+    // time, once a replica no longer remembers the refusal (a second at most for a token
+    // limit), what is left is used up.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
+    redis_used_becomes(&redis, "spender", "tokens/1h", tokens as f64).await;
     for lingo in replicas.iter().cycle() {
         let answer = ask(lingo, "ks", 4).await;
         if answer.status == 429 {
             break;
         }
         tokens += answer.json()["usage"]["total_tokens"].as_u64().unwrap();
+        // Settled (off the answer's path) before the next is asked.
+        redis_used_becomes(&redis, "spender", "tokens/1h", tokens as f64).await;
     }
     let reservation = (chat_body(4).len() as u64).div_ceil(4) + 4;
     assert!(tokens <= 300, "{tokens} tokens admitted of 300");
@@ -170,8 +174,6 @@ async fn three_replicas_under_load_admit_no_more_than_each_limit() {
         tokens + reservation > 300,
         "{tokens} tokens admitted: the next reservation of {reservation} would have fitted"
     );
-    // Every answer was settled in Redis: its counter is what the answers used.
-    redis_used_becomes(&redis, "spender", "tokens/1h", tokens as f64).await;
 }
 
 /// Counts the commands Redis is given for a client's counters, from `MONITOR`, until dropped.
