@@ -1,5 +1,5 @@
 //! A request of a client with limits: its likely cost estimated (its body read first when a
-//! limit counts tokens or credits), reserved, and only then run. The pipeline writes the
+//! limit counts tokens or credits, or is for one model), reserved, and only then run. The pipeline writes the
 //! `x-ratelimit-*` fields into the answer and settles the reservation as the answer ends
 //! (`quota::settling`).
 
