@@ -20,6 +20,11 @@
 //! mock and to one of three, through a lingo of their own, and a failover row with one of the
 //! three killed mid-run.
 //!
+//! Limits and budgets (`proxy/limits.rs`, with `LINGO_BENCH_LIMITS`): translated chat
+//! completions from a client without limits, from one with limits held in the process and
+//! from one with limits in a `redis-server` the bench starts on the loopback, through lingos
+//! of their own, in interleaved rounds; then the Redis calls of a client already throttled.
+//!
 //! Knobs (environment): `LINGO_BENCH_SECONDS` per throughput measurement (default 3; 0 runs
 //! only the slow streams), `LINGO_BENCH_ROUNDS` how many interleaved rounds each row's time
 //! is measured in (default 3, see `rows`), `LINGO_BENCH_STREAMS` concurrent slow streams
@@ -27,8 +32,12 @@
 //! `http/1.1-http/2`, `http/1.1-http/1.1`: client side, then upstream side),
 //! `LINGO_BENCH_WRAP` a command line to run lingo under (a profiler: `heaptrack -o
 //! /tmp/lingo`), `LINGO_BENCH_BIN` the lingo binary to measure, as lingo and as the mock
-//! backend (default: the release build as shipped, built by the bench, see `choose_lingo`).
+//! backend (default: the release build as shipped, built by the bench, see `choose_lingo`),
+//! `LINGO_BENCH_LIMITS` the limits rows: `1` after the throughput rows, `only` alone (default:
+//! not run).
 
+#[path = "proxy/limits.rs"]
+mod limits;
 #[path = "proxy/nginx.rs"]
 mod nginx;
 #[path = "proxy/release.rs"]
@@ -266,6 +275,18 @@ pub async fn load(
     concurrency: usize,
     seconds: f64,
 ) -> Run {
+    load_as(http, url, body, &[], concurrency, seconds).await
+}
+
+/// [`load`] with `headers` on every request (a client's key).
+pub async fn load_as(
+    http: &Http,
+    url: &str,
+    body: &'static str,
+    headers: &'static [(&'static str, &'static str)],
+    concurrency: usize,
+    seconds: f64,
+) -> Run {
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let failed = Arc::new(AtomicU64::new(0));
     let tasks: Vec<_> = (0..concurrency)
@@ -274,7 +295,7 @@ pub async fn load(
             tokio::spawn(async move {
                 let mut times = Vec::new();
                 while Instant::now() < deadline {
-                    match one(&http, &url, body, &[]).await {
+                    match one(&http, &url, body, headers).await {
                         Ok((first, last, _)) => times.push((first, last)),
                         Err(_) => {
                             failed.fetch_add(1, Ordering::Relaxed);
@@ -389,6 +410,20 @@ async fn main() {
          routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n  - {{ prefix: /api, to: models }}\n"
     )).unwrap();
     let mut mock = spawn("", &format!("mock --listen {mock_addr} --tokens 16"));
+    if limits::wanted() == limits::Wanted::Only {
+        let failures = if seconds > 0.0 {
+            limits::rows(&dir, mock_addr, (seconds, rounds)).await
+        } else {
+            0
+        };
+        stop(&mut mock);
+        let _ = std::fs::remove_dir_all(&dir);
+        if failures > 0 {
+            eprintln!("FAILED: {failures} requests failed");
+            std::process::exit(1);
+        }
+        return;
+    }
     let relay_addr = free_port();
     let mut relay = spawn_relay(relay_addr, mock_addr);
     // LINGO_BENCH_WRAP: run lingo under a profiler, e.g. `heaptrack -o /tmp/lingo`.
@@ -426,9 +461,12 @@ async fn main() {
     } else {
         Vec::new()
     };
-    let (rows, failures) = rows::throughput(&http, &targets, &shapes, (seconds, rounds)).await;
+    let (rows, mut failures) = rows::throughput(&http, &targets, &shapes, (seconds, rounds)).await;
     rows::ratios(&rows, &shapes);
     drop(nginx);
+    if seconds > 0.0 && limits::wanted() == limits::Wanted::Also {
+        failures += limits::rows(&dir, mock_addr, (seconds, rounds)).await;
+    }
     if seconds > 0.0 {
         // Two more mocks beside the first: an upstream of three, one of them killed.
         let (b, c) = (free_port(), free_port());

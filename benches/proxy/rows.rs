@@ -157,7 +157,8 @@ fn scenarios(t: &Targets) -> Vec<(&'static str, &str, bool, Meter)> {
     rows
 }
 
-fn body(openai: bool, stream: bool) -> &'static str {
+/// A request's body: native or chat-completions (`openai`), whole or streamed.
+pub fn body(openai: bool, stream: bool) -> &'static str {
     match (openai, stream) {
         (false, false) => WHOLE_NATIVE,
         (false, true) => STREAM_NATIVE,
