@@ -21,6 +21,7 @@ use tokio::sync::OnceCell;
 
 use super::count::{Check, Shape};
 use super::{Ask, Charge};
+use crate::base::worker;
 use crate::observe::Metrics;
 
 /// How often a replica says it is alive (and tries a store that is down).
@@ -36,7 +37,11 @@ const PENDING_AT_MOST: usize = 10_000;
 /// The Redis store.
 pub struct Shared {
     client: redis::Client,
-    connection: OnceCell<ConnectionManager>,
+    /// One connection a serving thread (`base::worker::slot`; slot 0 for the heartbeat and
+    /// what runs off the workers), made on that thread's first call: its replies then wake
+    /// the thread that waits for them, not another runtime's (measured in
+    /// docs/benchmarks.md).
+    connections: Vec<OnceCell<ConnectionManager>>,
     /// The longest a request waits for it.
     pub timeout: Duration,
     admit: Script,
@@ -71,7 +76,7 @@ impl Shared {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "lingo".into());
         Ok(Shared {
             client,
-            connection: OnceCell::new(),
+            connections: (0..worker::slots()).map(|_| OnceCell::new()).collect(),
             timeout,
             admit: Script::new(scripts::ADMIT),
             settle: Script::new(scripts::SETTLE),
@@ -256,7 +261,8 @@ impl Shared {
     }
 
     async fn connection(&self) -> Result<ConnectionManager, RedisError> {
-        let made = self.connection.get_or_try_init(|| {
+        let slot = worker::slot().min(self.connections.len() - 1);
+        let made = self.connections[slot].get_or_try_init(|| {
             let config = ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(BEAT_TIMEOUT))
                 .set_response_timeout(Some(BEAT_TIMEOUT))
