@@ -1,5 +1,5 @@
 //! Limits shared by three lingo replicas through one real `redis-server` (each test starts its
-//! own on a free port): under load on every replica at once the total admitted stays within
+//! own on a free port), and by two through a Redis Cluster of three: under load on every replica at once the total admitted stays within
 //! each limit (requests exactly, tokens with nothing over); a client already refused costs no
 //! Redis call; a Redis that stops answering costs each request at most the store's timeout,
 //! each limit's fallback (allow, deny, each replica's share) does what it says, and a Redis that
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use hyper::Method;
 use serde_json::{Value, json};
-use support::redis_server::RedisServer;
+use support::redis_server::{RedisCluster, RedisServer};
 use support::*;
 
 /// The table of every replica: `clients` (YAML list entries, indented for `clients:`), a
@@ -436,4 +436,42 @@ async fn a_settlement_due_while_redis_is_away_lands_when_it_is_back() {
     redis.resume();
     // "hi" and the 4 tokens the mock answered.
     redis_used_becomes(&redis, "patient", "tokens/1h", 5.0).await;
+}
+
+/// Two replicas on a Redis Cluster of three nodes: each client's counters live on the node
+/// of its key's slot, and every limit still holds across the replicas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_on_a_redis_cluster_share_each_clients_limit() {
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let names = ["ana", "bo", "cy", "dee", "eli", "fay"];
+    let clients: String = (names.iter())
+        .map(|name| client(name, &format!("k-{name}"), "{ requests: 5, per: 1h }"))
+        .collect();
+    let yaml = table(&format!(
+        "clients:\n{clients}\
+         upstreams:\n  models:\n    mock: {{ tokens: 4 }}\n    speaks: native\n\
+         routes:\n  - {{ path: /v1/chat/completions, speaks: chat-completions, to: models }}\n\
+         quota_store:\n  redis: \"{}\"\n  timeout: 200ms\n  cluster: true\n",
+        cluster.url()
+    ));
+    let replicas = [Lingo::start(&yaml).await, Lingo::start(&yaml).await];
+    for name in names {
+        let key = format!("k-{name}");
+        let mut admitted = 0;
+        for lingo in replicas.iter().cycle().take(10) {
+            let status = ask(lingo, &key, 4).await.status.as_u16();
+            assert!(status == 200 || status == 429, "{name}: {status}");
+            admitted += u32::from(status == 200);
+        }
+        assert_eq!(admitted, 5, "{name}");
+    }
+    for lingo in &replicas {
+        assert_eq!(store_state(lingo).await, "ok");
+    }
+    // The six clients' counters are spread over the nodes (the replicas' set on one more).
+    let keys = cluster.keys_by_node();
+    assert_eq!(keys.iter().sum::<u64>(), 7, "{keys:?}");
+    assert!(keys.iter().filter(|&&n| n > 0).count() >= 2, "{keys:?}");
 }

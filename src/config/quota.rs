@@ -199,5 +199,6 @@ pub(super) fn store(cx: &mut Ctx<'_>, raw: Option<At<raw::QuotaStore>>) -> Optio
     Some(QuotaStore {
         redis: url.to_owned(),
         timeout: timeout.unwrap_or(DEFAULT_STORE_TIMEOUT),
+        cluster: raw.cluster.unwrap_or(false),
     })
 }

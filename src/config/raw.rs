@@ -110,6 +110,7 @@ pub struct Limit {
 pub struct QuotaStore {
     pub redis: At<String>,
     pub timeout: Option<At<String>>,
+    pub cluster: Option<bool>,
 }
 
 /// `{ env: VAR }`, `{ file: PATH }` or `{ value: "..." }`; "exactly one" is checked later so

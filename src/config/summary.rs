@@ -98,7 +98,12 @@ fn clients(out: &mut String, table: &RouteTable) {
     }
     if let Some(store) = &table.quota_store {
         let (url, timeout) = (store.shown(), format_duration(store.timeout));
-        let _ = writeln!(out, "  limits shared in Redis at {url}, timeout {timeout}");
+        let at = if store.cluster {
+            "the Redis Cluster of"
+        } else {
+            "Redis at"
+        };
+        let _ = writeln!(out, "  limits shared in {at} {url}, timeout {timeout}");
     }
 }
 

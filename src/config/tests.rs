@@ -1213,7 +1213,7 @@ fn quota_defaults_and_summary() {
             "{ output_tokens: 50, per: 1h, shadow: true, on_store_error: allow, max_reservation: 10 }",
             "{ requests: 10, per: 1s, capacity: 20, model: big }",
         ],
-        "quota_store:\n  redis: redis://user:hunter2@cache:6379/2\n",
+        "quota_store:\n  redis: redis://user:hunter2@cache:6379/2\n  cluster: true\n",
     ));
     let quota = &table.clients[0].quota;
     let got: Vec<_> = quota
@@ -1263,7 +1263,7 @@ fn quota_defaults_and_summary() {
          200000 tokens per 24h, budget, on_store_error deny; \
          50 output_tokens per 1h, rate, shadow, on_store_error allow; \
          10 requests per 1s (a bucket of 20) for big, rate, on_store_error local",
-        "  limits shared in Redis at redis://user:***@cache:6379/2, timeout 20ms",
+        "  limits shared in the Redis Cluster of redis://user:***@cache:6379/2, timeout 20ms",
     ] {
         assert!(text.contains(line), "{line}\nnot in\n{text}");
     }

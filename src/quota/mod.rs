@@ -115,7 +115,7 @@ impl Quota {
         let shared = match &table.quota_store {
             None => None,
             Some(config) => {
-                let redis = Shared::new(&config.redis, config.timeout, Arc::clone(&self.metrics))?;
+                let redis = Shared::new(config, Arc::clone(&self.metrics))?;
                 let redis = Arc::new(redis);
                 redis::spawn_heartbeat(Arc::downgrade(&redis));
                 Some(Arc::new(SharedStore::new(redis, config.clone())))

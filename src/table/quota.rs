@@ -68,6 +68,8 @@ pub struct QuotaStore {
     pub redis: String,
     /// How long a request waits for it at most.
     pub timeout: Duration,
+    /// `redis` is a node of a Redis Cluster, whose other nodes it names.
+    pub cluster: bool,
 }
 
 // === impl QuotaStore ===
@@ -84,6 +86,7 @@ impl std::fmt::Debug for QuotaStore {
         (f.debug_struct("QuotaStore"))
             .field("redis", &self.shown())
             .field("timeout", &self.timeout)
+            .field("cluster", &self.cluster)
             .finish()
     }
 }

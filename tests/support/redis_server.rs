@@ -13,6 +13,8 @@ pub struct RedisServer {
     pub port: u16,
     dir: tempfile::TempDir,
     appendonly: bool,
+    /// A node of a Redis Cluster ([`RedisCluster`]).
+    cluster: bool,
 }
 
 impl RedisServer {
@@ -36,6 +38,7 @@ impl RedisServer {
             port,
             dir: tempfile::tempdir().unwrap(),
             appendonly,
+            cluster: false,
         };
         server.run();
         Some(server)
@@ -86,6 +89,7 @@ impl RedisServer {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--appendonly", appendonly, "--save", ""])
+            .args(["--cluster-enabled", if self.cluster { "yes" } else { "no" }])
             .arg("--dir")
             .arg(self.dir.path())
             .stdout(Stdio::null())
@@ -117,5 +121,69 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A Redis Cluster of three `redis-server`s (no replicas) on free ports, stopped when dropped.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Three nodes made one cluster (`redis-cli --cluster create`); `None` (having said why)
+    /// when `redis-server` is not installed.
+    pub fn start() -> Option<RedisCluster> {
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            let mut node = RedisServer::start(false)?;
+            node.stop();
+            node.cluster = true;
+            node.run();
+            nodes.push(node);
+        }
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let made = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(made.success(), "redis-cli --cluster create failed");
+        let cluster = RedisCluster { nodes };
+        for _ in 0..100 {
+            if cluster.is_ok() {
+                return Some(cluster);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the Redis Cluster never said cluster_state:ok");
+    }
+
+    /// Whether every node says the cluster is ok.
+    fn is_ok(&self) -> bool {
+        self.nodes.iter().all(|node| {
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query(&mut node.connection())
+                .unwrap_or_default();
+            info.contains("cluster_state:ok")
+        })
+    }
+
+    /// The URL of one node: a client finds the others from it.
+    pub fn url(&self) -> String {
+        self.nodes[0].url()
+    }
+
+    /// The number of keys each node holds.
+    pub fn keys_by_node(&self) -> Vec<u64> {
+        (self.nodes.iter())
+            .map(|node| redis::cmd("DBSIZE").query(&mut node.connection()).unwrap())
+            .collect()
     }
 }

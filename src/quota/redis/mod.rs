@@ -1,7 +1,9 @@
 //! The Redis store, which replicas share: one script call admits a request (all its limits,
 //! all or nothing), one settles it. Keys: `lingo:quota:{<client>}` (a hash: one key a client,
-//! so that each script touches one key) and `lingo:quota:replicas` (a sorted set: the
-//! replicas seen lately, for each one's share while the store is away).
+//! so that each script touches one key, in one slot of a Redis Cluster) and
+//! `lingo:quota:replicas` (a sorted set: the replicas seen lately, for each one's share while
+//! the store is away). One Redis node, or a Redis Cluster (`quota_store.cluster`), whose
+//! client sends each script to the node that holds its key.
 //!
 //! Every call is bounded by the table's `timeout`; one that fails to reach Redis or times out
 //! marks the store down, and requests then use their limits' fallback without calling it (the
@@ -15,14 +17,17 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{RedisError, Script, ScriptInvocation};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, Script, ScriptInvocation, Value};
 use tokio::sync::OnceCell;
 
 use super::count::{Check, Shape};
 use super::{Ask, Charge};
 use crate::base::worker;
 use crate::observe::Metrics;
+use crate::table::QuotaStore;
 
 /// How often a replica says it is alive (and tries a store that is down).
 pub const BEAT_EVERY: Duration = Duration::from_secs(1);
@@ -36,12 +41,12 @@ const PENDING_AT_MOST: usize = 10_000;
 
 /// The Redis store.
 pub struct Shared {
-    client: redis::Client,
+    client: Client,
     /// One connection a serving thread (`base::worker::slot`; slot 0 for the heartbeat and
     /// what runs off the workers), made on that thread's first call: its replies then wake
     /// the thread that waits for them, not another runtime's (measured in
     /// docs/benchmarks.md).
-    connections: Vec<OnceCell<ConnectionManager>>,
+    connections: Vec<OnceCell<Connection>>,
     /// The longest a request waits for it.
     pub timeout: Duration,
     admit: Script,
@@ -69,10 +74,20 @@ pub struct StoreError {
 // === impl Shared ===
 
 impl Shared {
-    /// A store at `url`; nothing is connected until the heartbeat or a request needs it.
-    pub fn new(url: &str, timeout: Duration, metrics: Arc<Metrics>) -> Result<Shared, String> {
-        let client =
-            redis::Client::open(url).map_err(|e| format!("not a Redis URL: {}", e.category()))?;
+    /// The store `config` names; nothing is connected until the heartbeat or a request needs
+    /// it.
+    pub fn new(config: &QuotaStore, metrics: Arc<Metrics>) -> Result<Shared, String> {
+        let not_redis = |e: RedisError| format!("not a Redis URL: {}", e.category());
+        let url = config.redis.as_str();
+        let client = if config.cluster {
+            let builder = ClusterClient::builder([url])
+                .connection_timeout(BEAT_TIMEOUT)
+                .response_timeout(BEAT_TIMEOUT);
+            Client::Cluster(Box::new(builder.build().map_err(not_redis)?))
+        } else {
+            Client::Node(redis::Client::open(url).map_err(not_redis)?)
+        };
+        let timeout = config.timeout;
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "lingo".into());
         Ok(Shared {
             client,
@@ -231,7 +246,7 @@ impl Shared {
     async fn bounded<T, F>(
         &self,
         limit: Duration,
-        call: impl FnOnce(ConnectionManager) -> F,
+        call: impl FnOnce(Connection) -> F,
     ) -> Result<T, StoreError>
     where
         F: Future<Output = Result<T, RedisError>>,
@@ -260,16 +275,66 @@ impl Shared {
         }
     }
 
-    async fn connection(&self) -> Result<ConnectionManager, RedisError> {
+    async fn connection(&self) -> Result<Connection, RedisError> {
         let slot = worker::slot().min(self.connections.len() - 1);
-        let made = self.connections[slot].get_or_try_init(|| {
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(BEAT_TIMEOUT))
-                .set_response_timeout(Some(BEAT_TIMEOUT))
-                .set_number_of_retries(1);
-            ConnectionManager::new_with_config(self.client.clone(), config)
+        let made = self.connections[slot].get_or_try_init(|| async {
+            Ok::<_, RedisError>(match &self.client {
+                Client::Node(client) => {
+                    let config = ConnectionManagerConfig::new()
+                        .set_connection_timeout(Some(BEAT_TIMEOUT))
+                        .set_response_timeout(Some(BEAT_TIMEOUT))
+                        .set_number_of_retries(1);
+                    let made = ConnectionManager::new_with_config(client.clone(), config);
+                    Connection::Node(made.await?)
+                }
+                Client::Cluster(client) => {
+                    Connection::Cluster(client.get_async_connection().await?)
+                }
+            })
         });
         made.await.cloned()
+    }
+}
+
+/// How the store is reached: one node, or a Redis Cluster.
+enum Client {
+    Node(redis::Client),
+    Cluster(Box<ClusterClient>),
+}
+
+/// A connection to one node (made again by itself when it breaks), or to a cluster (each
+/// command sent to the node that holds its key).
+#[derive(Clone)]
+enum Connection {
+    Node(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Node(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Node(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Node(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
     }
 }
 
