@@ -403,8 +403,8 @@ async fn a_remembered_refusal_tells_the_limits_own_wait() {
     assert!(wait > 1_000, "retry-after-ms {wait}: {error}");
 }
 
-/// A settlement due while Redis does not answer is kept, and sent when it answers again: the
-/// counter ends at what the answer used, not at what was reserved.
+/// A settlement due while Redis is known to be away is kept, and sent when it answers again:
+/// the counter ends at what the answer used, not at what was reserved.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_settlement_due_while_redis_is_away_lands_when_it_is_back() {
     let Some(redis) = RedisServer::start(false) else {
@@ -416,7 +416,9 @@ async fn a_settlement_due_while_redis_is_away_lands_when_it_is_back() {
         "{ tokens: 1000, per: 1h, on_store_error: allow }",
     );
     let lingo = Lingo::start(&replica_table(&clients, &redis, "50ms")).await;
-    let slow = json!({"model": "m@token_delay=300ms", "stream": true, "max_tokens": 4,
+    // A stream of 8 tokens, 800ms apart: long enough for the heartbeat to find Redis gone
+    // (its own wait is 2 s) before it ends.
+    let slow = json!({"model": "m@tokens=8,token_delay=800ms", "stream": true, "max_tokens": 8,
         "messages": [{"role": "user", "content": "hi"}]});
     let url = lingo.url("/v1/chat/completions");
     let streaming = tokio::spawn(send(request(
@@ -425,17 +427,28 @@ async fn a_settlement_due_while_redis_is_away_lands_when_it_is_back() {
         &[("authorization", "Bearer kp")],
         &slow.to_string(),
     )));
-    // Admitted and reserved; then Redis stops answering before the stream ends.
-    let reserved = (slow.to_string().len() as f64 / 4.0).ceil() + 4.0;
+    // Admitted and reserved; then Redis stops answering, and lingo knows it before the
+    // stream ends.
+    let reserved = (slow.to_string().len() as f64 / 4.0).ceil() + 8.0;
     redis_used_becomes(&redis, "patient", "tokens/1h", reserved).await;
     redis.pause();
+    for _ in 0..100 {
+        if store_state(&lingo).await != "ok" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_ne!(
+        store_state(&lingo).await,
+        "ok",
+        "the heartbeat found Redis gone"
+    );
     let answer = streaming.await.unwrap();
     assert_eq!(answer.status, 200);
     assert!(answer.body.contains("[DONE]"));
-    tokio::time::sleep(Duration::from_millis(300)).await;
     redis.resume();
-    // "hi" and the 4 tokens the mock answered.
-    redis_used_becomes(&redis, "patient", "tokens/1h", 5.0).await;
+    // "hi" and the 8 tokens the mock answered.
+    redis_used_becomes(&redis, "patient", "tokens/1h", 9.0).await;
 }
 
 /// Two replicas on a Redis Cluster of three nodes: each client's counters live on the node

@@ -69,6 +69,9 @@ pub struct StoreError {
     /// Redis could not be reached or did not answer in time (the breaker opens); otherwise it
     /// answered with an error about this call alone.
     pub down: bool,
+    /// The call may have run in Redis (it was sent, and no answer says it did not): sending
+    /// it again could count it twice.
+    pub may_have_run: bool,
 }
 
 // === impl Shared ===
@@ -151,7 +154,12 @@ impl Shared {
             .await?;
         if reply.len() != asks.len() * 4 {
             let why = format!("the admit script replied {} numbers", reply.len());
-            return Err(StoreError { why, down: false });
+            let may_have_run = true;
+            return Err(StoreError {
+                why,
+                down: false,
+                may_have_run,
+            });
         }
         let checks = reply.chunks(4).map(|r| Check {
             over: r[0] == 1,
@@ -171,7 +179,8 @@ impl Shared {
         }
         if let Err(error) = self.send_settlement(&client, &charges).await {
             self.failed(&error);
-            if error.down {
+            // One that may have run is not sent again (its reservation may stand instead).
+            if error.down && !error.may_have_run {
                 self.keep(client, charges);
             }
         }
@@ -251,19 +260,21 @@ impl Shared {
     where
         F: Future<Output = Result<T, RedisError>>,
     {
+        // The error, and whether the call was sent.
         let work = async {
-            let connection = self.connection().await?;
-            call(connection).await
+            let connection = self.connection().await.map_err(|e| (e, false))?;
+            call(connection).await.map_err(|e| (e, true))
         };
         match tokio::time::timeout(limit, work).await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(StoreError {
+            Ok(Err((e, sent))) => Err(StoreError {
                 why: format!("Redis: {}", e.category()),
                 down: e.is_io_error()
                     || e.is_timeout()
                     || e.is_connection_dropped()
                     || e.is_connection_refusal()
                     || e.is_unrecoverable_error(),
+                may_have_run: sent && !e.is_connection_refusal(),
             }),
             Err(_) => Err(StoreError {
                 why: format!(
@@ -271,6 +282,7 @@ impl Shared {
                     crate::base::units::format_duration(limit)
                 ),
                 down: true,
+                may_have_run: true,
             }),
         }
     }
