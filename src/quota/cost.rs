@@ -38,8 +38,10 @@ pub struct UsageScan {
     /// For the input tokens, the output tokens and the credits: the keys that give them.
     keys: [&'static [&'static [u8]]; 3],
     found: [Option<u64>; 3],
-    /// The end of the last frame, for a key split between two frames.
-    tail: Vec<u8>,
+    /// The body's last bytes so far (`tail_len` of them), for a key split between frames:
+    /// kept in place, so that a stream's frames cost no allocation.
+    tail: [u8; TAIL],
+    tail_len: usize,
 }
 
 /// The longest tail kept: a key, its colon, spaces and a number.
@@ -174,20 +176,30 @@ impl UsageScan {
         UsageScan {
             keys,
             found: [None; 3],
-            tail: Vec::new(),
+            tail: [0; TAIL],
+            tail_len: 0,
         }
     }
 
     /// Reads one frame of the body.
     pub fn frame(&mut self, data: &[u8]) {
-        if !self.tail.is_empty() {
-            // A key that starts in the last frame and ends in this one.
-            let mut joined = std::mem::take(&mut self.tail);
-            joined.extend_from_slice(&data[..data.len().min(TAIL)]);
-            self.read(&joined);
+        let kept = self.tail_len;
+        if kept > 0 {
+            // A key that starts in the frames before and ends in this one.
+            let mut joined = [0; 2 * TAIL];
+            let more = data.len().min(TAIL);
+            joined[..kept].copy_from_slice(&self.tail[..kept]);
+            joined[kept..kept + more].copy_from_slice(&data[..more]);
+            self.read(&joined[..kept + more]);
         }
         self.read(data);
-        self.tail = data[data.len().saturating_sub(TAIL)..].to_vec();
+        // The last TAIL bytes of the body so far: of the tail kept, and of this frame.
+        let from_data = data.len().min(TAIL);
+        let from_tail = kept.min(TAIL - from_data);
+        self.tail.copy_within(kept - from_tail..kept, 0);
+        self.tail[from_tail..from_tail + from_data]
+            .copy_from_slice(&data[data.len() - from_data..]);
+        self.tail_len = from_tail + from_data;
     }
 
     fn read(&mut self, text: &[u8]) {
@@ -363,6 +375,17 @@ mod tests {
             let mut scan = UsageScan::new(Dialect::Native);
             scan.frame(&body[..split]);
             scan.frame(&body[split..]);
+            let used = scan.used();
+            assert_eq!(
+                (used.input_tokens, used.output_tokens),
+                (Some(12), Some(34)),
+                "split at {split}"
+            );
+            // And a frame a byte at a time.
+            let mut scan = UsageScan::new(Dialect::Native);
+            for byte in body.chunks(1) {
+                scan.frame(byte);
+            }
             let used = scan.used();
             assert_eq!(
                 (used.input_tokens, used.output_tokens),
