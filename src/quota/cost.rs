@@ -10,6 +10,7 @@
 //! map included) one.
 
 use memchr::memmem;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::base::dialect::Dialect;
@@ -60,27 +61,23 @@ impl Estimate {
     /// The estimate of a request with `body` on a route that speaks `dialect` at `path`, and
     /// the model it names.
     pub fn of(dialect: Dialect, path: &str, body: &[u8]) -> (Estimate, Option<String>) {
-        let json: Option<Value> = serde_json::from_slice(body).ok();
-        let model = json
+        let asks: Asks = serde_json::from_slice(body).unwrap_or_default();
+        let model = asks
+            .model
             .as_ref()
-            .and_then(|j| j["model"].as_str())
+            .and_then(Value::as_str)
             .map(str::to_owned);
-        (
-            Estimate::of_json(dialect, path, body.len(), json.as_ref()),
-            model,
-        )
+        (Estimate::of_asks(dialect, path, body.len(), &asks), model)
     }
 
-    fn of_json(dialect: Dialect, path: &str, length: usize, json: Option<&Value>) -> Estimate {
+    fn of_asks(dialect: Dialect, path: &str, length: usize, asks: &Asks) -> Estimate {
         let input_tokens = (length as u64).div_ceil(4);
-        let field = |name: &str| json.and_then(|j| j.pointer(name));
-        let number = |name: &str| field(name).and_then(Value::as_u64);
+        let number = |field: &Option<Value>| field.as_ref().and_then(Value::as_u64);
         match dialect {
             Dialect::WebData | Dialect::WebDataV2 => {
-                let urls = field("/urls")
-                    .and_then(Value::as_array)
-                    .map(|u| u.len() as u64);
-                let credits = match number("/limit").or(urls) {
+                let urls = asks.urls.as_ref().and_then(Value::as_array);
+                let urls = urls.map(|u| u.len() as u64);
+                let credits = match number(&asks.limit).or(urls) {
                     // A map's `limit` counts links, not pages: a map costs a credit.
                     _ if path.ends_with("/map") => Some(1),
                     Some(pages) => Some(pages.max(1)),
@@ -100,12 +97,13 @@ impl Estimate {
                 credits: Some(0),
             },
             _ => {
-                let most = number("/max_completion_tokens")
-                    .or_else(|| number("/max_tokens"))
-                    .or_else(|| number("/max_output_tokens"))
-                    .or_else(|| number("/options/num_predict"))
+                let num_predict = (asks.options.as_ref()).and_then(|o| o.get("num_predict"));
+                let most = number(&asks.max_completion_tokens)
+                    .or_else(|| number(&asks.max_tokens))
+                    .or_else(|| number(&asks.max_output_tokens))
+                    .or_else(|| num_predict.and_then(Value::as_u64))
                     .or_else(|| legacy_completion(path).then_some(LEGACY_COMPLETION_TOKENS));
-                let choices = number("/n").unwrap_or(1).max(1);
+                let choices = number(&asks.n).unwrap_or(1).max(1);
                 Estimate {
                     input_tokens,
                     output_tokens: most.map(|m| m.saturating_mul(choices)),
@@ -127,6 +125,21 @@ impl Estimate {
         };
         cost.min(cap)
     }
+}
+
+/// The fields of a request an estimate reads. The rest of the body (its messages, its
+/// prompt) is skipped, not built: each field is kept as it came, and read for what it should
+/// be (a number that is not one counts as said nothing).
+#[derive(Debug, Default, Deserialize)]
+struct Asks {
+    model: Option<Value>,
+    max_completion_tokens: Option<Value>,
+    max_tokens: Option<Value>,
+    max_output_tokens: Option<Value>,
+    options: Option<Value>,
+    n: Option<Value>,
+    limit: Option<Value>,
+    urls: Option<Value>,
 }
 
 /// What a legacy completion (`/v1/completions`) answers at most when it says nothing: the

@@ -165,7 +165,7 @@ impl Quota {
         let now = now_ms();
         let placed = match &stores.shared {
             None => {
-                let asks: Vec<Ask> = asked.iter().map(|(_, a)| a.clone()).collect();
+                let asks = asks_of(&asked);
                 let checks = stores.local.admit(name, &asks, now);
                 Ok((Placed::Local(Arc::clone(&stores.local)), (asked, checks)))
             }
@@ -222,7 +222,7 @@ impl Quota {
             return Err((ProxyError::OverLimit(refusal), headers));
         }
         if shared.redis.is_up() {
-            let asks: Vec<Ask> = asked.iter().map(|(_, a)| a.clone()).collect();
+            let asks = asks_of(&asked);
             match shared.redis.admit(name, &asks, false).await {
                 Ok(checks) => return Ok((Placed::Shared(Arc::clone(shared)), (asked, checks))),
                 Err(error) => shared.redis.failed(&error),
@@ -231,7 +231,7 @@ impl Quota {
         let Some(kept) = self.fallback(asked, shared.redis.replicas()) else {
             return Err((ProxyError::QuotaUnavailable, RateHeaders::default()));
         };
-        let asks: Vec<Ask> = kept.iter().map(|(_, a)| a.clone()).collect();
+        let asks = asks_of(&kept);
         let checks = shared.fallback.admit(name, &asks, now);
         Ok((Placed::Fallback(Arc::clone(shared)), (kept, checks)))
     }
@@ -348,6 +348,11 @@ fn listed_limit(limit: &Limit, check: &Check) -> Value {
         "shadow": limit.shadow,
         "budget": limit.is_budget(),
     })
+}
+
+/// The asks of `asked`, for a store.
+fn asks_of(asked: &[(&Limit, Ask)]) -> Vec<Ask> {
+    asked.iter().map(|(_, ask)| ask.clone()).collect()
 }
 
 /// What `limit` asks of a request estimated at `estimate`.
