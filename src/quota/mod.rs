@@ -185,19 +185,10 @@ impl Quota {
         let outcome = self
             .decide(name, &placed, (&asked, &checks), now)
             .map(|()| {
-                let parts = (asked.iter().zip(&checks))
-                    .map(|((limit, ask), check)| Part {
-                        unit: limit.unit,
-                        id: Arc::clone(&ask.id),
-                        shape: ask.shape,
-                        cost: ask.cost,
-                        mark: check.mark,
-                    })
-                    .collect();
                 Some(Reservation {
                     client: Arc::from(name),
                     placed,
-                    parts,
+                    parts: parts(&asked, &checks),
                     estimate,
                     reads_answer: true,
                     metrics: Arc::clone(&self.metrics),
@@ -348,6 +339,19 @@ fn listed_limit(limit: &Limit, check: &Check) -> Value {
         "shadow": limit.shadow,
         "budget": limit.is_budget(),
     })
+}
+
+/// What a reservation holds of each limit asked.
+fn parts(asked: &[(&Limit, Ask)], checks: &[Check]) -> Vec<Part> {
+    (asked.iter().zip(checks))
+        .map(|((limit, ask), check)| Part {
+            unit: limit.unit,
+            id: Arc::clone(&ask.id),
+            shape: ask.shape,
+            cost: ask.cost,
+            mark: check.mark,
+        })
+        .collect()
 }
 
 /// The asks of `asked`, for a store.
