@@ -176,7 +176,8 @@ async fn three_replicas_under_load_admit_no_more_than_each_limit() {
     );
 }
 
-/// Counts the commands Redis is given for a client's counters, from `MONITOR`, until dropped.
+/// Counts the script calls Redis is given for a client's counters, from `MONITOR`, until
+/// dropped.
 struct Monitor {
     seen: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -200,7 +201,8 @@ impl Monitor {
             let mut line = String::new();
             while !stopped.load(Ordering::Relaxed) {
                 line.clear();
-                if lines.read_line(&mut line).is_ok() && line.contains(&key) {
+                let read = lines.read_line(&mut line).is_ok();
+                if read && line.contains(&key) && line.contains("\"EVAL") {
                     counted.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -244,6 +246,31 @@ async fn a_client_already_refused_costs_no_redis_call() {
         asked,
         "no Redis call for a client known to be over"
     );
+}
+
+/// A client that keeps sending costs about one script call a request, not two: its
+/// settlements wait a little and go together, in one call for all that waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_settlements_go_together() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let clients = client("steady", "kd", "{ tokens: 100000, per: 1h }");
+    let lingo = Lingo::start(&replica_table(&clients, &redis, "200ms")).await;
+    let tokens = |answer: &WholeResponse| answer.json()["usage"]["total_tokens"].as_u64();
+    // The scripts are loaded first: a script's first call may go twice (EVALSHA, then EVAL).
+    let mut used = tokens(&ask(&lingo, "kd", 4).await).unwrap();
+    redis_used_becomes(&redis, "steady", "tokens/1h", used as f64).await;
+    let monitor = Monitor::start(&redis, "steady");
+    for _ in 0..20 {
+        used += tokens(&ask(&lingo, "kd", 4).await).expect("answered");
+    }
+    redis_used_becomes(&redis, "steady", "tokens/1h", used as f64).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // 20 admit calls and a settlement call each 10 ms at most (requests that take longer
+    // than that each see theirs go alone): not 40.
+    let calls = monitor.seen();
+    assert!((21..=30).contains(&calls), "{calls} script calls for 20 requests");
 }
 
 /// `/readyz`'s word on the quota store.

@@ -35,11 +35,13 @@ const THROTTLED: usize = 1000;
 
 const FREE: &[(&str, &str)] = &[("authorization", "Bearer kf")];
 const LIMITED: &[(&str, &str)] = &[("authorization", "Bearer ka")];
+const COUNTED: &[(&str, &str)] = &[("authorization", "Bearer kr")];
 const CAPPED: &str = "Bearer kc";
 
 const OFF: &str = "through lingo, no limits";
 const IN_PROCESS: &str = "through lingo, limits in the process";
 const IN_REDIS: &str = "through lingo, limits in Redis (loopback)";
+const REQUESTS_IN_REDIS: &str = "through lingo, requests only, in Redis";
 
 /// Whether the limits rows run.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -66,14 +68,17 @@ pub fn wanted() -> Wanted {
 }
 
 /// The route table of the limits rows: clients `free` (no limits), `team-a` (limits that
-/// never refuse) and `capped` (one request an hour), to the mock at `mock`; counters in
-/// the process, or in the Redis at `store`.
+/// never refuse), `team-r` (a request limit alone, that never refuses) and `capped` (one
+/// request an hour), to the mock at `mock`; counters in the process, or in the Redis at
+/// `store`.
 fn table(addr: SocketAddr, mock: SocketAddr, store: Option<SocketAddr>) -> String {
     let mut table = format!(
         "listen:\n  - addr: {addr}\n\
          clients:\n  - name: free\n    key: {{ value: kf }}\n\
          \x20 - name: team-a\n    key: {{ value: ka }}\n    quota:\n      \
          - {{ requests: 100000000, per: 1m }}\n      - {{ tokens: 1000000000, per: 1d }}\n\
+         \x20 - name: team-r\n    key: {{ value: kr }}\n    quota:\n      \
+         - {{ requests: 100000000, per: 1m }}\n\
          \x20 - name: capped\n    key: {{ value: kc }}\n    quota:\n      - {{ requests: 1, per: 1h }}\n\
          upstreams:\n  models:\n    url: http://{mock}\n    speaks: native\n\
          limits: {{ max_connections: 20000, max_in_flight: 20000 }}\n\
@@ -274,6 +279,13 @@ pub async fn rows(dir: &Path, mock: SocketAddr, (seconds, rounds): (f64, usize))
             lingo: pid,
             redis: true,
         });
+        scenarios.push(Scenario {
+            name: REQUESTS_IN_REDIS,
+            url: url(addr),
+            key: COUNTED,
+            lingo: pid,
+            redis: true,
+        });
     }
     for scenario in &scenarios {
         let healthz = scenario.url.replace("/v1/chat/completions", "/healthz");
@@ -395,20 +407,24 @@ fn ratios(rows: &[Row], shapes: &[(usize, bool)]) {
         let vs = |row: &Row| row.run.rps / off.run.rps;
         let cpu = |row: &Row| row.lingo_us / off.lingo_us;
         let added = |row: &Row| pct(&row.run.ttlb, 0.5) - pct(&off.run.ttlb, 0.5);
-        let shared = pick(IN_REDIS).map_or("-".into(), |r| {
-            let with_redis = (r.lingo_us + r.redis.map_or(0.0, |x| x.0)) / off.lingo_us;
-            format!(
-                "throughput {:.2}, CPU {:.2} ({with_redis:.2}), median {:+.0}µs",
-                vs(r),
-                cpu(r),
-                added(r)
-            )
-        });
+        let in_redis = |name: &str| {
+            pick(name).map_or("-".into(), |r| {
+                let with_redis = (r.lingo_us + r.redis.map_or(0.0, |x| x.0)) / off.lingo_us;
+                format!(
+                    "throughput {:.2}, CPU {:.2} ({with_redis:.2}), median {:+.0}µs",
+                    vs(r),
+                    cpu(r),
+                    added(r)
+                )
+            })
+        };
         println!(
-            "  {kind} c={concurrency}: in the process: throughput {:.2}, CPU {:.2}, median {:+.0}µs; in Redis: {shared}",
+            "  {kind} c={concurrency}: in the process: throughput {:.2}, CPU {:.2}, median {:+.0}µs; in Redis: {}; requests only, in Redis: {}",
             vs(local),
             cpu(local),
             added(local),
+            in_redis(IN_REDIS),
+            in_redis(REQUESTS_IN_REDIS),
         );
     }
 }

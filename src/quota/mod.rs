@@ -118,6 +118,7 @@ impl Quota {
                 let redis = Shared::new(config, Arc::clone(&self.metrics))?;
                 let redis = Arc::new(redis);
                 redis::spawn_heartbeat(Arc::downgrade(&redis));
+                redis::spawn_sender(&redis);
                 Some(Arc::new(SharedStore::new(redis, config.clone())))
             }
         };

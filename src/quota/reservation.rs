@@ -94,14 +94,8 @@ impl Reservation {
         match &self.placed {
             Placed::Local(local) => local.settle(&client, &charges, now_ms()),
             Placed::Fallback(shared) => shared.fallback.settle(&client, &charges, now_ms()),
-            Placed::Shared(shared) => {
-                // Off the answer's path: the last byte is not held for it.
-                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-                    return;
-                };
-                let redis = Arc::clone(&shared.redis);
-                runtime.spawn(async move { redis.settle(client, charges).await });
-            }
+            // Sent off the answer's path: the last byte is not held for it.
+            Placed::Shared(shared) => shared.redis.settle(client, charges),
         }
     }
 

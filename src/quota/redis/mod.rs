@@ -1,5 +1,5 @@
 //! The Redis store, which replicas share: one script call admits a request (all its limits,
-//! all or nothing), one settles it. Keys: `lingo:quota:{<client>}` (a hash: one key a client,
+//! all or nothing); settlements wait a little and go a client's together (`waiting`). Keys: `lingo:quota:{<client>}` (a hash: one key a client,
 //! so that each script touches one key, in one slot of a Redis Cluster) and
 //! `lingo:quota:replicas` (a sorted set: the replicas seen lately, for each one's share while
 //! the store is away). One Redis node, or a Redis Cluster (`quota_store.cluster`), whose
@@ -9,12 +9,13 @@
 //! marks the store down, and requests then use their limits' fallback without calling it (the
 //! breaker). A heartbeat each [`BEAT_EVERY`] is the only caller while it is down; it marks the
 //! store up again when it answers within the requests' timeout, with the scripts loaded, and
-//! then sends the settlements that could not be sent meanwhile.
+//! then sends the settlements that waited meanwhile.
 
 mod scripts;
+mod waiting;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -28,6 +29,7 @@ use super::{Ask, Charge};
 use crate::base::worker;
 use crate::observe::Metrics;
 use crate::table::QuotaStore;
+use waiting::Waiting;
 
 /// How often a replica says it is alive (and tries a store that is down).
 pub const BEAT_EVERY: Duration = Duration::from_secs(1);
@@ -35,9 +37,6 @@ pub const BEAT_EVERY: Duration = Duration::from_secs(1);
 const BEAT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a replica counts as alive after its last heartbeat.
 const ALIVE_FOR: Duration = Duration::from_secs(5);
-/// The most settlements kept while the store is away; past it the oldest are dropped (and
-/// their reservations stand).
-const PENDING_AT_MOST: usize = 10_000;
 
 /// The Redis store.
 pub struct Shared {
@@ -57,8 +56,8 @@ pub struct Shared {
     up: AtomicBool,
     /// Replicas that said they were alive lately, this one included.
     replicas: AtomicU32,
-    /// Settlements that could not be sent: sent again when the store answers.
-    pending: Mutex<Vec<(Arc<str>, Vec<Charge>)>>,
+    /// Settlements not sent yet.
+    waiting: Waiting,
     metrics: Arc<Metrics>,
 }
 
@@ -107,7 +106,7 @@ impl Shared {
             // Until a call says otherwise: the first requests try it.
             up: AtomicBool::new(true),
             replicas: AtomicU32::new(1),
-            pending: Mutex::default(),
+            waiting: Waiting::default(),
             metrics,
         })
     }
@@ -170,50 +169,51 @@ impl Shared {
         Ok(checks.collect())
     }
 
-    /// Adds each charge's difference to `client`'s counters, now or, while the store is away,
-    /// when it answers again.
-    pub async fn settle(&self, client: Arc<str>, charges: Vec<Charge>) {
-        if !self.is_up() {
-            self.keep(client, charges);
-            return;
+    /// Adds each charge's difference to `client`'s counters, a little later, with the
+    /// client's other settlements (`waiting`).
+    pub fn settle(&self, client: Arc<str>, charges: Vec<Charge>) {
+        if !self.waiting.add(client, charges) {
+            self.metrics.quota.store_error();
         }
-        if let Err(error) = self.send_settlement(&client, &charges).await {
-            self.failed(&error);
-            // One that may have run is not sent again (its reservation may stand instead).
-            if error.down && !error.may_have_run {
-                self.keep(client, charges);
+    }
+
+    /// Sends the settlements that have waited their time, one call a client, and says
+    /// whether others wait.
+    async fn send_due(&self) -> bool {
+        let (due, more) = self.waiting.due(Instant::now());
+        for (client, charges) in due {
+            let mut call = self.settle.prepare_invoke();
+            call.key(key(&client)).arg(charges.len());
+            for charge in &charges {
+                counter(&mut call, &charge.id, charge.shape)
+                    .arg(charge.mark)
+                    .arg(charge.cost)
+                    .arg(charge.delta);
+            }
+            let sent = self
+                .bounded(self.timeout, |mut c| async move {
+                    call.invoke_async::<i64>(&mut c).await
+                })
+                .await;
+            if let Err(error) = sent {
+                self.failed(&error);
+                self.unsent(client, charges, &error);
             }
         }
+        more
     }
 
-    async fn send_settlement(&self, client: &str, charges: &[Charge]) -> Result<(), StoreError> {
-        let mut call = self.settle.prepare_invoke();
-        call.key(key(client)).arg(charges.len());
-        for charge in charges {
-            counter(&mut call, &charge.id, charge.shape)
-                .arg(charge.mark)
-                .arg(charge.cost)
-                .arg(charge.delta);
+    /// Puts back a settlement whose call failed without reaching Redis, to be sent when it
+    /// answers; one that may have run is not sent again (its reservation may stand instead).
+    fn unsent(&self, client: Arc<str>, charges: Vec<Charge>, error: &StoreError) {
+        if error.down && !error.may_have_run {
+            self.settle(client, charges);
         }
-        self.bounded(self.timeout, |mut c| async move {
-            call.invoke_async::<i64>(&mut c).await
-        })
-        .await
-        .map(drop)
-    }
-
-    /// Keeps a settlement for when the store answers again.
-    fn keep(&self, client: Arc<str>, charges: Vec<Charge>) {
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if pending.len() >= PENDING_AT_MOST {
-            pending.remove(0);
-        }
-        pending.push((client, charges));
     }
 
     /// Says this replica is alive. An answer within the requests' timeout (the scripts
     /// loaded first, after a Redis that restarted empty) marks the store up again, and the
-    /// settlements kept meanwhile are sent.
+    /// settlements that waited meanwhile are sent.
     async fn heartbeat(&self) -> Result<(), StoreError> {
         let started = Instant::now();
         let mut call = self.beat.prepare_invoke();
@@ -244,10 +244,7 @@ impl Shared {
         self.up.store(true, Ordering::Relaxed);
         self.metrics.quota.store_up(true);
         tracing::info!("the quota store answers again; limits are shared again");
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        for (client, charges) in pending {
-            self.settle(client, charges).await;
-        }
+        self.waiting.wake.notify_one();
         Ok(())
     }
 
@@ -368,6 +365,37 @@ pub fn spawn_heartbeat(shared: Weak<Shared>) {
             }
         }
     });
+}
+
+/// Sends `shared`'s settlements once each has waited [`waiting::SEND_AFTER`], until `shared`
+/// is dropped; while the store is away, it waits to be woken when the store answers again.
+pub fn spawn_sender(shared: &Arc<Shared>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let wake = Arc::clone(&shared.waiting.wake);
+    let shared = Arc::downgrade(shared);
+    runtime.spawn(async move {
+        loop {
+            wake.notified().await;
+            loop {
+                tokio::time::sleep(waiting::SEND_AFTER).await;
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                if !shared.is_up() || !shared.send_due().await {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+impl Drop for Shared {
+    /// Wakes the sender, which then finds the store gone and ends.
+    fn drop(&mut self) {
+        self.waiting.wake.notify_one();
+    }
 }
 
 /// A counter's first four arguments to both scripts: its id and its shape.

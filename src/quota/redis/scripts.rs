@@ -65,38 +65,49 @@ end
 return out
 ";
 
-/// Adds what each request really cost. `ARGV`: the number of limits, then seven values
-/// each: id, amount, per (ms), capacity (0: a window), the mark it was charged at, what it
-/// was charged, the difference. A window that has ended is left alone; a bucket is refunded
-/// no more than what of the charge it still holds (the rest has drained); nothing goes below
-/// empty.
+/// Adds what requests really cost. `ARGV`: the number of charges, then seven values each:
+/// id, amount, per (ms), capacity (0: a window), the mark it was charged at, what it was
+/// charged, the difference. One counter may be settled for several requests at once: each
+/// adds to what the one before left. A window that has ended is left alone; a bucket is
+/// refunded no more than what of the charge it still holds (the rest has drained); nothing
+/// goes below empty.
 pub const SETTLE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local key = KEYS[1]
-for i = 0, tonumber(ARGV[1]) - 1 do
-  local b = 2 + i * 7
-  local id = ARGV[b]
-  local amount, per = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
-  local capacity, charged = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-  local cost, delta = tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6])
-  local stored = redis.call('HGET', key, id .. '|u')
-  local mark = tonumber(redis.call('HGET', key, id .. '|m') or '0')
-  if stored then
-    local used = tonumber(stored)
-    if capacity == 0 then
-      if mark == charged and math.floor(now / per) == mark then
-        redis.call('HSET', key, id .. '|u', string.format('%.17g', math.max(0, used + delta)))
-      end
-    else
-      local rate = amount / per
-      used = math.max(0, used - math.max(0, now - mark) * rate)
-      local held = math.max(0, cost - math.max(0, now - charged) * rate)
-      used = math.max(0, used + math.max(delta, -held))
-      redis.call('HSET', key, id .. '|u', string.format('%.17g', used), id .. '|m', string.format('%d', now))
+local key, b, n = KEYS[1], 2, tonumber(ARGV[1])
+local fields = {}
+for i = 0, n - 1 do
+  local id = ARGV[b + i * 7]
+  fields[i * 2 + 1], fields[i * 2 + 2] = id .. '|u', id .. '|m'
+end
+local stored = redis.call('HMGET', key, unpack(fields))
+local value, changed = {}, {}
+for i, field in ipairs(fields) do value[field] = tonumber(stored[i]) or false end
+for i = 0, n - 1 do
+  local c = b + i * 7
+  local u, m = fields[i * 2 + 1], fields[i * 2 + 2]
+  local amount, per = tonumber(ARGV[c + 1]), tonumber(ARGV[c + 2])
+  local capacity, charged = tonumber(ARGV[c + 3]), tonumber(ARGV[c + 4])
+  local cost, delta = tonumber(ARGV[c + 5]), tonumber(ARGV[c + 6])
+  local used, mark = value[u], value[m] or 0
+  if used and capacity == 0 then
+    if mark == charged and math.floor(now / per) == mark then
+      value[u], changed[u] = math.max(0, used + delta), '%.17g'
     end
+  elseif used then
+    local rate = amount / per
+    used = math.max(0, used - math.max(0, now - mark) * rate)
+    local held = math.max(0, cost - math.max(0, now - charged) * rate)
+    value[u], changed[u] = math.max(0, used + math.max(delta, -held)), '%.17g'
+    value[m], changed[m] = now, '%d'
   end
 end
+local writes = {}
+for field, format in pairs(changed) do
+  writes[#writes + 1] = field
+  writes[#writes + 1] = string.format(format, value[field])
+end
+if #writes > 0 then redis.call('HSET', key, unpack(writes)) end
 return 0
 ";
 
