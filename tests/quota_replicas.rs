@@ -270,7 +270,24 @@ async fn a_clients_settlements_go_together() {
     // 20 admit calls and a settlement call each 10 ms at most (requests that take longer
     // than that each see theirs go alone): not 40.
     let calls = monitor.seen();
-    assert!((21..=30).contains(&calls), "{calls} script calls for 20 requests");
+    assert!(
+        (21..=30).contains(&calls),
+        "{calls} script calls for 20 requests"
+    );
+}
+
+/// A replica that stops sends the settlements that wait before it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_stops_sends_the_settlements_that_wait() {
+    let Some(redis) = RedisServer::start(false) else {
+        return;
+    };
+    let clients = client("last", "kl", "{ tokens: 100000, per: 1h }");
+    let lingo = Lingo::start(&replica_table(&clients, &redis, "200ms")).await;
+    let answer = ask(&lingo, "kl", 4).await;
+    let used = answer.json()["usage"]["total_tokens"].as_u64().unwrap();
+    lingo.shutdown().await;
+    assert_eq!(redis_used(&redis, "last", "tokens/1h"), used as f64);
 }
 
 /// `/readyz`'s word on the quota store.

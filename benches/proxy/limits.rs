@@ -1,16 +1,18 @@
 //! Limits and budgets (`LINGO_BENCH_LIMITS`): the same translated chat completions through
 //! lingo from a client without limits, from one whose limits are held in the process, and
 //! from one whose limits are in a `redis-server` on the loopback (started here on a free
-//! port; without one, that row and the throttled check are skipped), in interleaved rounds at
+//! port; without one, those rows and the throttled check are skipped), in interleaved rounds at
 //! each shape. Printed: throughput and lingo's CPU a request against the client without
 //! limits, and the median each adds (at c=1, what one request waits for its limits).
 //!
 //! The limited client's limits never refuse: a rate of requests (with Redis, a script call a
 //! request) and a budget of tokens (the request's body read for its estimate; the answer's
-//! usage settles it, with Redis in one more call off the answer's path). Beside lingo's CPU a
+//! usage settles it, with Redis in a call off the answer's path for each 10 ms of the
+//! client's settlements). A third client has the rate of requests alone, in Redis: one
+//! script call a request and nothing else, what one round trip adds. Beside lingo's CPU a
 //! request, Redis's own, and the script calls Redis counted a request (`INFO commandstats`).
-//! The rows without limits and with limits in the process are one lingo; the Redis row is a
-//! lingo of its own with the same table and a `quota_store`.
+//! The rows without limits and with limits in the process are one lingo; the Redis rows are
+//! a lingo of their own with the same table and a `quota_store`.
 //!
 //! Then a throttled client (one request an hour): once Redis has refused it, [`THROTTLED`]
 //! more requests, one at a time, must each be refused by lingo without calling Redis. The
@@ -172,21 +174,60 @@ impl Redis {
     /// The median of `n` `PING`s sent one at a time from this process: the floor of any
     /// call to Redis on this machine, lingo's included.
     fn ping_p50(&self, n: usize) -> f64 {
+        self.call_p50(b"*1\r\n$4\r\nPING\r\n", n)
+    }
+
+    /// The median of `n` calls of `command` (RESP) sent one at a time from this process, each
+    /// read to its answer's end (its last line).
+    fn call_p50(&self, command: &[u8], n: usize) -> f64 {
         let redis = TcpStream::connect(self.addr).expect("connect to redis-server");
         let _ = redis.set_nodelay(true);
         let mut reader = BufReader::new(redis.try_clone().unwrap());
         let mut writer = redis;
+        let mut first = String::new();
         let mut times = Vec::with_capacity(n);
-        let mut line = String::new();
         for _ in 0..n {
             let start = Instant::now();
-            writer.write_all(b"PING\r\n").unwrap();
-            line.clear();
-            reader.read_line(&mut line).unwrap();
+            writer.write_all(command).unwrap();
+            first.clear();
+            reader.read_line(&mut first).unwrap();
+            // An array of numbers (a script's reply): one more line each.
+            let more = first
+                .strip_prefix('*')
+                .map_or(0, |n| n.trim().parse().unwrap());
+            for _ in 0..more {
+                reader.read_line(&mut String::new()).unwrap();
+            }
             times.push(start.elapsed());
         }
         times.sort();
         pct(&times, 0.5)
+    }
+
+    /// The script call lingo makes to admit a request that `send` sends for `client`, as
+    /// Redis's `MONITOR` shows it, in RESP: to send it again from here.
+    async fn lingos_call<F: Future>(&self, client: &str, send: F) -> Vec<u8> {
+        let monitor = TcpStream::connect(self.addr).expect("connect to redis-server");
+        let mut lines = BufReader::new(monitor.try_clone().unwrap());
+        (&monitor).write_all(b"MONITOR\r\n").unwrap();
+        let mut line = String::new();
+        lines.read_line(&mut line).unwrap();
+        send.await;
+        let key = format!("\"lingo:quota:{{{client}}}\"");
+        loop {
+            line.clear();
+            lines.read_line(&mut line).unwrap();
+            if line.contains("\"EVALSHA\"") && line.contains(&key) {
+                break;
+            }
+        }
+        // `... [0 127.0.0.1:port] "EVALSHA" "<sha>" "1" ...`: no argument has a quote.
+        let args: Vec<&str> = line.trim_end().split('"').skip(1).step_by(2).collect();
+        let mut resp = format!("*{}\r\n", args.len());
+        for arg in args {
+            resp.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+        resp.into_bytes()
     }
 }
 
@@ -353,11 +394,15 @@ pub async fn rows(dir: &Path, mock: SocketAddr, (seconds, rounds): (f64, usize))
         }
     }
     ratios(&rows, &shapes);
-    if let Some(redis) = &redis {
+    if let (Some(redis), Some((addr, _))) = (&redis, shared) {
+        let counted = url(addr);
+        let request = status(&http, &counted, COUNTED[0].1);
+        let admit = redis.lingos_call("team-r", request).await;
         println!(
-            "  Redis: a script call ran {:.1}µs inside Redis (INFO commandstats); a PING from the bench, one at a time, p50 {:.0}µs: the floor of any call to Redis here",
+            "  Redis: a script call ran {:.1}µs inside Redis (INFO commandstats); from the bench, one at a time: a PING p50 {:.0}µs, the script call lingo makes for a request limit p50 {:.0}µs: the floor of what one round trip adds here",
             scripts.1 as f64 / scripts.0.max(1) as f64,
             redis.ping_p50(2000),
+            redis.call_p50(&admit, 2000),
         );
     }
     if let (Some(redis), Some((addr, _))) = (&redis, shared) {
@@ -433,8 +478,8 @@ fn ratios(rows: &[Row], shapes: &[(usize, bool)]) {
 /// [`THROTTLED`] more, one at a time, just after a heartbeat, and the script calls Redis
 /// counted meanwhile. Returns the answers that were not what they should be.
 async fn throttled(http: &Http, url: &str, redis: &Redis) -> u64 {
-    let first = status(http, url).await;
-    let second = status(http, url).await;
+    let first = status(http, url, CAPPED).await;
+    let second = status(http, url, CAPPED).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     // Wait for a heartbeat's call: the next is a second away.
     let mut before = redis.script_calls();
@@ -450,7 +495,7 @@ async fn throttled(http: &Http, url: &str, redis: &Redis) -> u64 {
     let started = Instant::now();
     let (mut refused, mut other) = (0, 0);
     for _ in 0..THROTTLED {
-        match status(http, url).await {
+        match status(http, url, CAPPED).await {
             Some(StatusCode::TOO_MANY_REQUESTS) => refused += 1,
             _ => other += 1,
         }
@@ -479,11 +524,11 @@ async fn throttled(http: &Http, url: &str, redis: &Redis) -> u64 {
         + u64::from(second != Some(StatusCode::TOO_MANY_REQUESTS))
 }
 
-/// The throttled client's request, read to its end: its status.
-async fn status(http: &Http, url: &str) -> Option<StatusCode> {
+/// A request with `authorization`, read to its end: its status.
+async fn status(http: &Http, url: &str, authorization: &str) -> Option<StatusCode> {
     let request = Request::post(url)
         .header("content-type", "application/json")
-        .header("authorization", CAPPED)
+        .header("authorization", authorization)
         .body(Full::new(Bytes::from_static(body(true, false).as_bytes())))
         .unwrap();
     let response = http.request(request).await.ok()?;

@@ -35,7 +35,8 @@ mod help {
         "Answers that lacked a usage count, whose estimate was charged instead, by client and unit";
     pub const STORE_UP: &str =
         "Whether the quota store answers (1; always 1 when counters are held in the process)";
-    pub const STORE_ERRORS: &str = "Quota store calls that failed or timed out";
+    pub const STORE_ERRORS: &str =
+        "Quota store calls that failed or timed out, and settlements dropped while it was away";
     pub const FALLBACK: &str = "Limits applied while the quota store was unreachable, by what they did (allow, deny, local)";
 }
 

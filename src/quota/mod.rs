@@ -103,7 +103,8 @@ impl Quota {
 
     /// Takes `table`'s `quota_store`: the same store keeps its counters (and forgets which
     /// clients it knew to be over: their limits may have changed); another starts from what
-    /// it holds. Must be called inside the runtime.
+    /// it holds, and the settlements that wait for the one before are sent to it. Must be
+    /// called inside the runtime.
     pub fn apply(&self, table: &RouteTable) -> Result<(), String> {
         let now = self.stores.load();
         if let Some(shared) = &now.shared {
@@ -122,12 +123,24 @@ impl Quota {
                 Some(Arc::new(SharedStore::new(redis, config.clone())))
             }
         };
+        if let (Some(old), Ok(runtime)) = (&now.shared, tokio::runtime::Handle::try_current()) {
+            // The settlements that wait belong to the store their requests were charged in.
+            let redis = Arc::clone(&old.redis);
+            runtime.spawn(async move { redis.send_waiting().await });
+        }
         self.metrics.quota.store_up(true);
         self.stores.store(Arc::new(Stores {
             local: Arc::clone(&now.local),
             shared,
         }));
         Ok(())
+    }
+
+    /// Sends the settlements that wait to be sent to the shared store: lingo is stopping.
+    pub async fn send_waiting(&self) {
+        if let Some(shared) = &self.stores.load_full().shared {
+            shared.redis.send_waiting().await;
+        }
     }
 
     /// Whether the shared store answers: `None` when counters are held in the process.

@@ -151,6 +151,7 @@ impl Server {
         if let Some(workers) = workers {
             workers.finish().await;
         }
+        self.reloader.quota().send_waiting().await;
         self.reloader.relay().stop();
         Ok(())
     }

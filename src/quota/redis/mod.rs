@@ -177,10 +177,17 @@ impl Shared {
         }
     }
 
-    /// Sends the settlements that have waited their time, one call a client, and says
-    /// whether others wait.
-    async fn send_due(&self) -> bool {
-        let (due, more) = self.waiting.due(Instant::now());
+    /// Sends every settlement that waits, now (lingo is stopping), if the store answers.
+    pub async fn send_waiting(&self) {
+        if self.is_up() {
+            self.send_due(Instant::now() + waiting::SEND_AFTER).await;
+        }
+    }
+
+    /// Sends the settlements that have waited their time by `now`, one call a client, and
+    /// says whether others wait.
+    async fn send_due(&self, now: Instant) -> bool {
+        let (due, more) = self.waiting.due(now);
         for (client, charges) in due {
             let mut call = self.settle.prepare_invoke();
             call.key(key(&client)).arg(charges.len());
@@ -383,7 +390,7 @@ pub fn spawn_sender(shared: &Arc<Shared>) {
                 let Some(shared) = shared.upgrade() else {
                     return;
                 };
-                if !shared.is_up() || !shared.send_due().await {
+                if !shared.is_up() || !shared.send_due(Instant::now()).await {
                     break;
                 }
             }

@@ -24,7 +24,7 @@ pub type Settlement = (Arc<str>, Vec<Charge>);
 #[derive(Default)]
 pub struct Waiting {
     by_client: Mutex<ByClient>,
-    /// Wakes the sender (`spawn_sender` in the module above) when a settlement waits, or
+    /// Wakes the sender (`super::spawn_sender`) when a settlement waits, or
     /// the store answers again.
     pub wake: Arc<Notify>,
 }
