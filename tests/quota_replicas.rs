@@ -290,6 +290,40 @@ async fn a_replica_that_stops_sends_the_settlements_that_wait() {
     assert_eq!(redis_used(&redis, "last", "tokens/1h"), used as f64);
 }
 
+/// A reload that moves the counters to another Redis settles, in the one before, the
+/// requests charged there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_charged_before_a_reload_is_settled_in_its_own_store() {
+    let (Some(first), Some(second)) = (RedisServer::start(false), RedisServer::start(false)) else {
+        return;
+    };
+    let clients = client("mover", "km", "{ tokens: 100000, per: 1h }");
+    let slow = |redis: &RedisServer| {
+        replica_table(&clients, redis, "200ms").replace(
+            "mock: { tokens: 4 }",
+            "mock: { tokens: 4, first_token_delay: 300ms }",
+        )
+    };
+    let lingo = Arc::new(Lingo::start(&slow(&first)).await);
+    let running = tokio::spawn({
+        let lingo = Arc::clone(&lingo);
+        async move { ask(&lingo, "km", 4).await }
+    });
+    // Reserved in the first store; then the table moves to the second.
+    let waited = Instant::now();
+    while redis_used(&first, "mover", "tokens/1h") == 0.0 {
+        assert!(waited.elapsed() < Duration::from_secs(5), "never reserved");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let moved = slow(&second).replace("127.0.0.1:0", &lingo.addr.to_string());
+    std::fs::write(lingo.config_path(), moved).unwrap();
+    lingo.reloader.reload(true).unwrap();
+    let answer = running.await.unwrap();
+    let used = answer.json()["usage"]["total_tokens"].as_u64().unwrap();
+    redis_used_becomes(&first, "mover", "tokens/1h", used as f64).await;
+    assert_eq!(redis_used(&second, "mover", "tokens/1h"), 0.0);
+}
+
 /// `/readyz`'s word on the quota store.
 async fn store_state(lingo: &Lingo) -> Value {
     get(&lingo.url("/readyz")).await.json()["quota_store"].clone()

@@ -102,6 +102,11 @@ impl QuotaMetrics {
         self.store_errors.inc();
     }
 
+    /// `count` settlements dropped: the store could not be given them.
+    pub fn store_errors(&self, count: usize) {
+        self.store_errors.inc_by(count as u64);
+    }
+
     /// A limit applied by its fallback: `allow`, `deny` or `local`.
     pub fn fallback(&self, mode: &'static str) {
         self.fallback.get_or_create(&ModeLabels { mode }).inc();

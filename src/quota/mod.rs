@@ -103,8 +103,8 @@ impl Quota {
 
     /// Takes `table`'s `quota_store`: the same store keeps its counters (and forgets which
     /// clients it knew to be over: their limits may have changed); another starts from what
-    /// it holds, and the settlements that wait for the one before are sent to it. Must be
-    /// called inside the runtime.
+    /// it holds (the one before still gets the settlements of the requests charged in it).
+    /// Must be called inside the runtime.
     pub fn apply(&self, table: &RouteTable) -> Result<(), String> {
         let now = self.stores.load();
         if let Some(shared) = &now.shared {
@@ -119,15 +119,10 @@ impl Quota {
                 let redis = Shared::new(config, Arc::clone(&self.metrics))?;
                 let redis = Arc::new(redis);
                 redis::spawn_heartbeat(Arc::downgrade(&redis));
-                redis::spawn_sender(&redis);
+                redis::spawn_sender(Arc::clone(&redis));
                 Some(Arc::new(SharedStore::new(redis, config.clone())))
             }
         };
-        if let (Some(old), Ok(runtime)) = (&now.shared, tokio::runtime::Handle::try_current()) {
-            // The settlements that wait belong to the store their requests were charged in.
-            let redis = Arc::clone(&old.redis);
-            runtime.spawn(async move { redis.send_waiting().await });
-        }
         self.metrics.quota.store_up(true);
         self.stores.store(Arc::new(Stores {
             local: Arc::clone(&now.local),

@@ -33,6 +33,11 @@ use waiting::Waiting;
 
 /// How often a replica says it is alive (and tries a store that is down).
 pub const BEAT_EVERY: Duration = Duration::from_secs(1);
+/// The most charges a settlement call carries (a Lua function takes at most about 8,000
+/// arguments: each charge is two fields of the hash to read).
+const CHARGES_A_CALL: usize = 1_000;
+/// The most settlement calls sent at once.
+const CALLS_AT_ONCE: usize = 64;
 /// How long a heartbeat waits: longer than a request does, so a slow first connect lands.
 const BEAT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a replica counts as alive after its last heartbeat.
@@ -58,6 +63,8 @@ pub struct Shared {
     replicas: AtomicU32,
     /// Settlements not sent yet.
     waiting: Waiting,
+    /// Held while a batch of them is sent.
+    sending: tokio::sync::Mutex<()>,
     metrics: Arc<Metrics>,
 }
 
@@ -107,6 +114,7 @@ impl Shared {
             up: AtomicBool::new(true),
             replicas: AtomicU32::new(1),
             waiting: Waiting::default(),
+            sending: tokio::sync::Mutex::default(),
             metrics,
         })
     }
@@ -177,37 +185,63 @@ impl Shared {
         }
     }
 
-    /// Sends every settlement that waits, now (lingo is stopping), if the store answers.
+    /// Sends every settlement that waits, now (lingo is stopping, or this store is no longer
+    /// used); those it cannot send are counted and told.
     pub async fn send_waiting(&self) {
         if self.is_up() {
             self.send_due(Instant::now() + waiting::SEND_AFTER).await;
         }
+        let left = self.waiting.charges();
+        if left > 0 {
+            self.metrics.quota.store_errors(left);
+            tracing::warn!(
+                "{left} settlements could not be sent to the quota store; their reservations stand"
+            );
+        }
     }
 
-    /// Sends the settlements that have waited their time by `now`, one call a client, and
-    /// says whether others wait.
+    /// Sends the settlements that have waited their time by `now`, a few clients' at once,
+    /// and says whether others wait. One batch at a time: `send_waiting` waits for the one
+    /// being sent.
     async fn send_due(&self, now: Instant) -> bool {
+        let _one_at_a_time = self.sending.lock().await;
         let (due, more) = self.waiting.due(now);
+        let mut calls = Vec::new();
         for (client, charges) in due {
-            let mut call = self.settle.prepare_invoke();
-            call.key(key(&client)).arg(charges.len());
-            for charge in &charges {
-                counter(&mut call, &charge.id, charge.shape)
-                    .arg(charge.mark)
-                    .arg(charge.cost)
-                    .arg(charge.delta);
-            }
-            let sent = self
-                .bounded(self.timeout, |mut c| async move {
-                    call.invoke_async::<i64>(&mut c).await
-                })
-                .await;
-            if let Err(error) = sent {
-                self.failed(&error);
-                self.unsent(client, charges, &error);
+            for part in charges.chunks(CHARGES_A_CALL) {
+                calls.push(self.send_settlement(Arc::clone(&client), part.to_vec()));
             }
         }
+        while !calls.is_empty() {
+            let now: Vec<_> = calls.drain(..calls.len().min(CALLS_AT_ONCE)).collect();
+            futures_util::future::join_all(now).await;
+        }
         more
+    }
+
+    /// Sends one call's settlement; while the store is away it waits again.
+    async fn send_settlement(&self, client: Arc<str>, charges: Vec<Charge>) {
+        if !self.is_up() {
+            self.settle(client, charges);
+            return;
+        }
+        let mut call = self.settle.prepare_invoke();
+        call.key(key(&client)).arg(charges.len());
+        for charge in &charges {
+            counter(&mut call, &charge.id, charge.shape)
+                .arg(charge.mark)
+                .arg(charge.cost)
+                .arg(charge.delta);
+        }
+        let sent = self
+            .bounded(self.timeout, |mut c| async move {
+                call.invoke_async::<i64>(&mut c).await
+            })
+            .await;
+        if let Err(error) = sent {
+            self.failed(&error);
+            self.unsent(client, charges, &error);
+        }
     }
 
     /// Puts back a settlement whose call failed without reaching Redis, to be sent when it
@@ -374,35 +408,30 @@ pub fn spawn_heartbeat(shared: Weak<Shared>) {
     });
 }
 
-/// Sends `shared`'s settlements once each has waited [`waiting::SEND_AFTER`], until `shared`
-/// is dropped; while the store is away, it waits to be woken when the store answers again.
-pub fn spawn_sender(shared: &Arc<Shared>) {
+/// Sends `shared`'s settlements once each has waited [`waiting::SEND_AFTER`]; while the
+/// store is away, it waits to be woken when the store answers again. It holds the store:
+/// once nothing else does (a reload replaced it, and the requests charged in it have
+/// ended), it sends what waits and ends.
+pub fn spawn_sender(shared: Arc<Shared>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
     let wake = Arc::clone(&shared.waiting.wake);
-    let shared = Arc::downgrade(shared);
     runtime.spawn(async move {
         loop {
-            wake.notified().await;
-            loop {
+            let woken = tokio::time::timeout(BEAT_EVERY, wake.notified()).await;
+            if Arc::strong_count(&shared) == 1 {
+                shared.send_waiting().await;
+                return;
+            }
+            while woken.is_ok() {
                 tokio::time::sleep(waiting::SEND_AFTER).await;
-                let Some(shared) = shared.upgrade() else {
-                    return;
-                };
                 if !shared.is_up() || !shared.send_due(Instant::now()).await {
                     break;
                 }
             }
         }
     });
-}
-
-impl Drop for Shared {
-    /// Wakes the sender, which then finds the store gone and ends.
-    fn drop(&mut self) {
-        self.waiting.wake.notify_one();
-    }
 }
 
 /// A counter's first four arguments to both scripts: its id and its shape.

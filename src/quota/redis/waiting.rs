@@ -1,7 +1,8 @@
-//! Settlements waiting to be sent to Redis: each waits [`SEND_AFTER`], and goes in one call
-//! with its client's others that wait then. A client that keeps sending costs one script
-//! call a request (its admit) and one each [`SEND_AFTER`] at most, not two a request; its
-//! counters are settled that much later. While the store is away they wait here.
+//! Settlements waiting to be sent to Redis: each waits [`SEND_AFTER`] to twice that (the
+//! sender looks each [`SEND_AFTER`]), and goes with its client's others that wait then. A
+//! client that keeps sending costs one script call a request (its admit) and one each
+//! [`SEND_AFTER`] at most, not two a request; its counters are settled that much later.
+//! While the store is away they wait here.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -77,6 +78,11 @@ impl Waiting {
         });
         waiting.charges -= due.iter().map(|(_, c)| c.len()).sum::<usize>();
         (due, !waiting.clients.is_empty())
+    }
+
+    /// How many charges wait.
+    pub fn charges(&self) -> usize {
+        self.lock().charges
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ByClient> {
