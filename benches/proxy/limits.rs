@@ -10,8 +10,9 @@
 //! usage settles it, with Redis in a call off the answer's path for each 10 ms of the
 //! client's settlements). A third client has the rate of requests alone, in Redis: one
 //! script call a request and nothing else, what one round trip adds. Beside lingo's CPU a
-//! request, Redis's own, and the script calls Redis counted a request (`INFO commandstats`).
-//! The rows without limits and with limits in the process are one lingo; the Redis rows are
+//! request, Redis's own, and the script calls Redis counted a request (`INFO commandstats`);
+//! after the rows, the floor of a round trip: a `PING` and lingo's own script call sent from
+//! the bench one at a time, with the bench's CPU for each. The rows without limits and with limits in the process are one lingo; the Redis rows are
 //! a lingo of their own with the same table and a `quota_store`.
 //!
 //! Then a throttled client (one request an hour): once Redis has refused it, [`THROTTLED`]
@@ -171,15 +172,17 @@ impl Redis {
             .fold((0, 0), |(c, u), (calls, usec)| (c + calls, u + usec))
     }
 
-    /// The median of `n` `PING`s sent one at a time from this process: the floor of any
-    /// call to Redis on this machine, lingo's included.
-    fn ping_p50(&self, n: usize) -> f64 {
-        self.call_p50(b"*1\r\n$4\r\nPING\r\n", n)
+    /// `n` `PING`s sent one at a time from this process, as `call`: the floor of any call
+    /// to Redis on this machine, lingo's included.
+    fn ping(&self, n: usize) -> (f64, f64) {
+        self.call(b"*1\r\n$4\r\nPING\r\n", n)
     }
 
-    /// The median of `n` calls of `command` (RESP) sent one at a time from this process, each
-    /// read to its answer's end (its last line).
-    fn call_p50(&self, command: &[u8], n: usize) -> f64 {
+    /// `n` calls of `command` (RESP) sent one at a time from this thread, each read to its
+    /// answer's end (its last line): their median µs, and the thread's CPU µs a call.
+    fn call(&self, command: &[u8], n: usize) -> (f64, f64) {
+        let cpu = || crate::cpu_in("/proc/thread-self/stat");
+        let cpu_before = cpu();
         let redis = TcpStream::connect(self.addr).expect("connect to redis-server");
         let _ = redis.set_nodelay(true);
         let mut reader = BufReader::new(redis.try_clone().unwrap());
@@ -200,8 +203,9 @@ impl Redis {
             }
             times.push(start.elapsed());
         }
+        let cpu_us = (cpu() - cpu_before) / n as f64 * 1e6;
         times.sort();
-        pct(&times, 0.5)
+        (pct(&times, 0.5), cpu_us)
     }
 
     /// The script call lingo makes to admit a request that `send` sends for `client`, as
@@ -398,11 +402,19 @@ pub async fn rows(dir: &Path, mock: SocketAddr, (seconds, rounds): (f64, usize))
         let counted = url(addr);
         let request = status(&http, &counted, COUNTED[0].1);
         let admit = redis.lingos_call("team-r", request).await;
+        let (ping, ping_cpu) = redis.ping(5000);
+        let (call, call_cpu) = redis.call(&admit, 5000);
+        let pick = |name| {
+            rows.iter()
+                .find(|r| r.concurrency == 1 && !r.stream && r.name == name)
+        };
+        let lingos = match (pick(REQUESTS_IN_REDIS), pick(IN_PROCESS)) {
+            (Some(redis), Some(local)) => redis.lingo_us - local.lingo_us,
+            _ => f64::NAN,
+        };
         println!(
-            "  Redis: a script call ran {:.1}µs inside Redis (INFO commandstats); from the bench, one at a time: a PING p50 {:.0}µs, the script call lingo makes for a request limit p50 {:.0}µs: the floor of what one round trip adds here",
+            "  Redis: a script call ran {:.1}µs inside Redis (INFO commandstats); from the bench, one at a time: a PING p50 {ping:.0}µs ({ping_cpu:.0}µs of the bench's CPU a call), the script call lingo makes for a request limit p50 {call:.0}µs ({call_cpu:.0}µs of CPU): the floor of what one round trip adds here; lingo's CPU for that call, whole c=1 (the request limit in Redis against limits in the process): {lingos:.0}µs a request",
             scripts.1 as f64 / scripts.0.max(1) as f64,
-            redis.ping_p50(2000),
-            redis.call_p50(&admit, 2000),
         );
     }
     if let (Some(redis), Some((addr, _))) = (&redis, shared) {
