@@ -1,9 +1,10 @@
 //! The Redis store, which replicas share: one script call admits a request (all its limits,
-//! all or nothing); settlements wait a little and go a client's together (`waiting`). Keys: `lingo:quota:{<client>}` (a hash: one key a client,
-//! so that each script touches one key, in one slot of a Redis Cluster) and
-//! `lingo:quota:replicas` (a sorted set: the replicas seen lately, for each one's share while
-//! the store is away). One Redis node, or a Redis Cluster (`quota_store.cluster`), whose
-//! client sends each script to the node that holds its key.
+//! all or nothing); settlements wait a little and go a client's together (`waiting`). Keys:
+//! `lingo:quota:{<client>}` (a hash: one key a client, so that each script touches one key,
+//! in one slot of a Redis Cluster) and `lingo:quota:replicas` (a sorted set: the replicas
+//! seen lately, for each one's share while the store is away). One Redis node, or a Redis
+//! Cluster (`quota_store.cluster`), whose client sends each script to the node that holds
+//! its key.
 //!
 //! Every call is bounded by the table's `timeout`; one that fails to reach Redis or times out
 //! marks the store down, and requests then use their limits' fallback without calling it (the
@@ -416,10 +417,9 @@ pub fn spawn_sender(shared: Arc<Shared>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
-    let wake = Arc::clone(&shared.waiting.wake);
     runtime.spawn(async move {
         loop {
-            let woken = tokio::time::timeout(BEAT_EVERY, wake.notified()).await;
+            let woken = tokio::time::timeout(BEAT_EVERY, shared.waiting.wake.notified()).await;
             if Arc::strong_count(&shared) == 1 {
                 shared.send_waiting().await;
                 return;

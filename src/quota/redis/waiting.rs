@@ -27,7 +27,7 @@ pub struct Waiting {
     by_client: Mutex<ByClient>,
     /// Wakes the sender (`super::spawn_sender`) when a settlement waits, or
     /// the store answers again.
-    pub wake: Arc<Notify>,
+    pub wake: Notify,
 }
 
 #[derive(Default)]
